@@ -1,0 +1,94 @@
+"""Bundles and the index: the SEP-2640 ``skills/list`` entry of each projected skill, and ``skills.json``.
+
+An entry's frontmatter is parsed back from the SKILL.md bytes that were rendered, never taken from the model, so the
+index can only say what the file says.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from . import naming
+from .errors import BuildError, Diagnostic, Span, error
+from .render import Projection
+
+MAX_FILES = 512
+MAX_BYTES = 16 * 1024 * 1024
+INDEX_FILE = "skills.json"
+
+
+def digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def split_frontmatter(text: str) -> tuple[str, str]:
+    """``---\\n<yaml>---\\n<body>`` -> (yaml, body). Raises ValueError when there is no frontmatter block."""
+    if not text.startswith("---\n"):
+        raise ValueError("SKILL.md does not start with a '---' frontmatter line")
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        raise ValueError("SKILL.md frontmatter is not closed by a '---' line")
+    return text[4:end + 1], text[end + 5:]
+
+
+def parse_frontmatter(data: bytes) -> dict[str, Any]:
+    fm_text, _ = split_frontmatter(data.decode("utf-8"))
+    value = yaml.safe_load(fm_text)
+    if not isinstance(value, dict):
+        raise ValueError("SKILL.md frontmatter is not a mapping")
+    return value
+
+
+@dataclass(frozen=True)
+class Bundle:
+    projection: Projection
+    entry: dict[str, Any]
+
+    @property
+    def path(self) -> str:
+        return self.projection.path
+
+
+def make_entry(path: str, files: dict[str, bytes]) -> dict[str, Any]:
+    """The SEP-2640 entry: uri, frontmatter (parsed from the bytes), resources (SKILL.md first, then by path)."""
+    order = ["SKILL.md", *sorted(k for k in files if k != "SKILL.md")]
+    return {
+        "uri": naming.skill_uri(path),
+        "frontmatter": parse_frontmatter(files["SKILL.md"]),
+        "resources": [{"uri": naming.skill_uri(path, rel), "digest": digest(files[rel]), "size": len(files[rel])}
+                      for rel in order],
+    }
+
+
+def limit_problems(path: str, files: dict[str, bytes], span: Span) -> list[Diagnostic]:
+    problems = []
+    if len(files) > MAX_FILES:
+        problems.append(error(span, "too-many-files", f"skill '{path}' has {len(files)} files; SEP-2640 allows "
+                              f"{MAX_FILES}, SKILL.md included"))
+    total = sum(len(b) for b in files.values())
+    if total > MAX_BYTES:
+        problems.append(error(span, "bundle-too-large", f"skill '{path}' is {total} bytes; SEP-2640 allows "
+                              f"{MAX_BYTES} (16 MiB)"))
+    return problems
+
+
+def bundle(projection: Projection) -> Bundle:
+    problems = limit_problems(projection.path, projection.files, projection.workflow.span)
+    if problems:
+        raise BuildError(problems)
+    return Bundle(projection, make_entry(projection.path, projection.files))
+
+
+def dumps(value: Any) -> bytes:
+    """Stable JSON: fixed separators, keys in construction order, UTF-8, one trailing newline."""
+    return (json.dumps(value, indent=2, ensure_ascii=False, separators=(",", ": ")) + "\n").encode("utf-8")
+
+
+def index(bundles: list[Bundle]) -> bytes:
+    """``skills.json``: exactly the ``skills`` array that ``skills/list`` serves, sorted by URI."""
+    return dumps({"skills": sorted((b.entry for b in bundles), key=lambda e: e["uri"])})

@@ -1,0 +1,210 @@
+"""``project-skill``: a thin shell. It parses arguments, calls the library and prints. Exit codes live here only:
+0 ok, 1 findings (errors; warnings under --strict; a stale tree in check), 2 usage.
+
+``build`` and ``check`` import only the core (yaml, jinja2, slugify). Everything that needs ``mcp`` is imported
+inside its own command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from . import __version__
+from .errors import Diagnostic, ProjectorError, UsageError, format_text
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+def _github(d: Diagnostic) -> str:
+    level = {"error": "error", "warning": "warning", "note": "notice"}[d.severity]
+    if d.acknowledged is not None:
+        level = "notice"
+    props = [f"file={d.span.file}"]
+    if d.span.line:
+        props += [f"line={d.span.line}", f"col={d.span.col}"]
+    props.append(f"title={d.code}")
+    msg = d.message + (f" (acknowledged: {d.acknowledged})" if d.acknowledged is not None else "")
+    if d.hint:
+        msg += f" Hint: {d.hint}"
+    msg = msg.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return f"::{level} {','.join(props)}::{msg}"
+
+
+def report(diags: list[Diagnostic], fmt: str) -> None:
+    """Print diagnostics: text to stderr; json (one array) and github annotations to stdout."""
+    if fmt == "json":
+        print(json.dumps([d.to_json() for d in diags], indent=2, ensure_ascii=False))
+    elif fmt == "github":
+        for d in diags:
+            print(_github(d))
+    else:
+        for d in diags:
+            print(format_text(d), file=sys.stderr)
+
+
+def _tally(diags: list[Diagnostic]) -> str:
+    errors = sum(d.severity == "error" for d in diags)
+    warnings = sum(d.severity == "warning" and d.acknowledged is None for d in diags)
+    acked = sum(d.acknowledged is not None for d in diags)
+    notes = sum(d.severity == "note" and d.acknowledged is None for d in diags)
+    parts = [f"{errors} error{'s' * (errors != 1)}"] if errors else []
+    parts.append(f"{warnings} warning{'s' * (warnings != 1)}")
+    if acked:
+        parts.append(f"{acked} acknowledged")
+    parts.append(f"{notes} note{'s' * (notes != 1)}")
+    return ", ".join(parts)
+
+
+def _load_and_compile(args: argparse.Namespace):
+    from .load import load_all
+    from .naming import parse_prefix
+    from .output import compile_workflows
+
+    try:
+        prefix = parse_prefix(args.uri_prefix)
+    except ValueError as exc:
+        raise UsageError(f"--uri-prefix: {exc}") from None
+    workflows = load_all(args.paths or ["workflows"])
+    if not workflows:
+        raise UsageError(f"no workflow files (*.yaml, *.yml) under {', '.join(args.paths or ['workflows'])}")
+    if getattr(args, "tools_from", None):
+        from .remote.tools import apply_tools_from
+
+        workflows, extra = apply_tools_from(workflows, args.tools_from)
+    else:
+        extra = []
+    build = compile_workflows(workflows, prefix)
+    build.diagnostics = sorted([*extra, *build.diagnostics], key=Diagnostic.sort_key)
+    return build
+
+
+def _strict_fail(args: argparse.Namespace, diags: list[Diagnostic]) -> bool:
+    return args.strict and any(d.severity == "warning" and d.acknowledged is None for d in diags)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .output import write
+
+    build = _load_and_compile(args)
+    report(build.diagnostics, args.format)
+    if _strict_fail(args, build.diagnostics):
+        print(f"error: --strict: {_tally(build.diagnostics)}; nothing was written", file=sys.stderr)
+        return EXIT_FINDINGS
+    out = Path(args.out)
+    changed = write(build, out)
+    for b in build.bundles:
+        n = len(b.projection.diagnostics)
+        size = sum(r["size"] for r in b.entry["resources"])
+        print(f"{b.projection.name}: {b.entry['uri']} ({len(b.entry['resources'])} files, {size} bytes, "
+              f"{n} finding{'s' * (n != 1)})", file=sys.stderr if args.format == "json" else sys.stdout)
+    print(f"{'wrote' if changed else 'up to date:'} {out.as_posix()}: {len(build.bundles)} skills; "
+          f"{_tally(build.diagnostics)}", file=sys.stderr if args.format == "json" else sys.stdout)
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .output import compare
+
+    build = _load_and_compile(args)
+    report(build.diagnostics, args.format)
+    out = Path(args.out)
+    cmp = compare(build, out)
+    status = EXIT_FINDINGS if _strict_fail(args, build.diagnostics) else EXIT_OK
+    stream = sys.stderr if args.format == "json" else sys.stdout
+    if cmp.clean:
+        print(f"{out.as_posix()} is up to date: {len(build.bundles)} skills; {_tally(build.diagnostics)}",
+              file=stream)
+        return status
+    if cmp.diff:
+        stream.write(cmp.diff if cmp.diff.endswith("\n") else cmp.diff + "\n")
+    for label, files in (("stale", cmp.stale), ("missing", cmp.missing), ("extra", cmp.extra)):
+        for f in files:
+            print(f"{label}: {out.as_posix()}/{f}", file=stream)
+    print(f"{out.as_posix()} is out of date ({len(cmp.stale)} stale, {len(cmp.missing)} missing, "
+          f"{len(cmp.extra)} extra); run: project-skill build", file=stream)
+    return EXIT_FINDINGS
+
+
+def _add_compile_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH", help="workflow files or folders (default: workflows)")
+    p.add_argument("--out", default="generated_skills", help="output folder (default: generated_skills)")
+    p.add_argument("--uri-prefix", metavar="P", help="skill path prefix: a/b gives skill://a/b/<name>/SKILL.md")
+    p.add_argument("--strict", action="store_true", help="unacknowledged warnings fail the run (exit 1)")
+    p.add_argument("--format", choices=("text", "json", "github"), default="text", help="how to print findings")
+    p.add_argument("--tools-from", metavar="SERVER",
+                   help="take tool descriptions, schemas and annotations from a live server's tools/list "
+                        "(a stdio command or an http(s)://.../mcp URL)")
+
+
+# Commands that need more than the core register here lazily: name -> (module, help).
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("projector.server.cli", "serve the skills and workflows over MCP"),
+    "remote": ("projector.remote.cli", "list or load skills from any SEP-2640 server, verifying every byte"),
+    "pin": ("projector.remote.cli", "pin a server's skill manifests in a lock file"),
+    "matrix": ("projector.matrix.cli", "measure skill vs. workflow vs. agent on the refunds task"),
+    "docs": ("projector.docs", "write (or --check) the generated pages of the docs site"),
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="project-skill",
+        description="Compile MCP sequential workflows into byte-stable SEP-2640 SKILL.md bundles.",
+        epilog="exit codes: 0 ok, 1 findings, 2 usage",
+    )
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    b = sub.add_parser("build", help="compile workflows into the output folder", description=cmd_build.__doc__)
+    _add_compile_args(b)
+    b.set_defaults(func=cmd_build)
+    c = sub.add_parser("check", help="exit 1 with a diff when the output folder is stale")
+    _add_compile_args(c)
+    c.set_defaults(func=cmd_check)
+    for name, (module, help_text) in LAZY_COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(lazy=(module, name))
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = parser()
+    args = ap.parse_args(argv)
+    if args.command is None:
+        ap.print_help()
+        return EXIT_USAGE
+    try:
+        if getattr(args, "lazy", None):
+            import importlib
+
+            module, name = args.lazy
+            try:
+                run: Callable[[str, list[str]], int] = importlib.import_module(module).main
+            except ModuleNotFoundError as exc:
+                if exc.name and exc.name.startswith("projector"):
+                    print(f"project-skill {name}: not available in this version", file=sys.stderr)
+                    return EXIT_USAGE
+                raise
+            return run(name, args.rest)
+        return args.func(args)
+    except UsageError as exc:
+        for d in exc.diagnostics:
+            print(f"project-skill: {d.message}" if d.span.file == "<projector>" else format_text(d),
+                  file=sys.stderr)
+        return EXIT_USAGE
+    except ProjectorError as exc:
+        report(exc.diagnostics, getattr(args, "format", "text"))
+        print(f"error: {len(exc.diagnostics)} problem{'s' * (len(exc.diagnostics) != 1)}; nothing was written",
+              file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:  # pragma: no cover
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""One root error, and the diagnostics every user-facing problem is reported as.
+
+A :class:`Diagnostic` is plain data: where (``file:line:col``), how bad (error, warning or note), a stable kebab-case
+code, a message and, where one helps, a hint. Every stage returns or raises these; only the CLI prints them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Severity = Literal["error", "warning", "note"]
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A position in a source file. ``line`` and ``col`` are 1-based; 0 means unknown."""
+
+    file: str = "<python>"
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return self.file
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    span: Span
+    severity: Severity
+    code: str
+    message: str
+    hint: str | None = None
+    # Set when an author acknowledged this warning on its step (``acknowledge: {code: reason}``).
+    acknowledged: str | None = None
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def sort_key(self) -> tuple:
+        return (self.span.file, self.span.line, self.span.col, self.code, self.message)
+
+    def to_json(self) -> dict:
+        out: dict = {
+            "file": self.span.file,
+            "line": self.span.line,
+            "col": self.span.col,
+            "severity": self.severity,
+            "code": self.code,
+            "message": self.message,
+        }
+        if self.hint is not None:
+            out["hint"] = self.hint
+        if self.acknowledged is not None:
+            out["acknowledged"] = self.acknowledged
+        return out
+
+
+class ProjectorError(Exception):
+    """The root of every error this project raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic | str):
+        if isinstance(diagnostics, str):
+            diagnostics = [Diagnostic(Span("<projector>"), "error", "error", diagnostics)]
+        elif isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics: list[Diagnostic] = sorted(diagnostics, key=Diagnostic.sort_key)
+        super().__init__("\n".join(format_text(d) for d in self.diagnostics))
+
+
+class LoadError(ProjectorError):
+    """A workflow file or builder call is not a valid workflow."""
+
+
+class BuildError(ProjectorError):
+    """The workflows are valid one by one, but the set cannot be built (collisions, limits, output conflicts)."""
+
+
+class UsageError(ProjectorError):
+    """The command line itself is wrong."""
+
+    exit_code = 2
+
+
+def error(span: Span, code: str, message: str, hint: str | None = None) -> Diagnostic:
+    return Diagnostic(span, "error", code, message, hint)
+
+
+def format_text(d: Diagnostic) -> str:
+    head = f"{d.span}: {d.severity}[{d.code}]: {d.message}"
+    if d.acknowledged is not None:
+        head += f" (acknowledged: {d.acknowledged})"
+    if d.hint:
+        head += f"\n  hint: {d.hint}"
+    return head

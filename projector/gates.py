@@ -1,0 +1,102 @@
+"""Gate warnings: guidance that reads like a condition on a step that changes the world.
+
+A skill's reader applies a step's guidance with its own judgment. The server-accelerated workflow prompt cannot: it
+runs every step unconditionally. So "only refund if eligible" on a refund step is a promise the prompt breaks. These
+checks return diagnostics as data; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import Diagnostic
+from .model import Step, Workflow
+
+# Each pattern is one family of gate-like wording. The first match (leftmost) is quoted in the warning.
+GATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (label, re.compile(rx, re.IGNORECASE))
+    for label, rx in (
+        ("condition", r"\bonly\b(?:\s+[\w'-]+){0,6}?\s+(?:if|when|after|once|for|with)\b"),
+        ("condition", r"\bunless\b"),
+        ("condition", r"\b(?:do\s+not|don't|never)\b(?:\s+[\w'-]+){0,8}?\s+(?:if|when|unless|without|before)\b"),
+        ("condition", r"\b(?:provided\s+that|as\s+long\s+as|in\s+case|on\s+condition)\b"),
+        ("condition", r"\bif\b"),
+        ("order", r"\bbefore\b"),
+        ("order", r"\bfirst\s+(?:check|make\s+sure|ensure)\b"),
+        ("verification", r"\bverif(?:y|ies|ied|ication)\b"),
+        ("verification", r"\bconfirm(?:s|ed|ation)?\b"),
+        ("verification", r"\b(?:make\s+sure|ensure|double-check|check\s+(?:that|whether))\b"),
+        ("eligibility", r"\b(?:in)?eligib(?:le|ility)\b"),
+        ("permission", r"\b(?:approv(?:al|e|ed)|authori[sz](?:e|ed|ation)|permi(?:t|tted|ssion)|consent|sign-off)\b"),
+        ("stop", r"\b(?:skip|abort|refuse|decline|halt)\b"),
+    )
+)
+
+
+@dataclass(frozen=True)
+class GateMatch:
+    family: str
+    phrase: str
+
+
+def find_gate(text: str) -> GateMatch | None:
+    """The leftmost gate-like phrase in ``text``, or None."""
+    best: tuple[int, GateMatch] | None = None
+    for family, rx in GATE_PATTERNS:
+        m = rx.search(text)
+        if m and (best is None or m.start() < best[0]):
+            best = (m.start(), GateMatch(family, " ".join(m.group(0).split())))
+    return best[1] if best else None
+
+
+CODES = {
+    "gate-on-side-effect": "warning",
+    "unverifiable-step": "warning",
+    "guidance-on-side-effect": "note",
+    "unused-acknowledgement": "warning",
+}
+ACKNOWLEDGEABLE = ("gate-on-side-effect", "unverifiable-step", "guidance-on-side-effect")
+
+
+def _diag(step: Step, code: str, message: str, hint: str | None) -> Diagnostic:
+    return Diagnostic(step.guidance_span if code != "unverifiable-step" else step.span, CODES[code], code,
+                      message, hint, acknowledged=step.acknowledged.get(code), extra={"step": step.name})
+
+
+def check(wf: Workflow) -> list[Diagnostic]:
+    """Every gate finding of ``wf``. Acknowledged ones are kept, marked with their reason."""
+    out: list[Diagnostic] = []
+    for index, step in enumerate(wf.steps, 1):
+        fired: set[str] = set()
+        tool = wf.tool(step.tool) if step.tool else None
+        label = f"step {index} '{step.name}'"
+        if tool is not None and not tool.annotated:
+            gate = find_gate(step.guidance) if step.guidance else None
+            extra = f", and its guidance reads like a gate (\"{gate.phrase}\")" if gate else ""
+            out.append(_diag(step, "unverifiable-step",
+                             f"{label} calls '{tool.name}', which has no annotations, so nobody can tell whether it "
+                             f"has side effects{extra}",
+                             "declare the tool's annotations (readOnlyHint, destructiveHint) as the server does"))
+            fired.add("unverifiable-step")
+        elif tool is not None and tool.side_effecting and step.guidance:
+            gate = find_gate(step.guidance)
+            if gate:
+                out.append(_diag(step, "gate-on-side-effect",
+                                 f"{label} calls the side-effecting tool '{tool.name}' under gate-like guidance "
+                                 f"(\"{gate.phrase}\"). Guidance prose cannot stop a server-side run: the "
+                                 f"'{wf.name}' workflow prompt will run this step anyway",
+                                 "make the tool enforce the condition itself and acknowledge the warning on the step "
+                                 "(acknowledge: {gate-on-side-effect: why}), or end the workflow before this step"))
+                fired.add("gate-on-side-effect")
+            else:
+                out.append(_diag(step, "guidance-on-side-effect",
+                                 f"{label} calls the side-effecting tool '{tool.name}' with guidance; the server-side "
+                                 "prompt shows the guidance but does not act on it", None))
+                fired.add("guidance-on-side-effect")
+        for code, reason in step.acknowledge:
+            if code not in fired:
+                out.append(Diagnostic(step.span, "warning", "unused-acknowledgement",
+                                      f"{label} acknowledges '{code}', which does not fire here ({reason})",
+                                      "remove the stale acknowledgement"))
+    return out

@@ -1,0 +1,490 @@
+"""Load workflow files (WORKFLOW-FORMAT.md, version 1) into the model, reporting every problem at once.
+
+The YAML is composed into nodes so that every value keeps its ``line:col``. Duplicate keys, anchors and aliases are
+refused while composing. The allowed keys of each object come from the JSON Schema shipped as package data, so the
+schema that editors complete from and the loader cannot disagree about which keys exist.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import Diagnostic, LoadError, Span, error
+from .model import Argument, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
+from .validate import validate
+
+try:  # libyaml's parser is several times faster; results are identical (tests/test_load.py checks both).
+    from yaml import CSafeLoader as _BaseLoader
+
+    HAVE_LIBYAML = True
+except ImportError:  # pragma: no cover - depends on how PyYAML was built
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+    HAVE_LIBYAML = False
+
+
+def _schema() -> dict:
+    return json.loads(resources.files("projector").joinpath("schemas/workflow.schema.json").read_text("utf-8"))
+
+
+SCHEMA = _schema()
+_DEFS = SCHEMA["$defs"]
+KEYS = {
+    "workflow": tuple(SCHEMA["properties"]),
+    "argument": tuple(_DEFS["argument"]["properties"]),
+    "instruction": tuple(_DEFS["instruction"]["properties"]),
+    "tool": tuple(_DEFS["tool"]["properties"]),
+    "step": tuple(_DEFS["step"]["properties"]),
+}
+REQUIRED = {
+    "workflow": tuple(SCHEMA["required"]),
+    "argument": tuple(_DEFS["argument"]["required"]),
+    "instruction": tuple(_DEFS["instruction"]["required"]),
+    "tool": tuple(_DEFS["tool"]["required"]),
+    "step": tuple(_DEFS["step"]["required"]),
+}
+SOURCE_KEYS = ("arg", "step", "field", "const")
+ROLES = tuple(_DEFS["instruction"]["properties"]["role"]["enum"])
+ARG_TYPES = tuple(_DEFS["argument"]["properties"]["type"]["enum"])
+
+
+@dataclass
+class Y:
+    """A YAML value with its position: dicts map ``str -> Y``, lists hold ``Y``, scalars are plain."""
+
+    value: Any
+    span: Span
+    key_spans: dict[str, Span] | None = None
+
+    def plain(self) -> Any:
+        if isinstance(self.value, dict):
+            return {k: v.plain() for k, v in self.value.items()}
+        if isinstance(self.value, list):
+            return [v.plain() for v in self.value]
+        return self.value
+
+
+_TYPE_NAMES = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+               float: "a number", type(None): "null"}
+
+
+def _type_name(v: Any) -> str:
+    return _TYPE_NAMES.get(type(v), type(v).__name__)
+
+
+class _Reader:
+    """Turns one YAML text into ``Y`` values, collecting diagnostics instead of stopping at the first one."""
+
+    def __init__(self, text: str, file: str):
+        self.file = file
+        self.text = text
+        self.diags: list[Diagnostic] = []
+
+    def span(self, mark: Any) -> Span:
+        return Span(self.file, mark.line + 1, mark.column + 1)
+
+    def read(self) -> Y | None:
+        if "&" in self.text or "*" in self.text:  # cheap pre-check; the event scan is exact
+            self._refuse_anchors()
+        loader = _BaseLoader(self.text)
+        try:
+            node = loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            msg = " ".join(p for p in (exc.context, exc.problem) if p)
+            self.diags.append(error(self.span(mark) if mark else Span(self.file, 1, 1), "yaml-syntax",
+                                    f"invalid YAML: {msg}"))
+            return None
+        except yaml.YAMLError as exc:  # ReaderError: a character YAML does not allow
+            mark = getattr(exc, "position", None)
+            line, col = _line_col(self.text, mark) if isinstance(mark, int) else (1, 1)
+            self.diags.append(error(Span(self.file, line, col), "yaml-syntax", f"invalid YAML: {exc}"))
+            return None
+        finally:
+            loader.dispose()
+        if node is None:
+            self.diags.append(error(Span(self.file, 1, 1), "empty-file", "the file holds no YAML document",
+                                    "a workflow file is one mapping with name, description and steps"))
+            return None
+        return self._convert(node, loader, set())
+
+    def _refuse_anchors(self) -> None:
+        try:
+            for ev in yaml.parse(self.text, Loader=_BaseLoader):
+                if isinstance(ev, yaml.AliasEvent):
+                    self.diags.append(error(self.span(ev.start_mark), "alias",
+                                            f"YAML alias *{ev.anchor} is not allowed",
+                                            "write the value out in full; workflow files refuse anchors and aliases"))
+                elif getattr(ev, "anchor", None):
+                    self.diags.append(error(self.span(ev.start_mark), "alias",
+                                            f"YAML anchor &{ev.anchor} is not allowed",
+                                            "write the value out in full; workflow files refuse anchors and aliases"))
+        except yaml.YAMLError:
+            pass  # the composer reports syntax errors with their position
+
+    def _convert(self, node: yaml.Node, loader: Any, seen: set[int]) -> Y:
+        span = self.span(node.start_mark)
+        if id(node) in seen:  # an alias brings back a node already built; it was reported by _refuse_anchors
+            return Y(None, span)
+        if isinstance(node, yaml.MappingNode):
+            seen = seen | {id(node)}
+            out: dict[str, Y] = {}
+            key_spans: dict[str, Span] = {}
+            for knode, vnode in node.value:
+                kspan = self.span(knode.start_mark)
+                if knode.tag == "tag:yaml.org,2002:merge":
+                    self.diags.append(error(kspan, "alias", "YAML merge keys (<<) are not allowed",
+                                            "write the keys out in full"))
+                    continue
+                key = _scalar(knode, loader) if isinstance(knode, yaml.ScalarNode) else None
+                if not isinstance(key, str):
+                    self.diags.append(error(kspan, "wrong-type", f"a key must be a string, not {_type_name(key)}",
+                                            "quote the key"))
+                    continue
+                if key in out:
+                    first = key_spans[key]
+                    self.diags.append(error(kspan, "duplicate-key",
+                                            f"duplicate key '{key}' (first defined at line {first.line}, column "
+                                            f"{first.col})", "remove one of the two"))
+                    continue
+                out[key] = self._convert(vnode, loader, seen)
+                key_spans[key] = kspan
+            return Y(out, span, key_spans)
+        if isinstance(node, yaml.SequenceNode):
+            seen = seen | {id(node)}
+            return Y([self._convert(n, loader, seen) for n in node.value], span)
+        try:
+            return Y(_scalar(node, loader), span)
+        except yaml.constructor.ConstructorError as exc:
+            self.diags.append(error(span, "yaml-syntax", f"invalid YAML value: {exc.problem}"))
+            return Y(None, span)
+
+
+def _scalar(node: yaml.ScalarNode, loader: Any) -> Any:
+    value = loader.construct_object(node, deep=True)
+    # Timestamps and binary are YAML types with no JSON equivalent: keep the text as written.
+    if not isinstance(value, (str, bool, int, float, type(None))):
+        return node.value
+    return value
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    before = text[:offset]
+    line = before.count("\n") + 1
+    return line, offset - (before.rfind("\n") + 1) + 1
+
+
+def _byte_line_col(data: bytes, offset: int) -> tuple[int, int]:
+    before = data[:offset]
+    line = before.count(b"\n") + 1
+    return line, offset - (before.rfind(b"\n") + 1) + 1
+
+
+def decode(data: bytes, file: str) -> tuple[str | None, list[Diagnostic]]:
+    """Bytes to text: UTF-8 only (a BOM is allowed), no NUL, CRLF and CR normalized to LF."""
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line, col = _byte_line_col(data, nul)
+        return None, [error(Span(file, line, col), "nul-byte", "the file contains a NUL byte",
+                            "workflow files are UTF-8 text; is this a binary or UTF-16 file?")]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, col = _byte_line_col(data, exc.start)
+        return None, [error(Span(file, line, col), "encoding",
+                            f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                            "save the file as UTF-8")]
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, []
+
+
+class _Builder:
+    """Checks the shape of one workflow document and builds the model from it."""
+
+    def __init__(self, file: str, diags: list[Diagnostic]):
+        self.file = file
+        self.diags = diags
+
+    def err(self, span: Span, code: str, message: str, hint: str | None = None) -> None:
+        self.diags.append(error(span, code, message, hint))
+
+    def mapping(self, y: Y, kind: str, what: str) -> dict[str, Y] | None:
+        if not isinstance(y.value, dict):
+            self.err(y.span, "wrong-type", f"{what} must be a mapping, not {_type_name(y.value)}")
+            return None
+        allowed = KEYS[kind]
+        for key, kspan in (y.key_spans or {}).items():
+            if key not in allowed:
+                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.5)
+                hint = f"did you mean '{close[0]}'?" if close else f"valid keys: {', '.join(allowed)}"
+                self.err(kspan, "unknown-key", f"unknown key '{key}' in {what}", hint)
+        for key in REQUIRED[kind]:
+            if key not in y.value:
+                self.err(y.span, "missing-key", f"{what} is missing the required key '{key}'")
+        return y.value
+
+    def string(self, m: dict[str, Y], key: str, what: str, default: str | None = None) -> str | None:
+        y = m.get(key)
+        if y is None:
+            return default
+        if not isinstance(y.value, str):
+            hint = "quote the value to make it a string" if isinstance(y.value, (int, float, bool)) else None
+            self.err(y.span, "wrong-type", f"'{key}' of {what} must be a string, not {_type_name(y.value)}", hint)
+            return default
+        return y.value
+
+    def listing(self, m: dict[str, Y], key: str, what: str) -> list[Y]:
+        y = m.get(key)
+        if y is None:
+            return []
+        if not isinstance(y.value, list):
+            self.err(y.span, "wrong-type", f"'{key}' of {what} must be a list, not {_type_name(y.value)}")
+            return []
+        return y.value
+
+    def workflow(self, doc: Y) -> Workflow | None:
+        m = self.mapping(doc, "workflow", "the workflow")
+        if m is None:
+            return None
+        name = self.string(m, "name", "the workflow", "")
+        description = self.string(m, "description", "the workflow", "")
+        arguments = tuple(a for a in (self.argument(y) for y in self.listing(m, "arguments", "the workflow")) if a)
+        instructions = tuple(
+            i for i in (self.instruction(y) for y in self.listing(m, "instructions", "the workflow")) if i)
+        tools = tuple(t for t in (self.tool(y) for y in self.listing(m, "tools", "the workflow")) if t)
+        steps_y = self.listing(m, "steps", "the workflow")
+        if "steps" in m and isinstance(m["steps"].value, list) and not steps_y:
+            self.err(m["steps"].span, "missing-key", "the workflow has no steps", "add at least one step")
+        steps = tuple(s for s in (self.step(y, i) for i, y in enumerate(steps_y, 1)) if s)
+        name_span = m["name"].span if "name" in m else doc.span
+        return Workflow(name=name or "", description=description or "", arguments=arguments,
+                        instructions=instructions, tools=tools, steps=steps, span=name_span, source=self.file)
+
+    def argument(self, y: Y) -> Argument | None:
+        m = self.mapping(y, "argument", "an argument")
+        if m is None:
+            return None
+        what = f"argument '{m['name'].value}'" if "name" in m else "an argument"
+        required = False
+        if "required" in m:
+            if isinstance(m["required"].value, bool):
+                required = m["required"].value
+            else:
+                self.err(m["required"].span, "wrong-type",
+                         f"'required' of {what} must be true or false, not {_type_name(m['required'].value)}")
+        typ = None
+        if "type" in m:
+            typ = m["type"].value
+            if typ not in ARG_TYPES:
+                close = difflib.get_close_matches(str(typ), ARG_TYPES, n=1, cutoff=0.5)
+                self.err(m["type"].span, "wrong-type", f"'type' of {what} must be one of {', '.join(ARG_TYPES)}",
+                         f"did you mean '{close[0]}'?" if close else None)
+                typ = None
+        return Argument(name=self.string(m, "name", what, "") or "",
+                        description=self.string(m, "description", what, "") or "",
+                        required=required, type=typ, span=y.span)
+
+    def instruction(self, y: Y) -> Instruction | None:
+        m = self.mapping(y, "instruction", "an instruction")
+        if m is None:
+            return None
+        role = m["role"].value if "role" in m else "system"
+        if "role" in m and role not in ROLES:
+            self.err(m["role"].span, "wrong-type", f"'role' of an instruction must be one of {', '.join(ROLES)}")
+            role = "system"
+        text = self.string(m, "text", "an instruction", "") or ""
+        return Instruction(role=role, text=text, span=y.span)
+
+    def tool(self, y: Y) -> Tool | None:
+        m = self.mapping(y, "tool", "a tool")
+        if m is None:
+            return None
+        what = f"tool '{m['name'].value}'" if "name" in m else "a tool"
+        schema = ann = None
+        for key in ("input_schema", "annotations"):
+            if key in m:
+                if isinstance(m[key].value, dict):
+                    value = m[key].plain()
+                    if key == "input_schema":
+                        schema = value
+                    else:
+                        ann = value
+                        for hint_key in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):
+                            if hint_key in value and not isinstance(value[hint_key], bool):
+                                self.err(m[key].value[hint_key].span, "wrong-type",
+                                         f"annotation '{hint_key}' of {what} must be true or false")
+                else:
+                    self.err(m[key].span, "wrong-type", f"'{key}' of {what} must be a mapping, not "
+                             f"{_type_name(m[key].value)}")
+        return Tool(name=self.string(m, "name", what, "") or "", description=self.string(m, "description", what, "")
+                    or "", input_schema=schema, annotations=ann, span=y.span)
+
+    def sources(self, m: dict[str, Y], key: str, what: str) -> tuple[tuple[str, Source], ...]:
+        y = m.get(key)
+        if y is None:
+            return ()
+        if not isinstance(y.value, dict):
+            self.err(y.span, "wrong-type", f"'{key}' of {what} must be a mapping, not {_type_name(y.value)}")
+            return ()
+        out = []
+        for name, sy in y.value.items():
+            src = self.source(sy, f"'{key}.{name}' of {what}")
+            if src is not None:
+                out.append((name, src))
+        return tuple(out)
+
+    def source(self, y: Y, what: str) -> Source | None:
+        hint = "write {arg: NAME}, {step: BIND}, {step: BIND, field: PATH} or {const: VALUE}"
+        if not isinstance(y.value, dict):
+            self.err(y.span, "bad-source", f"{what} must be a data source, not {_type_name(y.value)}", hint)
+            return None
+        m = y.value
+        for key, kspan in (y.key_spans or {}).items():
+            if key not in SOURCE_KEYS:
+                close = difflib.get_close_matches(key, SOURCE_KEYS, n=1, cutoff=0.5)
+                self.err(kspan, "unknown-key", f"unknown key '{key}' in {what}",
+                         f"did you mean '{close[0]}'?" if close else hint)
+                return None
+        kinds = [k for k in ("arg", "step", "const") if k in m]
+        if len(kinds) != 1 or ("field" in m and kinds != ["step"]):
+            self.err(y.span, "bad-source", f"{what} must have exactly one of arg, step or const "
+                     "(field only with step)", hint)
+            return None
+        kind = kinds[0]
+        if kind == "const":
+            return Const(m["const"].plain(), span=y.span)
+        ref = m[kind]
+        if not isinstance(ref.value, str):
+            self.err(ref.span, "wrong-type", f"'{kind}' of {what} must be a string, not {_type_name(ref.value)}")
+            return None
+        if kind == "arg":
+            return FromArg(ref.value, span=ref.span)
+        field = None
+        if "field" in m:
+            f = m["field"]
+            if isinstance(f.value, int) and not isinstance(f.value, bool):
+                field = str(f.value)
+            elif isinstance(f.value, str):
+                field = f.value
+            else:
+                self.err(f.span, "wrong-type", f"'field' of {what} must be a dot path string")
+                return None
+        return FromStep(ref.value, field, span=ref.span)
+
+    def step(self, y: Y, index: int) -> Step | None:
+        m = self.mapping(y, "step", f"step {index}")
+        if m is None:
+            return None
+        name = self.string(m, "name", f"step {index}", "") or ""
+        what = f"step '{name}'" if name else f"step {index}"
+        resources_y = self.listing(m, "resources", what)
+        resources_list = []
+        for r in resources_y:
+            if isinstance(r.value, str) and r.value:
+                resources_list.append(r.value)
+            else:
+                self.err(r.span, "wrong-type", f"a resource of {what} must be a non-empty URI string")
+        acks: list[tuple[str, str]] = []
+        if "acknowledge" in m:
+            ay = m["acknowledge"]
+            if not isinstance(ay.value, dict):
+                self.err(ay.span, "wrong-type", f"'acknowledge' of {what} must be a mapping of warning code to reason")
+            else:
+                for code, reason in ay.value.items():
+                    if not isinstance(reason.value, str) or not reason.value.strip():
+                        self.err(reason.span, "wrong-type", f"the reason for acknowledging '{code}' must be a "
+                                 "non-empty string", "say why the warning does not apply, e.g. which check the "
+                                 "tool enforces itself")
+                    else:
+                        acks.append((code, reason.value))
+        guidance = self.string(m, "guidance", what)
+        return Step(
+            name=name,
+            tool=self.string(m, "tool", what),
+            args=self.sources(m, "args", what),
+            bind=self.string(m, "bind", what),
+            guidance=guidance,
+            resources=tuple(resources_list),
+            template=self.sources(m, "template", what),
+            acknowledge=tuple(acks),
+            span=y.span,
+            guidance_span=m["guidance"].span if "guidance" in m else y.span,
+        )
+
+
+def parse(data: bytes | str, file: str) -> tuple[Workflow | None, list[Diagnostic]]:
+    """Parse one workflow file's bytes. Returns the model (when its shape is sound) and every diagnostic."""
+    if isinstance(data, bytes):
+        text, diags = decode(data, file)
+        if text is None:
+            return None, diags
+    else:
+        text = data.replace("\r\n", "\n").replace("\r", "\n")
+    reader = _Reader(text, file)
+    doc = reader.read()
+    diags = reader.diags
+    if doc is None or any(d.code == "yaml-syntax" for d in diags):
+        return None, diags
+    wf = _Builder(file, diags).workflow(doc)
+    if wf is not None:
+        diags.extend(validate(wf))
+    return wf, diags
+
+
+def load_file(path: Path | str, display: str | None = None) -> Workflow:
+    """Load and validate one workflow file, raising :class:`LoadError` with every problem found."""
+    path = Path(path)
+    file = display or path.as_posix()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LoadError(error(Span(file), "io", f"cannot read the file: {exc.strerror}")) from None
+    wf, diags = parse(data, file)
+    errors = [d for d in diags if d.severity == "error"]
+    if errors or wf is None:
+        raise LoadError(errors)
+    return wf
+
+
+WORKFLOW_SUFFIXES = (".yaml", ".yml")
+
+
+def discover(paths: list[str]) -> list[tuple[Path, str]]:
+    """Expand files and folders into workflow files, sorted by POSIX path. Returns ``(path, display name)``."""
+    found: dict[str, Path] = {}
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            for f in path.rglob("*"):
+                if f.is_file() and f.suffix in WORKFLOW_SUFFIXES and not any(
+                        part.startswith(".") for part in f.relative_to(path).parts):
+                    found[f.as_posix()] = f
+        elif path.exists():
+            found[path.as_posix()] = path
+        else:
+            raise LoadError(error(Span(p), "io", "no such file or folder"))
+    return [(found[k], k) for k in sorted(found)]
+
+
+def load_all(paths: list[str]) -> list[Workflow]:
+    """Load every workflow under ``paths``; all problems of all files are raised together."""
+    workflows: list[Workflow] = []
+    diags: list[Diagnostic] = []
+    for path, display in discover(paths):
+        try:
+            workflows.append(load_file(path, display))
+        except LoadError as exc:
+            diags.extend(exc.diagnostics)
+    if diags:
+        raise LoadError(diags)
+    return workflows

@@ -1,0 +1,166 @@
+"""The immutable model of a sequential workflow, shared by the YAML loader and the Python builder.
+
+Positions (:class:`~projector.errors.Span`) ride along for diagnostics but never take part in equality, so a
+workflow built in code equals the same workflow loaded from YAML.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from .errors import Span
+
+ArgType = Literal["string", "number", "integer", "boolean"]
+Role = Literal["system", "user", "assistant"]
+
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
+
+_NOWHERE = Span()
+
+
+def _span() -> Any:
+    return field(default=_NOWHERE, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class FromArg:
+    """``{arg: NAME}``: the prompt argument NAME."""
+
+    name: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class FromStep:
+    """``{step: BIND}`` or ``{step: BIND, field: PATH}``: an earlier step's whole result, or one field of it."""
+
+    bind: str
+    field: str | None = None
+    span: Span = _span()
+
+    @property
+    def path(self) -> tuple[str | int, ...]:
+        if self.field is None:
+            return ()
+        return tuple(int(p) if p.isdigit() else p for p in self.field.split("."))
+
+
+@dataclass(frozen=True)
+class Const:
+    """``{const: VALUE}``: a constant JSON value. A string may hold ``{argname}`` placeholders."""
+
+    value: Any
+    span: Span = _span()
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        if isinstance(self.value, str):
+            return tuple(PLACEHOLDER.findall(self.value))
+        return ()
+
+
+Source = Union[FromArg, FromStep, Const]
+
+
+@dataclass(frozen=True)
+class Argument:
+    name: str
+    description: str = ""
+    required: bool = False
+    type: ArgType | None = None
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Instruction:
+    role: Role
+    text: str
+    span: Span = _span()
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str = ""
+    # JSON values are kept as they were written; tuples of pairs would hide them from users for no gain.
+    input_schema: Any = None
+    annotations: Any = None
+    span: Span = _span()
+
+    @property
+    def annotated(self) -> bool:
+        return isinstance(self.annotations, dict) and bool(self.annotations)
+
+    @property
+    def side_effecting(self) -> bool:
+        """MCP semantics: ``readOnlyHint`` defaults to false, so an annotated tool is side-effecting unless it says
+        ``readOnlyHint: true``; ``destructiveHint: true`` always counts."""
+        ann = self.annotations if isinstance(self.annotations, dict) else {}
+        return ann.get("readOnlyHint") is not True or ann.get("destructiveHint") is True
+
+    @property
+    def destructive(self) -> bool:
+        ann = self.annotations if isinstance(self.annotations, dict) else {}
+        return ann.get("readOnlyHint") is not True and ann.get("destructiveHint") is not False
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    tool: str | None = None
+    args: tuple[tuple[str, Source], ...] = ()
+    bind: str | None = None
+    guidance: str | None = None
+    resources: tuple[str, ...] = ()
+    template: tuple[tuple[str, Source], ...] = ()
+    acknowledge: tuple[tuple[str, str], ...] = ()
+    span: Span = _span()
+    guidance_span: Span = _span()
+
+    @property
+    def args_dict(self) -> dict[str, Source]:
+        return dict(self.args)
+
+    @property
+    def template_dict(self) -> dict[str, Source]:
+        return dict(self.template)
+
+    @property
+    def acknowledged(self) -> dict[str, str]:
+        return dict(self.acknowledge)
+
+    def sources(self) -> list[tuple[str, Source]]:
+        return [*self.args, *self.template]
+
+
+@dataclass(frozen=True)
+class Workflow:
+    name: str
+    description: str
+    arguments: tuple[Argument, ...] = ()
+    instructions: tuple[Instruction, ...] = ()
+    tools: tuple[Tool, ...] = ()
+    steps: tuple[Step, ...] = ()
+    span: Span = _span()
+    # Where the workflow came from, for diagnostics and for `skills.json` ordering; never rendered.
+    source: str = field(default="<python>", compare=False)
+
+    def tool(self, name: str) -> Tool | None:
+        for t in self.tools:
+            if t.name == name:
+                return t
+        return None
+
+    def argument(self, name: str) -> Argument | None:
+        for a in self.arguments:
+            if a.name == name:
+                return a
+        return None
+
+    def step_for_bind(self, bind: str) -> tuple[int, Step] | None:
+        for i, s in enumerate(self.steps):
+            if s.bind == bind:
+                return i, s
+        return None

@@ -1,0 +1,160 @@
+"""Compile a set of workflows into the output tree, write it atomically, or check it against disk.
+
+The tree is derived whole in memory. ``write`` stages it beside the output folder and swaps it in, so a failed run
+leaves the old tree byte-for-byte as it was. Only bundles this tool generated (those listed in the previous
+``skills.json``) are pruned; anything else in the folder is carried over untouched.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from . import naming
+from .bundle import INDEX_FILE, Bundle, bundle, index
+from .errors import BuildError, Diagnostic, error
+from .model import Workflow
+from .render import project
+
+
+@dataclass
+class Build:
+    bundles: list[Bundle]
+    files: dict[str, bytes]  # POSIX path relative to the output root -> bytes, skills.json included
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def bundle_dirs(self) -> set[str]:
+        return {b.path for b in self.bundles}
+
+
+def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = ()) -> Build:
+    """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits."""
+    problems: list[Diagnostic] = []
+    seen: dict[str, Workflow] = {}
+    for wf in workflows:
+        name = naming.skill_name(wf.name)
+        if name in seen:
+            other = seen[name]
+            problems.append(error(wf.span, "slug-collision",
+                                  f"workflow '{wf.name}' and workflow '{other.name}' ({other.source}) both make the "
+                                  f"skill name '{name}'", "rename one of them; skill names must be unique"))
+        else:
+            seen[name] = wf
+    if problems:
+        raise BuildError(problems)
+    bundles: list[Bundle] = []
+    diagnostics: list[Diagnostic] = []
+    for wf in workflows:
+        try:
+            b = bundle(project(wf, prefix))
+        except BuildError as exc:
+            problems.extend(exc.diagnostics)
+            continue
+        bundles.append(b)
+        diagnostics.extend(b.projection.diagnostics)
+    if problems:
+        raise BuildError(problems)
+    bundles.sort(key=lambda b: b.path)
+    files: dict[str, bytes] = {}
+    for b in bundles:
+        for rel, data in b.projection.files.items():
+            files[f"{b.path}/{rel}"] = data
+    files[INDEX_FILE] = index(bundles)
+    return Build(bundles, dict(sorted(files.items())), sorted(diagnostics, key=Diagnostic.sort_key))
+
+
+def _owned_dirs(out: Path) -> set[str]:
+    """Bundle folders the previous build generated, from its skills.json. Unreadable index: none."""
+    try:
+        data = json.loads((out / INDEX_FILE).read_text("utf-8"))
+        return {e["uri"].removeprefix("skill://").removesuffix("/SKILL.md") for e in data["skills"]}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return set()
+
+
+def _inside(rel: str, dirs: set[str]) -> bool:
+    parents = {p.as_posix() for p in PurePosixPath(rel).parents}
+    return bool(parents & dirs)
+
+
+def _disk_files(out: Path) -> dict[str, Path]:
+    if not out.is_dir():
+        return {}
+    found = {}
+    for p in out.rglob("*"):
+        if p.is_file() or p.is_symlink():
+            found[p.relative_to(out).as_posix()] = p
+    return dict(sorted(found.items()))
+
+
+@dataclass
+class Comparison:
+    stale: list[str]
+    missing: list[str]
+    extra: list[str]
+    diff: str
+
+    @property
+    def clean(self) -> bool:
+        return not (self.stale or self.missing or self.extra)
+
+
+def compare(build: Build, out: Path) -> Comparison:
+    """What differs between the derived tree and the one on disk, among the files this tool owns."""
+    owned = _owned_dirs(out) | build.bundle_dirs
+    disk = _disk_files(out)
+    stale, missing, diff = [], [], []
+    for rel, data in build.files.items():
+        path = disk.get(rel)
+        if path is None:
+            missing.append(rel)
+            continue
+        current = path.read_bytes()
+        if current != data:
+            stale.append(rel)
+            diff.extend(difflib.unified_diff(current.decode("utf-8", "replace").splitlines(keepends=True),
+                                             data.decode("utf-8").splitlines(keepends=True),
+                                             fromfile=f"a/{rel}", tofile=f"b/{rel}"))
+    extra = [rel for rel in disk if rel not in build.files and (rel == INDEX_FILE or _inside(rel, owned))]
+    return Comparison(stale, missing, extra, "".join(diff))
+
+
+def write(build: Build, out: Path) -> bool:
+    """Make ``out`` hold the build, atomically. Returns False when it already did (nothing is touched)."""
+    owned = _owned_dirs(out) | build.bundle_dirs
+    disk = _disk_files(out)
+    foreign = {rel: p for rel, p in disk.items() if rel != INDEX_FILE and not _inside(rel, owned)}
+    if compare(build, out).clean:
+        return False
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-", dir=out.parent))
+    backup: Path | None = None
+    try:
+        for rel, data in build.files.items():
+            target = stage / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        for rel, src in foreign.items():
+            target = stage / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target, follow_symlinks=False)
+        if out.exists():
+            backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.rmdir(backup)
+            os.rename(out, backup)
+        os.rename(stage, out)
+    except BaseException:
+        if backup is not None and not out.exists():
+            os.rename(backup, out)
+            backup = None
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    if backup is not None:
+        shutil.rmtree(backup, ignore_errors=True)
+    return True

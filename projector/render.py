@@ -1,0 +1,182 @@
+"""Projection: one pure function from a workflow to the bytes of its bundle, with warnings beside them as data.
+
+The templates (package data) hold the layout; this module prepares plain-words descriptions of each data source so
+the templates stay simple. Frontmatter is dumped by PyYAML's pure-Python dumper with a fixed key order and no
+folding, so the bytes are the same whether or not libyaml is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import jinja2
+import yaml
+
+from . import gates, naming
+from .errors import Diagnostic
+from .model import PLACEHOLDER, Const, FromArg, FromStep, Source, Step, Workflow
+
+MAX_BODY_LINES = 500
+TOOLS_FILE = "references/tools.md"
+
+
+class _FrontmatterDumper(yaml.SafeDumper):
+    def ignore_aliases(self, data: Any) -> bool:  # never emit &anchors, even for repeated values
+        return True
+
+
+def dump_frontmatter(data: dict[str, Any]) -> str:
+    return yaml.dump(data, Dumper=_FrontmatterDumper, sort_keys=False, allow_unicode=True, width=float("inf"),
+                     default_flow_style=False)
+
+
+def code(text: Any) -> str:
+    """Inline code that survives any backticks inside (CommonMark: a longer fence, padded when needed)."""
+    s = str(text)
+    longest = max((len(r) for r in re.findall(r"`+", s)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") or (s.startswith(" ") and s.endswith(" ") and s.strip()) else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def fenced(text: str, lang: str = "") -> str:
+    longest = max((len(r) for r in re.findall(r"`{3,}", text)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def canonical_json(value: Any, indent: int | None = 2) -> str:
+    return json.dumps(value, indent=indent, sort_keys=True, ensure_ascii=False,
+                      separators=(",", ": ") if indent else (",", ":"))
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("projector", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["code"] = code
+    env.filters["fenced"] = fenced
+    env.filters["json"] = canonical_json
+    return env
+
+
+def title(name: str) -> str:
+    words = re.sub(r"[_\-\s]+", " ", name).strip()
+    return (words[:1].upper() + words[1:]) if words else name
+
+
+@dataclass(frozen=True)
+class Projection:
+    """What one workflow projects to: the skill's name and path, its files (relative path -> bytes, SKILL.md
+    first), and the diagnostics found on the way."""
+
+    workflow: Workflow
+    name: str
+    path: str
+    files: dict[str, bytes]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def describe_source(src: Source, wf: Workflow) -> str:
+    if isinstance(src, FromArg):
+        declared = wf.argument(src.name)
+        if declared is not None and not declared.required:
+            return f"the input {code(src.name)}; if the user gave none, a value you work out yourself"
+        return f"the input {code(src.name)}"
+    if isinstance(src, FromStep):
+        found = wf.step_for_bind(src.bind)
+        origin = f"step {found[0] + 1}" if found else "an earlier step"
+        if src.field is None:
+            return f"the whole result saved as {code(src.bind)} ({origin})"
+        return f"the field {code(src.field)} of {code(src.bind)} ({origin})"
+    assert isinstance(src, Const)
+    value = src.value
+    if isinstance(value, str):
+        text = f"the text {code(value)}"
+        names = list(dict.fromkeys(src.placeholders))
+        if names:
+            text += ", with " + ", ".join(f"{code('{' + n + '}')} replaced by the input {code(n)}" for n in names)
+        return text
+    return f"the value {code(canonical_json(value, indent=None))}"
+
+
+def _tool_effect(wf: Workflow, step: Step) -> str:
+    tool = wf.tool(step.tool) if step.tool else None
+    if tool is None:
+        return ""
+    if not tool.annotated:
+        return "unannotated: treat it as having side effects"
+    if not tool.side_effecting:
+        return "read-only"
+    return "changes data, destructive" if tool.destructive else "changes data"
+
+
+def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> dict[str, Any]:
+    template = step.template_dict
+    resources = []
+    for uri in step.resources:
+        names = list(dict.fromkeys(PLACEHOLDER.findall(uri)))
+        resources.append({"uri": uri, "vars": [(n, describe_source(template[n], wf)) for n in names if n in template]})
+    return {
+        "number": index,
+        "name": step.name,
+        "tool": step.tool,
+        "effect": _tool_effect(wf, step),
+        "args": [(k, describe_source(v, wf)) for k, v in step.args],
+        "resources": resources,
+        "bind": step.bind,
+        "guidance": step.guidance.strip() if step.guidance else None,
+        "gate": step.name in gate_steps,
+    }
+
+
+def project(wf: Workflow, prefix: tuple[str, ...] = ()) -> Projection:
+    """Project ``wf`` (already validated) into its bundle. Pure: same workflow, same bytes."""
+    name = naming.skill_name(wf.name)
+    path = naming.skill_path(name, prefix)
+    diagnostics = gates.check(wf)
+    gate_steps = {d.extra["step"] for d in diagnostics if d.code == "gate-on-side-effect"}
+    steps = [_step_view(wf, i, s, gate_steps) for i, s in enumerate(wf.steps, 1)]
+    frontmatter = {"name": name, "description": wf.description, "metadata": {"workflow": wf.name}}
+    context = {
+        "frontmatter": dump_frontmatter(frontmatter),
+        "title": title(wf.name),
+        "workflow": wf,
+        "skill_name": name,
+        "arguments": wf.arguments,
+        "instructions": wf.instructions,
+        "steps": steps,
+        "judgment_steps": [s for s in steps if s["guidance"]],
+        "tools_file": TOOLS_FILE if wf.tools else None,
+    }
+    env = environment()
+    files = {"SKILL.md": _finish(env.get_template("SKILL.md.j2").render(context))}
+    if wf.tools:
+        used: dict[str, list[str]] = {t.name: [] for t in wf.tools}
+        for s in steps:
+            if s["tool"]:
+                used[s["tool"]].append(f"step {s['number']} ({code(s['name'])})")
+        files[TOOLS_FILE] = _finish(env.get_template("tools.md.j2").render(
+            {"skill_name": name, "tools": wf.tools, "used": used}))
+    body_lines = files["SKILL.md"].count(b"\n")
+    if body_lines > MAX_BODY_LINES:
+        diagnostics.append(Diagnostic(wf.span, "warning", "body-too-long",
+                                      f"SKILL.md of '{name}' has {body_lines} lines; hosts expect under "
+                                      f"{MAX_BODY_LINES}", "move detail into references/ or split the workflow"))
+    return Projection(wf, name, path, files, diagnostics)
+
+
+def _finish(text: str) -> bytes:
+    """UTF-8, LF only, no trailing spaces, exactly one trailing newline."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    return ("\n".join(lines).rstrip("\n") + "\n").encode("utf-8")

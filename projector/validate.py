@@ -1,0 +1,144 @@
+"""The rules of WORKFLOW-FORMAT.md that go beyond shape. Shared by the YAML loader and the Python builder, so a
+workflow is held to the same rules however it was written. Returns every problem; raises nothing."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from . import naming
+from .gates import ACKNOWLEDGEABLE
+from .errors import Diagnostic, Span, error
+from .model import PLACEHOLDER, Const, FromArg, FromStep, Workflow
+
+MAX_DESCRIPTION = 1024
+_FIELD_PATH = re.compile(r"^[^.]+(\.[^.]+)*$")
+
+
+def _suggest(word: str, options: list[str]) -> str | None:
+    close = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+def validate(wf: Workflow) -> list[Diagnostic]:
+    diags: list[Diagnostic] = []
+
+    def err(span: Span, code: str, message: str, hint: str | None = None) -> None:
+        diags.append(error(span, code, message, hint))
+
+    if not wf.name.strip():
+        err(wf.span, "empty-name", "the workflow name is empty")
+    else:
+        problem = naming.name_problem(wf.name)
+        if problem:
+            err(wf.span, *problem)
+    if not wf.description.strip():
+        err(wf.span, "empty-description", "the workflow description is empty",
+            "a skill needs a description of 1 to 1024 characters")
+    elif len(wf.description) > MAX_DESCRIPTION:
+        err(wf.span, "description-too-long",
+            f"the description is {len(wf.description)} characters; a skill description allows {MAX_DESCRIPTION}",
+            "move detail into instructions or step guidance")
+
+    arg_names: list[str] = []
+    for a in wf.arguments:
+        if not a.name.strip():
+            err(a.span, "empty-name", "an argument name is empty")
+        elif a.name in arg_names:
+            err(a.span, "duplicate-argument", f"argument '{a.name}' is declared twice")
+        else:
+            arg_names.append(a.name)
+    tool_names: list[str] = []
+    for t in wf.tools:
+        if not t.name.strip():
+            err(t.span, "empty-name", "a tool name is empty")
+        elif t.name in tool_names:
+            err(t.span, "duplicate-tool", f"tool '{t.name}' is declared twice")
+        else:
+            tool_names.append(t.name)
+    for ins in wf.instructions:
+        if not ins.text.strip():
+            err(ins.span, "empty-instruction", "an instruction has no text")
+
+    def check_arg(name: str, span: Span, where: str) -> None:
+        if name not in arg_names:
+            err(span, "undeclared-argument", f"{where} uses the argument '{name}', which is not declared",
+                _suggest(name, arg_names) or "declare it under arguments")
+
+    if not wf.steps:
+        err(wf.span, "missing-key", "the workflow has no steps", "add at least one step")
+    step_names: set[str] = set()
+    binds: dict[str, str] = {}  # bind -> step that made it
+    later_binds = {s.bind: s.name for s in wf.steps if s.bind}
+    for step in wf.steps:
+        what = f"step '{step.name}'" if step.name else "a step"
+        if not step.name.strip():
+            err(step.span, "empty-name", "a step name is empty")
+        elif step.name in step_names:
+            err(step.span, "duplicate-step", f"step name '{step.name}' is used twice", "step names are unique")
+        step_names.add(step.name)
+
+        for code, _reason in step.acknowledge:
+            if code not in ACKNOWLEDGEABLE:
+                err(step.span, "unknown-acknowledgement", f"{what} acknowledges '{code}', which is not a warning "
+                    "that can be acknowledged", _suggest(code, list(ACKNOWLEDGEABLE))
+                    or f"acknowledgeable codes: {', '.join(ACKNOWLEDGEABLE)}")
+
+        if step.tool is None:
+            if not step.resources:
+                err(step.span, "empty-step", f"{what} has neither a tool nor resources",
+                    "give it a tool, or make it a resource-only step with at least one resource")
+            if step.args:
+                err(step.span, "resource-step-args", f"{what} is resource-only but has args",
+                    "args are passed to a tool; add a tool or remove the args")
+            if step.bind:
+                err(step.span, "resource-step-bind", f"{what} is resource-only but has a bind",
+                    "only a tool result can be bound; add a tool or remove the bind")
+        elif step.tool not in tool_names:
+            err(step.span, "unknown-tool", f"{what} calls the tool '{step.tool}', which is not listed under tools",
+                _suggest(step.tool, tool_names) or "declare the tool under tools")
+
+        for key, src in step.sources():
+            where = f"{what}, '{key}'"
+            if isinstance(src, FromArg):
+                check_arg(src.name, src.span, where)
+            elif isinstance(src, FromStep):
+                if src.bind not in binds:
+                    if src.bind in later_binds:
+                        err(src.span, "forward-binding",
+                            f"{where} uses '{src.bind}', which step '{later_binds[src.bind]}' binds later",
+                            "a step may only use results of earlier steps; reorder the steps")
+                    else:
+                        err(src.span, "unknown-binding", f"{where} uses '{src.bind}', which no step binds",
+                            _suggest(src.bind, list(binds)) or "bind it on an earlier step with bind:")
+                if src.field is not None and not _FIELD_PATH.match(src.field):
+                    err(src.span, "bad-field-path", f"{where} has the field path '{src.field}'",
+                        "a field path is names and list indexes joined by single dots: items.0.sku")
+            elif isinstance(src, Const):
+                for ph in src.placeholders:
+                    check_arg(ph, src.span, f"{where} (placeholder {{{ph}}})")
+
+        placeholders: list[str] = []
+        for uri in step.resources:
+            for ph in PLACEHOLDER.findall(uri):
+                if ph not in placeholders:
+                    placeholders.append(ph)
+        template = step.template_dict
+        for ph in placeholders:
+            if ph not in template:
+                err(step.span, "unbound-placeholder", f"{what} reads a resource with the placeholder {{{ph}}}, "
+                    "which template does not bind", f"add template: {{{ph}: {{arg: ...}}}}")
+        for key, src in step.template:
+            if key not in placeholders:
+                err(src.span, "unused-template-binding", f"{what} binds the template variable '{key}', "
+                    "which no resource URI uses", _suggest(key, placeholders))
+
+        if step.bind is not None:
+            if not step.bind.strip():
+                err(step.span, "empty-name", f"{what} has an empty bind")
+            elif step.bind in binds:
+                err(step.span, "duplicate-binding", f"{what} binds '{step.bind}', which step "
+                    f"'{binds[step.bind]}' already binds", "bindings are unique")
+            else:
+                binds[step.bind] = step.name
+    return diags
