@@ -18,7 +18,7 @@ import yaml
 
 from .errors import Diagnostic, LoadError, Span, error
 from .model import Argument, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
-from .validate import validate
+from .validate import collisions, validate
 
 try:  # libyaml's parser is several times faster; results are identical (tests/test_load.py checks both).
     from yaml import CSafeLoader as _BaseLoader
@@ -268,7 +268,8 @@ class _Builder:
         steps = tuple(s for s in (self.step(y, i) for i, y in enumerate(steps_y, 1)) if s)
         name_span = m["name"].span if "name" in m else doc.span
         return Workflow(name=name or "", description=description or "", arguments=arguments,
-                        instructions=instructions, tools=tools, steps=steps, span=name_span, source=self.file)
+                        instructions=instructions, tools=tools, steps=steps, span=name_span,
+                        description_span=m["description"].span if "description" in m else doc.span, source=self.file)
 
     def argument(self, y: Y) -> Argument | None:
         m = self.mapping(y, "argument", "an argument")
@@ -437,7 +438,8 @@ def parse(data: bytes | str, file: str) -> tuple[Workflow | None, list[Diagnosti
         return None, diags
     wf = _Builder(file, diags).workflow(doc)
     if wf is not None:
-        diags.extend(validate(wf))
+        missing = {d.span for d in diags if d.code == "missing-key"}
+        diags.extend(d for d in validate(wf) if not (d.code in ("empty-name", "missing-key") and d.span in missing))
     return wf, diags
 
 
@@ -485,6 +487,7 @@ def load_all(paths: list[str]) -> list[Workflow]:
             workflows.append(load_file(path, display))
         except LoadError as exc:
             diags.extend(exc.diagnostics)
+    diags.extend(collisions(workflows))
     if diags:
         raise LoadError(diags)
     return workflows

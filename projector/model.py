@@ -144,6 +144,7 @@ class Workflow:
     tools: tuple[Tool, ...] = ()
     steps: tuple[Step, ...] = ()
     span: Span = _span()
+    description_span: Span = _span()
     # Where the workflow came from, for diagnostics and for `skills.json` ordering; never rendered.
     source: str = field(default="<python>", compare=False)
 

@@ -19,6 +19,7 @@ from . import naming
 from .bundle import INDEX_FILE, Bundle, bundle, index
 from .errors import BuildError, Diagnostic, error
 from .model import Workflow
+from .validate import collisions
 from .render import project
 
 
@@ -35,17 +36,7 @@ class Build:
 
 def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = ()) -> Build:
     """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits."""
-    problems: list[Diagnostic] = []
-    seen: dict[str, Workflow] = {}
-    for wf in workflows:
-        name = naming.skill_name(wf.name)
-        if name in seen:
-            other = seen[name]
-            problems.append(error(wf.span, "slug-collision",
-                                  f"workflow '{wf.name}' and workflow '{other.name}' ({other.source}) both make the "
-                                  f"skill name '{name}'", "rename one of them; skill names must be unique"))
-        else:
-            seen[name] = wf
+    problems = collisions(workflows)
     if problems:
         raise BuildError(problems)
     bundles: list[Bundle] = []

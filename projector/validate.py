@@ -33,10 +33,10 @@ def validate(wf: Workflow) -> list[Diagnostic]:
         if problem:
             err(wf.span, *problem)
     if not wf.description.strip():
-        err(wf.span, "empty-description", "the workflow description is empty",
+        err(wf.description_span, "empty-description", "the workflow description is empty",
             "a skill needs a description of 1 to 1024 characters")
     elif len(wf.description) > MAX_DESCRIPTION:
-        err(wf.span, "description-too-long",
+        err(wf.description_span, "description-too-long",
             f"the description is {len(wf.description)} characters; a skill description allows {MAX_DESCRIPTION}",
             "move detail into instructions or step guidance")
 
@@ -142,3 +142,22 @@ def validate(wf: Workflow) -> list[Diagnostic]:
             else:
                 binds[step.bind] = step.name
     return diags
+
+
+def collisions(workflows: list[Workflow]) -> list[Diagnostic]:
+    """Two workflows whose names make the same skill name; the message names both files."""
+    problems: list[Diagnostic] = []
+    seen: dict[str, Workflow] = {}
+    for wf in workflows:
+        name = naming.skill_name(wf.name)
+        if not name:
+            continue
+        if name in seen:
+            other = seen[name]
+            problems.append(error(wf.span, "slug-collision",
+                                  f"workflow '{wf.name}' ({wf.source}) and workflow '{other.name}' ({other.source}) "
+                                  f"both make the skill name '{name}'",
+                                  "rename one of them; skill names must be unique"))
+        else:
+            seen[name] = wf
+    return problems

@@ -1,0 +1,78 @@
+"""The bad-input corpus: one file (or folder) per class of mistake. Each declares its expected error on its first
+line (``# expect: CODE LINE:COL``). Every case must exit 1, name the position, print no traceback, and leave an
+existing output tree exactly as it was."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, snapshot_tree
+
+CORPUS = ROOT / "tests" / "bad_inputs"
+CASES = sorted(p for p in CORPUS.iterdir() if p.suffix == ".yaml" or p.is_dir())
+EXPECT = re.compile(rb"# expect: (\S+)(?: (\d+):(\d+))?")
+
+
+def expectation(case: Path) -> tuple[str, int | None, int | None]:
+    first = sorted(case.glob("*.yaml"))[0] if case.is_dir() else case
+    m = EXPECT.match(first.read_bytes())
+    assert m, f"{first} lacks an '# expect:' line"
+    code, line, col = m.groups()
+    return code.decode(), int(line) if line else None, int(col) if col else None
+
+
+def test_corpus_has_every_class():
+    names = {p.stem if p.is_file() else p.name for p in CASES}
+    required = {"malformed-yaml", "duplicate-key", "alias", "unknown-key", "wrong-type", "forward-binding",
+                "unknown-binding", "undeclared-argument", "unknown-tool", "empty-slug", "slug-collision",
+                "name-over-64", "description-over-1024", "non-utf8", "nul-byte", "crlf-input", "resource-step-args"}
+    assert required <= names
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if expectation(c)[0] != "ok"], ids=lambda p: p.name)
+def test_bad_input_is_refused_with_position_and_nothing_written(case, cli, tmp_path):
+    out = tmp_path / "out"
+    assert cli("build", str(ROOT / "workflows"), "--out", str(out)).code == 0
+    before = snapshot_tree(out)
+    code, line, col = expectation(case)
+    display = case.relative_to(ROOT).as_posix()
+    run = cli("build", display, "--out", str(out), cwd=ROOT)
+    assert run.code == 1
+    assert f"error[{code}]" in run.err
+    target = sorted(case.glob("*.yaml"))[-1].relative_to(ROOT).as_posix() if case.is_dir() else display
+    assert f"{target}:{line}:{col}: error[{code}]" in run.err, run.err
+    assert "Traceback" not in run.err + run.out
+    assert snapshot_tree(out) == before
+    # check reports the same problem and exits 1 too
+    assert cli("check", display, "--out", str(out), cwd=ROOT).code == 1
+
+
+def test_bad_input_in_a_real_process_prints_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "projector.cli", "build", "tests/bad_inputs", "--out",
+                           str(tmp_path / "o")], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists()
+    # all files' problems come back in one run
+    for case in CASES:
+        code, _, _ = expectation(case)
+        if code != "ok":
+            assert f"error[{code}]" in proc.stderr, code
+
+
+def test_crlf_input_is_accepted_and_normalized(cli, tmp_path):
+    crlf = CORPUS / "crlf-input.yaml"
+    assert b"\r\n" in crlf.read_bytes()
+    lf = tmp_path / "lf" / "crlf-input.yaml"
+    lf.parent.mkdir()
+    lf.write_bytes(crlf.read_bytes().replace(b"\r\n", b"\n"))
+    assert cli("build", str(crlf), "--out", str(tmp_path / "a")).code == 0
+    assert cli("build", str(lf), "--out", str(tmp_path / "b")).code == 0
+    assert snapshot_tree(tmp_path / "a") == snapshot_tree(tmp_path / "b")
+    body = (tmp_path / "a" / "crlf-input" / "SKILL.md").read_bytes()
+    assert b"\r" not in body and b"Two lines\nof guidance." in body
