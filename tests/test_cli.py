@@ -1,0 +1,187 @@
+"""The command line: build, check, pruning, atomicity, formats, strictness and exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from conftest import EXAMPLES, GENERATED, ROOT, snapshot_tree
+from projector import __version__
+
+GATE_WF = """name: {name}
+description: d
+tools:
+  - name: t
+    annotations: {{destructiveHint: true}}
+steps:
+  - name: s
+    tool: t
+    guidance: Only if eligible.
+"""
+
+
+def test_build_writes_the_committed_tree(cli, tmp_path):
+    run = cli("build", str(EXAMPLES), "--out", str(tmp_path / "out"))
+    assert run.code == 0
+    assert snapshot_tree(tmp_path / "out") == snapshot_tree(GENERATED)
+    assert "refund-flow: skill://refund-flow/SKILL.md" in run.out
+    assert "1 warning" in run.out
+    assert "workflows/refunds.yaml:49:15: warning[gate-on-side-effect]" in cli(
+        "build", "workflows", "--out", str(tmp_path / "x"), cwd=ROOT).err
+
+
+def test_default_paths_and_check_on_committed_tree(cli):
+    run = cli("check", cwd=ROOT)
+    assert run.code == 0, run.out + run.err
+    assert "up to date" in run.out
+
+
+def test_check_reports_stale_missing_and_extra_with_a_diff(cli, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(GENERATED, out)
+    skill = out / "refund-flow" / "SKILL.md"
+    skill.write_text(skill.read_text().replace("Save the result as `order`.", "Save it."))
+    (out / "hello-world" / "references" / "tools.md").unlink()
+    (out / "code-mode" / "stray.txt").write_text("x")
+    run = cli("check", str(EXAMPLES), "--out", str(out))
+    assert run.code == 1
+    assert "--- a/refund-flow/SKILL.md" in run.out and "+++ b/refund-flow/SKILL.md" in run.out
+    assert "-Save it." in run.out and "+Save the result as `order`." in run.out
+    assert f"stale: {out.as_posix()}/refund-flow/SKILL.md" in run.out
+    assert f"missing: {out.as_posix()}/hello-world/references/tools.md" in run.out
+    assert f"extra: {out.as_posix()}/code-mode/stray.txt" in run.out
+    # build repairs it, and then check is clean
+    assert cli("build", str(EXAMPLES), "--out", str(out)).code == 0
+    assert snapshot_tree(out) == snapshot_tree(GENERATED)
+    assert cli("check", str(EXAMPLES), "--out", str(out)).code == 0
+
+
+def test_build_prunes_only_its_own_bundles(cli, tree, tmp_path):
+    root = tree({"wf/a.yaml": GATE_WF.format(name="alpha"), "wf/b.yaml": GATE_WF.format(name="beta"),
+                 "out/README.txt": "mine", "out/notes/keep.md": "keep"})
+    out = root / "out"
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    assert (out / "beta" / "SKILL.md").exists()
+    (root / "wf" / "b.yaml").unlink()
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    assert not (out / "beta").exists()
+    assert (out / "alpha" / "SKILL.md").exists()
+    assert (out / "README.txt").read_text() == "mine"
+    assert (out / "notes" / "keep.md").read_text() == "keep"
+    index = json.loads((out / "skills.json").read_text())
+    assert [e["uri"] for e in index["skills"]] == ["skill://alpha/SKILL.md"]
+
+
+def test_build_on_an_up_to_date_tree_touches_nothing(cli, tmp_path):
+    out = tmp_path / "out"
+    cli("build", str(EXAMPLES), "--out", str(out))
+    mtimes = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    run = cli("build", str(EXAMPLES), "--out", str(out))
+    assert "up to date" in run.out
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == mtimes
+
+
+def test_failed_build_leaves_the_tree_untouched(cli, tree, tmp_path):
+    root = tree({"wf/a.yaml": GATE_WF.format(name="alpha"), "wf/bad.yaml": "name: [unclosed\n"})
+    out = tmp_path / "out"
+    shutil.copytree(GENERATED, out)
+    before = snapshot_tree(out)
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 1
+    assert snapshot_tree(out) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+
+
+def test_interrupted_swap_restores_the_old_tree(cli, tmp_path, monkeypatch):
+    import os
+
+    from projector import output
+
+    out = tmp_path / "out"
+    shutil.copytree(GENERATED, out)
+    (out / "refund-flow" / "SKILL.md").write_text("old")
+    before = snapshot_tree(out)
+    real_rename = os.rename
+
+    def failing_rename(src, dst):
+        if ".stage-" in str(src):
+            raise OSError("disk on fire")
+        return real_rename(src, dst)
+
+    monkeypatch.setattr(output.os, "rename", failing_rename)
+    with pytest.raises(OSError):
+        cli("build", str(EXAMPLES), "--out", str(out))
+    assert snapshot_tree(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_strict_turns_warnings_into_exit_1_and_writes_nothing(cli, tree):
+    root = tree({"wf/a.yaml": GATE_WF.format(name="alpha")})
+    run = cli("build", str(root / "wf"), "--out", str(root / "out"), "--strict")
+    assert run.code == 1
+    assert not (root / "out").exists()
+    assert cli("check", str(root / "wf"), "--out", str(root / "out"), "--strict").code == 1
+
+
+def test_acknowledged_warning_passes_strict(cli, tree):
+    acked = GATE_WF.format(name="alpha") + "    acknowledge:\n      gate-on-side-effect: the tool checks itself\n"
+    root = tree({"wf/a.yaml": acked})
+    run = cli("build", str(root / "wf"), "--out", str(root / "out"), "--strict")
+    assert run.code == 0, run.err
+    assert "warning[gate-on-side-effect]" in run.err and "(acknowledged: the tool checks itself)" in run.err
+    assert "0 warnings, 1 acknowledged" in run.out
+
+
+def test_format_json_is_one_array(cli, tmp_path):
+    run = cli("build", str(EXAMPLES), "--out", str(tmp_path / "o"), "--format", "json")
+    data = json.loads(run.out)
+    assert [d["code"] for d in data] == ["gate-on-side-effect"]
+    assert data[0]["line"] == 49 and data[0]["col"] == 15 and data[0]["severity"] == "warning"
+    assert data[0]["file"].endswith("workflows/refunds.yaml")
+
+
+def test_format_json_reports_errors_too(cli, tree):
+    root = tree({"wf/a.yaml": "name: x\ndescription: d\nsteps: [{name: a, tool: nope}]\n"})
+    run = cli("build", str(root / "wf"), "--out", str(root / "o"), "--format", "json")
+    assert run.code == 1
+    assert [d["code"] for d in json.loads(run.out)] == ["unknown-tool"]
+
+
+def test_format_github_annotations(cli, tmp_path):
+    run = cli("check", "workflows", "--format", "github", cwd=ROOT)
+    line = run.out.splitlines()[0]
+    assert line.startswith("::warning file=workflows/refunds.yaml,line=49,col=15,title=gate-on-side-effect::")
+
+
+def test_uri_prefix(cli, tmp_path):
+    out = tmp_path / "o"
+    assert cli("build", str(EXAMPLES), "--out", str(out), "--uri-prefix", "acme/billing").code == 0
+    index = json.loads((out / "skills.json").read_text())
+    uris = [e["uri"] for e in index["skills"]]
+    assert "skill://acme/billing/refund-flow/SKILL.md" in uris
+    assert (out / "acme" / "billing" / "refund-flow" / "SKILL.md").exists()
+    for e in index["skills"]:
+        assert e["uri"].split("/")[-2] == e["frontmatter"]["name"]
+    assert cli("build", str(EXAMPLES), "--out", str(out), "--uri-prefix", "Bad Prefix").code == 2
+
+
+def test_usage_errors_exit_2(cli, tmp_path):
+    assert cli().code == 2
+    assert cli("build", "--format", "xml").code == 2
+    assert cli("frobnicate").code == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli("build", str(empty), "--out", str(tmp_path / "o")).code == 2
+
+
+def test_missing_path_is_a_finding(cli, tmp_path):
+    run = cli("build", str(tmp_path / "nope.yaml"), "--out", str(tmp_path / "o"))
+    assert run.code == 1 and "no such file" in run.err
+
+
+def test_version_and_help(cli):
+    run = cli("--version")
+    assert run.code == 0 and __version__ in run.out
+    run = cli("--help")
+    assert run.code == 0 and "build" in run.out and "check" in run.out and "exit codes" in run.out

@@ -1,0 +1,231 @@
+"""Projection: snapshots pin every generated file byte for byte; the builder and YAML agree; gates fire as they
+should; frontmatter survives any description."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from conftest import EXAMPLES, GENERATED
+from projector.builder import WorkflowBuilder, arg, const, step
+from projector.bundle import parse_frontmatter, split_frontmatter
+from projector.errors import LoadError
+from projector.load import load_all, load_file, parse
+from projector.output import compile_workflows
+from projector.render import project
+
+
+class BinaryFile(SingleFileSnapshotExtension):
+    _write_mode = WriteMode.BINARY
+    file_extension = "raw"
+
+
+@pytest.fixture
+def snap(snapshot):
+    return snapshot.use_extension(BinaryFile)
+
+
+BUILD = compile_workflows(load_all([str(EXAMPLES)]))
+
+
+def test_file_list(snap):
+    assert "\n".join(BUILD.files).encode() + b"\n" == snap(name="file-list")
+
+
+@pytest.mark.parametrize("rel", list(BUILD.files))
+def test_every_generated_file_is_pinned(rel, snap):
+    assert BUILD.files[rel] == snap(name=rel.replace("/", "__"))
+
+
+@pytest.mark.parametrize("rel", list(BUILD.files))
+def test_committed_tree_is_the_build(rel):
+    assert (GENERATED / rel).read_bytes() == BUILD.files[rel]
+
+
+def test_output_rules():
+    for rel, data in BUILD.files.items():
+        text = data.decode("utf-8")
+        assert "\r" not in text, rel
+        assert text.endswith("\n") and not text.endswith("\n\n"), rel
+        assert all(line == line.rstrip() for line in text.split("\n")), rel
+
+
+def test_index_frontmatter_equals_each_skill_md():
+    import json
+
+    index = json.loads((GENERATED / "skills.json").read_bytes())
+    assert [e["uri"] for e in index["skills"]] == sorted(e["uri"] for e in index["skills"])
+    for entry in index["skills"]:
+        rel = entry["uri"].removeprefix("skill://")
+        fm_text, _ = split_frontmatter((GENERATED / rel).read_text("utf-8"))
+        assert entry["frontmatter"] == yaml.safe_load(fm_text)
+        assert entry["resources"][0]["uri"] == entry["uri"]
+        assert len({r["uri"] for r in entry["resources"]}) == len(entry["resources"])
+        name = entry["frontmatter"]["name"]
+        assert entry["uri"] == f"skill://{name}/SKILL.md"
+        assert (GENERATED / name).is_dir()
+
+
+def refunds_in_code():
+    return (
+        WorkflowBuilder("refund_flow", "Process a customer refund after checking eligibility.")
+        .argument("order_id", "The order to refund", required=True, type="string")
+        .argument("reason", "Why the customer asked for the refund")
+        .instruction("system", "Refunds above the policy ceiling need a supervisor's approval.")
+        .tool("get_order", "Look up an order by id.",
+              input_schema={"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+              annotations={"readOnlyHint": True})
+        .tool("check_eligibility", "Decide whether an order can be refunded under the policy.",
+              input_schema={"type": "object", "properties": {"order": {"type": "object"}}, "required": ["order"]},
+              annotations={"readOnlyHint": True})
+        .tool("issue_refund", "Refund an order to the original payment method.",
+              input_schema={"type": "object", "properties": {"order_id": {"type": "string"},
+                                                             "amount": {"type": "number"}},
+                            "required": ["order_id", "amount"]},
+              annotations={"readOnlyHint": False, "destructiveHint": True})
+        .step("fetch_order", tool="get_order", args={"id": arg("order_id")}, bind="order")
+        .step("check_eligibility", tool="check_eligibility", args={"order": step("order")}, bind="eligibility")
+        .step("issue_refund", tool="issue_refund",
+              args={"order_id": step("order", "id"), "amount": step("order", "total")},
+              guidance="Only issue the refund if the eligibility check says the order is eligible.", bind="refund")
+        .step("read_policy", resources=["docs://refund-policy/{region}"],
+              template={"region": step("order", "region")})
+        .build()
+    )
+
+
+def test_builder_and_yaml_project_to_identical_bytes():
+    from_yaml = load_file(EXAMPLES / "refunds.yaml")
+    from_code = refunds_in_code()
+    assert from_code == from_yaml
+    assert project(from_code).files == project(from_yaml).files
+
+
+def test_builder_validates_like_the_loader():
+    with pytest.raises(LoadError) as exc:
+        (WorkflowBuilder("x", "d").tool("t", annotations={"readOnlyHint": True})
+         .step("a", tool="t", args={"v": arg("missing"), "w": step("later")})
+         .step("b", tool="nope", bind="later").build())
+    codes = sorted(d.code for d in exc.value.diagnostics)
+    assert codes == ["forward-binding", "undeclared-argument", "unknown-tool"]
+
+
+def test_builder_rejects_raw_values_as_sources():
+    with pytest.raises(TypeError):
+        WorkflowBuilder("x", "d").step("a", tool="t", args={"v": "raw"})  # type: ignore[dict-item]
+
+
+def _codes(wf):
+    return [(d.code, d.acknowledged) for d in project(wf).diagnostics]
+
+
+def _one_step(annotations, guidance, ack=None):
+    b = WorkflowBuilder("w", "d").tool("t", annotations=annotations)
+    return b.step("s", tool="t", guidance=guidance, acknowledge=ack).build()
+
+
+@pytest.mark.parametrize("guidance", [
+    "Only issue the refund if the eligibility check says the order is eligible.",
+    "Do not send the email if the customer opted out.",
+    "Verify the address first.",
+    "Unless the manager signed, stop here.",
+    "Needs a supervisor's approval.",
+    "Confirm with the user before deleting.",
+])
+def test_gate_like_guidance_on_side_effect_warns(guidance):
+    assert _codes(_one_step({"destructiveHint": True}, guidance)) == [("gate-on-side-effect", None)]
+    assert _codes(_one_step({"readOnlyHint": False}, guidance)) == [("gate-on-side-effect", None)]
+
+
+def test_gate_warning_quotes_the_phrase_and_the_prompt():
+    d = project(load_file(EXAMPLES / "refunds.yaml")).diagnostics
+    assert [x.code for x in d] == ["gate-on-side-effect"]
+    assert '"Only issue the refund if"' in d[0].message
+    assert "'refund_flow' workflow prompt will run this step anyway" in d[0].message
+    assert (d[0].span.line, d[0].span.col) == (49, 15)
+
+
+def test_other_guidance_on_side_effect_is_a_note():
+    diags = project(_one_step({"readOnlyHint": False}, "Use the customer's preferred currency.")).diagnostics
+    assert [(d.code, d.severity) for d in diags] == [("guidance-on-side-effect", "note")]
+
+
+def test_read_only_step_with_gate_guidance_is_quiet():
+    assert _codes(_one_step({"readOnlyHint": True}, "Only if the user asks.")) == []
+
+
+def test_unannotated_tool_is_unverifiable():
+    diags = project(_one_step(None, "Only if eligible.")).diagnostics
+    assert [d.code for d in diags] == ["unverifiable-step"]
+    assert "reads like a gate" in diags[0].message
+
+
+def test_acknowledged_warning_is_listed_with_its_reason(cli, tmp_path):
+    wf = _one_step({"destructiveHint": True}, "Only if eligible.", {"gate-on-side-effect": "the tool checks"})
+    assert _codes(wf) == [("gate-on-side-effect", "the tool checks")]
+
+
+def test_stale_acknowledgement_warns():
+    wf = _one_step({"readOnlyHint": True}, None, {"gate-on-side-effect": "old reason"})
+    assert _codes(wf) == [("unused-acknowledgement", None)]
+
+
+def test_gate_appears_in_the_skill_and_the_alternative_section():
+    body = project(load_file(EXAMPLES / "refunds.yaml")).files["SKILL.md"].decode()
+    procedure, alternative = body.split("## Server-accelerated alternative")
+    assert "**Judgment:** Only issue the refund if" in procedure
+    assert "do not call it" in procedure
+    assert "`refund_flow`" in alternative and "unconditionally" in alternative
+    assert "Step 3, `issue_refund`" in alternative
+    # cross-reference, never a redirect: every step's tool call stays in the procedure
+    for tool in ("get_order", "check_eligibility", "issue_refund"):
+        assert f"Call the tool `{tool}`" in procedure
+
+
+@pytest.mark.parametrize("description", [
+    "Refund an order: fast path", "yes", "1.0", "null", "- starts like a list", "# not a comment",
+    "quotes ' and \" and `backticks`", "ünïcödé ✓ 日本語", "trailing space ", "a " * 400, "line\nbreak",
+    "{flow: mapping}", "@at", "%percent", "*star", "&amp", "!bang", "key: value # comment",
+])
+def test_frontmatter_round_trips_any_description(description):
+    wf = WorkflowBuilder("fm", description).tool("t", annotations={"readOnlyHint": True}).step(
+        "s", tool="t").build()
+    files = project(wf).files
+    fm = parse_frontmatter(files["SKILL.md"])
+    assert fm == {"name": "fm", "description": description, "metadata": {"workflow": "fm"}}
+    assert list(fm) == ["name", "description", "metadata"]
+
+
+def test_body_over_500_lines_warns():
+    b = WorkflowBuilder("long", "d").tool("t", annotations={"readOnlyHint": True})
+    for i in range(120):
+        b.step(f"s{i}", tool="t", args={"v": const(i)})
+    diags = project(b.build()).diagnostics
+    assert [d.code for d in diags] == ["body-too-long"]
+
+
+def test_const_placeholders_and_all_source_kinds_in_plain_words():
+    wf = (WorkflowBuilder("kinds", "d").argument("who", required=True)
+          .tool("t", annotations={"readOnlyHint": True})
+          .step("a", tool="t", args={"x": const("Hello {who}"), "y": const({"k": [1, 2]}), "z": arg("who")},
+                bind="r")
+          .step("b", tool="t", args={"x": step("r"), "y": step("r", "items.0.sku")})
+          .build())
+    body = project(wf).files["SKILL.md"].decode()
+    assert "the text `Hello {who}`, with `{who}` replaced by the input `who`" in body
+    assert 'the value `{"k":[1,2]}`' in body
+    assert "the whole result saved as `r` (step 1)" in body
+    assert "the field `items.0.sku` of `r` (step 1)" in body
+
+
+def test_no_tools_means_no_tools_file():
+    wf = WorkflowBuilder("res", "d").step("read", resources=["docs://x"]).build()
+    assert list(project(wf).files) == ["SKILL.md"]
+
+
+def test_parse_accepts_text_and_bytes_alike():
+    data = (EXAMPLES / "refunds.yaml").read_bytes()
+    a, _ = parse(data, "f.yaml")
+    b, _ = parse(data.decode(), "f.yaml")
+    assert a == b
