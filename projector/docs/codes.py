@@ -1,0 +1,260 @@
+"""The warnings reference: every non-error code the compiler can report, generated from the code itself.
+
+The set of codes comes from :data:`projector.gates.CODES` plus every ``Diagnostic(...)`` call with a literal
+non-error severity in the core modules (``body-too-long`` lives in ``render.py``). The prose per code lives here, in
+:data:`PROSE`. A code without prose, or prose for a code that no longer exists, stops the generator, so this page
+cannot drift from the compiler. Each code's example is compiled when the page is generated, and the page quotes the
+diagnostic the compiler actually printed.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import bundle, gates, load, output, render, validate
+from ..builder import WorkflowBuilder, arg
+from ..errors import Diagnostic, format_text
+from .pages import DocsError
+
+CORE_MODULES = (gates, render, bundle, output, validate, load)
+
+
+def literal_codes() -> dict[str, str]:
+    """code -> severity for every ``Diagnostic(span, "<severity>", "<code>", ...)`` in the core with a literal,
+    non-error severity."""
+    found: dict[str, str] = {}
+    for module in CORE_MODULES:
+        tree = ast.parse(inspect.getsource(module))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Diagnostic"):
+                continue
+            if len(node.args) >= 3 and all(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                                           for a in node.args[1:3]):
+                severity, code = node.args[1].value, node.args[2].value
+                if severity != "error":
+                    found[code] = severity
+    return found
+
+
+def all_codes() -> dict[str, str]:
+    """Every warning and note code, in the order gates.CODES lists them, then the others by name."""
+    codes = dict(gates.CODES)
+    for code, severity in sorted(literal_codes().items()):
+        if codes.setdefault(code, severity) != severity:
+            raise DocsError(f"code '{code}' is reported both as {codes[code]} and as {severity}")
+    return codes
+
+
+@dataclass(frozen=True)
+class Prose:
+    fires: str          # when it fires
+    fix: str            # what to do about it
+    example: str        # a workflow that makes it fire (YAML), or "" when built in Python below
+    reason: str = ""    # an example acknowledgement reason, for the codes that can be acknowledged
+
+
+_REFUND_TOOLS = """tools:
+  - name: issue_refund
+    description: Refund an order to the original payment method.
+    annotations: {readOnlyHint: false, destructiveHint: true}
+"""
+
+PROSE: dict[str, Prose] = {
+    "gate-on-side-effect": Prose(
+        fires="A step calls a tool that changes data (its annotations do not say `readOnlyHint: true`, or they say "
+              "`destructiveHint: true`), and the step's `guidance` reads like a condition: *only if*, *unless*, "
+              "*before*, *make sure*, *eligible*, *approval*, *skip* and similar wording. A skill's reader applies "
+              "that guidance with its own judgment, but the workflow prompt runs on the server and executes every "
+              "step unconditionally, so the condition is a promise the prompt breaks. The warning quotes the phrase "
+              "that matched.",
+        fix="Make the tool enforce the condition itself (then the prose is only a courtesy), or end the workflow "
+            "before the step and leave the side effect to the caller. When the tool does enforce it, acknowledge the "
+            "warning on the step and say why.",
+        reason="issue_refund itself refuses ineligible orders (policy engine v3).",
+        example="""name: refund_flow
+description: Refund an order.
+arguments:
+  - {name: order_id, required: true}
+""" + _REFUND_TOOLS + """steps:
+  - name: issue_refund
+    tool: issue_refund
+    args:
+      order_id: {arg: order_id}
+    guidance: Only issue the refund if the order is eligible.
+"""),
+    "unverifiable-step": Prose(
+        fires="A step calls a tool that is declared with no `annotations` at all, so nobody can tell whether the "
+              "tool has side effects, and whether guidance on the step could matter. The SKILL.md tells the reader "
+              "to treat the tool as having side effects. When the step has gate-like guidance, the warning quotes "
+              "it too.",
+        fix="Declare the tool's annotations as the server does (`readOnlyHint`, `destructiveHint`), or take them "
+            "from the live server with `project-skill build --tools-from SERVER`. Acknowledge it only when the "
+            "server itself declares no annotations.",
+        reason="the mail server declares no annotations; send_email only queues a message.",
+        example="""name: notify
+description: Notify a customer.
+arguments:
+  - {name: customer, required: true}
+tools:
+  - name: send_email
+    description: Send an email.
+steps:
+  - name: send
+    tool: send_email
+    args:
+      to: {arg: customer}
+"""),
+    "guidance-on-side-effect": Prose(
+        fires="A step calls a tool that changes data and has `guidance` that does not read like a condition. The "
+              "skill shows it as Judgment; the server-side prompt shows it in the transcript but cannot act on it. "
+              "This is a note: it never fails a build, not even under `--strict`.",
+        fix="Nothing, if the guidance is advice rather than a condition. If it is a condition the gate patterns "
+            "missed, treat it as `gate-on-side-effect`.",
+        reason="courtesy text only; nothing depends on it.",
+        example="""name: refund_flow
+description: Refund an order.
+arguments:
+  - {name: order_id, required: true}
+""" + _REFUND_TOOLS + """steps:
+  - name: issue_refund
+    tool: issue_refund
+    args:
+      order_id: {arg: order_id}
+    guidance: Thank the customer for their patience.
+"""),
+    "unused-acknowledgement": Prose(
+        fires="A step acknowledges a code that does not fire on that step, for example after the guidance was "
+              "reworded or the tool was annotated read-only. A stale acknowledgement would hide the next real "
+              "warning, so it is a warning itself.",
+        fix="Remove the acknowledgement. It cannot be acknowledged.",
+        example="""name: lookup
+description: Look up an order.
+arguments:
+  - {name: order_id, required: true}
+tools:
+  - name: get_order
+    annotations: {readOnlyHint: true}
+steps:
+  - name: fetch
+    tool: get_order
+    args:
+      id: {arg: order_id}
+    acknowledge:
+      gate-on-side-effect: get_order checks permissions itself.
+"""),
+    "body-too-long": Prose(
+        fires=f"The generated SKILL.md has more than {render.MAX_BODY_LINES} lines. Hosts load the whole body into "
+              "the model's context when the skill is used, and expect it to be short.",
+        fix="Move detail into the tools' descriptions (they go to `references/tools.md`), shorten the guidance, or "
+            "split the workflow in two. It cannot be acknowledged.",
+        example=""),
+}
+
+
+def _long_workflow():
+    b = WorkflowBuilder("long_flow", "A workflow with very many steps.", source="<python>")
+    b.argument("order_id", required=True)
+    b.tool("get_order", annotations={"readOnlyHint": True})
+    for i in range(1, 81):
+        b.step(f"step_{i}", tool="get_order", args={"id": arg("order_id")}, bind=f"r{i}")
+    return b.build()
+
+
+def example_diagnostics(code: str, prose: Prose) -> list[Diagnostic]:
+    if prose.example:
+        wf, diags = load.parse(prose.example.encode("utf-8"), "example.yaml")
+        errors = [d for d in diags if d.severity == "error"]
+        if wf is None or errors:
+            raise DocsError(f"the example for '{code}' does not load: "
+                            + "; ".join(format_text(d) for d in errors or diags))
+    else:
+        wf = _long_workflow()
+    build = output.compile_workflows([wf])
+    found = [d for d in build.diagnostics if d.code == code]
+    if not found:
+        raise DocsError(f"the example for '{code}' in projector/docs/codes.py no longer makes it fire")
+    return found
+
+
+def _acknowledge_text(code: str, prose: Prose) -> str:
+    if code not in gates.ACKNOWLEDGEABLE:
+        return "It cannot be acknowledged: an `acknowledge` entry for it is an error (`unknown-acknowledgement`)."
+    snippet = f"    acknowledge:\n      {code}: {prose.reason}\n"
+    acked = Prose(prose.fires, prose.fix, prose.example.rstrip("\n") + "\n" + snippet)
+    diags = example_diagnostics(code, acked)
+    if any(d.acknowledged != prose.reason for d in diags):
+        raise DocsError(f"acknowledging '{code}' in its example does not mark it acknowledged")
+    printed = "\n".join(format_text(d) for d in diags)
+    return f"""Acknowledge it on the step that fires it, with the reason:
+
+```yaml
+{snippet.rstrip()}
+```
+
+The example above then gives:
+
+```text
+{printed}
+```
+
+It is still reported, but it no longer counts as a warning, and `--strict` does not fail on it."""
+
+
+def warnings_page(root: Path) -> str:
+    codes = all_codes()
+    missing = sorted(set(codes) - set(PROSE))
+    missing += sorted(c for c in gates.ACKNOWLEDGEABLE if c in PROSE and not PROSE[c].reason)
+    stale = sorted(set(PROSE) - set(codes))
+    if missing or stale:
+        raise DocsError("the warnings reference is out of step with the compiler: "
+                        + "; ".join([*(f"no prose for '{c}'" for c in missing),
+                                     *(f"prose for '{c}', which the compiler no longer reports" for c in stale)])
+                        + " (edit PROSE in projector/docs/codes.py)")
+    rows = "".join(f"| [`{c}`](#{c}) | {sev} | {'yes' if c in gates.ACKNOWLEDGEABLE else 'no'} |\n"
+                   for c, sev in codes.items())
+    out = [f"""# Warnings
+
+Errors stop a build. Warnings and notes do not: the skills are written, and the findings are printed beside them,
+each as `file:line:col: severity[code]: message` with a hint. `--format json` prints them as one JSON array, and
+`--format github` as GitHub annotations.
+
+- `project-skill build --strict` and `check --strict` exit 1 when any warning is left unacknowledged, and write
+  nothing.
+- Notes never fail a build.
+- An acknowledged warning is still reported, marked `(acknowledged: reason)`, and never fails a build.
+
+This page is generated from the compiler's own list of codes, and each example below was compiled when the page
+was generated: the output quoted is what the compiler prints.
+
+| code | severity | can be acknowledged |
+| --- | --- | --- |
+{rows}"""]
+    for code, severity in codes.items():
+        prose = PROSE[code]
+        diags = example_diagnostics(code, prose)
+        if prose.example:
+            example = f"For example, this workflow:\n\n```yaml\n{prose.example.rstrip(chr(10))}\n```\n\ngives:"
+        else:
+            example = "For example, a workflow built in Python with 80 steps gives:"
+        printed = "\n".join(format_text(d) for d in diags)
+        out.append(f"""
+## {code} {{#{code}}}
+
+Severity: {severity}.
+
+**When it fires.** {prose.fires}
+
+{example}
+
+```text
+{printed}
+```
+
+**What to do.** {prose.fix}
+
+{_acknowledge_text(code, prose)}
+""")
+    return "".join(out)

@@ -1,0 +1,238 @@
+"""The decision matrix page, generated from ``docs/data/matrix.json`` (written by ``project-skill matrix``).
+
+The table is raw HTML (so the browser test can find it by id and each cell by its data attributes); the chart is an
+inline SVG drawn here, with no script and nothing fetched from the network.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from .pages import DocsError
+
+DATA = "docs/data/matrix.json"
+
+# Spike 011 of pmcp: the reference this project's measurement is set beside. Quoted, not measured here.
+SPIKE_011 = {
+    "skill": {"bytes": 624, "refunded_ineligible": False},
+    "workflow": {"bytes": 1401, "refunded_ineligible": True},
+    "agent": {"bytes": 82, "refunded_ineligible": False},
+}
+
+SURFACES = ("skill", "workflow", "agent")
+SURFACE_LABEL = {"skill": "A. skill", "workflow": "B. workflow prompt", "agent": "C. agent"}
+JUDGMENT_LOCUS = {
+    "skill": "the host's model, step by step",
+    "workflow": "nowhere: the server runs every step",
+    "agent": "the server's own model",
+}
+COLOURS = {"skill": "#3f51b5", "workflow": "#e65100", "agent": "#2e7d32"}
+
+
+def load(root: Path) -> dict[str, Any] | None:
+    path = root / DATA
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DocsError(f"{DATA} is not JSON ({exc}); run: project-skill matrix") from None
+    if not isinstance(data, dict) or data.get("format") != 1 or not isinstance(data.get("tasks"), list):
+        raise DocsError(f"{DATA} is not matrix data of format 1; run: project-skill matrix")
+    return data
+
+
+def _task(data: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((t for t in data["tasks"] if t.get("task") == name), None)
+
+
+def _yes(flag: bool | None) -> str:
+    return "n/a" if flag is None else ("yes" if flag else "no")
+
+
+def html_table(table_id: str, task: dict[str, Any], with_refund: bool) -> str:
+    """A raw-HTML table of one task's runs. Each numeric cell carries data attributes naming its run and field."""
+    cols = [("round_trips", "client round trips"), ("model_turns", "client model turns"),
+            ("context_bytes", "context bytes")]
+    if with_refund:
+        cols.append(("refund_issued", "refund issued (ledger)"))
+    head = "".join(f"<th>{html.escape(label)}</th>" for _, label in cols)
+    lines = [f'<table id="{table_id}">',
+             f"<thead><tr><th>surface</th><th>judgment runs in</th><th>scenario</th>{head}</tr></thead>",
+             "<tbody>"]
+    for run in task["runs"]:
+        surface, scenario = run["surface"], run["scenario"]
+        cells = []
+        for key, _ in cols:
+            value = run.get(key)
+            text = _yes(value) if key == "refund_issued" else ("n/a" if value is None else str(value))
+            cells.append(f'<td data-surface="{html.escape(surface)}" data-scenario="{html.escape(scenario)}" '
+                         f'data-field="{key}">{html.escape(text)}</td>')
+        lines.append(f"<tr><td>{html.escape(SURFACE_LABEL.get(surface, surface))}</td>"
+                     f"<td>{html.escape(JUDGMENT_LOCUS.get(surface, ''))}</td>"
+                     f"<td>{html.escape(scenario)}</td>{''.join(cells)}</tr>")
+    lines += ["</tbody>", "</table>"]
+    return "\n".join(lines)
+
+
+def bar_chart(task: dict[str, Any]) -> str:
+    """An inline SVG bar chart of context bytes per run, one bar each, labelled with the value."""
+    runs = task["runs"]
+    most = max((r["context_bytes"] for r in runs), default=0) or 1
+    label_w, bar_w, row_h, pad = 230, 380, 30, 10
+    width, height = label_w + bar_w + 90, pad * 2 + row_h * len(runs) + 20
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-labelledby="matrix-chart-title" '
+             f'style="max-width:100%;height:auto;font-family:sans-serif;font-size:13px">',
+             '<title id="matrix-chart-title">Bytes that entered the client\'s context, per surface and '
+             'scenario (refunds task)</title>']
+    for i, run in enumerate(runs):
+        y = pad + i * row_h
+        w = round(bar_w * run["context_bytes"] / most)
+        colour = COLOURS.get(run["surface"], "#607d8b")
+        mark = " (refund issued)" if run.get("refund_issued") else ""
+        label = f"{SURFACE_LABEL.get(run['surface'], run['surface'])}, {run['scenario']}"
+        parts.append(f'<text x="{label_w - 8}" y="{y + 19}" text-anchor="end" fill="currentColor">'
+                     f"{html.escape(label)}</text>")
+        parts.append(f'<rect x="{label_w}" y="{y + 5}" width="{max(w, 1)}" height="{row_h - 10}" '
+                     f'fill="{colour}"><title>{html.escape(label)}: {run["context_bytes"]} bytes{mark}</title></rect>')
+        parts.append(f'<text x="{label_w + max(w, 1) + 6}" y="{y + 19}" fill="currentColor">'
+                     f'{run["context_bytes"]} B{html.escape(mark)}</text>')
+    axis_y = pad + row_h * len(runs) + 4
+    parts.append(f'<line x1="{label_w}" y1="{pad}" x2="{label_w}" y2="{axis_y}" stroke="currentColor" '
+                 'stroke-width="1"/>')
+    parts.append(f'<text x="{label_w}" y="{axis_y + 14}" fill="currentColor">0</text>')
+    parts.append(f'<text x="{label_w + bar_w}" y="{axis_y + 14}" text-anchor="end" fill="currentColor">'
+                 f"{most} B</text>")
+    parts.append("</svg>")
+    return '<div class="matrix-chart">\n' + "\n".join(parts) + "\n</div>"
+
+
+def _refunded_ineligible(task: dict[str, Any]) -> list[str]:
+    return [r["surface"] for r in task["runs"] if r["scenario"] == "ineligible" and r.get("refund_issued")]
+
+
+def _requests_section(task: dict[str, Any]) -> str:
+    out = []
+    for run in task["runs"]:
+        out.append(f"\n**{SURFACE_LABEL.get(run['surface'], run['surface'])}, {run['scenario']}** "
+                   f"(order `{run.get('order_id', '')}`)\n\n| # | request | bytes received |\n| --- | --- | --- |\n")
+        for i, req in enumerate(run.get("requests", []), 1):
+            out.append(f"| {i} | `{req['method']}` {req.get('target', '')} | {req['bytes']} |\n")
+        if run.get("answer"):
+            out.append(f"\nFinal answer: {run['answer']}\n")
+    return "".join(out)
+
+
+def matrix_page(root: Path) -> str:
+    data = load(root)
+    intro = """# Skill, workflow or agent: the decision matrix
+
+A server author can hand a procedure to a model three ways. They are not rivals: they differ in **where judgment
+runs**.
+
+- **A. Skill.** The host's model reads the SKILL.md and runs each step itself, one tool call at a time. It applies
+  each step's judgment, because it is the one deciding what to call next.
+- **B. Workflow prompt.** The user picks the server-accelerated prompt; one `prompts/get` makes the server run every
+  step and return the transcript. Nobody applies judgment between the steps: guidance prose cannot gate a
+  server-side run.
+- **C. Agent.** A tool on the server runs the server's own model with the skill as its instructions, and returns only
+  its final message. Judgment runs on the server, out of the host's sight.
+"""
+    if data is None:
+        return intro + f"""
+## No measurement yet
+
+`{DATA}` does not exist. Run `project-skill matrix`, then `project-skill docs`.
+"""
+    refunds = _task(data, "refunds")
+    if refunds is None:
+        raise DocsError(f"{DATA} has no refunds task; run: project-skill matrix")
+    refunded = _refunded_ineligible(refunds)
+    if refunded == ["workflow"]:
+        verdict = ("The ineligible order was refunded **only by the workflow surface**, as expected: the server-side "
+                   "run executed `issue_refund` regardless of the eligibility check, while the skill's reader and "
+                   "the agent both read the Judgment and declined.")
+    else:
+        who = ", ".join(refunded) if refunded else "no surface"
+        verdict = (f"**This measurement differs from the expected result**: the ineligible order was refunded by "
+                   f"{who}, where only the workflow surface was expected to refund it. "
+                   + (data.get("explanation") or "See the per-request detail below."))
+    by = {(r["surface"], r["scenario"]): r for r in refunds["runs"]}
+    spike_rows = []
+    for s in SURFACES:
+        ours = by.get((s, "ineligible"))
+        ref = SPIKE_011[s]
+        spike_rows.append(f"| {SURFACE_LABEL[s]} | {ref['bytes']} B | {_yes(ref['refunded_ineligible'])} | "
+                          f"{ours['context_bytes'] if ours else 'n/a'} B | "
+                          f"{_yes(ours.get('refund_issued')) if ours else 'n/a'} |")
+    others = [t for t in data["tasks"] if t.get("task") != "refunds"]
+    other_sections = []
+    for t in others:
+        skipped = t.get("not_applicable") or {}
+        note = "".join(f"\n- {SURFACE_LABEL.get(s, s)}: not measured: {why}" for s, why in sorted(skipped.items()))
+        other_sections.append(f"""
+### {t['task']}
+
+{t.get('description', '')}
+
+{html_table('matrix-' + t['task'], t, with_refund=False)}
+{note}
+""")
+    d = data.get("definitions", {})
+    definitions = "\n".join(f"- **{k.replace('_', ' ')}**: {v}" for k, v in d.items())
+    return intro + f"""
+**Judgment is simulated by a deterministic policy**, not by a language model: {data.get('policy', '')}
+So the numbers below are exactly reproducible, and the refund column says what each surface *can* do with the
+judgment it is given, not how well a particular model follows it.
+
+## The refunds task
+
+{refunds.get('description', '')} Each surface ran once per scenario, each run against a freshly started server
+({data.get('transport', '')}), and whether a refund was issued was read from the server's ledger after the run.
+
+{html_table('matrix-refunds', refunds, with_refund=True)}
+
+{verdict}
+
+{bar_chart(refunds)}
+
+## Beside spike 011
+
+pmcp measured the same question as its spike 011, one refund task on all three surfaces. Its figures are the
+reference; this project's are measured on the ineligible order.
+
+| surface | spike 011: context | spike 011: refunded the ineligible order | this project: context | this project: refunded the ineligible order |
+| --- | --- | --- | --- | --- |
+{chr(10).join(spike_rows)}
+
+The qualitative result is the point of comparison. Byte counts depend on what is counted and on the demo server's
+payloads, so they differ between the two projects: spike 011's exact counting rule is not restated here, and this
+project's is defined below. Context cost is not monotone in either: the agent is cheapest for the client, because it
+returns only its answer.
+
+## Definitions
+
+{definitions}
+
+## Other tasks
+
+Where a surface applies, the hello-world and code-mode tasks ran the same way.
+{''.join(other_sections)}
+## Every request
+
+What each client sent, and the bytes of each result it received, for the refunds task.
+{_requests_section(refunds)}
+## Reproduce
+
+```sh
+project-skill matrix     # runs every surface and scenario, writes {DATA}
+project-skill docs       # regenerates this page from it
+```
+
+The raw data is [data/matrix.json](data/matrix.json). No timings are shown on this page: they are not
+deterministic. Speed is measured in `bench/`; see [Performance](performance.md).
+"""

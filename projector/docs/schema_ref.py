@@ -1,0 +1,170 @@
+"""The workflow format reference, generated from ``projector/schemas/workflow.schema.json``."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .pages import DocsError, cell, read_text
+
+SCHEMA = "schemas/workflow.schema.json"
+
+
+def load_schema() -> dict[str, Any]:
+    return json.loads(resources.files("projector").joinpath(SCHEMA).read_text(encoding="utf-8"))
+
+
+def _ref_name(ref: str) -> str:
+    if not ref.startswith("#/$defs/"):
+        raise DocsError(f"{SCHEMA}: unsupported $ref {ref!r}")
+    return ref.removeprefix("#/$defs/")
+
+
+def _literal(value: Any) -> str:
+    return f"`{json.dumps(value, ensure_ascii=False)}`"
+
+
+def type_of(s: dict[str, Any]) -> str:
+    """A schema's type in words, with links to the sections of referenced definitions."""
+    if "$ref" in s:
+        name = _ref_name(s["$ref"])
+        return f"[{name}](#{name})"
+    if "enum" in s:
+        return "one of " + ", ".join(_literal(v) for v in s["enum"])
+    if "oneOf" in s:
+        return "one of the forms below"
+    t = s.get("type")
+    if t == "array":
+        return f"list of {type_of(s['items'])}" if "items" in s else "list"
+    if t == "object":
+        extra = s.get("additionalProperties")
+        if isinstance(extra, dict):
+            return f"mapping of name to {type_of(extra)}"
+        return "mapping"
+    if isinstance(t, str):
+        return t
+    return "any JSON value"
+
+
+def constraints(s: dict[str, Any]) -> list[str]:
+    out = []
+    lo, hi = s.get("minLength"), s.get("maxLength")
+    if lo is not None and hi is not None:
+        out.append(f"{lo} to {hi} characters")
+    elif lo is not None:
+        out.append("not empty" if lo == 1 else f"at least {lo} characters")
+    elif hi is not None:
+        out.append(f"at most {hi} characters")
+    if "minItems" in s:
+        out.append(f"at least {s['minItems']} item{'s' * (s['minItems'] != 1)}")
+    if "pattern" in s:
+        out.append(f"matches `{s['pattern']}`")
+    if "default" in s:
+        out.append(f"default {_literal(s['default'])}")
+    names = s.get("propertyNames", {})
+    if "enum" in names:
+        out.append("keys: " + ", ".join(_literal(v) for v in names["enum"]))
+    extra = s.get("additionalProperties")
+    if isinstance(extra, dict) and extra.get("type") == "string" and extra.get("minLength") == 1:
+        out.append("values: non-empty strings")
+    return out
+
+
+# Meanings for keys the schema leaves undescribed: the MCP tool annotations, as the MCP specification defines them.
+MCP_ANNOTATIONS = {
+    "title": "A human-readable title for the tool.",
+    "readOnlyHint": "The tool does not modify its environment.",
+    "destructiveHint": "The tool may perform destructive updates (meaningful only when it is not read-only).",
+    "idempotentHint": "Calling the tool again with the same arguments has no further effect.",
+    "openWorldHint": "The tool interacts with an open world of external entities.",
+}
+
+
+def properties_table(s: dict[str, Any], fallback: dict[str, str] | None = None) -> str:
+    required = set(s.get("required", []))
+    rows = ["| key | type | required | meaning |", "| --- | --- | --- | --- |"]
+    for key, sub in s.get("properties", {}).items():
+        meaning = sub.get("description", "") or (fallback or {}).get(key, "")
+        extra = [c for c in constraints(sub) if not (c.startswith("values:") and "mapping" not in type_of(sub))]
+        if extra:
+            meaning = (meaning + " " if meaning else "") + f"({'; '.join(extra)})"
+        rows.append(f"| `{key}` | {cell(type_of(sub))} | {'yes' if key in required else 'no'} | {cell(meaning)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _object_section(title: str, anchor: str | None, s: dict[str, Any], level: int) -> list[str]:
+    head = "#" * level
+    out = [f"\n{head} {title}" + (f" {{#{anchor}}}" if anchor else "") + "\n\n"]
+    if s.get("description"):
+        out.append(s["description"] + "\n\n")
+    if s.get("additionalProperties") is False:
+        out.append("No other keys are allowed.\n\n")
+    out.append(properties_table(s, MCP_ANNOTATIONS if title.endswith(".annotations") else None))
+    for key, sub in s.get("properties", {}).items():
+        if sub.get("type") == "object" and "properties" in sub:
+            out.extend(_object_section(f"{title}.{key}", None, sub, level + 1))
+    return out
+
+
+def _one_of_section(name: str, s: dict[str, Any]) -> list[str]:
+    out = [f"\n## {name} {{#{name}}}\n\n"]
+    if s.get("description"):
+        out.append(s["description"] + "\n\n")
+    out.append("| form | keys | meaning |\n| --- | --- | --- |\n")
+    for alt in s["oneOf"]:
+        props = alt.get("properties", {})
+        req = alt.get("required", [])
+        keys = ", ".join(f"`{k}`" + ("" if k in req else " (optional)") for k in props)
+        meaning = " ".join(
+            f"`{k}`: {sub.get('description', type_of(sub))}"
+            + (f" ({'; '.join(constraints(sub))})" if constraints(sub) else "")
+            for k, sub in props.items())
+        out.append(f"| `{req[0]}` | {keys} | {cell(meaning)} |\n")
+    return out
+
+
+def workflow_format(root: Path) -> str:
+    schema = load_schema()
+    out = [f"""# Workflow format
+
+A workflow file is one YAML document describing one sequential workflow: a named procedure whose steps call the
+server's tools in order. `project-skill build` compiles each file under `workflows/` into one skill.
+
+This reference is generated from the JSON Schema that ships with the package, `projector/{SCHEMA}`. Point your
+editor at it for completion and checking:
+
+```yaml
+# yaml-language-server: $schema=../projector/{SCHEMA}
+```
+
+The schema describes the shape. `project-skill build` checks more than the shape: names must be unique, a step may
+use only arguments it declares and results that earlier steps bind, every `{{placeholder}}` must be filled, and so
+on. Each such problem is reported as `file:line:col` with a code and a hint.
+
+## Top level
+
+{schema.get("description", "")}
+
+"""]
+    if schema.get("additionalProperties") is False:
+        out.append("No other keys are allowed.\n\n")
+    out.append(properties_table(schema))
+    for name, sub in schema.get("$defs", {}).items():
+        if "oneOf" in sub:
+            out.extend(_one_of_section(name, sub))
+        else:
+            out.extend(_object_section(name, name, sub, 2))
+    example = read_text(root, "workflows/refunds.yaml", "the format reference quotes it as its example")
+    out.append(f"""
+## A complete example
+
+`workflows/refunds.yaml`, with comments on each key. It compiles to the `refund-flow` skill: see
+[the SKILL.md layout](skill-layout.md).
+
+```yaml
+{example.rstrip(chr(10))}
+```
+""")
+    return "".join(out)
