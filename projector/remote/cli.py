@@ -1,0 +1,262 @@
+"""``project-skill remote list|load`` and ``project-skill pin``: the command-line face of :mod:`projector.remote`.
+
+Exit codes: 0 ok, 1 a refusal or a server problem (every unverified byte was dropped, nothing was written), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Sequence
+
+from ..errors import ProjectorError, format_text
+from .errors import LockError, ServerError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+SERVER_HELP = ("the server: an http(s):// URL (used as given, e.g. http://127.0.0.1:8000/mcp), or a command line "
+               "that starts an MCP server on stdio (quote it as one argument)")
+TARGET_HELP = ("a skill name, a SKILL.md URI, or the URI of one file in a skill (then only SKILL.md and that file "
+               "are read)")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _remote_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="project-skill remote",
+                 description="List or load skills from any SEP-2640 server, verifying every byte before use.",
+                 epilog="exit codes: 0 ok, 1 refused or server problem (nothing written), 2 usage")
+    sub = ap.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    ls = sub.add_parser("list", help="print every skills/list entry; reads no file",
+                        description="Read every page of skills/list and print the entries. No file is read.")
+    ls.add_argument("server", metavar="SERVER", help=SERVER_HELP)
+    ls.add_argument("--format", choices=("text", "json"), default="text")
+    ld = sub.add_parser("load", help="read and verify skills; --out writes the verified bundles",
+                        description="Verify each skill's manifest, then SKILL.md (size, digest, frontmatter), then "
+                                    "each listed file (size, digest). On the first failure the entry is refreshed "
+                                    "once with skills/get; a second failure refuses the skill and exits 1.")
+    ld.add_argument("server", metavar="SERVER", help=SERVER_HELP)
+    ld.add_argument("targets", nargs="*", metavar="NAME|URI", help=TARGET_HELP)
+    ld.add_argument("--all", action="store_true", help="load every listed skill")
+    ld.add_argument("--out", metavar="DIR", help="write the verified bundles here (skill://a/b/SKILL.md -> DIR/a/b/)")
+    ld.add_argument("--allow-dynamic", action="store_true",
+                    help='load a skill whose resources are "dynamic": only its SKILL.md, with no integrity check')
+    ld.add_argument("--locked", metavar="LOCK",
+                    help="compare each served manifest with this lock file before any read; without NAMEs or --all, "
+                         "load every skill the lock pins for SERVER")
+    ld.add_argument("--format", choices=("text", "json"), default="text")
+    return ap
+
+
+def _pin_parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="project-skill pin",
+                 description="Pin skill manifests in a lock file: server, uri, the manifest digest and each file's "
+                             "digest. Reads no file of the skills: the manifest is the approval.",
+                 epilog="exit codes: 0 ok, 1 refused or server problem, 2 usage")
+    ap.add_argument("server", metavar="SERVER", help=SERVER_HELP)
+    ap.add_argument("targets", nargs="*", metavar="NAME|URI", help="skills to pin (default: every listed skill)")
+    ap.add_argument("--lock", default="skills.lock", metavar="FILE", help="the lock file (default: skills.lock)")
+    return ap
+
+
+# ------------------------------------------------------------------------------------------------------ resolving
+
+
+async def resolve(remote: Any, targets: Sequence[str], everything: bool) -> list[tuple[Any, tuple[str, ...] | None]]:
+    """Targets -> [(entry, files or None for all)], sorted by URI. Lists skills (never reads a file)."""
+    from .client import skill_of
+    from .verify import SKILL_FILE
+
+    listing: list[Any] | None = None
+
+    async def listed() -> list[Any]:
+        nonlocal listing
+        if listing is None:
+            listing = await remote.list_skills()
+        return listing
+
+    chosen: dict[str, tuple[Any, set[str] | None]] = {}
+
+    def add(entry: Any, file: str | None) -> None:
+        prev = chosen.get(entry.uri)
+        if prev is None:
+            chosen[entry.uri] = (entry, None if file is None else {file})
+        elif prev[1] is not None:
+            chosen[entry.uri] = (prev[0], None if file is None else prev[1] | {file})
+
+    if everything:
+        for e in await listed():
+            add(e, None)
+    for t in targets:
+        if "://" in t:
+            if t.endswith("/" + SKILL_FILE):
+                found = [e for e in await listed() if e.uri == t]
+                if found:
+                    add(found[0], None)
+                    continue
+                try:
+                    add(await remote.get_skill(t), None)
+                except ServerError as exc:
+                    raise ServerError("unknown-skill", t, f"the server does not serve this skill ({exc.message})"
+                                      ) from None
+            else:
+                entry = skill_of(await listed(), t)
+                if entry is None:
+                    raise ServerError("unknown-skill", t, "no listed skill holds this file")
+                add(entry, t)
+        else:
+            entries = await listed()
+            found = [e for e in entries if e.name == t or e.root.rsplit("/", 1)[-1] == t]
+            if not found:
+                names = ", ".join(sorted({e.name for e in entries})) or "none"
+                raise ServerError("unknown-skill", t, f"no listed skill is named {t!r}", f"listed: {names}")
+            if len(found) > 1:
+                raise ServerError("ambiguous-skill", t, f"{len(found)} listed skills are named {t!r}: "
+                                  + ", ".join(sorted(e.uri for e in found)), "name one by its URI")
+            add(found[0], None)
+    return [(e, None if files is None else tuple(sorted(files))) for _, (e, files) in sorted(chosen.items())]
+
+
+# ------------------------------------------------------------------------------------------------------ commands
+
+
+def _entry_line(e: Any) -> str:
+    size = "dynamic" if e.dynamic else f"{len(e.resources)} file{'s' * (len(e.resources) != 1)}, {e.total_size} bytes"
+    desc = " ".join(e.description.split())
+    return f"{e.uri}  ({size})  {desc}".rstrip()
+
+
+async def cmd_list(args: argparse.Namespace) -> int:
+    from ..bundle import dumps
+    from .client import connect
+
+    async with connect(args.server) as remote:
+        entries = sorted(await remote.list_skills(), key=lambda e: e.uri)
+    if args.format == "json":
+        sys.stdout.write(dumps({"skills": [e.raw for e in entries]}).decode("utf-8"))
+    else:
+        for e in entries:
+            print(_entry_line(e))
+        print(f"{len(entries)} skill{'s' * (len(entries) != 1)} listed; no file read", file=sys.stderr)
+    return EXIT_OK
+
+
+async def cmd_load(args: argparse.Namespace) -> int:
+    from ..bundle import dumps
+    from .client import connect
+    from .output import write_bundles
+    from .pins import manifest_digest, read_lock
+
+    if not args.targets and not args.all and not args.locked:
+        raise _usage("name at least one skill (NAME or URI), or pass --all or --locked LOCK")
+    lock = read_lock(args.locked) if args.locked else None
+    async with connect(args.server) as remote:
+        if lock is not None and not args.targets and not args.all:
+            pins = lock.for_server(args.server)
+            if not pins:
+                servers = ", ".join(lock.servers()) or "none"
+                raise LockError("not-pinned", args.locked, f"the lock pins no skill of {args.server}",
+                                f"servers in the lock: {servers}")
+            targets: list[tuple[Any, tuple[str, ...] | None]] = []
+            listing = {e.uri: e for e in await remote.list_skills()}
+            for p in pins:
+                entry = listing.get(p.uri)
+                if entry is None:
+                    try:
+                        entry = await remote.get_skill(p.uri)
+                    except ServerError as exc:
+                        raise LockError("lock-mismatch", p.uri, f"pinned in {args.locked}, but the server no longer "
+                                        f"serves it ({exc.message})") from None
+                targets.append((entry, None))
+        else:
+            targets = await resolve(remote, args.targets, args.all)
+        loaded = []
+        for entry, files in targets:
+            pin = None
+            if lock is not None:
+                pin = lock.find(args.server, entry.uri)
+                if pin is None:
+                    raise LockError("not-pinned", entry.uri, f"{args.locked} does not pin this skill for "
+                                    f"{args.server}", "pin it first: project-skill pin SERVER NAME --lock FILE")
+            loaded.append(await remote.load(entry, files=files, pin=pin, lock_path=args.locked or "skills.lock",
+                                            allow_dynamic=args.allow_dynamic))
+    written = write_bundles(args.out, loaded) if args.out else []
+    if args.format == "json":
+        doc = {"skills": [{"uri": s.uri,
+                           "manifest": manifest_digest(s.entry.resources) if s.entry.resources is not None else None,
+                           "verified": s.verified, "refreshed": s.refreshed,
+                           "files": [_file_json(s, u, b) for u, b in s.files.items()]} for s in loaded],
+               "out": args.out, "written": written}
+        sys.stdout.write(dumps(doc).decode("utf-8"))
+    else:
+        for s in loaded:
+            n, size = len(s.files), sum(len(b) for b in s.files.values())
+            how = "verified" if s.verified else "loaded UNVERIFIED (dynamic)"
+            extra = " after refreshing its entry" if s.refreshed else ""
+            print(f"{how} {s.uri}: {n} file{'s' * (n != 1)}, {size} bytes{extra}")
+        if args.out:
+            print(f"wrote {len(written)} skill folder{'s' * (len(written) != 1)} under {args.out}")
+    return EXIT_OK
+
+
+def _file_json(skill: Any, uri: str, data: bytes) -> dict[str, Any]:
+    ref = skill.entry.ref(uri)
+    return {"uri": uri, "digest": ref.digest if ref is not None else None, "size": len(data)}
+
+
+async def cmd_pin(args: argparse.Namespace) -> int:
+    from .client import connect
+    from .pins import pin_entry, read_lock, write_lock
+
+    lock = read_lock(args.lock, missing_ok=True)
+    async with connect(args.server) as remote:
+        targets = await resolve(remote, args.targets, not args.targets)
+    for entry, files in targets:
+        if files is not None:
+            raise _usage(f"pin whole skills, not files: {', '.join(files)}")
+    pins = [pin_entry(args.server, entry) for entry, _ in targets]
+    write_lock(args.lock, lock.updated(args.server, pins, replace_server=not args.targets))
+    for p in pins:
+        print(f"pinned {p.uri}: {len(p.files)} file{'s' * (len(p.files) != 1)}, manifest {p.manifest}")
+    print(f"{args.lock}: {len(pins)} skill{'s' * (len(pins) != 1)} of {args.server} pinned; no file read")
+    return EXIT_OK
+
+
+def _usage(message: str) -> ProjectorError:
+    from ..errors import UsageError
+
+    return UsageError(message)
+
+
+def main(name: str, argv: list[str]) -> int:
+    import anyio
+
+    ap = _pin_parser() if name == "pin" else _remote_parser()
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if name != "pin" and args.action is None:
+        ap.print_help(sys.stderr)
+        return EXIT_USAGE
+    command = cmd_pin if name == "pin" else {"list": cmd_list, "load": cmd_load}[args.action]
+    try:
+        return anyio.run(command, args)
+    except ProjectorError as exc:
+        for d in exc.diagnostics:
+            if d.code == "error" and d.span.file == "<projector>":
+                print(f"project-skill {name}: {d.message}", file=sys.stderr)
+            else:
+                print(format_text(d), file=sys.stderr)
+        if exc.exit_code == EXIT_FINDINGS:
+            print(f"project-skill {name}: refused; nothing was written", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "remote", sys.argv[2:]))

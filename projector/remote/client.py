@@ -1,0 +1,311 @@
+"""The verifying client: an async library over the ``mcp`` SDK's :class:`mcp.Client`, for any SEP-2640 server.
+
+::
+
+    from projector.remote import connect
+
+    async with connect("http://127.0.0.1:8000/mcp") as remote:
+        entries = await remote.list_skills()             # every page of skills/list; reads no file
+        skill = await remote.load(entries[0])            # verified bytes only, or VerificationError
+        skill.files["skill://…/SKILL.md"]
+
+``connect`` takes a server spec (an ``http(s)://`` URL, or a stdio command line split with :func:`shlex.split`), or
+anything :class:`mcp.Client` accepts (an in-process ``MCPServer``, ``StdioServerParameters``, a transport).
+
+Loading follows SEP-2640: the manifest is checked (URIs, limits, and a pin when one is given) before any read;
+SKILL.md is read and checked for size, digest and frontmatter before any other file; every other file is read only
+because its manifest lists it, and checked for size and digest. On the first failure the entry is refreshed once
+with ``skills/get`` and the load is retried; a second failure raises. Nothing unverified is ever returned.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import mcp_types
+from pydantic import TypeAdapter
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from .errors import DynamicDeclined, RemoteError, ServerError, VerificationError
+from .pins import Pin, compare
+from .verify import (SKILL_FILE, SKILLS_EXT, SkillEntry, check_frontmatter, check_manifest, parse_entry,
+                     relative_path, verify_bytes)
+
+_RAW = TypeAdapter(dict[str, Any])
+MAX_PAGES = 1000
+
+
+def parse_server(spec: str) -> str | StdioServerParameters:
+    """``http(s)://…`` -> the URL, as given; anything else -> a stdio command line split like a POSIX shell would.
+    The child gets this process's environment and working directory, as a shell would give it."""
+    if spec.startswith(("http://", "https://")):
+        return spec
+    try:
+        words = shlex.split(spec)
+    except ValueError as exc:
+        raise ServerError("server-error", spec, f"cannot split the server command line: {exc}") from None
+    if not words:
+        raise ServerError("server-error", "<server>", "the server command line is empty")
+    return StdioServerParameters(command=words[0], args=words[1:], env=dict(os.environ), cwd=os.getcwd())
+
+
+def _describe(exc: BaseException) -> str:
+    """The innermost useful message of an exception, unwrapping exception groups and chains."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return f"JSON-RPC error {exc.code}: {exc.error.message}"
+    text = str(exc) or type(exc).__name__
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and not str(exc):
+        return _describe(cause)
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, OSError) else text
+
+
+@dataclass(frozen=True)
+class LoadedSkill:
+    """A skill whose files were all verified. ``files`` maps each file URI to its bytes, SKILL.md first.
+    ``verified`` is False only for a "dynamic" skill loaded with ``allow_dynamic`` (then only SKILL.md is held,
+    and only its frontmatter was checked)."""
+
+    entry: SkillEntry
+    files: dict[str, bytes]
+    frontmatter: dict[str, Any]
+    verified: bool = True
+    refreshed: bool = False
+
+    @property
+    def uri(self) -> str:
+        return self.entry.uri
+
+    def paths(self) -> dict[str, bytes]:
+        """``{path inside the skill root: bytes}``."""
+        return {relative_path(self.entry, uri): data for uri, data in self.files.items()}
+
+
+@dataclass
+class RemoteSkills:
+    """A connection to one skills server. Use ``async with connect(spec) as remote``."""
+
+    server: Any
+    label: str = "<server>"
+    _client: Client | None = field(default=None, init=False, repr=False)
+
+    async def __aenter__(self) -> "RemoteSkills":
+        target = parse_server(self.server) if isinstance(self.server, str) else self.server
+        # No response cache: a refresh must reach the server, and a verifying host keeps no unverified copies.
+        client = Client(target, cache=None)
+        try:
+            await client.__aenter__()
+        except RemoteError:
+            raise
+        except Exception as exc:  # transports raise many kinds: OSError, httpx errors, exception groups
+            raise ServerError("server-error", self.label, f"cannot connect: {_describe(exc)}",
+                              "give an http(s)://…/mcp URL or a command line that starts an MCP server on stdio"
+                              ) from None
+        self._client = client
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                await client.__aexit__(*exc_info)
+            except Exception:  # a server that dies on shutdown changes nothing that was verified
+                pass
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise RuntimeError("RemoteSkills must be used within 'async with'")
+        return self._client
+
+    @property
+    def protocol_version(self) -> str:
+        return self.client.protocol_version
+
+    def declares_skills(self) -> bool | None:
+        """True/False from the server's capabilities; None when it sent no extensions map at all (a handshake-era
+        server whose ``initialize`` result cannot carry one)."""
+        ext = self.client.server_capabilities.extensions
+        if ext is None:
+            return None
+        return SKILLS_EXT in ext
+
+    # ---------------------------------------------------------------------------------------------- requests
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        req = mcp_types.Request[dict[str, Any] | None, str](method=method, params=params)
+        try:
+            return await self.client.session.send_request(req, _RAW)
+        except MCPError as exc:
+            raise ServerError("server-error", params.get("uri") or self.label,
+                              f"{method} failed: JSON-RPC error {exc.code}: {exc.error.message}") from None
+        except RemoteError:
+            raise
+        except Exception as exc:
+            raise ServerError("server-error", self.label, f"{method} failed: {_describe(exc)}") from None
+
+    def _require_skills(self) -> None:
+        if self.declares_skills() is False:
+            raise ServerError("not-a-skills-server", self.label,
+                              f"the server does not declare the {SKILLS_EXT} extension")
+
+    async def list_skills(self) -> list[SkillEntry]:
+        """Every page of ``skills/list``, in served order. Reads no file."""
+        self._require_skills()
+        entries: list[SkillEntry] = []
+        seen_uris: set[str] = set()
+        seen_cursors: set[str] = set()
+        cursor: str | None = None
+        for _ in range(MAX_PAGES):
+            result = await self.request("skills/list", {"cursor": cursor} if cursor is not None else {})
+            skills = result.get("skills")
+            if not isinstance(skills, list):
+                raise ServerError("server-error", self.label, "skills/list returned no 'skills' array")
+            for raw in skills:
+                entry = parse_entry(raw, self.label)
+                if entry.uri in seen_uris:
+                    raise ServerError("server-error", entry.uri, "skills/list returned this skill twice")
+                seen_uris.add(entry.uri)
+                entries.append(entry)
+            nxt = result.get("nextCursor")
+            if nxt is None:
+                return entries
+            if not isinstance(nxt, str) or nxt in seen_cursors:
+                raise ServerError("server-error", self.label, f"skills/list repeated or sent a bad cursor {nxt!r}")
+            seen_cursors.add(nxt)
+            cursor = nxt
+        raise ServerError("server-error", self.label, f"skills/list did not end within {MAX_PAGES} pages")
+
+    async def get_skill(self, uri: str) -> SkillEntry:
+        """``skills/get``: the current entry of one skill."""
+        self._require_skills()
+        result = await self.request("skills/get", {"uri": uri})
+        raw = result.get("skill")
+        if not isinstance(raw, dict):
+            raise ServerError("server-error", uri, "skills/get returned no 'skill' entry")
+        entry = parse_entry(raw, uri)
+        if entry.uri != uri:
+            raise ServerError("server-error", uri, f"skills/get answered for another skill, {entry.uri}")
+        return entry
+
+    async def _read(self, uri: str) -> bytes:
+        """``resources/read`` of one URI, as bytes. Callers verify them before any use."""
+        try:
+            result = await self.client.read_resource(uri)
+        except MCPError as exc:
+            raise VerificationError("read-failed", uri,
+                                    f"resources/read failed: JSON-RPC error {exc.code}: {exc.error.message}") from None
+        except Exception as exc:
+            raise ServerError("server-error", uri, f"resources/read failed: {_describe(exc)}") from None
+        contents = list(getattr(result, "contents", None) or [])
+        matching = [c for c in contents if str(c.uri) == uri]
+        if len(matching) == 1:
+            item = matching[0]
+        elif len(contents) == 1 and not matching:
+            item = contents[0]
+        else:
+            raise VerificationError("bad-content", uri, f"resources/read returned {len(contents)} contents; "
+                                    "expected exactly one for this URI")
+        if isinstance(item, mcp_types.TextResourceContents):
+            return item.text.encode("utf-8")
+        try:
+            return base64.b64decode(item.blob, validate=True)
+        except (binascii.Error, ValueError):
+            raise VerificationError("bad-content", uri, "resources/read returned a blob that is not base64") from None
+
+    # ---------------------------------------------------------------------------------------------- verified reads
+
+    async def read_verified(self, entry: SkillEntry, uri: str) -> bytes:
+        """One file of a skill, verified against the entry's manifest. A URI the manifest does not list is refused
+        before anything is read (``unlisted-file``)."""
+        if entry.resources is None:
+            raise DynamicDeclined("dynamic-declined", entry.uri, "a \"dynamic\" skill has no manifest to verify "
+                                  f"{uri} against")
+        ref = entry.ref(uri)
+        if ref is None:
+            raise VerificationError("unlisted-file", uri, f"the manifest of {entry.uri} does not list this file",
+                                    "a host reads only the files a skill's manifest lists")
+        data = await self._read(uri)
+        verify_bytes(ref, data)
+        return data
+
+    async def _load_once(self, entry: SkillEntry, only: tuple[str, ...] | None, pin: Pin | None,
+                         lock_path: str, allow_dynamic: bool) -> LoadedSkill:
+        if pin is not None:
+            compare(pin, entry, lock_path)  # before any read
+        if entry.resources is None:
+            if not allow_dynamic:
+                raise DynamicDeclined("dynamic-declined", entry.uri,
+                                      "the skill's resources are \"dynamic\": no manifest, so nothing can be verified",
+                                      "pass --allow-dynamic (allow_dynamic=True) to load its SKILL.md unverified")
+            check_manifest(entry)
+            data = await self._read(entry.uri)
+            fm = check_frontmatter(entry, data)
+            return LoadedSkill(entry, {entry.uri: data}, fm, verified=False)
+        check_manifest(entry)
+        wanted = [r.uri for r in entry.resources if r.uri != entry.uri]
+        if only is not None:
+            for uri in only:
+                if entry.ref(uri) is None:
+                    raise VerificationError("unlisted-file", uri,
+                                            f"the manifest of {entry.uri} does not list this file",
+                                            "a host reads only the files a skill's manifest lists")
+            wanted = [u for u in wanted if u in only]
+        skill_md = await self.read_verified(entry, entry.uri)
+        fm = check_frontmatter(entry, skill_md)
+        files = {entry.uri: skill_md}
+        for uri in wanted:
+            files[uri] = await self.read_verified(entry, uri)
+        return LoadedSkill(entry, files, fm)
+
+    async def load(self, entry: SkillEntry | str, *, files: Iterable[str] | None = None, pin: Pin | None = None,
+                   lock_path: str = "skills.lock", allow_dynamic: bool = False) -> LoadedSkill:
+        """Load one skill (an entry, or a SKILL.md URI to fetch with ``skills/get``), verifying every byte.
+
+        ``files`` limits the supporting files read to those URIs (SKILL.md is always read first); each must be in
+        the manifest. ``pin`` compares the served manifest with a lock entry before any read. On a verification
+        failure the entry is refreshed once with ``skills/get`` and the load retried."""
+        if isinstance(entry, str):
+            entry = await self.get_skill(entry)
+        only = tuple(files) if files is not None else None
+        try:
+            return await self._load_once(entry, only, pin, lock_path, allow_dynamic)
+        except VerificationError as first:
+            try:
+                fresh = await self.get_skill(entry.uri)
+            except RemoteError as exc:
+                raise first.with_hint(f"refreshing the entry with skills/get failed too: {exc.message}") from None
+            try:
+                loaded = await self._load_once(fresh, only, pin, lock_path, allow_dynamic)
+            except VerificationError as second:
+                raise second.with_hint("still refused after refreshing the entry once with skills/get") from None
+            return LoadedSkill(loaded.entry, loaded.files, loaded.frontmatter, loaded.verified, refreshed=True)
+
+
+def connect(server: Any, label: str | None = None) -> RemoteSkills:
+    """A :class:`RemoteSkills` for ``server`` (a spec string, or anything :class:`mcp.Client` accepts)."""
+    if label is None:
+        label = server if isinstance(server, str) else type(server).__name__
+    return RemoteSkills(server, label)
+
+
+def skill_of(entries: list[SkillEntry], file_uri: str) -> SkillEntry | None:
+    """The listed skill whose root holds ``file_uri`` (the deepest one, if roots nest)."""
+    best = None
+    for e in entries:
+        if file_uri.startswith(e.root + "/") and (best is None or len(e.root) > len(best.root)):
+            best = e
+    return best
+
+
+__all__ = ["LoadedSkill", "RemoteSkills", "SKILL_FILE", "connect", "parse_server", "skill_of"]

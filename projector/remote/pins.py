@@ -1,0 +1,212 @@
+"""Pins: a lock file that binds (server, skill URI) to the exact manifest that was approved. No I/O but the lock file
+itself, no ``mcp``.
+
+A pinned digest is the approval; a changed manifest revokes it before anything is read. The manifest digest is the
+sha256 of the canonical JSON of the sorted ``[uri, digest]`` pairs (``[["skill://a/SKILL.md","sha256:…"],…]``,
+separators ``,`` and ``:``, UTF-8, no whitespace), so any added, removed or changed file changes it.
+
+The lock file is stable JSON (indent 2, fixed key order, one trailing newline)::
+
+    {
+      "version": 1,
+      "skills": [
+        {
+          "server": "http://127.0.0.1:8000/mcp",
+          "uri": "skill://refund-flow/SKILL.md",
+          "manifest": "sha256:…",
+          "files": [{"uri": "skill://refund-flow/SKILL.md", "digest": "sha256:…", "size": 1234}, …]
+        }
+      ]
+    }
+
+Skills are sorted by (server, uri); files by uri.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..bundle import dumps
+from .errors import LockError
+from .verify import DIGEST_RULE, FileRef, SkillEntry, check_manifest
+
+LOCK_VERSION = 1
+
+
+def manifest_digest(files: Iterable[FileRef]) -> str:
+    pairs = sorted([f.uri, f.digest] for f in files)
+    canonical = json.dumps(pairs, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return "sha256:" + hashlib.sha256(canonical).hexdigest()
+
+
+def server_key(spec: str) -> str:
+    """How a server is named in a lock: a URL as given; a command line re-joined from its shell words, so spacing and
+    quoting style do not matter."""
+    if spec.startswith(("http://", "https://")):
+        return spec
+    try:
+        return shlex.join(shlex.split(spec))
+    except ValueError:
+        return spec
+
+
+@dataclass(frozen=True)
+class Pin:
+    server: str
+    uri: str
+    manifest: str
+    files: tuple[FileRef, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"server": self.server, "uri": self.uri, "manifest": self.manifest,
+                "files": [f.to_json() for f in sorted(self.files, key=lambda f: f.uri)]}
+
+
+@dataclass
+class Lock:
+    pins: list[Pin] = field(default_factory=list)
+
+    def for_server(self, server: str) -> list[Pin]:
+        key = server_key(server)
+        return [p for p in self.pins if p.server == key]
+
+    def find(self, server: str, uri: str) -> Pin | None:
+        key = server_key(server)
+        for p in self.pins:
+            if p.server == key and p.uri == uri:
+                return p
+        return None
+
+    def servers(self) -> list[str]:
+        return sorted({p.server for p in self.pins})
+
+    def updated(self, server: str, pins: list[Pin], *, replace_server: bool) -> "Lock":
+        """A new lock with ``pins`` added or replaced; with ``replace_server`` every other pin of that server goes."""
+        key = server_key(server)
+        new = {p.uri for p in pins}
+        kept = [p for p in self.pins if p.server != key or (not replace_server and p.uri not in new)]
+        return Lock(sorted([*kept, *pins], key=lambda p: (p.server, p.uri)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": LOCK_VERSION,
+                "skills": [p.to_json() for p in sorted(self.pins, key=lambda p: (p.server, p.uri))]}
+
+
+def pin_entry(server: str, entry: SkillEntry) -> Pin:
+    """Pin a served entry from its manifest alone: approval reads no file. The manifest is checked first."""
+    if entry.resources is None:
+        raise LockError("lock-mismatch", entry.uri, "a \"dynamic\" skill has no manifest to pin",
+                        "only skills that list their files with digests can be pinned")
+    check_manifest(entry)
+    files = tuple(sorted(entry.resources, key=lambda f: f.uri))
+    return Pin(server_key(server), entry.uri, manifest_digest(files), files)
+
+
+def dumps_lock(lock: Lock) -> bytes:
+    return dumps(lock.to_json())
+
+
+def write_lock(path: str | Path, lock: Lock) -> None:
+    """Write atomically: a temporary file beside the target, then a rename."""
+    path = Path(path)
+    data = dumps_lock(lock)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _bad(path: str, message: str) -> LockError:
+    return LockError("bad-lock", path, message, "write it again with: project-skill pin SERVER --lock FILE")
+
+
+def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _bad(path, f"not a JSON lock file ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("version") != LOCK_VERSION or not isinstance(doc.get("skills"), list):
+        raise _bad(path, f"not a version {LOCK_VERSION} lock file (expected {{\"version\": {LOCK_VERSION}, "
+                         f"\"skills\": [...]}})")
+    pins = []
+    for i, s in enumerate(doc["skills"]):
+        where = f"skills[{i}]"
+        if not isinstance(s, dict) or not all(isinstance(s.get(k), str) for k in ("server", "uri", "manifest")):
+            raise _bad(path, f"{where} needs the strings 'server', 'uri' and 'manifest'")
+        if not isinstance(s.get("files"), list):
+            raise _bad(path, f"{where} needs a 'files' list")
+        files = []
+        for f in s["files"]:
+            ok = (isinstance(f, dict) and isinstance(f.get("uri"), str) and isinstance(f.get("digest"), str)
+                  and DIGEST_RULE.match(f["digest"]) and isinstance(f.get("size"), int)
+                  and not isinstance(f.get("size"), bool) and f["size"] >= 0)
+            if not ok:
+                raise _bad(path, f"{where} has a file without a valid uri, digest and size")
+            files.append(FileRef(f["uri"], f["digest"], f["size"]))
+        if manifest_digest(files) != s["manifest"]:
+            raise _bad(path, f"{where} ({s['uri']}): its manifest digest does not match its own files; "
+                             f"the lock was edited by hand")
+        pins.append(Pin(s["server"], s["uri"], s["manifest"], tuple(files)))
+    keys = [(p.server, p.uri) for p in pins]
+    if len(set(keys)) != len(keys):
+        raise _bad(path, "a (server, uri) pair is pinned twice")
+    return Lock(pins)
+
+
+def read_lock(path: str | Path, *, missing_ok: bool = False) -> Lock:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        if missing_ok:
+            return Lock()
+        raise LockError("bad-lock", str(path), "the lock file does not exist",
+                        "write one with: project-skill pin SERVER --lock FILE") from None
+    except OSError as exc:
+        raise LockError("bad-lock", str(path), f"cannot read the lock file: {exc.strerror}") from None
+    return parse_lock(data, str(path))
+
+
+def _short(d: str) -> str:
+    return d[: len("sha256:") + 12] + "..."
+
+
+def changes(pin: Pin, entry: SkillEntry) -> list[str]:
+    """What differs between a pin and a served entry, one phrase per change, sorted by URI."""
+    if entry.resources is None:
+        return ["the skill is now served as \"dynamic\" (no manifest)"]
+    old = {f.uri: f for f in pin.files}
+    new = {f.uri: f for f in entry.resources}
+    out = []
+    for uri in sorted(set(old) | set(new)):
+        if uri not in new:
+            out.append(f"removed {uri}")
+        elif uri not in old:
+            out.append(f"added {uri}")
+        elif old[uri].digest != new[uri].digest:
+            out.append(f"changed {uri} ({_short(old[uri].digest)} -> {_short(new[uri].digest)})")
+        elif old[uri].size != new[uri].size:
+            out.append(f"changed size of {uri} ({old[uri].size} -> {new[uri].size} bytes)")
+    return out
+
+
+def compare(pin: Pin, entry: SkillEntry, lock_path: str = "skills.lock") -> None:
+    """Raise ``lock-mismatch`` naming what changed when the served manifest is not the pinned one."""
+    diff = changes(pin, entry)
+    if diff:
+        raise LockError("lock-mismatch", entry.uri,
+                        f"the served manifest differs from the one pinned in {lock_path}: " + "; ".join(diff),
+                        f"if the change is expected, pin it again: project-skill pin {shlex.quote(pin.server)} "
+                        f"{shlex.quote(entry.uri)} --lock {shlex.quote(lock_path)}")

@@ -1,0 +1,298 @@
+"""Pure verification of what a SEP-2640 server serves: entries, manifests, bytes and frontmatter. No I/O, no ``mcp``.
+
+The order a host must follow, and the functions that do each part:
+
+1. :func:`parse_entry` checks the entry's shape; :func:`check_manifest` checks every manifest URI and the limits
+   (512 files, 16 MiB) before anything is read.
+2. :func:`verify_bytes` checks the size, then the sha256 digest, of every file read.
+3. :func:`check_frontmatter` parses SKILL.md's YAML frontmatter and compares it field by field with the entry's, as
+   YAML values (:func:`yaml_equal`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+
+from ..bundle import MAX_BYTES, MAX_FILES
+from .errors import VerificationError
+
+SKILLS_EXT = "io.modelcontextprotocol/skills"
+SKILL_FILE = "SKILL.md"
+DIGEST_RULE = re.compile(r"^sha256:[0-9a-f]{64}$")
+# The frontmatter block as the conformance suite finds it: an optional BOM, a '---' line, the YAML, a '---' line.
+FRONTMATTER = re.compile(r"\A\ufeff?---\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.DOTALL)
+
+
+def sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """One manifest line: a file's URI, its ``sha256:`` digest and its size in bytes."""
+
+    uri: str
+    digest: str
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"uri": self.uri, "digest": self.digest, "size": self.size}
+
+
+@dataclass(frozen=True)
+class SkillEntry:
+    """A ``skills/list`` (or ``skills/get``) entry. ``resources`` is None for a ``"dynamic"`` skill."""
+
+    uri: str
+    frontmatter: dict[str, Any]
+    resources: tuple[FileRef, ...] | None
+    raw: dict[str, Any]
+
+    @property
+    def dynamic(self) -> bool:
+        return self.resources is None
+
+    @property
+    def root(self) -> str:
+        """The skill root: the SKILL.md URI minus ``/SKILL.md``."""
+        return self.uri[: -len("/" + SKILL_FILE)]
+
+    @property
+    def name(self) -> str:
+        value = self.frontmatter.get("name")
+        return value if isinstance(value, str) else self.root.rsplit("/", 1)[-1]
+
+    @property
+    def description(self) -> str:
+        value = self.frontmatter.get("description")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def total_size(self) -> int:
+        return sum(r.size for r in self.resources or ())
+
+    def ref(self, uri: str) -> FileRef | None:
+        for r in self.resources or ():
+            if r.uri == uri:
+                return r
+        return None
+
+
+# ------------------------------------------------------------------------------------------------------ entries
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def parse_entry(raw: Any, where: str = "<server>") -> SkillEntry:
+    """A served entry as a :class:`SkillEntry`, or ``bad-entry`` / ``bad-manifest`` when its shape is wrong."""
+    if not isinstance(raw, dict):
+        raise VerificationError("bad-entry", where, "a skills entry is not an object")
+    uri = raw.get("uri")
+    if not isinstance(uri, str) or not uri:
+        raise VerificationError("bad-entry", where, "a skills entry has no 'uri' string")
+    if not uri.endswith("/" + SKILL_FILE):
+        raise VerificationError("bad-entry", uri, f"the entry URI does not end in /{SKILL_FILE}")
+    fm = raw.get("frontmatter")
+    if not isinstance(fm, dict):
+        raise VerificationError("bad-entry", uri, "the entry has no 'frontmatter' object")
+    res = raw.get("resources")
+    if res == "dynamic":
+        return SkillEntry(uri, fm, None, raw)
+    if not isinstance(res, list):
+        raise VerificationError("bad-manifest", uri, "the entry's 'resources' is neither a list nor \"dynamic\"")
+    refs = []
+    for i, r in enumerate(res):
+        if not isinstance(r, dict) or not isinstance(r.get("uri"), str):
+            raise VerificationError("bad-manifest", uri, f"resources[{i}] has no 'uri' string")
+        digest, size = r.get("digest"), r.get("size")
+        if not isinstance(digest, str) or not DIGEST_RULE.match(digest):
+            raise VerificationError("bad-manifest", uri, f"resources[{i}] ({r['uri']}) has no valid digest",
+                                    "a digest is 'sha256:' and 64 lowercase hex digits")
+        if not _is_int(size) or size < 0:
+            raise VerificationError("bad-manifest", uri, f"resources[{i}] ({r['uri']}) has no valid size",
+                                    "a size is a non-negative integer count of bytes")
+        refs.append(FileRef(r["uri"], digest, size))
+    return SkillEntry(uri, fm, tuple(refs), raw)
+
+
+_BAD_ENCODED = ("%2e", "%2f", "%5c", "%00")
+
+
+def uri_segments(uri: str, where: str) -> tuple[str, list[str]]:
+    """``scheme://a/b/c`` -> (scheme, [a, b, c]), refusing anything that could step outside its folder:
+    empty, ``.`` or ``..`` segments (also percent-encoded), backslashes, control characters, queries and fragments."""
+    m = SCHEME.match(uri)
+    if not m:
+        raise VerificationError("bad-manifest-uri", where, f"{uri!r} is not a scheme://path URI")
+    scheme, rest = m.group(1), m.group(2)
+    if any(c in rest for c in "\\?#") or any(ord(c) < 0x20 or ord(c) == 0x7F for c in rest):
+        raise VerificationError("bad-manifest-uri", where,
+                                f"{uri!r} holds a backslash, a query, a fragment or a control character")
+    lowered = rest.lower()
+    for bad in _BAD_ENCODED:
+        if bad in lowered:
+            raise VerificationError("bad-manifest-uri", where, f"{uri!r} holds a percent-encoded '.', '/', '\\' or NUL")
+    segments = rest.split("/")
+    for seg in segments:
+        try:
+            decoded = unquote(seg, errors="strict") if "%" in seg else seg
+        except UnicodeDecodeError:
+            raise VerificationError("bad-manifest-uri", where, f"{uri!r} percent-encodes bytes that are not UTF-8") \
+                from None
+        if seg in ("", ".", "..") or decoded in ("", ".", ".."):
+            raise VerificationError("bad-manifest-uri", where,
+                                    f"{uri!r} has an empty, '.' or '..' path segment")
+    return scheme, segments
+
+
+def check_manifest(entry: SkillEntry) -> None:
+    """Everything that can be checked before a single file is read: the SKILL.md URI, every manifest URI (inside the
+    skill root, no dot segments, same scheme), no duplicates, SKILL.md listed, and the limits."""
+    scheme, root_segs = uri_segments(entry.uri, entry.uri)
+    if entry.resources is None:
+        return
+    n = len(entry.resources)
+    if n > MAX_FILES:
+        raise VerificationError("too-many-files", entry.uri,
+                                f"the manifest lists {n} files; SEP-2640 allows {MAX_FILES}, SKILL.md included")
+    total = entry.total_size
+    if total > MAX_BYTES:
+        raise VerificationError("too-large", entry.uri,
+                                f"the manifest adds up to {total} bytes; SEP-2640 allows {MAX_BYTES} (16 MiB)")
+    root_segs = root_segs[:-1]
+    seen: set[str] = set()
+    for ref in entry.resources:
+        s, segs = uri_segments(ref.uri, entry.uri)
+        if s != scheme or len(segs) <= len(root_segs) or segs[: len(root_segs)] != root_segs:
+            raise VerificationError("bad-manifest-uri", entry.uri,
+                                    f"the manifest URI {ref.uri!r} is outside the skill root {entry.root!r}")
+        if ref.uri in seen:
+            raise VerificationError("bad-manifest", entry.uri, f"the manifest lists {ref.uri!r} twice")
+        seen.add(ref.uri)
+    if entry.uri not in seen:
+        raise VerificationError("unlisted-file", entry.uri, f"the manifest does not list {SKILL_FILE} itself",
+                                "a host reads only files its manifest lists, SKILL.md included")
+
+
+def relative_path(entry: SkillEntry, uri: str) -> str:
+    """A manifest URI's path inside the skill root (``references/a.md``), percent-decoded."""
+    rest = uri[len(entry.root) + 1:]
+    return "/".join(unquote(seg) for seg in rest.split("/"))
+
+
+# ------------------------------------------------------------------------------------------------------ bytes
+
+
+def verify_bytes(ref: FileRef, data: bytes) -> None:
+    """Size first (a size mismatch is a digest mismatch, found without hashing), then the sha256 digest."""
+    if len(data) != ref.size:
+        raise VerificationError("size-mismatch", ref.uri,
+                                f"served {len(data)} bytes; the manifest says {ref.size}")
+    got = sha256(data)
+    if got != ref.digest:
+        raise VerificationError("digest-mismatch", ref.uri,
+                                f"served bytes hash to {got}; the manifest says {ref.digest}")
+
+
+# ------------------------------------------------------------------------------------------------------ frontmatter
+
+
+def parse_frontmatter(data: bytes, where: str) -> dict[str, Any]:
+    """SKILL.md bytes -> the YAML frontmatter as a mapping (``yaml.safe_load``: YAML 1.1, so ``yes`` is true)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise VerificationError("bad-frontmatter", where, "SKILL.md is not UTF-8") from None
+    m = FRONTMATTER.match(text)
+    if not m:
+        raise VerificationError("bad-frontmatter", where, "SKILL.md has no '---' frontmatter block")
+    try:
+        value = yaml.safe_load(m.group(1))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at frontmatter line {mark.line + 1}" if mark is not None else ""
+        raise VerificationError("bad-frontmatter", where, f"SKILL.md frontmatter is not valid YAML{at}") from None
+    if not isinstance(value, dict):
+        raise VerificationError("bad-frontmatter", where, "SKILL.md frontmatter is not a mapping")
+    return value
+
+
+def _key(k: Any) -> str:
+    """Mapping keys as JSON carries them: YAML may key by number, bool or null; JSON keys are strings."""
+    if isinstance(k, str):
+        return k
+    if k is None:
+        return "null"
+    if isinstance(k, bool):
+        return "true" if k else "false"
+    if isinstance(k, float) and k.is_integer():
+        return str(int(k))
+    return str(k)
+
+
+def _date_equal(d: _dt.date, s: str) -> bool:
+    """A YAML timestamp has no JSON type, so a JSON entry carries it as a string; equal if it parses to the same."""
+    try:
+        other = yaml.safe_load(s)
+    except yaml.YAMLError:
+        return False
+    return type(other) is type(d) and other == d
+
+
+def yaml_equal(a: Any, b: Any) -> bool:
+    """Equality of YAML/JSON values: 1 == 1.0; booleans are not numbers; every null is equal, and a missing mapping
+    key equals null; mappings compare key by key, sequences item by item, recursively."""
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+            return True
+        return a == b
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    if isinstance(a, _dt.date) and isinstance(b, str):
+        return _date_equal(a, b)
+    if isinstance(b, _dt.date) and isinstance(a, str):
+        return _date_equal(b, a)
+    if isinstance(a, _dt.date) and isinstance(b, _dt.date):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return not mapping_diff(a, b)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(yaml_equal(x, y) for x, y in zip(a, b))
+    return False
+
+
+def mapping_diff(a: dict[Any, Any], b: dict[Any, Any]) -> list[str]:
+    """The keys (as strings, sorted) whose values differ; a key missing on one side counts as null there."""
+    ka = {_key(k): v for k, v in a.items()}
+    kb = {_key(k): v for k, v in b.items()}
+    if len(ka) != len(a) or len(kb) != len(b):  # two keys that JSON cannot tell apart: never equal
+        return sorted(set(ka) | set(kb))
+    return sorted(k for k in set(ka) | set(kb) if not yaml_equal(ka.get(k), kb.get(k)))
+
+
+def check_frontmatter(entry: SkillEntry, data: bytes) -> dict[str, Any]:
+    """Parse the verified SKILL.md bytes and compare the frontmatter field by field with the entry's. The message
+    names the fields, never the served values."""
+    fm = parse_frontmatter(data, entry.uri)
+    diff = mapping_diff(fm, entry.frontmatter)
+    if diff:
+        fields = ", ".join(repr(f) for f in diff)
+        raise VerificationError("frontmatter-mismatch", entry.uri,
+                                f"SKILL.md frontmatter differs from the entry's in field{'s' * (len(diff) != 1)} "
+                                f"{fields}", "a host must not load a skill whose file and entry disagree")
+    return fm
