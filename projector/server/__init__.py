@@ -1,0 +1,241 @@
+"""Serve skills and workflows over MCP (mcp >= 2.3): one call adds them to a server author's own ``MCPServer``.
+
+::
+
+    from mcp.server.mcpserver import MCPServer
+    from projector.server import attach
+
+    server = MCPServer("shop")
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def get_order(id: str) -> dict: ...
+
+    attach(server, skills="generated_skills", workflows="workflows")
+    server.run("streamable-http")
+
+:func:`attach` adds
+
+- the SEP-2640 skills extension (:mod:`projector.server.skills`), serving the tree from its ``skills.json``;
+- one server-accelerated prompt per workflow, under the workflow's raw name (:mod:`projector.server.workflow`);
+- one bootstrap prompt per skill, ``skill.<path>`` (:mod:`projector.server.bootstrap`).
+
+Call it after the tools are registered: it checks, before anything is served, that every step's tool exists and that
+its input schema accepts the step's arguments, and raises :class:`~projector.server.errors.ServeError` naming the
+workflow, the step and the tool otherwise.
+
+MCPServer takes extensions only at construction; its one entry point for adding one later is private. So
+:func:`attach` registers the extension through ``MCPServer._apply_extension`` (the method the constructor itself
+uses), unless the server was already built with it: ``MCPServer("shop", extensions=[ext])`` followed by
+``attach(server, skills=ext, ...)`` uses public API only. :func:`build_server` does the latter in one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any
+
+from mcp.server.caching import CacheHint
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.uri_template import UriTemplate
+
+from ..errors import Diagnostic, Span, error
+from ..model import PLACEHOLDER, Const, FromArg, Workflow
+from .bootstrap import BootstrapPrompt, bootstrap_name
+from .errors import ServeError
+from .skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, SkillsExtension, SkillTree,
+                     legacy_extensions_middleware)
+from .workflow import WorkflowPrompt
+
+__all__ = ["SKILLS_EXTENSION", "ServeError", "SkillTree", "SkillsExtension", "attach", "build_server",
+           "bootstrap_name", "check_workflows", "load_workflows"]
+
+Workflows = str | Path | Sequence[Workflow] | None
+
+
+def _now(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run one of MCPServer's ``list_*`` coroutines, which never suspend, from synchronous code.
+
+    ``attach`` is synchronous so that it can run at import time, before any event loop exists, and inside one.
+    """
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise ServeError("MCPServer listing suspended unexpectedly; call attach() before the server starts")
+
+
+def load_workflows(workflows: Workflows) -> list[Workflow]:
+    """A folder or file of workflow YAML, or workflows built in code (``projector.builder``), as a list."""
+    if workflows is None:
+        return []
+    if isinstance(workflows, (str, Path)):
+        from ..load import load_all
+
+        return load_all([str(workflows)])
+    return list(workflows)
+
+
+_JSON_TYPES = {"string": {"string"}, "integer": {"integer", "number"}, "number": {"number"},
+               "boolean": {"boolean"}}
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _accepts(prop: Any, kinds: set[str]) -> bool:
+    """Whether a property schema's ``type`` admits any of ``kinds`` (no ``type`` admits everything)."""
+    if not isinstance(prop, dict) or "type" not in prop:
+        return True
+    declared = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
+    if "number" in declared:
+        declared = [*declared, "integer"]
+    return bool(kinds & set(declared))
+
+
+def check_workflows(workflows: Sequence[Workflow], tools: dict[str, dict[str, Any]],
+                    resources: Sequence[str] = (), templates: Sequence[str] = ()) -> list[Diagnostic]:
+    """Every way the steps do not fit the server: ``tools`` maps tool names to their input schemas."""
+    problems: list[Diagnostic] = []
+    parsed = [UriTemplate.parse(t) for t in templates]
+    for wf in workflows:
+        for step in wf.steps:
+            where = step.span if step.span.line else Span(wf.source)
+            label = f"workflow '{wf.name}', step '{step.name}'"
+            if step.tool is None:
+                for uri in step.resources:
+                    sample = PLACEHOLDER.sub("x", uri)
+                    if sample not in resources and not any(t.match(sample) is not None for t in parsed):
+                        problems.append(error(where, "unknown-resource",
+                                              f"{label}: the server has no resource or template matching '{uri}'",
+                                              "register the resource on the server before calling attach()"))
+                continue
+            if step.tool not in tools:
+                known = ", ".join(sorted(tools)) or "none"
+                problems.append(error(where, "unknown-tool", f"{label}: the server has no tool '{step.tool}'",
+                                      f"register it before calling attach(); the server's tools: {known}"))
+                continue
+            schema = tools[step.tool] or {}
+            props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+            closed = bool(props) and schema.get("additionalProperties", False) is False
+            for name, source in step.args:
+                if closed and name not in props:
+                    problems.append(error(where, "unknown-parameter",
+                                          f"{label}, tool '{step.tool}': the tool's input schema has no parameter "
+                                          f"'{name}'", f"its parameters: {', '.join(sorted(props))}"))
+                    continue
+                prop = props.get(name)
+                if isinstance(source, Const) and not (isinstance(source.value, str) and source.placeholders):
+                    kinds = {_json_type(source.value)}
+                elif isinstance(source, (Const, FromArg)):
+                    arg = wf.argument(source.name) if isinstance(source, FromArg) else None
+                    kinds = _JSON_TYPES.get(arg.type or "string", {"string"}) if arg else {"string"}
+                else:
+                    continue  # a step result: its type is known only when the step has run
+                if not _accepts(prop, kinds):
+                    problems.append(error(where, "parameter-type",
+                                          f"{label}, tool '{step.tool}': parameter '{name}' takes "
+                                          f"{prop['type']}, but the step gives {'/'.join(sorted(kinds))}"))
+            for name in schema.get("required") or ():
+                if name not in step.args_dict:
+                    problems.append(error(where, "missing-parameter",
+                                          f"{label}, tool '{step.tool}': the required parameter '{name}' is not "
+                                          f"given by the step"))
+    return problems
+
+
+def _has_extension(server: MCPServer, ext: SkillsExtension) -> bool:
+    return any(e is ext for e in getattr(server, "_extensions", ()))
+
+
+def _register_extension(server: MCPServer, ext: SkillsExtension) -> None:
+    if _has_extension(server, ext):
+        return
+    if any(getattr(e, "identifier", None) == SKILLS_EXTENSION for e in getattr(server, "_extensions", ())):
+        raise ServeError("this server already has a different skills extension; pass that one as attach(skills=...)")
+    apply = getattr(server, "_apply_extension", None)
+    if apply is None:  # pragma: no cover - a future mcp without the private hook
+        raise ServeError("this mcp version cannot add an extension to a built server; build it with "
+                         "MCPServer(..., extensions=[SkillsExtension(dir)]) and pass that extension to attach()")
+    apply(ext)
+
+
+def attach(server: MCPServer, skills: str | Path | SkillTree | SkillsExtension | None = "generated_skills",
+           workflows: Workflows = "workflows", *, page_size: int = DEFAULT_PAGE_SIZE,
+           cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
+           bootstrap_prompts: bool = True) -> SkillsExtension | None:
+    """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``.
+
+    ``skills``: a ``generated_skills`` folder, a loaded :class:`SkillTree`, a :class:`SkillsExtension` (for example
+    the one the server was built with), or None for prompts only. ``workflows``: a folder or file of workflow YAML,
+    a list of :class:`~projector.model.Workflow` (e.g. from the builder), or None. Returns the extension.
+
+    Raises :class:`ServeError` when the tree does not match its manifest, when a step does not fit the server's
+    tools, or when a prompt name is already taken. Nothing is added to the server when it raises.
+    """
+    ext: SkillsExtension | None
+    if skills is None or isinstance(skills, SkillsExtension):
+        ext = skills
+    else:
+        ext = SkillsExtension(skills, page_size=page_size, cache=cache)
+    wfs = load_workflows(workflows) if workflow_prompts else []
+
+    tools = {t.name: t.input_schema for t in _now(server.list_tools())}
+    templates = [t.uri_template for t in _now(server.list_resource_templates())]
+    resources = [str(r.uri) for r in _now(server.list_resources())]
+    problems = check_workflows(wfs, tools, resources, templates)
+    if problems:
+        raise ServeError(problems)
+
+    prompts: list[Any] = [WorkflowPrompt.for_workflow(wf) for wf in wfs]
+    if ext is not None and bootstrap_prompts:
+        prompts += [BootstrapPrompt.for_skill(s) for s in ext.tree.skills]
+    taken = {p.name for p in _now(server.list_prompts())}
+    seen: set[str] = set()
+    clashes = []
+    for p in prompts:
+        if p.name in taken or p.name in seen:
+            clashes.append(error(Span("<attach>"), "prompt-collision",
+                                 f"the prompt name '{p.name}' is taken twice (a workflow, a skill's bootstrap "
+                                 f"prompt, or a prompt already on the server)", "rename the workflow"))
+        seen.add(p.name)
+    if clashes:
+        raise ServeError(clashes)
+
+    if ext is not None:
+        _register_extension(server, ext)
+        for uri_template, name, mime, fn in ext.templates():
+            if uri_template not in templates:
+                server.resource(uri_template, name=name, mime_type=mime,
+                                description="A supporting file of a served skill: listed in skills/list, "
+                                            "read here, not in resources/list.")(fn)
+        if not any(getattr(m, "projector_legacy_extension", None) == SKILLS_EXTENSION for m in server.middleware):
+            server.middleware.append(legacy_extensions_middleware(SKILLS_EXTENSION, ext.settings()))
+    for p in prompts:
+        server.add_prompt(p)
+    return ext
+
+
+def build_server(name: str = "projector", skills: str | Path | SkillTree = "generated_skills",
+                 workflows: Workflows = "workflows", *, tools: Sequence[Any] = (), page_size: int = DEFAULT_PAGE_SIZE,
+                 cache: CacheHint = DEFAULT_CACHE, **server_kwargs: Any) -> MCPServer:
+    """An MCPServer built with the skills extension (public API only), with ``tools`` (functions) and then
+    :func:`attach`'s prompts added. For more control build the server yourself and call :func:`attach`."""
+    ext = SkillsExtension(skills, page_size=page_size, cache=cache)
+    server: MCPServer = MCPServer(name, extensions=[ext], **server_kwargs)
+    for fn in tools:
+        server.add_tool(fn)
+    attach(server, ext, workflows)
+    return server

@@ -1,0 +1,305 @@
+"""The server-accelerated workflow prompt: ``prompts/get`` runs a workflow's steps on the server.
+
+Each workflow becomes an MCP prompt under its raw name (``refund_flow``), with the workflow's arguments. Getting the
+prompt runs the steps in order against the server's own registered tools and resources, and returns the transcript,
+the way pmcp's server-side workflows do:
+
+1. a user message: the intent (the workflow and its description) with its parameters and any context;
+2. an assistant message: the plan, one line per step;
+3. per step, an assistant message with the step's guidance and the tool call with its parameters (or the resource
+   read), then a user message with the result;
+4. a last message: done; or, when a required tool parameter cannot be resolved, a hand-over to the client saying
+   what is missing and what to do next; or, when a tool or a read fails, the error and where the run stopped.
+
+The server runs every step unconditionally. It cannot apply a step's guidance: that judgment is the model's, which is
+why the generated SKILL.md warns about it and why the transcript labels guidance as not applied.
+
+Everything in the transcript is deterministic: JSON is printed with sorted keys, and nothing carries a time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt, PromptArgument, UserMessage
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
+
+from ..model import PLACEHOLDER, Argument, Const, FromArg, FromStep, Source, Step, Workflow
+
+
+def dumps(value: Any) -> str:
+    """JSON for the transcript: sorted keys, two-space indent, UTF-8 text."""
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False)
+
+
+def _fence(value: Any) -> str:
+    return "```json\n" + dumps(value) + "\n```"
+
+
+# --------------------------------------------------------------------------------------------------- argument types
+
+def convert_argument(arg: Argument, raw: Any) -> Any:
+    """A prompt argument arrives as a string; give it the workflow's declared type. Bad values are ``-32602``."""
+    if arg.type in (None, "string"):
+        if not isinstance(raw, str):
+            raise _bad_argument(arg, raw, "a string")
+        return raw
+    text = raw.strip() if isinstance(raw, str) else raw
+    if arg.type == "boolean":
+        if isinstance(text, bool):
+            return text
+        if isinstance(text, str) and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        raise _bad_argument(arg, raw, "a boolean (true or false)")
+    if arg.type == "integer":
+        if isinstance(text, int) and not isinstance(text, bool):
+            return text
+        try:
+            return int(text, 10)
+        except (TypeError, ValueError):
+            raise _bad_argument(arg, raw, "an integer") from None
+    # number
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value: Any = text
+    else:
+        try:
+            value = int(text, 10)
+        except (TypeError, ValueError):
+            try:
+                value = float(text)
+            except (TypeError, ValueError):
+                raise _bad_argument(arg, raw, "a number") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _bad_argument(arg, raw, "a finite number")
+    return value
+
+
+def _bad_argument(arg: Argument, raw: Any, what: str) -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message=f"Invalid argument {arg.name!r}: {raw!r} is not {what}",
+                    data={"argument": arg.name})
+
+
+# -------------------------------------------------------------------------------------------------------- resolving
+
+@dataclass(frozen=True)
+class Missing:
+    """Why a value could not be resolved."""
+
+    reason: str
+
+
+class _Run:
+    def __init__(self, wf: Workflow, given: dict[str, str], typed: dict[str, Any]):
+        self.wf = wf
+        self.given = given  # the raw strings, for {placeholders}
+        self.typed = typed  # converted to each argument's type
+        self.results: dict[str, Any] = {}
+
+    def resolve(self, source: Source) -> Any:
+        if isinstance(source, FromArg):
+            if source.name in self.typed:
+                return self.typed[source.name]
+            return Missing(f"the optional argument `{source.name}` was not given")
+        if isinstance(source, FromStep):
+            if source.bind not in self.results:
+                return Missing(f"there is no result saved as `{source.bind}`")
+            value = self.results[source.bind]
+            for part in source.path:
+                if isinstance(value, dict) and str(part) in value:
+                    value = value[str(part)]
+                elif isinstance(value, list) and isinstance(part, int) and part < len(value):
+                    value = value[part]
+                else:
+                    return Missing(f"the result saved as `{source.bind}` has no field `{source.field}`")
+            return value
+        if isinstance(source, Const):
+            if not isinstance(source.value, str):
+                return source.value
+            missing = [p for p in source.placeholders if p not in self.given]
+            if missing:
+                return Missing(f"the constant uses `{{{missing[0]}}}`, and the argument `{missing[0]}` was not given")
+            return PLACEHOLDER.sub(lambda m: self.given[m.group(1)], source.value)
+        raise TypeError(f"unknown source {source!r}")  # pragma: no cover - the model has three kinds
+
+
+def tool_result_value(result: CallToolResult, output_schema: dict[str, Any] | None) -> Any:
+    """The value a step saves: structured content when there is some (unwrapped from the SDK's ``{"result": x}``
+    envelope for non-object returns), else the text content parsed as JSON when it is JSON, else the text."""
+    sc = result.structured_content
+    if sc is not None:
+        props = (output_schema or {}).get("properties") or {}
+        if isinstance(sc, dict) and set(sc) == {"result"} and set(props) == {"result"}:
+            return sc["result"]
+        return sc
+    texts = [c.text for c in result.content if isinstance(c, TextContent)]
+    if len(texts) != 1 or len(texts) != len(result.content):
+        parts = [json.loads(t) if _is_json(t) else t for t in texts]
+        others = [c.type for c in result.content if not isinstance(c, TextContent)]
+        return parts + [f"<{kind} content>" for kind in others]
+    return json.loads(texts[0]) if _is_json(texts[0]) else texts[0]
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _error_text(result: CallToolResult) -> str:
+    texts = [c.text for c in result.content if isinstance(c, TextContent)]
+    return "\n".join(texts) or "the tool reported an error without a message"
+
+
+def _uri_value(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return quote(text, safe="")
+
+
+# ----------------------------------------------------------------------------------------------------------- prompt
+
+def _describe(step: Step) -> str:
+    if step.tool is not None:
+        line = f"call the tool `{step.tool}`"
+        if step.bind:
+            line += f" and save the result as `{step.bind}`"
+        return line
+    return "read " + ", ".join(f"`{r}`" for r in step.resources)
+
+
+class WorkflowPrompt(Prompt):
+    """A workflow as an MCP prompt that runs on the server (see the module docstring)."""
+
+    workflow: Any = None
+
+    @classmethod
+    def for_workflow(cls, wf: Workflow) -> WorkflowPrompt:
+        args = [PromptArgument(name=a.name, required=a.required,
+                               description=(f"{a.description} ({a.type})" if a.description and a.type
+                                            else a.description or (f"({a.type})" if a.type else None)))
+                for a in wf.arguments]
+        description = (f"{wf.description} Runs the workflow's {len(wf.steps)} steps on the server and returns "
+                       f"the transcript.")
+        return cls(name=wf.name, description=description, arguments=args, fn=_unused, workflow=wf)
+
+    async def render(self, arguments: dict[str, Any] | None, context: Context) -> list[Message]:  # type: ignore[override]
+        return await run_workflow(self.workflow, arguments or {}, context)
+
+
+def _unused() -> str:  # pragma: no cover - WorkflowPrompt.render never calls fn
+    raise AssertionError("unreachable")
+
+
+async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context) -> list[Message]:
+    """Run ``wf`` on ``ctx``'s server and return the transcript messages."""
+    declared = {a.name: a for a in wf.arguments}
+    unknown = sorted(set(arguments) - set(declared))
+    if unknown:
+        raise MCPError(code=INVALID_PARAMS, message=f"Unknown argument {unknown[0]!r} for prompt {wf.name!r}; "
+                       f"it takes {', '.join(repr(a) for a in declared) or 'no arguments'}",
+                       data={"argument": unknown[0]})
+    missing = [a.name for a in wf.arguments if a.required and a.name not in arguments]
+    if missing:
+        raise MCPError(code=INVALID_PARAMS, message=f"Missing required argument {missing[0]!r} for prompt "
+                       f"{wf.name!r}", data={"argument": missing[0]})
+    typed = {name: convert_argument(declared[name], raw) for name, raw in arguments.items()}
+    given = {name: raw if isinstance(raw, str) else json.dumps(raw) for name, raw in arguments.items()}
+    run = _Run(wf, given, typed)
+
+    intent = f"Run the workflow `{wf.name}`: {wf.description}\n\nParameters:\n{_fence(typed)}"
+    if wf.instructions:
+        intent += "\n\nContext:\n" + "\n".join(f"- {i.role.capitalize()}: {i.text.strip()}" for i in wf.instructions)
+    messages: list[Message] = [UserMessage(intent)]
+    total = len(wf.steps)
+    plan = [f"Plan: {total} step{'s' * (total != 1)}, run on the server in order."]
+    plan += [f"{n}. `{s.name}`: {_describe(s)}" for n, s in enumerate(wf.steps, 1)]
+    messages.append(AssistantMessage("\n".join(plan)))
+
+    tools = {t.name: t for t in await ctx.mcp_server.list_tools()}
+    for n, step in enumerate(wf.steps, 1):
+        head = f"Step {n} of {total}: `{step.name}`."
+        if step.guidance:
+            head += f"\nGuidance (the server cannot apply it; it runs every step): {step.guidance.strip()}"
+        if step.tool is not None:
+            tool = tools.get(step.tool)
+            schema = (tool.input_schema if tool else None) or {}
+            required = set(schema.get("required") or ())
+            params: dict[str, Any] = {}
+            for name, source in step.args:
+                value = run.resolve(source)
+                if isinstance(value, Missing):
+                    if name in required:
+                        messages.append(_hand_over(wf, n, step, name, value))
+                        return messages
+                    continue  # an optional parameter without a value is left out
+                params[name] = value
+            messages.append(AssistantMessage(f"{head}\nCalling the tool `{step.tool}` with:\n{_fence(params)}"))
+            failure: str | None = None
+            try:
+                result = await ctx.mcp_server.call_tool(step.tool, params, ctx)
+            except Exception as exc:  # ToolError, MCPError, anything the tool raised
+                failure = str(exc) or type(exc).__name__
+            else:
+                if not isinstance(result, CallToolResult):
+                    failure = "the tool asked for more input, which a server-side run cannot give"
+                elif result.is_error:
+                    failure = _error_text(result)
+            if failure is not None:
+                messages.append(_failed(wf, n, step, f"the tool `{step.tool}` failed: {failure}"))
+                return messages
+            value = tool_result_value(result, tool.output_schema if tool else None)
+            if step.bind:
+                run.results[step.bind] = value
+            saved = f" (saved as `{step.bind}`)" if step.bind else ""
+            messages.append(UserMessage(f"Result of `{step.tool}`{saved}:\n{_fence(value)}"))
+        else:
+            fills: dict[str, str] = {}
+            for name, source in step.template:
+                value = run.resolve(source)
+                if isinstance(value, Missing):
+                    messages.append(_hand_over(wf, n, step, name, value))
+                    return messages
+                fills[name] = _uri_value(value)
+            uris = [PLACEHOLDER.sub(lambda m: fills.get(m.group(1), m.group(0)), r) for r in step.resources]
+            messages.append(AssistantMessage(f"{head}\nReading " + ", ".join(f"`{u}`" for u in uris) + "."))
+            for uri in uris:
+                try:
+                    contents = list(await ctx.read_resource(uri))
+                except Exception as exc:
+                    messages.append(_failed(wf, n, step, f"reading `{uri}` failed: {exc}"))
+                    return messages
+                for c in contents:
+                    mime = c.mime_type or "text/plain"
+                    body = c.content if isinstance(c.content, str) else f"<{len(c.content)} bytes of {mime}>"
+                    messages.append(UserMessage(f"Resource `{uri}` ({mime}):\n\n{body}"))
+        await ctx.report_progress(n, total, f"step {n} of {total}: {step.name}")
+    messages.append(AssistantMessage(f"Done: all {total} step{'s' * (total != 1)} of `{wf.name}` ran on the server."))
+    return messages
+
+
+def _remaining(wf: Workflow, n: int) -> str:
+    return "\n".join(f"{i}. `{s.name}`: {_describe(s)}" for i, s in enumerate(wf.steps, 1) if i >= n)
+
+
+def _hand_over(wf: Workflow, n: int, step: Step, param: str, why: Missing) -> Message:
+    target = (f"the tool `{step.tool}` requires `{param}`" if step.tool is not None
+              else f"the resource URI needs `{{{param}}}`")
+    return UserMessage(
+        f"Stopped before step {n} of {len(wf.steps)} (`{step.name}`): {target}, and it has no value: {why.reason}.\n\n"
+        f"Over to you. Work out `{param}` (ask the user if you cannot), then carry on yourself with the results "
+        f"above and these steps:\n{_remaining(wf, n)}")
+
+
+def _failed(wf: Workflow, n: int, step: Step, what: str) -> Message:
+    rest = len(wf.steps) - n
+    tail = f" The {rest} later step{'s' * (rest != 1)} did not run." if rest else ""
+    return UserMessage(f"Error: the workflow `{wf.name}` stopped at step {n} of {len(wf.steps)} (`{step.name}`): "
+                       f"{what}.{tail} Tell the user what failed; do not retry a tool that changes data without "
+                       f"asking.")
