@@ -59,6 +59,8 @@ def parser(name: str) -> argparse.ArgumentParser:
     ap.add_argument("--ttl-ms", type=int, default=0, metavar="MS", help="ttlMs on skills/list and skills/get (default 0)")
     ap.add_argument("--cache-scope", choices=("private", "public"), default="private",
                     help="cacheScope on skills/list and skills/get (default: private)")
+    ap.add_argument("--max-line-bytes", type=_positive, default=4 * 1024 * 1024, metavar="N",
+                    help="stdio: answer a longer line with an error instead of reading it (default: 4 MiB)")
     return ap
 
 
@@ -84,7 +86,11 @@ def main(name: str = "serve", argv: list[str] | None = None) -> int:
     try:
         if args.http is None:
             print(f"project-skill {name}: serving MCP on stdio", file=sys.stderr, flush=True)
-            server.run("stdio")
+            import anyio
+
+            from .stdio import serve_stdio
+
+            anyio.run(serve_stdio, server, args.max_line_bytes)
         else:
             host, port = args.http
             shown = f"[{host}]" if _is_v6(host) else host

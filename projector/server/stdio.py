@@ -1,0 +1,92 @@
+"""stdio with an answer for every bad line.
+
+mcp 2.3's stdio transport drops a line that is not a JSON-RPC message without a word, and reads a line of any
+length into memory. This transport sits in front of it: each line is read with a bound (``max_line_bytes``); a longer
+line is discarded as it streams in and answered with ``-32600``, a line that is not JSON with ``-32700`` (Parse
+error), and JSON that is not a JSON-RPC message with ``-32600``, each as a JSON-RPC error response with the request's
+id when one can be read, else ``null``. The server keeps serving. Valid lines go to the SDK untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, BinaryIO
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+MAX_LINE_BYTES = 4 * 1024 * 1024
+_DRAIN = 64 * 1024
+
+
+class _Lines:
+    """An async iterator of the valid lines of ``raw``; it answers the others on ``write`` itself."""
+
+    def __init__(self, raw: BinaryIO, limit: int):
+        self.raw = raw
+        self.limit = limit
+        self.write: Any = None
+        self.ready = anyio.Event()
+
+    def _readline(self) -> tuple[bytes | None, bool]:
+        line = self.raw.readline(self.limit + 1)
+        if not line:
+            return None, False
+        if len(line) > self.limit and not line.endswith(b"\n"):
+            while True:  # discard the rest of the line without holding it
+                rest = self.raw.readline(_DRAIN)
+                if not rest or rest.endswith(b"\n"):
+                    return b"", True
+        return line, False
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line, too_long = await anyio.to_thread.run_sync(self._readline, abandon_on_cancel=True)
+            if line is None:
+                raise StopAsyncIteration
+            if too_long:
+                await self._answer(None, types.INVALID_REQUEST,
+                                   f"Invalid Request: the line is longer than {self.limit} bytes")
+                continue
+            text = line.decode("utf-8", errors="replace")
+            if not text.strip():
+                continue
+            try:
+                types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+                return text
+            except ValidationError:
+                pass
+            try:
+                value = json.loads(text)
+            except ValueError:
+                await self._answer(None, types.PARSE_ERROR, "Parse error: the line is not valid JSON")
+                continue
+            rid = value.get("id") if isinstance(value, dict) else None
+            if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+                rid = None
+            await self._answer(rid, types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+
+    async def _answer(self, rid: int | str | None, code: int, message: str) -> None:
+        await self.ready.wait()
+        error = types.JSONRPCError(jsonrpc="2.0", id=rid, error=types.ErrorData(code=code, message=message))
+        await self.write.send(SessionMessage(error))
+
+
+async def serve_stdio(server: MCPServer, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+    """Run ``server`` on this process's stdin and stdout, the way ``MCPServer.run("stdio")`` does, through
+    :class:`_Lines`."""
+    lines = _Lines(sys.stdin.buffer, max_line_bytes)
+    async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+        lines.write = write_stream
+        lines.ready.set()
+        lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, with our stdin in front
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
