@@ -55,13 +55,13 @@ def _yes(flag: bool | None) -> str:
 
 def html_table(table_id: str, task: dict[str, Any], with_refund: bool) -> str:
     """A raw-HTML table of one task's runs. Each numeric cell carries data attributes naming its run and field."""
-    cols = [("round_trips", "client round trips"), ("model_turns", "client model turns"),
-            ("context_bytes", "context bytes")]
+    cols = [("round_trips", "round trips"), ("model_turns", "model turns: client"),
+            ("server_model_turns", "model turns: server"), ("context_bytes", "context bytes")]
     if with_refund:
-        cols.append(("refund_issued", "refund issued (ledger)"))
+        cols.append(("refund_issued", "refund issued"))
     head = "".join(f"<th>{html.escape(label)}</th>" for _, label in cols)
     lines = [f'<table id="{table_id}">',
-             f"<thead><tr><th>surface</th><th>judgment runs in</th><th>scenario</th>{head}</tr></thead>",
+             f"<thead><tr><th>surface</th><th>scenario</th>{head}</tr></thead>",
              "<tbody>"]
     for run in task["runs"]:
         surface, scenario = run["surface"], run["scenario"]
@@ -71,8 +71,9 @@ def html_table(table_id: str, task: dict[str, Any], with_refund: bool) -> str:
             text = _yes(value) if key == "refund_issued" else ("n/a" if value is None else str(value))
             cells.append(f'<td data-surface="{html.escape(surface)}" data-scenario="{html.escape(scenario)}" '
                          f'data-field="{key}">{html.escape(text)}</td>')
-        lines.append(f"<tr><td>{html.escape(SURFACE_LABEL.get(surface, surface))}</td>"
-                     f"<td>{html.escape(JUDGMENT_LOCUS.get(surface, ''))}</td>"
+        locus = JUDGMENT_LOCUS.get(surface, "")
+        lines.append(f'<tr><td title="judgment runs in: {html.escape(locus)}">'
+                     f"{html.escape(SURFACE_LABEL.get(surface, surface))}</td>"
                      f"<td>{html.escape(scenario)}</td>{''.join(cells)}</tr>")
     lines += ["</tbody>", "</table>"]
     return "\n".join(lines)
@@ -83,7 +84,7 @@ def bar_chart(task: dict[str, Any]) -> str:
     runs = task["runs"]
     most = max((r["context_bytes"] for r in runs), default=0) or 1
     label_w, bar_w, row_h, pad = 230, 380, 30, 10
-    width, height = label_w + bar_w + 90, pad * 2 + row_h * len(runs) + 20
+    width, height = label_w + bar_w + 170, pad * 2 + row_h * len(runs) + 20
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-labelledby="matrix-chart-title" '
              f'style="max-width:100%;height:auto;font-family:sans-serif;font-size:13px">',
@@ -113,6 +114,40 @@ def bar_chart(task: dict[str, Any]) -> str:
 
 def _refunded_ineligible(task: dict[str, Any]) -> list[str]:
     return [r["surface"] for r in task["runs"] if r["scenario"] == "ineligible" and r.get("refund_issued")]
+
+
+def _skill_breakdown(run: dict[str, Any] | None) -> str:
+    if not run:
+        return ""
+    skill = sum(r["bytes"] for r in run.get("requests", []) if r["target"].endswith("/SKILL.md"))
+    rest = run["context_bytes"] - skill
+    return (f"On the skill surface, {skill} of the {run['context_bytes']} bytes are the SKILL.md itself, read once "
+            f"when the skill is loaded; the other {rest} are the results of the steps the client ran.")
+
+
+def _order_text(values: dict[str, int]) -> str:
+    ranked = sorted(values.items(), key=lambda kv: (-kv[1], SURFACES.index(kv[0])))
+    return " > ".join(f"{s} ({v} B)" for s, v in ranked)
+
+
+def _ordering(by: dict[tuple[str, str], dict[str, Any]]) -> str:
+    runs = {s: by.get((s, "ineligible")) for s in SURFACES}
+    if not all(runs.values()):
+        return ""
+    full = {s: r["context_bytes"] for s, r in runs.items()}
+    steps = {s: r["context_bytes"] - sum(q["bytes"] for q in r.get("requests", []) if q["target"].endswith("/SKILL.md"))
+             for s, r in runs.items()}
+    spike = {s: SPIKE_011[s]["bytes"] for s in SURFACES}
+    shape = [s for s, _ in sorted(spike.items(), key=lambda kv: -kv[1])]
+    same = [s for s, _ in sorted(steps.items(), key=lambda kv: -kv[1])] == shape
+    return (f"Ordered by context cost on the ineligible order, spike 011 gives {_order_text(spike)}. This project "
+            f"gives {_order_text(full)} counting everything the client received, and {_order_text(steps)} leaving "
+            f"out the SKILL.md, which "
+            + ("has the same order as spike 011's figures." if same else "still differs from spike 011's order.")
+            + (" The agent is the cheapest for the client's context either way, because it returns only its answer."
+               if min(full, key=full.get) == "agent" and min(steps, key=steps.get) == "agent" else "")
+            + (" The workflow transcript costs more than the skill's step results, because it carries the plan, "
+               "every call and every result." if steps["workflow"] > steps["skill"] else ""))
 
 
 def _requests_section(task: dict[str, Any]) -> str:
@@ -209,10 +244,12 @@ reference; this project's are measured on the ineligible order.
 | --- | --- | --- | --- | --- |
 {chr(10).join(spike_rows)}
 
-The qualitative result is the point of comparison. Byte counts depend on what is counted and on the demo server's
-payloads, so they differ between the two projects: spike 011's exact counting rule is not restated here, and this
-project's is defined below. Context cost is not monotone in either: the agent is cheapest for the client, because it
-returns only its answer.
+{_skill_breakdown(by.get(("skill", "ineligible")))}
+
+{_ordering(by)}
+
+The qualitative result is the point of comparison. Byte counts depend on what is counted and on each demo server's
+payloads, so they differ between the two projects; this project's counting rule is defined below.
 
 ## Definitions
 

@@ -1,0 +1,78 @@
+"""``project-skill matrix [--check] [--out FILE]``: measure skill vs. workflow vs. agent, and write the data file.
+
+Writes ``docs/data/matrix.json`` (committed; ``project-skill docs`` makes the decision-matrix page from it) and prints
+the refunds table. With ``--check`` it writes nothing and exits 1, with a diff, when a fresh measurement differs from
+the committed file. Every figure is deterministic, so a fresh run on the same tree gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+DEFAULT_OUT = "docs/data/matrix.json"
+
+
+def table(data: dict) -> str:
+    rows = ["task         surface   scenario    round trips  model turns  context bytes  refund issued"]
+    for task in data["tasks"]:
+        for r in task["runs"]:
+            refund = "" if "refund_issued" not in r else ("yes" if r["refund_issued"] else "no")
+            rows.append(f"{task['task']:<12} {r['surface']:<9} {r['scenario']:<11} {r['round_trips']:>11}  "
+                        f"{r['model_turns']:>11}  {r['context_bytes']:>13}  {refund:>13}")
+    return "\n".join(rows)
+
+
+def main(name: str = "matrix", argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog=f"project-skill {name}",
+        description="Run the refunds task (and hello-world and code-mode) on the three surfaces (skill, workflow "
+                    "prompt, server-side agent) over stdio against the demo server, and write the measured data.",
+        epilog="exit codes: 0 ok, 1 a run failed or (--check) the committed data is stale, 2 usage")
+    ap.add_argument("--root", default=".", help="the project tree (default: the current folder)")
+    ap.add_argument("--out", default=DEFAULT_OUT, help=f"the data file, relative to --root (default: {DEFAULT_OUT})")
+    ap.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if the data is stale")
+    try:
+        args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:
+        return EXIT_OK if exc.code == 0 else EXIT_USAGE
+    root = Path(args.root)
+    if not (root / "generated_skills" / "skills.json").is_file():
+        print(f"project-skill {name}: {root.as_posix()}/generated_skills/skills.json is missing; run "
+              "project-skill build first (or pass --root)", file=sys.stderr)
+        return EXIT_USAGE
+
+    import anyio
+
+    from .harness import MatrixError, dumps, measure
+
+    try:
+        data = anyio.run(measure, root)
+    except MatrixError as exc:
+        print(f"project-skill {name}: a run failed: {exc}", file=sys.stderr)
+        return EXIT_FINDINGS
+    new = dumps(data)
+    out = root / args.out
+    print(table(data))
+    if args.check:
+        old = out.read_bytes() if out.is_file() else b""
+        if old == new:
+            print(f"{args.out} is up to date")
+            return EXIT_OK
+        sys.stdout.writelines(difflib.unified_diff(
+            old.decode("utf-8", "replace").splitlines(keepends=True), new.decode().splitlines(keepends=True),
+            fromfile=f"a/{args.out}", tofile=f"b/{args.out}"))
+        print(f"\n{args.out} is out of date; run: project-skill matrix")
+        return EXIT_FINDINGS
+    if out.is_file() and out.read_bytes() == new:
+        print(f"up to date: {args.out}")
+        return EXIT_OK
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_bytes(new)
+    tmp.replace(out)
+    print(f"wrote {args.out}; run project-skill docs to regenerate the matrix page")
+    return EXIT_OK

@@ -1,0 +1,333 @@
+"""The three-surface harness: each task, surface and scenario, run over stdio against a freshly started server.
+
+Every run spawns ``python -m projector.matrix.serve`` (the demo server plus the server-side agent) and talks to it
+with the MCP SDK's ``Client`` over stdio, through a transport wrapper that records every JSON-RPC message on the
+wire. A run opens a measuring window around the surface's own requests; what happens outside it (the session set-up,
+``tools/list``, reading the ledger afterwards, reading the agent's trace) is not counted.
+
+The figures, per run:
+
+- **round trips**: JSON-RPC requests the client sent inside the window (each waits for its response);
+- **model turns**: client-side model inferences. Skill: one per request (the model makes them one at a time, each
+  after reading the last result) plus one for the final answer. Workflow: one (the user picks the prompt; the model
+  reads the transcript and answers). Agent: two (call the agent tool; answer from its message);
+- **context bytes**: for each response received inside the window, the ``result`` object as it came off the wire,
+  less the protocol envelope (``_meta`` and ``resultType``), serialized as compact JSON with sorted keys
+  (``separators=(",", ":")``, UTF-8, non-ASCII kept); summed;
+- **refund issued**: whether the server's ledger (the read-only ``list_refunds`` tool, read after the run) holds a
+  refund for the scenario's order. The ledger is read before the run too, and must be empty.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import TextContent
+
+from .agent import AGENT_TOOL, TRACE_TOOL
+from .policy import DESCRIPTION as POLICY
+from .reader import StepFailed, follow, parse, result_value
+
+SURFACES = ("skill", "workflow", "agent")
+LEDGER_TOOL = "list_refunds"
+ENVELOPE = ("_meta", "resultType")
+
+
+@dataclass(frozen=True)
+class Task:
+    task: str
+    skill: str
+    workflow: str
+    description: str
+    scenarios: tuple[tuple[str, dict[str, str]], ...]
+    refunds: bool = False
+    not_applicable: dict[str, str] = field(default_factory=dict)
+
+
+TASKS = (
+    Task("refunds", "refund-flow", "refund_flow",
+         "The `refund-flow` skill and the `refund_flow` workflow prompt (`workflows/refunds.yaml`), on order A1001, "
+         "which the demo store's policy finds eligible, and on order A1002, a final-sale item, which it does not.",
+         (("eligible", {"order_id": "A1001"}), ("ineligible", {"order_id": "A1002"})), refunds=True),
+    Task("hello-world", "hello-world", "hello_world",
+         "The `hello-world` skill and the `hello_world` prompt: one read-only tool call, no judgment.",
+         (("greet", {"name": "Ada"}),)),
+    Task("code-mode", "code-mode", "code_mode",
+         "The `code-mode` skill and the `code_mode` prompt: read the database schema, then run one read-only query. "
+         "The question comes with its SQL, so the simulated model does not have to write any.",
+         (("query", {"question": "How many orders are in each status?",
+                     "sql": "SELECT status, COUNT(*) AS orders FROM orders GROUP BY status ORDER BY status"}),)),
+)
+
+
+def canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def context_bytes(result: dict[str, Any]) -> int:
+    return len(canonical({k: v for k, v in result.items() if k not in ENVELOPE}))
+
+
+# ------------------------------------------------------------------------------------------------ the wire recorder
+
+class WireLog:
+    """Every JSON-RPC request the client sends and every response it receives, while ``recording`` is on."""
+
+    def __init__(self) -> None:
+        self.recording = False
+        self.requests: list[dict[str, Any]] = []   # {"id", "method", "params"}
+        self.responses: dict[Any, dict[str, Any]] = {}  # id -> {"result": ...} or {"error": ...}
+        self._window: set[Any] = set()
+
+    def sent(self, message: Any) -> None:
+        data = _as_dict(message)
+        if "method" in data and "id" in data and self.recording:
+            self.requests.append({"id": data["id"], "method": data["method"], "params": data.get("params") or {}})
+            self._window.add(data["id"])
+
+    def received(self, message: Any) -> None:
+        data = _as_dict(message)
+        if "method" not in data and data.get("id") in self._window:
+            self.responses[data["id"]] = data
+
+
+def _as_dict(message: Any) -> dict[str, Any]:
+    inner = getattr(message, "message", message)
+    inner = getattr(inner, "root", inner)
+    if hasattr(inner, "model_dump"):
+        return inner.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return inner if isinstance(inner, dict) else {}
+
+
+class _Read:
+    def __init__(self, stream: Any, log: WireLog):
+        self._stream, self._log = stream, log
+
+    def __getattr__(self, name: str) -> Any:  # last_context and anything else the dispatcher may read
+        return getattr(self._stream, name)
+
+    async def receive(self) -> Any:
+        item = await self._stream.receive()
+        if not isinstance(item, Exception):
+            self._log.received(item)
+        return item
+
+    def __aiter__(self) -> _Read:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Read:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+
+class _Write:
+    def __init__(self, stream: Any, log: WireLog):
+        self._stream, self._log = stream, log
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def send(self, item: Any) -> None:
+        self._log.sent(item)
+        await self._stream.send(item)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def __aenter__(self) -> _Write:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._stream.__aexit__(*exc)
+
+
+@asynccontextmanager
+async def recorded_stdio(params: StdioServerParameters, log: WireLog, errlog: Any) -> AsyncIterator[Any]:
+    async with stdio_client(params, errlog=errlog) as (read, write):
+        yield _Read(read, log), _Write(write, log)
+
+
+def server_params(root: Path) -> StdioServerParameters:
+    root = root.resolve()
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "projector.matrix.serve", "--skills", str(root / "generated_skills"),
+              "--workflows", str(root / "workflows")],
+        cwd=str(root))
+
+
+# ---------------------------------------------------------------------------------------------------- the surfaces
+
+class _ClientBackend:
+    """The simulated model's hands on the skill surface: one MCP request per step."""
+
+    def __init__(self, client: Client, output_schemas: dict[str, Any]):
+        self.client, self.output_schemas = client, output_schemas
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        result = await self.client.call_tool(name, arguments)
+        texts = [c.text for c in result.content if isinstance(c, TextContent)]
+        if result.is_error:
+            raise StepFailed(f"the tool `{name}` failed: {' '.join(texts)}")
+        return result_value(result.structured_content, texts, self.output_schemas.get(name))
+
+    async def read_resource(self, uri: str) -> str:
+        result = await self.client.read_resource(uri)
+        return "".join(getattr(c, "text", "") or "" for c in result.contents)
+
+
+def _tool_value(result: Any) -> Any:
+    texts = [c.text for c in result.content if isinstance(c, TextContent)]
+    return result_value(result.structured_content, texts, None)
+
+
+async def _ledger(client: Client) -> list[dict[str, Any]]:
+    value = _tool_value(await client.call_tool(LEDGER_TOOL, {}))
+    if isinstance(value, dict) and set(value) == {"result"}:
+        value = value["result"]
+    return value
+
+
+async def run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str]) -> dict[str, Any]:
+    log = WireLog()
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog:
+        try:
+            return await _run_one(root, task, surface, scenario, arguments, log, errlog)
+        except Exception as exc:
+            errlog.seek(0)
+            raise MatrixError(f"{task.task}/{surface}/{scenario}: {type(exc).__name__}: {exc}\n"
+                              f"server stderr:\n{errlog.read()[-4000:]}") from exc
+
+
+class MatrixError(Exception):
+    pass
+
+
+async def _run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str], log: WireLog,
+                   errlog: Any) -> dict[str, Any]:
+    async with Client(recorded_stdio(server_params(root), log, errlog), cache=None) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        if task.refunds and await _ledger(client):
+            raise MatrixError("the server's ledger is not empty before the run")
+        answer = ""
+        log.recording = True
+        if surface == "skill":
+            read = await client.read_resource(f"skill://{task.skill}/SKILL.md")
+            proc = parse("".join(getattr(c, "text", "") or "" for c in read.contents))
+            outcome = await follow(proc, arguments, _ClientBackend(
+                client, {n: t.output_schema for n, t in tools.items()}))
+            answer = outcome.answer
+        elif surface == "workflow":
+            prompt = await client.get_prompt(task.workflow, arguments)
+            last = prompt.messages[-1].content
+            answer = getattr(last, "text", "")
+        else:
+            result = await client.call_tool(AGENT_TOOL, {"skill": task.skill, "arguments": arguments})
+            value = _tool_value(result)
+            answer = value["result"] if isinstance(value, dict) and set(value) == {"result"} else str(value)
+            if result.is_error:
+                raise MatrixError(f"the agent failed: {answer}")
+        log.recording = False
+        ledger = await _ledger(client) if task.refunds else None
+        trace = _tool_value(await client.call_tool(TRACE_TOOL, {})) if surface == "agent" else None
+    requests = []
+    total = 0
+    for req in log.requests:
+        resp = log.responses.get(req["id"])
+        if resp is None:
+            raise MatrixError(f"no response to {req['method']}")
+        size = context_bytes(resp["result"]) if "result" in resp else len(canonical(resp.get("error")))
+        total += size
+        params = req["params"]
+        target = params.get("uri") or params.get("name") or ""
+        requests.append({"method": req["method"], "target": target, "bytes": size})
+    turns = {"skill": len(requests) + 1, "workflow": 1, "agent": 2}[surface]
+    run: dict[str, Any] = {
+        "surface": surface,
+        "scenario": scenario,
+        "arguments": arguments,
+        "round_trips": len(requests),
+        "model_turns": turns,
+        "server_model_turns": (trace or {}).get("model_turns", 0) if surface == "agent" else 0,
+        "context_bytes": total,
+    }
+    if task.refunds:
+        order = arguments["order_id"]
+        run["order_id"] = order
+        run["refund_issued"] = any(r.get("order_id") == order for r in ledger or [])
+        run["ledger"] = ledger
+    run["requests"] = requests
+    if surface == "agent":
+        run["server_requests"] = (trace or {}).get("requests", [])
+    run["answer"] = answer
+    return run
+
+
+DEFINITIONS = {
+    "round_trips": "JSON-RPC requests the client sent during the run, counted on the wire (each waits for its "
+                   "response). Session set-up (discovery, `tools/list`) and the harness's own reads of the ledger "
+                   "and the agent's trace are outside the run and not counted.",
+    "model_turns": "inferences of the client's model. Skill: one per request (each needs the last result) plus one "
+                   "for the final answer. Workflow: one (the user picks the prompt; the model reads the transcript "
+                   "and answers). Agent: two (call the agent tool; answer from its message). The agent's own turns "
+                   "run on the server and are listed separately as server model turns.",
+    "context_bytes": "the sum, over the responses the client received during the run, of the JSON-RPC `result` "
+                     "object as it came off the wire, less the protocol envelope (`_meta`, `resultType`), "
+                     "serialized as compact JSON with sorted keys (separators `,` and `:`, UTF-8, non-ASCII kept). "
+                     "Everything a host could put in its model's context: for the skill, the SKILL.md and every "
+                     "result; for the workflow, the transcript; for the agent, its final message.",
+    "refund_issued": "whether the server's ledger, read with the read-only `list_refunds` tool after the run, holds "
+                     "a refund for the scenario's order. Each run starts a fresh server, whose ledger is checked to be "
+                     "empty first.",
+}
+
+
+async def measure(root: Path, tasks: tuple[Task, ...] = TASKS) -> dict[str, Any]:
+    """Run every task, surface and scenario; return the matrix data (deterministic: no times, sorted keys on
+    output)."""
+    out_tasks = []
+    for task in tasks:
+        runs = []
+        for surface in SURFACES:
+            if surface in task.not_applicable:
+                continue
+            for scenario, arguments in task.scenarios:
+                runs.append(await run_one(root, task, surface, scenario, arguments))
+        out_tasks.append({"task": task.task, "skill": task.skill, "workflow": task.workflow,
+                          "description": task.description, "not_applicable": dict(task.not_applicable),
+                          "runs": runs})
+    return {
+        "format": 1,
+        "generator": "project-skill matrix",
+        "transport": "stdio: `python -m projector.matrix.serve`, the demo server of `project-skill serve` plus the "
+                     "server-side agent tool",
+        "policy": POLICY,
+        "definitions": DEFINITIONS,
+        "tasks": out_tasks,
+    }
+
+
+def dumps(data: dict[str, Any]) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")

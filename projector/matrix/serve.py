@@ -1,0 +1,35 @@
+"""The server the matrix measures: ``python -m projector.matrix.serve [--skills DIR] [--workflows DIR]``.
+
+It is exactly the demo server of ``project-skill serve`` (:func:`projector.server.demo.demo_server`: the demo tools,
+the skills, the workflow prompts), plus the server-side agent of :mod:`projector.matrix.agent`, on stdio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .agent import register_agent
+
+
+def build(skills: str, workflows: str):
+    from ..server.demo import demo_server
+
+    server, store = demo_server(skills, workflows)
+    register_agent(server)
+    return server, store
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m projector.matrix.serve",
+                                 description="The demo server plus the server-side agent, on stdio.")
+    ap.add_argument("--skills", default="generated_skills")
+    ap.add_argument("--workflows", default="workflows")
+    args = ap.parse_args(argv)
+    server, _ = build(args.skills, args.workflows)
+    server.run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
