@@ -29,7 +29,7 @@ from typing import Any
 
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp_types import ToolAnnotations
 
 from .. import __version__
@@ -78,8 +78,8 @@ POLICIES: dict[str, str] = {
 }
 
 
-class DemoError(ValueError):
-    """A demo tool refused its input; the tool call fails with this message."""
+class DemoError(ToolError, ValueError):
+    """A demo tool refused its input; the tool call fails with this message (a ToolError keeps it)."""
 
 
 @dataclass
