@@ -215,10 +215,14 @@ async def run_one(root: Path, task: Task, surface: str, scenario: str, arguments
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog:
         try:
             return await _run_one(root, task, surface, scenario, arguments, log, errlog)
+        except MatrixError as exc:
+            raise MatrixError(f"{task.task}/{surface}/{scenario}: {exc}") from None
         except Exception as exc:
+            leaf = _leaf(exc)
             errlog.seek(0)
-            raise MatrixError(f"{task.task}/{surface}/{scenario}: {type(exc).__name__}: {exc}\n"
-                              f"server stderr:\n{errlog.read()[-4000:]}") from exc
+            log_tail = "\n".join(errlog.read().splitlines()[-12:])
+            raise MatrixError(f"{task.task}/{surface}/{scenario}: {type(leaf).__name__}: {leaf}"
+                              + (f"\nthe server's last words:\n{log_tail}" if log_tail else "")) from None
 
 
 class MatrixError(Exception):
@@ -304,20 +308,34 @@ DEFINITIONS = {
 }
 
 
-async def measure(root: Path, tasks: tuple[Task, ...] = TASKS) -> dict[str, Any]:
-    """Run every task, surface and scenario; return the matrix data (deterministic: no times, sorted keys on
-    output)."""
+async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int = 2) -> dict[str, Any]:
+    """Run every task, surface and scenario; return the matrix data. Each run has its own server process, so up to
+    ``parallel`` of them run at once; the data does not depend on it (no times, fixed order)."""
+    jobs = [(ti, task, surface, scenario, arguments)
+            for ti, task in enumerate(tasks) for surface in SURFACES if surface not in task.not_applicable
+            for scenario, arguments in task.scenarios]
+    results: list[dict[str, Any] | None] = [None] * len(jobs)
+    limiter = anyio.CapacityLimiter(max(1, parallel))
+
+    async def one(i: int) -> None:
+        _, task, surface, scenario, arguments = jobs[i]
+        async with limiter:
+            results[i] = await run_one(root, task, surface, scenario, arguments)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(len(jobs)):
+                tg.start_soon(one, i)
+    except BaseExceptionGroup as group:  # report the first failed run plainly
+        first = _leaf(group)
+        if isinstance(first, MatrixError):
+            raise first from None
+        raise
     out_tasks = []
-    for task in tasks:
-        runs = []
-        for surface in SURFACES:
-            if surface in task.not_applicable:
-                continue
-            for scenario, arguments in task.scenarios:
-                runs.append(await run_one(root, task, surface, scenario, arguments))
+    for ti, task in enumerate(tasks):
         out_tasks.append({"task": task.task, "skill": task.skill, "workflow": task.workflow,
                           "description": task.description, "not_applicable": dict(task.not_applicable),
-                          "runs": runs})
+                          "runs": [results[i] for i, job in enumerate(jobs) if job[0] == ti]})
     return {
         "format": 1,
         "generator": "project-skill matrix",
@@ -327,6 +345,12 @@ async def measure(root: Path, tasks: tuple[Task, ...] = TASKS) -> dict[str, Any]
         "definitions": DEFINITIONS,
         "tasks": out_tasks,
     }
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
 
 
 def dumps(data: dict[str, Any]) -> bytes:

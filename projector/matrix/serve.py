@@ -1,7 +1,8 @@
 """The server the matrix measures: ``python -m projector.matrix.serve [--skills DIR] [--workflows DIR]``.
 
 It is exactly the demo server of ``project-skill serve`` (:func:`projector.server.demo.demo_server`: the demo tools,
-the skills, the workflow prompts), plus the server-side agent of :mod:`projector.matrix.agent`, on stdio.
+the skills, the workflow prompts), plus the server-side agent of :mod:`projector.matrix.agent`, on the same stdio transport as
+``project-skill serve --stdio``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workflows", default="workflows")
     args = ap.parse_args(argv)
     server, _ = build(args.skills, args.workflows)
-    server.run("stdio")
+    import anyio
+
+    from ..server.stdio import serve_stdio  # the same stdio transport as project-skill serve --stdio
+
+    anyio.run(serve_stdio, server)
     return 0
 
 

@@ -1,0 +1,177 @@
+"""``project-skill matrix``: the reader, the policy, the agent tool, and the harness over a real stdio transport.
+
+The slow part (one full measurement, ~20 s, and a second run of the refunds task) runs once per module."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from projector.matrix import cli as matrix_cli
+from projector.matrix import harness
+from projector.matrix.agent import AGENT_TOOL, register_agent
+from projector.matrix.policy import judge
+from projector.matrix.reader import ReadError, parse, parse_source
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "docs" / "data" / "matrix.json"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def fresh() -> dict:
+    """One full measurement of the committed tree."""
+    return anyio.run(harness.measure, ROOT)
+
+
+def _runs(data: dict, task: str) -> dict[tuple[str, str], dict]:
+    t = next(t for t in data["tasks"] if t["task"] == task)
+    return {(r["surface"], r["scenario"]): r for r in t["runs"]}
+
+
+# ------------------------------------------------------------------------------------------------------ the reader
+
+def test_reader_follows_the_generated_refund_skill():
+    proc = parse((ROOT / "generated_skills/refund-flow/SKILL.md").read_text())
+    assert proc.name == "refund-flow"
+    assert proc.inputs == {"order_id": "string", "reason": "string"}
+    assert [s.name for s in proc.steps] == ["fetch_order", "check_eligibility", "issue_refund", "read_policy"]
+    fetch, check, refund, policy = proc.steps
+    assert fetch.tool == "get_order" and fetch.args == [("id", parse_source("the input `order_id`"))]
+    assert check.args[0][1].kind == "result" and check.args[0][1].name == "order"
+    assert refund.gated and "eligible" in (refund.judgment or "")
+    assert [(k, s.kind, s.name, s.path) for k, s in refund.args] == [
+        ("order_id", "field", "order", ("id",)), ("amount", "field", "order", ("total",))]
+    assert policy.tool is None and policy.resources[0][0] == "docs://refund-policy/{region}"
+    assert not fetch.gated and not check.gated
+
+
+@pytest.mark.parametrize("skill", ["hello-world", "code-mode", "refund-flow"])
+def test_reader_reads_every_shipped_skill(skill):
+    proc = parse((ROOT / "generated_skills" / skill / "SKILL.md").read_text())
+    assert proc.steps
+
+
+def test_reader_parses_every_source_kind():
+    assert parse_source("the input `x`; if the user gave none, a value you work out yourself").name == "x"
+    assert parse_source("the field `items.0.sku` of `order` (step 1)").path == ("items", "0", "sku")
+    assert parse_source("the text `` a`b ``").value == "a`b"
+    assert parse_source('the value `{"a":1}`').value == {"a": 1}
+    with pytest.raises(ReadError):
+        parse_source("something else")
+
+
+def test_reader_refuses_an_unknown_layout():
+    with pytest.raises(ReadError):
+        parse("---\nname: x\n---\n\n# X\n\nno procedure here\n")
+    with pytest.raises(ReadError):
+        parse("---\nname: x\n---\n\n## Procedure\n\n### Step 1: a\n\nDo something vague.\n")
+
+
+# ------------------------------------------------------------------------------------------------------ the policy
+
+def test_policy_follows_the_eligibility_result():
+    j = "Only issue the refund if the eligibility check says the order is eligible."
+    assert judge(j, {"order": {"id": "A"}, "eligibility": {"eligible": True}}).proceed
+    no = judge(j, {"eligibility": {"eligible": False, "reasons": ["final-sale items cannot be refunded"]}})
+    assert not no.proceed and "final-sale" in no.reason
+    assert not judge(j, {"order": {"id": "A"}}).proceed  # nothing to verify it with
+    assert not judge("Only send it if a manager approved.", {"x": {"eligible": True}}).proceed
+
+
+# ----------------------------------------------------------------------------------------------- the agent, in memory
+
+@pytest.mark.anyio
+async def test_agent_tool_declines_the_ineligible_order_and_refunds_the_eligible_one(monkeypatch):
+    from projector.server.demo import demo_server
+
+    monkeypatch.chdir(ROOT)
+    server, store = demo_server()
+    register_agent(server)
+    async with Client(server) as client:
+        res = await client.call_tool(AGENT_TOOL, {"skill": "refund-flow", "arguments": {"order_id": "A1002"}})
+        assert not res.is_error
+        assert "Did not call `issue_refund`" in res.content[0].text
+        assert store.ledger() == []
+        res = await client.call_tool(AGENT_TOOL, {"skill": "refund-flow", "arguments": {"order_id": "A1001"}})
+        assert [r["order_id"] for r in store.ledger()] == ["A1001"]
+        assert res.structured_content is None  # only the final message reaches the client
+
+
+def test_context_bytes_leave_out_the_envelope_only():
+    result = {"content": [{"type": "text", "text": "é"}], "_meta": {"x": 1}, "resultType": "complete"}
+    assert harness.context_bytes(result) == len('{"content":[{"text":"é","type":"text"}]}'.encode())
+
+
+# ------------------------------------------------------------------------------------------------ the measurement
+
+def test_only_the_workflow_surface_refunds_the_ineligible_order(fresh):
+    runs = _runs(fresh, "refunds")
+    refunded = {s for (s, sc), r in runs.items() if sc == "ineligible" and r["refund_issued"]}
+    assert refunded == {"workflow"}
+    # read from the ledger, not guessed: the flag agrees with the ledger's entries
+    for (surface, scenario), r in runs.items():
+        assert r["refund_issued"] == any(e["order_id"] == r["order_id"] for e in r["ledger"])
+    # and the policy is not a blanket refusal: every surface refunds the eligible order
+    assert all(runs[(s, "eligible")]["refund_issued"] for s in harness.SURFACES)
+
+
+def test_figures_are_consistent_with_the_recorded_requests(fresh):
+    for task in fresh["tasks"]:
+        for r in task["runs"]:
+            assert r["round_trips"] == len(r["requests"]) > 0
+            assert r["context_bytes"] == sum(q["bytes"] for q in r["requests"])
+            if r["surface"] == "skill":
+                assert r["requests"][0]["target"] == f"skill://{task['skill']}/SKILL.md"
+                assert r["model_turns"] == r["round_trips"] + 1
+            elif r["surface"] == "workflow":
+                assert [q["method"] for q in r["requests"]] == ["prompts/get"]
+            else:
+                assert [q["target"] for q in r["requests"]] == [AGENT_TOOL]
+                assert r["server_model_turns"] == len(r["server_requests"]) + 1
+    # the agent did on the server what the skill's client did over the wire
+    runs = _runs(fresh, "refunds")
+    for sc in ("eligible", "ineligible"):
+        assert [(q["method"], q["target"]) for q in runs[("agent", sc)]["server_requests"]] == \
+            [(q["method"], q["target"]) for q in runs[("skill", sc)]["requests"]]
+
+
+def test_figures_are_deterministic_across_two_runs(fresh):
+    again = anyio.run(harness.measure, ROOT, harness.TASKS[:1])
+    assert again["tasks"][0] == fresh["tasks"][0]
+
+
+def test_committed_data_equals_a_fresh_run(fresh):
+    assert DATA.is_file(), "docs/data/matrix.json is missing; run project-skill matrix"
+    assert harness.dumps(fresh) == DATA.read_bytes(), "docs/data/matrix.json is stale; run project-skill matrix"
+
+
+def test_cli_check_and_write(fresh, tmp_path, monkeypatch, capsys):
+    shutil.copytree(ROOT / "generated_skills", tmp_path / "generated_skills")
+    monkeypatch.setattr(harness, "measure", lambda root, tasks=harness.TASKS: _const(fresh))
+    assert matrix_cli.main("matrix", ["--root", str(tmp_path), "--check"]) == 1
+    assert "out of date" in capsys.readouterr().out
+    assert matrix_cli.main("matrix", ["--root", str(tmp_path)]) == 0
+    written = tmp_path / "docs/data/matrix.json"
+    assert json.loads(written.read_text()) == fresh
+    assert matrix_cli.main("matrix", ["--root", str(tmp_path), "--check"]) == 0
+    assert "refunds      workflow  ineligible" in capsys.readouterr().out
+
+
+async def _const(value):
+    return value
+
+
+def test_cli_usage(tmp_path, capsys):
+    assert matrix_cli.main("matrix", ["--root", str(tmp_path)]) == 2
+    assert "project-skill build" in capsys.readouterr().err
+    assert matrix_cli.main("matrix", ["--nope"]) == 2
