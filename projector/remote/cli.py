@@ -20,6 +20,21 @@ TARGET_HELP = ("a skill name, a SKILL.md URI, or the URI of one file in a skill 
                "are read)")
 
 
+def _seconds(value: str) -> float:
+    try:
+        n = float(value)
+    except ValueError:
+        n = -1.0
+    if not n > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return n
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=_seconds, default=60.0, metavar="SECONDS",
+                   help="how long to wait for each server response (default: 60)")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -36,6 +51,7 @@ def _remote_parser() -> argparse.ArgumentParser:
                         description="Read every page of skills/list and print the entries. No file is read.")
     ls.add_argument("server", metavar="SERVER", help=SERVER_HELP)
     ls.add_argument("--format", choices=("text", "json"), default="text")
+    _add_common(ls)
     ld = sub.add_parser("load", help="read and verify skills; --out writes the verified bundles",
                         description="Verify each skill's manifest, then SKILL.md (size, digest, frontmatter), then "
                                     "each listed file (size, digest). On the first failure the entry is refreshed "
@@ -50,6 +66,7 @@ def _remote_parser() -> argparse.ArgumentParser:
                     help="compare each served manifest with this lock file before any read; without NAMEs or --all, "
                          "load every skill the lock pins for SERVER")
     ld.add_argument("--format", choices=("text", "json"), default="text")
+    _add_common(ld)
     return ap
 
 
@@ -61,6 +78,7 @@ def _pin_parser() -> argparse.ArgumentParser:
     ap.add_argument("server", metavar="SERVER", help=SERVER_HELP)
     ap.add_argument("targets", nargs="*", metavar="NAME|URI", help="skills to pin (default: every listed skill)")
     ap.add_argument("--lock", default="skills.lock", metavar="FILE", help="the lock file (default: skills.lock)")
+    _add_common(ap)
     return ap
 
 
@@ -135,7 +153,7 @@ async def cmd_list(args: argparse.Namespace) -> int:
     from ..bundle import dumps
     from .client import connect
 
-    async with connect(args.server) as remote:
+    async with connect(args.server, timeout=args.timeout) as remote:
         entries = sorted(await remote.list_skills(), key=lambda e: e.uri)
     if args.format == "json":
         sys.stdout.write(dumps({"skills": [e.raw for e in entries]}).decode("utf-8"))
@@ -155,7 +173,7 @@ async def cmd_load(args: argparse.Namespace) -> int:
     if not args.targets and not args.all and not args.locked:
         raise _usage("name at least one skill (NAME or URI), or pass --all or --locked LOCK")
     lock = read_lock(args.locked) if args.locked else None
-    async with connect(args.server) as remote:
+    async with connect(args.server, timeout=args.timeout) as remote:
         if lock is not None and not args.targets and not args.all:
             pins = lock.for_server(args.server)
             if not pins:
@@ -214,7 +232,7 @@ async def cmd_pin(args: argparse.Namespace) -> int:
     from .pins import pin_entry, read_lock, write_lock
 
     lock = read_lock(args.lock, missing_ok=True)
-    async with connect(args.server) as remote:
+    async with connect(args.server, timeout=args.timeout) as remote:
         targets = await resolve(remote, args.targets, not args.targets)
     for entry, files in targets:
         if files is not None:

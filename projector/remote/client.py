@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import mcp_types
+from mcp_types import METHOD_NOT_FOUND
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from mcp import Client
@@ -97,12 +99,13 @@ class RemoteSkills:
 
     server: Any
     label: str = "<server>"
+    timeout: float | None = 60.0  # seconds to wait for each response; None waits forever
     _client: Client | None = field(default=None, init=False, repr=False)
 
     async def __aenter__(self) -> "RemoteSkills":
         target = parse_server(self.server) if isinstance(self.server, str) else self.server
         # No response cache: a refresh must reach the server, and a verifying host keeps no unverified copies.
-        client = Client(target, cache=None)
+        client = Client(target, cache=None, read_timeout_seconds=self.timeout)
         try:
             await client.__aenter__()
         except RemoteError:
@@ -137,7 +140,7 @@ class RemoteSkills:
         server whose ``initialize`` result cannot carry one)."""
         ext = self.client.server_capabilities.extensions
         if ext is None:
-            return None
+            return False if self.client.protocol_version in MODERN_PROTOCOL_VERSIONS else None
         return SKILLS_EXT in ext
 
     # ---------------------------------------------------------------------------------------------- requests
@@ -147,6 +150,9 @@ class RemoteSkills:
         try:
             return await self.client.session.send_request(req, _RAW)
         except MCPError as exc:
+            if exc.code == METHOD_NOT_FOUND and method.startswith("skills/"):
+                raise ServerError("not-a-skills-server", self.label, f"the server does not implement {method}",
+                                  f"it does not serve the {SKILLS_EXT} extension") from None
             raise ServerError("server-error", params.get("uri") or self.label,
                               f"{method} failed: JSON-RPC error {exc.code}: {exc.error.message}") from None
         except RemoteError:
@@ -292,11 +298,12 @@ class RemoteSkills:
             return LoadedSkill(loaded.entry, loaded.files, loaded.frontmatter, loaded.verified, refreshed=True)
 
 
-def connect(server: Any, label: str | None = None) -> RemoteSkills:
-    """A :class:`RemoteSkills` for ``server`` (a spec string, or anything :class:`mcp.Client` accepts)."""
+def connect(server: Any, label: str | None = None, *, timeout: float | None = 60.0) -> RemoteSkills:
+    """A :class:`RemoteSkills` for ``server`` (a spec string, or anything :class:`mcp.Client` accepts).
+    ``timeout``: seconds to wait for each response (None: no limit)."""
     if label is None:
         label = server if isinstance(server, str) else type(server).__name__
-    return RemoteSkills(server, label)
+    return RemoteSkills(server, label, timeout)
 
 
 def skill_of(entries: list[SkillEntry], file_uri: str) -> SkillEntry | None:

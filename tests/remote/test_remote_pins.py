@@ -24,10 +24,10 @@ def cli(monkeypatch, capsys):
     servers: dict[str, object] = {}
     real = client_mod.connect
 
-    def fake_connect(server, label=None):
+    def fake_connect(server, label=None, **kw):
         if isinstance(server, str) and server in servers:
-            return real(servers[server], label or server)
-        return real(server, label)
+            return real(servers[server], label or server, **kw)
+        return real(server, label, **kw)
 
     monkeypatch.setattr(client_mod, "connect", fake_connect)
 

@@ -28,10 +28,10 @@ def cli(monkeypatch, capsys):
     servers: dict[str, object] = {}
     real = client_mod.connect
 
-    def fake_connect(server, label=None):
+    def fake_connect(server, label=None, **kw):
         if isinstance(server, str) and server in servers:
-            return real(servers[server], label or server)
-        return real(server, label)
+            return real(servers[server], label or server, **kw)
+        return real(server, label, **kw)
 
     monkeypatch.setattr(client_mod, "connect", fake_connect)
 
@@ -354,3 +354,12 @@ async def test_dynamic_refusal_is_a_typed_error():
             await remote.load(f"{SCHEME}hello-world/SKILL.md")
         skill = await remote.load(f"{SCHEME}hello-world/SKILL.md", allow_dynamic=True)
     assert not skill.verified and list(skill.paths()) == ["SKILL.md"]
+
+
+def test_a_server_without_the_skills_extension_is_refused(cli):
+    from mcp.server.mcpserver import MCPServer
+
+    servers, run = cli
+    servers["plain"] = MCPServer("plain")
+    rc, out, err = run("remote", "list", "plain")
+    assert rc == 1 and "error[not-a-skills-server]" in err and out == ""

@@ -1,0 +1,68 @@
+"""``--out``: verified bundles land at the path their URI names, every segment checked, staged then swapped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from projector.remote.client import LoadedSkill
+from projector.remote.errors import OutputError
+from projector.remote.output import STAGE_PREFIX, write_bundles
+from projector.remote.verify import parse_entry, sha256
+
+
+def skill(uri: str, files: dict[str, bytes]) -> LoadedSkill:
+    root = uri[: -len("/SKILL.md")]
+    entry = parse_entry({"uri": uri, "frontmatter": {"name": root.rsplit("/", 1)[-1], "description": "d"},
+                         "resources": [{"uri": f"{root}/{rel}", "digest": sha256(b), "size": len(b)}
+                                       for rel, b in files.items()]})
+    return LoadedSkill(entry, {f"{root}/{rel}": b for rel, b in files.items()}, {})
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_prefixed_and_encoded_paths(tmp_path):
+    a = skill("skill://acme/billing/refunds/SKILL.md", {"SKILL.md": b"a", "references/my%20notes.md": b"n"})
+    b = skill("skill://hello/SKILL.md", {"SKILL.md": b"h"})
+    assert write_bundles(tmp_path, [b, a]) == ["acme/billing/refunds", "hello"]
+    assert tree(tmp_path) == {"acme/billing/refunds/SKILL.md": b"a",
+                              "acme/billing/refunds/references/my notes.md": b"n", "hello/SKILL.md": b"h"}
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(STAGE_PREFIX)]
+
+
+def test_existing_skill_folder_is_replaced_whole_and_others_kept(tmp_path):
+    (tmp_path / "hello").mkdir()
+    (tmp_path / "hello" / "old.md").write_bytes(b"old")
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "SKILL.md").write_bytes(b"k")
+    write_bundles(tmp_path, [skill("skill://hello/SKILL.md", {"SKILL.md": b"new"})])
+    assert tree(tmp_path) == {"hello/SKILL.md": b"new", "keep/SKILL.md": b"k"}
+
+
+@pytest.mark.parametrize("uris", [
+    ["skill://a/SKILL.md", "skill://a/b/SKILL.md"],  # one skill folder inside another
+])
+def test_overlapping_skill_folders_refused(tmp_path, uris):
+    with pytest.raises(OutputError) as info:
+        write_bundles(tmp_path / "o", [skill(u, {"SKILL.md": b"x"}) for u in uris])
+    assert info.value.code == "overlapping-skills" and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("uri", ["skill://a/%2e%2e/SKILL.md", "skill://%2E/SKILL.md", "skill://a%2fb/SKILL.md",
+                                 "skill://a%5cb/SKILL.md", f"skill://{STAGE_PREFIX}x/SKILL.md"])
+def test_bad_segments_refused_even_after_verification(tmp_path, uri):
+    s = LoadedSkill(parse_entry({"uri": uri, "frontmatter": {}, "resources": "dynamic"}), {uri: b"x"}, {}, False)
+    with pytest.raises(OutputError) as info:
+        write_bundles(tmp_path / "o", [s])
+    assert info.value.code == "bad-output-path" and not (tmp_path / "o").exists()
+
+
+def test_a_file_where_a_folder_should_be_is_refused(tmp_path):
+    (tmp_path / "acme").write_bytes(b"not a folder")
+    with pytest.raises(OutputError):
+        write_bundles(tmp_path, [skill("skill://acme/x/SKILL.md", {"SKILL.md": b"x"})])
+    assert (tmp_path / "acme").read_bytes() == b"not a folder"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(STAGE_PREFIX)]
