@@ -129,7 +129,8 @@ def test_matrix_page_shows_the_measured_numbers(site, browser):
         page.close()
 
 
-@pytest.mark.parametrize("name", ["index", "quickstart", "format", "warnings", "catalog", "skill-layout"])
+@pytest.mark.parametrize("name", ["index", "quickstart", "format", "warnings", "catalog", "skill-layout", "cli", "serving",
+                                  "verifying", "performance"])
 def test_other_pages_load_cleanly(site, browser, name):
     page, problems = _open(browser, f"{site}/{name}.html")
     try:

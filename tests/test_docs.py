@@ -172,6 +172,15 @@ def test_format_reference_follows_the_schema():
             assert f"| `{key}` |" in page
 
 
+def test_cli_reference_quotes_every_command_help(monkeypatch):
+    page = generate(ROOT)["cli.md"].decode()
+    for title, *_ in docs_pages.CLI_COMMANDS:
+        assert f"## {title}\n" in page
+        assert f"usage: {title}" in page
+    monkeypatch.setenv("COLUMNS", "40")  # the terminal does not change the page
+    assert generate(ROOT)["cli.md"].decode() == page
+
+
 def test_layout_page_refuses_an_unexplained_part(monkeypatch):
     prose = dict(docs_pages.LAYOUT_PROSE)
     del prose["Inputs"]

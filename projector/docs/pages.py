@@ -269,6 +269,62 @@ by size and SHA-256 digest.
     return "".join(out)
 
 
+# --- the command-line reference ---------------------------------------------------------------------------------
+
+# (title, module, main's name argument or None for the top-level parser, argv). Each is run with --help.
+CLI_COMMANDS: tuple[tuple[str, str, str | None, tuple[str, ...]], ...] = (
+    ("project-skill", "projector.cli", None, ()),
+    ("project-skill build", "projector.cli", None, ("build",)),
+    ("project-skill check", "projector.cli", None, ("check",)),
+    ("project-skill serve", "projector.server.cli", "serve", ()),
+    ("project-skill remote list", "projector.remote.cli", "remote", ("list",)),
+    ("project-skill remote load", "projector.remote.cli", "remote", ("load",)),
+    ("project-skill pin", "projector.remote.cli", "pin", ()),
+    ("project-skill matrix", "projector.matrix.cli", "matrix", ()),
+    ("project-skill docs", "projector.docs", "docs", ()),
+)
+HELP_COLUMNS = "100"
+
+
+def help_text(module: str, name: str | None, argv: tuple[str, ...]) -> str:
+    """What ``--help`` prints, at a fixed width so the page does not depend on the terminal."""
+    import contextlib
+    import importlib
+    import io
+    import os
+
+    main = importlib.import_module(module).main
+    buf = io.StringIO()
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = HELP_COLUMNS
+    try:
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                main([*argv, "--help"]) if name is None else main(name, [*argv, "--help"])
+            except SystemExit:
+                pass
+    finally:
+        if old is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = old
+    text = buf.getvalue().strip("\n")
+    if not text.startswith("usage:"):
+        raise DocsError(f"{module}: --help printed no usage")
+    return text
+
+
+def cli_reference(root: Path) -> str:
+    out = ["""# Command-line reference
+
+Every `project-skill` command, as its own `--help` prints it. Exit codes are the same everywhere: `0` ok, `1`
+findings (errors, a refused skill, a stale tree or page), `2` usage.
+"""]
+    for title, module, name, argv in CLI_COMMANDS:
+        out.append(f"\n## {title}\n\n{fenced(help_text(module, name, argv), 'text')}\n")
+    return "".join(out)
+
+
 def pages(root: Path) -> dict[str, Callable[[Path], str]]:
     from .codes import warnings_page
     from .matrix_page import matrix_page
@@ -276,6 +332,7 @@ def pages(root: Path) -> dict[str, Callable[[Path], str]]:
 
     return {
         "catalog.md": catalog,
+        "cli.md": cli_reference,
         "matrix.md": matrix_page,
         "performance.md": performance,
         "quickstart.md": quickstart,
