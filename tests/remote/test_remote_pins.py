@@ -162,7 +162,8 @@ def changed_tools(served: Served) -> None:
 @pytest.mark.parametrize("mutate, phrase", [
     (changed_tools, f"changed {TOOLS} (sha256:"),
     (lambda s: s.entry("refund-flow")["resources"].append(
-        {"uri": f"{SCHEME}refund-flow/extra.md", "digest": sha(b"x"), "size": 1}), f"added {SCHEME}refund-flow/extra.md"),
+        {"uri": f"{SCHEME}refund-flow/extra.md", "digest": sha(b"x"), "size": 1}),
+     f"added {SCHEME}refund-flow/extra.md"),
     (lambda s: s.entry("refund-flow").__setitem__("resources", s.entry("refund-flow")["resources"][:1]),
      f"removed {TOOLS}"),
     (lambda s: s.entry("refund-flow").__setitem__("resources", "dynamic"), "now served as \"dynamic\""),

@@ -1,4 +1,4 @@
-"""``project-skill remote`` and ``pin`` against the project server over its real transports: stdio and Streamable HTTP."""
+"""``project-skill remote`` and ``pin`` against the project server over its real transports: stdio and HTTP."""
 
 from __future__ import annotations
 

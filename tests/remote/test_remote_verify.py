@@ -68,7 +68,8 @@ def test_dates_compare_with_their_string_form():
 # ------------------------------------------------------------------------------------------------------ frontmatter
 
 @pytest.mark.parametrize("text", [
-    "---\nname: demo\n---\n", "\ufeff---\r\nname: demo\r\n---\r\nbody", "---\nname: demo\n---", "---\nname: demo\n--- \n",
+    "---\nname: demo\n---\n", "\ufeff---\r\nname: demo\r\n---\r\nbody", "---\nname: demo\n---",
+    "---\nname: demo\n--- \n",
 ])
 def test_frontmatter_forms_accepted(text):
     assert parse_frontmatter(text.encode("utf-8"), "x") == {"name": "demo"}
