@@ -193,9 +193,12 @@ runs**.
                    "the agent both read the Judgment and declined.")
     else:
         who = ", ".join(refunded) if refunded else "no surface"
+        odd = [r for r in refunds["runs"] if r["scenario"] == "ineligible"
+               and bool(r.get("refund_issued")) != (r["surface"] == "workflow")]
+        why = " ".join(f"The {r['surface']} surface's last message was: \"{r.get('answer', '')}\"" for r in odd)
         verdict = (f"**This measurement differs from the expected result**: the ineligible order was refunded by "
-                   f"{who}, where only the workflow surface was expected to refund it. "
-                   + (data.get("explanation") or "See the per-request detail below."))
+                   f"{who}, where only the workflow surface was expected to refund it. {why} The requests each "
+                   "surface made are listed below.")
     by = {(r["surface"], r["scenario"]): r for r in refunds["runs"]}
     spike_rows = []
     for s in SURFACES:
