@@ -164,33 +164,38 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="exit 1 with a diff when the output folder is stale")
     _add_compile_args(c)
     c.set_defaults(func=cmd_check)
-    for name, (module, help_text) in LAZY_COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(lazy=(module, name))
+    for name, (_module, help_text) in LAZY_COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)  # listed in --help; main() dispatches it
     return ap
+
+
+def _run_lazy(name: str, rest: list[str]) -> int:
+    import importlib
+
+    module = LAZY_COMMANDS[name][0]
+    try:
+        run: Callable[[str, list[str]], int] = importlib.import_module(module).main
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("projector"):
+            print(f"project-skill {name}: not available in this version", file=sys.stderr)
+            return EXIT_USAGE
+        raise
+    return run(name, rest)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ap = parser()
-    args = ap.parse_args(argv)
-    if args.command is None:
-        ap.print_help()
-        return EXIT_USAGE
+    fmt = "text"
     try:
-        if getattr(args, "lazy", None):
-            import importlib
-
-            module, name = args.lazy
-            try:
-                run: Callable[[str, list[str]], int] = importlib.import_module(module).main
-            except ModuleNotFoundError as exc:
-                if exc.name and exc.name.startswith("projector"):
-                    print(f"project-skill {name}: not available in this version", file=sys.stderr)
-                    return EXIT_USAGE
-                raise
-            return run(name, args.rest)
+        # Commands beyond the core parse their own arguments (options first included), and import only then.
+        if argv and argv[0] in LAZY_COMMANDS:
+            return _run_lazy(argv[0], argv[1:])
+        args = ap.parse_args(argv)
+        fmt = getattr(args, "format", "text")
+        if args.command is None:
+            ap.print_help()
+            return EXIT_USAGE
         return args.func(args)
     except UsageError as exc:
         for d in exc.diagnostics:
@@ -198,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
         return EXIT_USAGE
     except ProjectorError as exc:
-        report(exc.diagnostics, getattr(args, "format", "text"))
+        report(exc.diagnostics, fmt)
         print(f"error: {len(exc.diagnostics)} problem{'s' * (len(exc.diagnostics) != 1)}; nothing was written",
               file=sys.stderr)
         return exc.exit_code
