@@ -12,7 +12,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx2
 import mcp_types as types
 import pytest
@@ -121,47 +120,6 @@ async def verify_everything(client: Client) -> int:
         n += 1
         assert "sha256:" + hashlib.sha256(data).hexdigest() == digest and len(data) == size
     return n
-
-
-CLIENTS, REQUESTS = 20, 200
-
-
-@pytest.mark.anyio
-async def test_concurrent_http_clients_get_no_errors():
-    proc, url = start_http()
-    errors: list[str] = []
-    done = Counter()
-    try:
-        async def one(i: int) -> None:
-            try:
-                async with Client(url, cache=None) as client:
-                    while done[i] < REQUESTS:
-                        k = done[i] % (len(FILES) + 2)
-                        if k == 0:
-                            assert (await call(client, "skills/list"))["skills"] == MANIFEST
-                        elif k == 1:
-                            entry = MANIFEST[i % len(MANIFEST)]
-                            assert (await call(client, "skills/get", {"uri": entry["uri"]}))["skill"] == entry
-                        else:
-                            uri, digest, _ = FILES[k - 2]
-                            data = (await client.read_resource(uri)).contents[0].text.encode("utf-8")
-                            assert "sha256:" + hashlib.sha256(data).hexdigest() == digest
-                        done[i] += 1
-            except Exception as exc:  # counted, not raised: the test reports every failure
-                errors.append(f"client {i} after {done[i]} requests: {exc!r}")
-
-        start = time.monotonic()
-        async with anyio.create_task_group() as tg:
-            for i in range(CLIENTS):
-                tg.start_soon(one, i)
-        elapsed = time.monotonic() - start
-    finally:
-        stop(proc)
-    total = sum(done.values())
-    print(f"\n{CLIENTS} clients x {REQUESTS} requests: {total} requests in {elapsed:.1f} s "
-          f"({total / elapsed:.0f}/s), {len(errors)} errors")
-    assert errors == []
-    assert total == CLIENTS * REQUESTS
 
 
 class RoundRobin(httpx2.AsyncBaseTransport):
