@@ -243,8 +243,12 @@ written, then what that part is for. The bundle is a folder:
 {LAYOUT_SKILL}/
 """ + "".join(f"  {rel}\n" for rel in files) + "```\n"]
     explained: set[str] = set()
+    titles = {"frontmatter": "Frontmatter", "title": "Title and introduction"}
     for kind, chunk in parts:
-        out.append(f"\n{fenced(chunk.strip(chr(10)), 'markdown')}\n")
+        first = chunk.split("\n", 1)[0]
+        heading = (f"### {first[4:]}" if first.startswith("### ") else
+                   f"## {first[3:]}" if first.startswith("## ") else f"## {titles[kind]}")
+        out.append(f"\n{heading}\n\n{fenced(chunk.strip(chr(10)), 'markdown')}\n")
         if kind in explained and kind.endswith("step"):
             out.append("\nAnother step of the same kind.\n")
         else:
