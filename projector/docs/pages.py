@@ -61,8 +61,9 @@ You need Python 3.11 or newer. These are the README's two set-up commands, quote
 {block}
 
 The first makes a virtual environment, installs the project into it and compiles the example workflows under
-`workflows/` into `generated_skills/`. The second installs what the tests need (the `dev`, `docs` and `browser`
-extras, and Debian's Chromium when it is missing and you are root) and runs the whole suite.
+`workflows/` into `generated_skills/`. The second installs what the tests need and runs the whole suite, as CI does:
+the `dev`, `docs` and `browser` extras, Debian's Chromium for the browser test (when it is missing and you are
+root), and Node 22 with the official MCP conformance suite, into `.cache/`, for the conformance tests.
 
 ## What you get
 
