@@ -3,15 +3,18 @@
 ::
 
     from mcp.server.mcpserver import MCPServer
+    from mcp_types import ToolAnnotations
     from projector.server import attach
 
-    server = MCPServer("shop")
+    server = MCPServer("greeter")
 
-    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
-    def get_order(id: str) -> dict: ...
+    @server.tool(description="Return a friendly greeting for a name.",
+                 annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    def greet(name: str) -> str:
+        return f"Hello, {name}!"
 
-    attach(server, skills="generated_skills", workflows="workflows")
-    server.run("streamable-http")
+    attach(server, skills="generated_skills", workflows=["workflows/hello-world.yaml"])
+    server.run("streamable-http", host="127.0.0.1", port=8000)
 
 :func:`attach` adds
 
@@ -50,7 +53,7 @@ from .workflow import WorkflowPrompt
 __all__ = ["SKILLS_EXTENSION", "ServeError", "SkillTree", "SkillsExtension", "attach", "build_server",
            "bootstrap_name", "check_workflows", "load_workflows"]
 
-Workflows = str | Path | Sequence[Workflow] | None
+Workflows = str | Path | Sequence[Workflow | str | Path] | None
 
 
 def _now(coro: Coroutine[Any, Any, Any]) -> Any:
@@ -67,14 +70,17 @@ def _now(coro: Coroutine[Any, Any, Any]) -> Any:
 
 
 def load_workflows(workflows: Workflows) -> list[Workflow]:
-    """A folder or file of workflow YAML, or workflows built in code (``projector.builder``), as a list."""
+    """A folder or file of workflow YAML, workflows built in code (``projector.builder``), or a list mixing
+    both, as a list of workflows."""
     if workflows is None:
         return []
-    if isinstance(workflows, (str, Path)):
-        from ..load import load_all
+    from ..load import load_all
 
+    if isinstance(workflows, (str, Path)):
         return load_all([str(workflows)])
-    return list(workflows)
+    items = list(workflows)
+    paths = [str(w) for w in items if isinstance(w, (str, Path))]
+    return [w for w in items if isinstance(w, Workflow)] + (load_all(paths) if paths else [])
 
 
 _JSON_TYPES = {"string": {"string"}, "integer": {"integer", "number"}, "number": {"number"},

@@ -410,3 +410,23 @@ async def test_query_refuses_everything_but_reads():
         assert "European Union" in policy.contents[0].text
         with pytest.raises(MCPError):
             await client.read_resource("docs://refund-policy/mars")
+
+
+@pytest.mark.anyio
+async def test_the_readme_library_example():
+    from mcp_types import ToolAnnotations
+
+    server = MCPServer("greeter")
+
+    @server.tool(description="Return a friendly greeting for a name.",
+                 annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    def greet(name: str) -> str:
+        return f"Hello, {name}!"
+
+    attach(server, skills=SKILLS, workflows=[WORKFLOWS / "hello-world.yaml"])
+    async with Client(server) as client:
+        assert client.server_capabilities.extensions == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
+        prompts = sorted(p.name for p in (await client.list_prompts()).prompts)
+        assert prompts == ["hello_world", "skill.code-mode", "skill.hello-world", "skill.refund-flow"]
+        result = await client.get_prompt("hello_world", {"name": "Ada"})
+        assert '"Hello, Ada!"' in result.messages[3].content.text
