@@ -1,0 +1,120 @@
+"""``project-skill build`` and ``check`` start fast because they import only the core: never ``mcp``, and no
+third-party package but PyYAML, Jinja2 and python-slugify (with what those three require themselves).
+
+Each run happens in a fresh interpreter, so nothing a test imported earlier can hide an import.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE_DISTRIBUTIONS = ("PyYAML", "Jinja2", "python-slugify")
+
+# Runs the CLI in-process and writes every module it imported (name -> file) to the path in argv[1].
+PROBE = """
+import json, sys
+before = set(sys.modules)
+from projector.cli import main
+code = main(sys.argv[2:])
+new = {name: getattr(mod, "__file__", None) for name, mod in list(sys.modules.items()) if name not in before}
+with open(sys.argv[1], "w", encoding="utf-8") as fh:
+    json.dump({"code": code, "modules": new}, fh)
+"""
+
+
+def _imports(tmp_path: Path, *argv: str) -> tuple[int, dict[str, str | None]]:
+    report = tmp_path / "imports.json"
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(report), *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert report.exists(), f"the probe did not finish: {proc.stderr}"
+    data = json.loads(report.read_text("utf-8"))
+    return data["code"], data["modules"]
+
+
+def _requirement_closure(names: tuple[str, ...]) -> set[str]:
+    """The distributions ``names`` need at run time, themselves included (extras are not followed)."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        key = name.lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen.add(key)
+        for req in metadata.requires(name) or []:
+            if "extra ==" in req:
+                continue
+            m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+            if m:
+                todo.append(m.group(1))
+    return seen
+
+
+def _third_party(modules: dict[str, str | None]) -> dict[str, set[str]]:
+    """Top-level modules loaded from files outside the standard library and this project, with the
+    distributions that provide them."""
+    owners = metadata.packages_distributions()
+    stdlib = set(sys.stdlib_module_names)
+    out: dict[str, set[str]] = {}
+    for name, file in modules.items():
+        top = name.split(".")[0]
+        if top in stdlib or top == "projector" or not file:
+            continue  # stdlib, the project itself, or a file-less module (e.g. Cython's runtime registry)
+        out[top] = {d.lower().replace("_", "-") for d in owners.get(top, ["<unknown>"])}
+    return out
+
+
+@pytest.mark.parametrize("command", ["build", "check"])
+def test_build_and_check_never_import_mcp(tmp_path: Path, command: str) -> None:
+    out = (tmp_path / "out").as_posix() if command == "build" else "generated_skills"
+    code, modules = _imports(tmp_path, command, "workflows", "--out", out)
+    assert code == 0
+    assert "projector.output" in modules, "the probe did not run the compiler"
+    heavy = sorted(m for m in modules if m.split(".")[0] in {"mcp", "mcp_types", "pydantic", "pydantic_core",
+                                                             "anyio", "starlette", "uvicorn", "httpx", "httpx2"})
+    assert heavy == [], f"project-skill {command} imported {heavy[:10]}"
+
+
+@pytest.mark.parametrize("command", ["build", "check"])
+def test_only_yaml_jinja2_and_slugify_are_imported(tmp_path: Path, command: str) -> None:
+    out = (tmp_path / "out").as_posix() if command == "build" else "generated_skills"
+    code, modules = _imports(tmp_path, command, "workflows", "--out", out)
+    assert code == 0
+    third = _third_party(modules)
+    assert {"yaml", "jinja2", "slugify"} <= set(third), third
+    allowed = _requirement_closure(CORE_DISTRIBUTIONS)
+    foreign = {top: dists for top, dists in third.items() if not dists <= allowed}
+    assert foreign == {}, f"project-skill {command} imported third-party modules beyond {CORE_DISTRIBUTIONS}"
+
+
+def test_slugify_module_comes_from_python_slugify(tmp_path: Path) -> None:
+    # Several distributions ship a module named `slugify` (python-slugify, awesome-slugify, slugify); names are
+    # only stable with python-slugify.
+    assert "python-slugify" in metadata.packages_distributions()["slugify"]
+    import slugify
+
+    files = {Path(str(f.locate())).resolve() for f in metadata.distribution("python-slugify").files or []}
+    assert Path(slugify.__file__).resolve() in files, "the imported slugify module is not python-slugify's"
+    # And it is the one the CLI process loads too.
+    _code, modules = _imports(tmp_path, "check", "workflows", "--out", "generated_skills")
+    assert Path(modules["slugify"]).resolve() == Path(slugify.__file__).resolve()
+
+
+def test_the_probe_sees_heavy_imports(tmp_path: Path) -> None:
+    """The checks above could pass vacuously if the probe missed imports; show that it sees mcp when it is used."""
+    report = tmp_path / "imports.json"
+    probe = PROBE.replace("from projector.cli import main", "from projector.cli import main\nimport mcp")
+    subprocess.run([sys.executable, "-c", probe, str(report), "check", "workflows", "--out", "generated_skills"],
+                   cwd=ROOT, capture_output=True, text=True, timeout=120)
+    modules = json.loads(report.read_text("utf-8"))["modules"]
+    assert "mcp" in modules
+    assert "mcp" in _third_party(modules)
+    assert not _third_party(modules)["mcp"] <= _requirement_closure(CORE_DISTRIBUTIONS)
