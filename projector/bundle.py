@@ -36,9 +36,12 @@ def split_frontmatter(text: str) -> tuple[str, str]:
     return text[4:end + 1], text[end + 5:]
 
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # same values, several times faster
+
+
 def parse_frontmatter(data: bytes) -> dict[str, Any]:
     fm_text, _ = split_frontmatter(data.decode("utf-8"))
-    value = yaml.safe_load(fm_text)
+    value = yaml.load(fm_text, Loader=_Loader)  # noqa: S506 - a safe loader
     if not isinstance(value, dict):
         raise ValueError("SKILL.md frontmatter is not a mapping")
     return value

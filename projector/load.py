@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,11 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
     HAVE_LIBYAML = False
 
 
+SCHEMA_PATH = Path(__file__).with_name("schemas") / "workflow.schema.json"
+
+
 def _schema() -> dict:
-    return json.loads(resources.files("projector").joinpath("schemas/workflow.schema.json").read_text("utf-8"))
+    return json.loads(SCHEMA_PATH.read_text("utf-8"))
 
 
 SCHEMA = _schema()
@@ -167,7 +169,12 @@ class _Reader:
             return Y(None, span)
 
 
+_STR = "tag:yaml.org,2002:str"
+
+
 def _scalar(node: yaml.ScalarNode, loader: Any) -> Any:
+    if node.tag == _STR:  # most scalars; exactly what SafeConstructor.construct_yaml_str returns
+        return node.value
     value = loader.construct_object(node, deep=True)
     # Timestamps and binary are YAML types with no JSON equivalent: keep the text as written.
     if not isinstance(value, (str, bool, int, float, type(None))):

@@ -96,10 +96,11 @@ class Comparison:
         return not (self.stale or self.missing or self.extra)
 
 
-def compare(build: Build, out: Path) -> Comparison:
+def compare(build: Build, out: Path, *, owned: set[str] | None = None,
+            disk: dict[str, Path] | None = None) -> Comparison:
     """What differs between the derived tree and the one on disk, among the files this tool owns."""
-    owned = _owned_dirs(out) | build.bundle_dirs
-    disk = _disk_files(out)
+    owned = (_owned_dirs(out) | build.bundle_dirs) if owned is None else owned
+    disk = _disk_files(out) if disk is None else disk
     stale, missing, diff = [], [], []
     for rel, data in build.files.items():
         path = disk.get(rel)
@@ -121,20 +122,25 @@ def write(build: Build, out: Path) -> bool:
     owned = _owned_dirs(out) | build.bundle_dirs
     disk = _disk_files(out)
     foreign = {rel: p for rel, p in disk.items() if rel != INDEX_FILE and not _inside(rel, owned)}
-    if compare(build, out).clean:
+    if compare(build, out, owned=owned, disk=disk).clean:
         return False
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-", dir=out.parent))
     backup: Path | None = None
+    made: set[Path] = set()
+
+    def place(rel: str) -> Path:
+        target = stage / rel
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        return target
+
     try:
         for rel, data in build.files.items():
-            target = stage / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            place(rel).write_bytes(data)
         for rel, src in foreign.items():
-            target = stage / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, target, follow_symlinks=False)
+            shutil.copy2(src, place(rel), follow_symlinks=False)
         if out.exists():
             backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
             os.rmdir(backup)

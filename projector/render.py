@@ -37,6 +37,8 @@ def dump_frontmatter(data: dict[str, Any]) -> str:
 def code(text: Any) -> str:
     """Inline code that survives any backticks inside (CommonMark: a longer fence, padded when needed)."""
     s = str(text)
+    if "`" not in s and not (s.startswith(" ") and s.endswith(" ") and s.strip()):
+        return f"`{s}`"
     longest = max((len(r) for r in re.findall(r"`+", s)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if s.startswith("`") or s.endswith("`") or (s.startswith(" ") and s.endswith(" ") and s.strip()) else ""
