@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -56,10 +57,32 @@ def canonical_json(value: Any, indent: int | None = 2) -> str:
                       separators=(",", ": ") if indent else (",", ":"))
 
 
-@lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+class _TemplateCache(jinja2.FileSystemBytecodeCache):
+    """Compiled templates beside the templates, like ``__pycache__``. Jinja checks each entry against the
+    template's source checksum and its own and Python's versions, so a stale entry is never used. A folder that
+    cannot be written (a read-only install) only costs the compile, never an error."""
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            Path(self.directory).mkdir(exist_ok=True)
+            super().dump_bytecode(bucket)
+        except OSError:
+            pass
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, ValueError, EOFError):  # a torn or foreign file: compile instead
+            bucket.reset()
+
+
+def make_environment(cache_dir: Path | None) -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("projector", "templates"),
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        bytecode_cache=_TemplateCache(str(cache_dir), "%s.jinja.cache") if cache_dir else None,
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -70,6 +93,11 @@ def environment() -> jinja2.Environment:
     env.filters["fenced"] = fenced
     env.filters["json"] = canonical_json
     return env
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    return make_environment(TEMPLATES / "__pycache__")
 
 
 def title(name: str) -> str:

@@ -229,3 +229,23 @@ def test_parse_accepts_text_and_bytes_alike():
     a, _ = parse(data, "f.yaml")
     b, _ = parse(data.decode(), "f.yaml")
     assert a == b
+
+
+def test_template_cache_never_changes_the_bytes(tmp_path, monkeypatch):
+    from projector import render
+
+    wf = load_file(EXAMPLES / "refunds.yaml")
+    monkeypatch.setattr(render, "environment", lambda: render.make_environment(None))
+    expected = project(wf).files
+    cache_dir = tmp_path / "cache"
+    monkeypatch.setattr(render, "environment", lambda: render.make_environment(cache_dir))
+    assert project(wf).files == expected  # compiles and writes the cache
+    assert len(list(cache_dir.iterdir())) == 2
+    assert project(wf).files == expected  # renders from the cache
+    for f in cache_dir.iterdir():
+        f.write_bytes(b"garbage, not a jinja bytecode file")
+    assert project(wf).files == expected  # a torn cache is ignored
+    blocked = tmp_path / "a-file"
+    blocked.write_text("x")
+    monkeypatch.setattr(render, "environment", lambda: render.make_environment(blocked / "cache"))
+    assert project(wf).files == expected  # an unwritable cache costs only the compile
