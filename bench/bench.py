@@ -1,0 +1,669 @@
+"""projector benchmarks: ``.venv/bin/python bench/bench.py [--quick]``.
+
+Measures, in one run, with medians of several runs:
+
+a. cold-process wall time of ``project-skill build`` and ``check`` on the examples, against a floor process that only
+   imports yaml, jinja2 and slugify (and against bare ``python -c pass``);
+b. build and check of 10, 1,000 and 10,000 synthetic workflows (bench/workgen.py, seeded): per-workflow cost and
+   whether it is linear;
+c. peak memory (max RSS) of every process measured;
+d. over Streamable HTTP on loopback, against one ``project-skill serve --http`` process: requests per second and
+   p50/p99 latency of skills/get plus resources/read, against plain resources/read of the same SKILL.md bytes;
+e. skills/list paged over every skill of the 10,000-skill tree, several full passes, and the server's memory after
+   each pass (does it stay flat?).
+
+It writes bench/results.json (every number) and bench/results.md (tables, targets with PASS/MISS, the machine).
+``--quick`` shrinks everything for a smoke test (under a minute); its verdicts on size-bound targets are marked
+as not applicable. Only the project's own dependencies are needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+import hashlib
+import importlib.metadata as metadata
+import json
+import os
+import platform
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import workgen  # bench/workgen.py: this script's folder is on sys.path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+PY = sys.executable
+
+TARGETS = {
+    "check_vs_floor": 1.5,        # a cold check of the examples takes <= 1.5x the floor
+    "build_1000_s": 1.0,          # 1,000 workflows build in <= 1.0 s on a 2-core machine
+    "build_10000_vs_1000": 11.0,  # 10,000 in <= 11x the time of 1,000
+    "skill_vs_plain": 0.9,        # skills/get + read at >= 0.9x the throughput of a plain read
+    "list_memory_growth": 0.05,   # RSS after the last skills/list pass within 5 % of the first pass
+}
+
+
+# ------------------------------------------------------------------------------------------------------ processes
+
+@dataclass
+class Sample:
+    wall: float      # seconds, perf_counter around spawn..exit
+    cpu: float       # seconds, user + system of the child
+    maxrss_kb: int   # peak resident set of the child (os.wait4)
+    code: int
+
+
+def project_skill() -> list[str]:
+    """The console script next to this interpreter, as users run it; else ``python -m projector.cli``."""
+    script = Path(PY).with_name("project-skill")
+    return [str(script)] if script.exists() else [PY, "-m", "projector.cli"]
+
+
+def run_once(argv: list[str], cwd: Path = ROOT) -> Sample:
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode not in (0,):
+            err.seek(0)
+            tail = err.read()[-2000:].decode("utf-8", "replace")
+            raise SystemExit(f"bench: {' '.join(argv)} exited {proc.returncode}:\n{tail}")
+    rss = usage.ru_maxrss if sys.platform != "darwin" else usage.ru_maxrss // 1024  # macOS reports bytes
+    return Sample(wall, usage.ru_utime + usage.ru_stime, rss, proc.returncode)
+
+
+@dataclass
+class Case:
+    name: str
+    argv: list[str]
+    before: Callable[[], None] | None = None  # untimed preparation before each run (e.g. remove the output)
+
+
+def median_of(samples: list[Sample]) -> dict[str, Any]:
+    return {
+        "runs": len(samples),
+        "wall_s": statistics.median(s.wall for s in samples),
+        "wall_min_s": min(s.wall for s in samples),
+        "wall_max_s": max(s.wall for s in samples),
+        "cpu_s": statistics.median(s.cpu for s in samples),
+        "maxrss_mb": statistics.median(s.maxrss_kb for s in samples) / 1024,
+    }
+
+
+def measure(cases: list[Case], runs: int, label: str) -> dict[str, dict[str, Any]]:
+    """Round-robin: every case once per round, so drift in machine load hits all of them alike. One untimed
+    warm-up round first (page cache, .pyc files)."""
+    samples: dict[str, list[Sample]] = {c.name: [] for c in cases}
+    for r in range(runs + 1):
+        for c in cases:
+            if c.before:
+                c.before()
+            s = run_once(c.argv)
+            if r:
+                samples[c.name].append(s)
+        if r:
+            print(f"  {label}: round {r}/{runs}", file=sys.stderr, flush=True)
+    return {name: median_of(ss) for name, ss in samples.items()}
+
+
+def remover(path: Path) -> Callable[[], None]:
+    return lambda: shutil.rmtree(path, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------------------ a, b, c
+
+def bench_cold(work: Path, runs: int) -> dict[str, Any]:
+    ps = project_skill()
+    examples = ROOT / "workflows"
+    out = work / "examples-out"
+    run_once([*ps, "build", str(examples), "--out", str(out)])
+    fresh = work / "examples-fresh"
+    cases = [
+        Case("python -c pass", [PY, "-c", "pass"]),
+        Case("floor: import yaml, jinja2, slugify", [PY, "-c", "import yaml, jinja2, slugify"]),
+        Case("project-skill check (examples)", [*ps, "check", str(examples), "--out", str(out)]),
+        Case("project-skill build (examples, fresh)", [*ps, "build", str(examples), "--out", str(fresh)],
+             remover(fresh)),
+        Case("project-skill build (examples, up to date)", [*ps, "build", str(examples), "--out", str(out)]),
+    ]
+    return measure(cases, runs, "cold start")
+
+
+def bench_scale(work: Path, sizes: tuple[int, ...], runs: dict[int, int], seed: int) -> dict[str, Any]:
+    ps = project_skill()
+    results: dict[str, Any] = {}
+    for n in sizes:
+        src = workgen.write_set(n, work / f"wf-{n}", seed)
+        out = work / f"out-{n}"
+        fresh = work / f"fresh-{n}"
+        run_once([*ps, "build", str(src), "--out", str(out)])
+        files = sum(1 for p in out.rglob("*") if p.is_file())
+        cases = [
+            Case("build", [*ps, "build", str(src), "--out", str(fresh)], remover(fresh)),
+            Case("check", [*ps, "check", str(src), "--out", str(out)]),
+        ]
+        r = measure(cases, runs[n], f"{n} workflows")
+        shutil.rmtree(fresh, ignore_errors=True)
+        input_bytes = sum(p.stat().st_size for p in src.iterdir())
+        output_bytes = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+        results[str(n)] = {"workflows": n, "input_bytes": input_bytes, "output_files": files,
+                           "output_bytes": output_bytes, **r}
+    return results
+
+
+def mcp_free(work: Path) -> dict[str, bool]:
+    """Is ``mcp`` (or any SDK module) in sys.modules after build and after check? (tests/test_imports.py asserts it.)"""
+    probe = ("import sys\nfrom projector.cli import main\nmain(sys.argv[1:])\n"
+             "sys.stderr.write('\\nMCP-LOADED=%s\\n' % any(m == 'mcp' or m.startswith(('mcp.', 'mcp_types')) "
+             "for m in sys.modules))\n")
+    out: dict[str, bool] = {}
+    for cmd in ("build", "check"):
+        target = work / "examples-out" if cmd == "check" else work / "probe-out"
+        proc = subprocess.run([PY, "-c", probe, cmd, str(ROOT / "workflows"), "--out", str(target)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        out[cmd] = "MCP-LOADED=False" in proc.stderr
+    return out
+
+
+# ------------------------------------------------------------------------------------------------------ d, e
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_memory(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM of a process in MiB (Linux /proc); empty elsewhere."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(value.split()[0]) / 1024
+    return out
+
+
+class Server:
+    """``project-skill serve --http 127.0.0.1:PORT`` in a child process, stopped on exit."""
+
+    def __init__(self, skills: Path, workflows: Path, log: Path):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log = log
+        self.argv = [*project_skill(), "serve", "--http", f"127.0.0.1:{self.port}", "--skills", str(skills),
+                     "--workflows", str(workflows)]
+
+    def __enter__(self) -> Server:
+        self._err = self.log.open("wb")
+        start = time.perf_counter()
+        self.proc = subprocess.Popen(self.argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._err,
+                                     stderr=subprocess.STDOUT)
+        deadline = start + 600
+        while time.perf_counter() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"bench: the server exited {self.proc.returncode}:\n{self.log.read_text()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            raise SystemExit("bench: the server did not start listening within 600 s")
+        self.startup_s = time.perf_counter() - start
+        return self
+
+    def memory(self) -> dict[str, float]:
+        return proc_memory(self.proc.pid)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._err.close()
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (0..1) by the nearest-rank method."""
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, int(round(q * len(ordered) + 0.5)) - 1))
+    return ordered[k]
+
+
+@lru_cache(maxsize=1)
+def _raw_result() -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(dict[str, Any])
+
+
+async def _raw(client: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """An extension request (skills/list, skills/get) through the SDK's session; the raw result dict back."""
+    import mcp_types
+
+    req = mcp_types.Request[dict[str, Any] | None, str](method=method, params=params)
+    return await client.session.send_request(req, _raw_result())
+
+
+async def _workload(url: str, kind: str, units: list[dict[str, Any]], workers: int) -> dict[str, Any]:
+    """Drive ``units`` (skills) through ``workers`` concurrent clients. kind "plain": one resources/read of the
+    SKILL.md per unit; "skill": skills/get then resources/read of the same SKILL.md per unit. Every answer is
+    checked against the manifest (uri, sha256)."""
+    from mcp import Client
+
+    latencies: dict[str, list[float]] = {"skills/get": [], "resources/read": []}
+    errors: list[str] = []
+    queue = iter(units)
+
+    async def worker() -> None:
+        async with Client(url, cache=None) as client:
+            for entry in queue:
+                uri = entry["uri"]
+                try:
+                    if kind == "skill":
+                        t = time.perf_counter()
+                        got = await _raw(client, "skills/get", {"uri": uri})
+                        latencies["skills/get"].append(time.perf_counter() - t)
+                        if got["skill"]["uri"] != uri:
+                            errors.append(f"skills/get {uri}: wrong entry")
+                    t = time.perf_counter()
+                    res = await client.read_resource(uri)
+                    latencies["resources/read"].append(time.perf_counter() - t)
+                    data = res.contents[0].text.encode("utf-8")
+                    if "sha256:" + hashlib.sha256(data).hexdigest() != entry["resources"][0]["digest"]:
+                        errors.append(f"resources/read {uri}: digest mismatch")
+                except Exception as exc:  # counted and reported, not raised
+                    errors.append(f"{uri}: {exc!r}")
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    elapsed = time.perf_counter() - start
+    every = latencies["skills/get"] + latencies["resources/read"]
+    return {"requests": len(every), "elapsed_s": elapsed, "rps": len(every) / elapsed,
+            "p50_ms": 1000 * pct(every, 0.50), "p99_ms": 1000 * pct(every, 0.99),
+            "by_method": {m: {"n": len(v), "p50_ms": 1000 * pct(v, 0.5), "p99_ms": 1000 * pct(v, 0.99)}
+                          for m, v in latencies.items() if v},
+            "errors": errors[:10], "error_count": len(errors)}
+
+
+async def _connect_all(url: str, workers: int) -> None:
+    """Untimed warm-up: connect (server/discover) and read once per worker."""
+    from mcp import Client
+
+    async def one() -> None:
+        async with Client(url, cache=None) as client:
+            await _raw(client, "skills/list", {})
+
+    await asyncio.gather(*(one() for _ in range(workers)))
+
+
+def bench_throughput(server: Server, manifest: list[dict[str, Any]], requests: int, rounds: int, workers: int,
+                     seed: int) -> dict[str, Any]:
+    rng = random.Random(f"projector-bench-http:{seed}")
+    asyncio.run(_connect_all(server.url, workers))
+    runs: dict[str, list[dict[str, Any]]] = {"plain": [], "skill": []}
+    for r in range(rounds):
+        # The same skills in both workloads; plain does one request per skill, skill two: same request count.
+        picks = [rng.choice(manifest) for _ in range(requests)]
+        for kind in ("plain", "skill") if r % 2 == 0 else ("skill", "plain"):
+            units = picks if kind == "plain" else picks[: requests // 2]
+            res = asyncio.run(_workload(server.url, kind, units, workers))
+            runs[kind].append(res)
+            print(f"  http {kind}: round {r + 1}/{rounds}: {res['rps']:.0f} req/s", file=sys.stderr, flush=True)
+    out: dict[str, Any] = {"workers": workers, "requests_per_run": requests, "rounds": rounds}
+    for kind, rs in runs.items():
+        out[kind] = {
+            "rps": statistics.median(x["rps"] for x in rs),
+            "p50_ms": statistics.median(x["p50_ms"] for x in rs),
+            "p99_ms": statistics.median(x["p99_ms"] for x in rs),
+            "by_method": rs[len(rs) // 2]["by_method"],
+            "error_count": sum(x["error_count"] for x in rs),
+            "errors": [e for x in rs for e in x["errors"]][:10],
+            "runs": rs,
+        }
+    out["ratio"] = out["skill"]["rps"] / out["plain"]["rps"]
+    return out
+
+
+async def _list_pass(url: str) -> dict[str, Any]:
+    from mcp import Client
+
+    pages: list[float] = []
+    uris: list[str] = []
+    async with Client(url, cache=None) as client:
+        cursor = None
+        start = time.perf_counter()
+        while True:
+            t = time.perf_counter()
+            res = await _raw(client, "skills/list", {"cursor": cursor} if cursor else {})
+            pages.append(time.perf_counter() - t)
+            uris += [e["uri"] for e in res["skills"]]
+            cursor = res.get("nextCursor")
+            if not cursor:
+                break
+        elapsed = time.perf_counter() - start
+    return {"pages": len(pages), "skills": len(uris), "elapsed_s": elapsed, "uris": uris,
+            "page_p50_ms": 1000 * pct(pages, 0.5), "page_p99_ms": 1000 * pct(pages, 0.99),
+            "first_page_ms": 1000 * pages[0], "last_page_ms": 1000 * pages[-1]}
+
+
+def bench_list(server: Server, manifest: list[dict[str, Any]], passes: int) -> dict[str, Any]:
+    expected = [e["uri"] for e in manifest]
+    results = []
+    mem_before = server.memory()
+    for p in range(passes):
+        res = asyncio.run(_list_pass(server.url))
+        res["complete_and_in_order"] = res.pop("uris") == expected
+        res["memory_after"] = server.memory()
+        results.append(res)
+        print(f"  skills/list pass {p + 1}/{passes}: {res['pages']} pages in {res['elapsed_s']:.2f} s, "
+              f"RSS {res['memory_after'].get('VmRSS', 0):.1f} MiB", file=sys.stderr, flush=True)
+    first = results[0]["memory_after"].get("VmRSS")
+    last = results[-1]["memory_after"].get("VmRSS")
+    growth = (last - first) / first if first and last else None
+    return {"passes": results, "memory_before": mem_before, "rss_growth_first_to_last": growth,
+            "pages_per_pass": results[0]["pages"], "skills": len(expected)}
+
+
+def bench_server(work: Path, tree: Path, n: int, requests: int, rounds: int, workers: int, passes: int,
+                 seed: int) -> dict[str, Any]:
+    manifest = json.loads((tree / "skills.json").read_text("utf-8"))["skills"]
+    with Server(tree, ROOT / "workflows", work / "server.log") as server:
+        idle = server.memory()
+        print(f"  server up in {server.startup_s:.1f} s with {len(manifest)} skills, RSS "
+              f"{idle.get('VmRSS', 0):.0f} MiB", file=sys.stderr, flush=True)
+        http = bench_throughput(server, manifest, requests, rounds, workers, seed)
+        listing = bench_list(server, manifest, passes)
+        end = server.memory()
+    return {"skills": n, "startup_s": server.startup_s, "memory_idle": idle, "memory_end": end,
+            "throughput": http, "list": listing}
+
+
+# ------------------------------------------------------------------------------------------------------ report
+
+def machine() -> dict[str, Any]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        cpu = platform.processor() or "unknown"
+    mem = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    import yaml
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "-"
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    return {
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cpu_model": cpu,
+        "memory_gib": mem,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "libyaml": bool(getattr(yaml, "__with_libyaml__", False)),
+        "packages": {d: version(d) for d in ("projector", "PyYAML", "Jinja2", "python-slugify", "mcp")},
+        "commit": commit.stdout.strip() or "-",
+        "loadavg_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
+    }
+
+
+def verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("PASS" if ok else "MISS")
+
+
+def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
+    cold = res["cold"]
+    floor = cold["floor: import yaml, jinja2, slugify"]["wall_s"]
+    check = cold["project-skill check (examples)"]["wall_s"]
+    rows = [{"target": "cold check of the examples <= 1.5x the floor", "measured": f"{check / floor:.2f}x "
+             f"({1000 * check:.0f} ms vs {1000 * floor:.0f} ms)", "limit": "1.5x",
+             "ok": check / floor <= TARGETS["check_vs_floor"]}]
+    scale = res["scale"]
+    if "1000" in scale:
+        b1k = scale["1000"]["build"]["wall_s"]
+        rows.append({"target": "1,000 workflows build in <= 1.0 s (2 cores)", "measured": f"{b1k:.2f} s",
+                     "limit": "1.0 s", "ok": b1k <= TARGETS["build_1000_s"]})
+    else:
+        rows.append({"target": "1,000 workflows build in <= 1.0 s (2 cores)", "measured": "not run (--quick)",
+                     "limit": "1.0 s", "ok": None})
+    if "1000" in scale and "10000" in scale:
+        r = scale["10000"]["build"]["wall_s"] / scale["1000"]["build"]["wall_s"]
+        rows.append({"target": "10,000 build in <= 11x the time of 1,000", "measured": f"{r:.2f}x",
+                     "limit": "11x", "ok": r <= TARGETS["build_10000_vs_1000"]})
+    else:
+        rows.append({"target": "10,000 build in <= 11x the time of 1,000", "measured": "not run (--quick)",
+                     "limit": "11x", "ok": None})
+    srv = res.get("server")
+    if srv:
+        t = srv["throughput"]
+        rows.append({"target": "skills/get + resources/read >= 0.9x plain resources/read (req/s)",
+                     "measured": f"{t['ratio']:.2f}x ({t['skill']['rps']:.0f} vs {t['plain']['rps']:.0f} req/s)",
+                     "limit": "0.9x", "ok": t["ratio"] >= TARGETS["skill_vs_plain"] and not t["skill"]["error_count"]
+                     and not t["plain"]["error_count"]})
+        g = srv["list"]["rss_growth_first_to_last"]
+        complete = all(p["complete_and_in_order"] for p in srv["list"]["passes"])
+        rows.append({"target": f"skills/list over {srv['skills']:,} skills: complete, memory flat",
+                     "measured": ("n/a" if g is None else f"{100 * g:+.1f} % RSS first to last pass")
+                     + ("" if complete else "; INCOMPLETE listing"),
+                     "limit": "<= 5 % growth", "ok": None if g is None else (g <= TARGETS["list_memory_growth"]
+                                                                             and complete)})
+    mf = res["mcp_free"]
+    rows.append({"target": "build and check never import mcp", "measured":
+                 ", ".join(f"{k}: {'no mcp' if v else 'IMPORTS mcp'}" for k, v in mf.items()),
+                 "limit": "no mcp", "ok": all(mf.values())})
+    if quick:
+        for row in rows:
+            if "1,000" in row["target"] or "10,000" in row["target"]:
+                row["ok"] = None
+    return rows
+
+
+def fmt_ms(s: float) -> str:
+    return f"{1000 * s:,.0f} ms" if s < 10 else f"{s:,.1f} s"
+
+
+def render_md(res: dict[str, Any]) -> str:
+    m = res["machine"]
+    lines = ["# Performance", "",
+             "Measured by `bench/bench.py`" + (" in `--quick` mode (reduced sizes: not a verdict)" if res["quick"]
+                                               else "") + ". Reproduce with:", "",
+             "```sh", ".venv/bin/python bench/bench.py          # the full run: about 10 minutes",
+             ".venv/bin/python bench/bench.py --quick  # a smoke test: under a minute", "```", "",
+             "Every time is the median of several cold runs of a fresh process, run round-robin so changes in machine "
+             "load hit every case alike; CPU is user + system time of that process, and peak memory its maximum "
+             "resident set. The workflow sets are synthetic and deterministic (`bench/workgen.py`, seed "
+             f"{res['seed']}): 3 to 8 steps each, every data-source kind, guidance, acknowledged and unacknowledged "
+             "gate warnings, resource-only steps with templates, and every kind of tool annotation.", "",
+             "## Machine", "",
+             "| | |", "|---|---|",
+             f"| date | {m['date']} |",
+             f"| CPUs | {m['cpus']} ({m['cpus_usable']} usable): {m['cpu_model']} |",
+             f"| memory | {m['memory_gib']} GiB |",
+             f"| OS | {m['os']} |",
+             f"| Python | {m['implementation']} {m['python']} |",
+             f"| libyaml | {'yes' if m['libyaml'] else 'no'} |",
+             "| packages | " + ", ".join(f"{k} {v}" for k, v in m["packages"].items()) + " |",
+             f"| commit | {m['commit']} |",
+             "| load average (1, 5, 15 min) at start / end | "
+             + " / ".join(", ".join(f"{x:.2f}" for x in la) if la else "-"
+                          for la in (m["loadavg_start"], res.get("loadavg_end"))) + " |",
+             "", "## Targets", "",
+             "| target | measured | limit | verdict |", "|---|---|---|---|"]
+    for row in res["verdicts"]:
+        lines.append(f"| {row['target']} | {row['measured']} | {row['limit']} | **{verdict(row['ok'])}** |")
+
+    cold = res["cold"]
+    floor = cold["floor: import yaml, jinja2, slugify"]
+    lines += ["", "## a. Cold start", "",
+              "One process per run, as a pre-commit hook or CI step starts it. Output goes to /dev/null.", "",
+              "| command | wall (median) | vs floor | min – max | CPU | peak RSS |", "|---|---:|---:|---:|---:|---:|"]
+    for name, r in cold.items():
+        lines.append(f"| {name} | {fmt_ms(r['wall_s'])} | {r['wall_s'] / floor['wall_s']:.2f}x | "
+                     f"{fmt_ms(r['wall_min_s'])} – {fmt_ms(r['wall_max_s'])} | {fmt_ms(r['cpu_s'])} | "
+                     f"{r['maxrss_mb']:.0f} MiB |")
+
+    scale = res["scale"]
+    sizes = sorted(scale, key=int)
+    lines += ["", "## b, c. Scaling and memory", "",
+              "`build` writes a fresh output folder each run; `check` compares against an up-to-date one.", "",
+              "| workflows | input | output files | build | per workflow | check | per workflow | peak RSS build "
+              "/ check |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in sizes:
+        r = scale[n]
+        lines.append(f"| {int(n):,} | {r['input_bytes'] / 1e6:.1f} MB | {r['output_files']:,} | "
+                     f"{fmt_ms(r['build']['wall_s'])} | {1000 * r['build']['wall_s'] / int(n):.2f} ms | "
+                     f"{fmt_ms(r['check']['wall_s'])} | {1000 * r['check']['wall_s'] / int(n):.2f} ms | "
+                     f"{r['build']['maxrss_mb']:.0f} / {r['check']['maxrss_mb']:.0f} MiB |")
+    if len(sizes) >= 2:
+        a, b = sizes[-2], sizes[-1]
+        na, nb = int(a), int(b)
+        for cmd in ("build", "check"):
+            ta, tb = scale[a][cmd]["wall_s"], scale[b][cmd]["wall_s"]
+            marginal = 1000 * (tb - ta) / (nb - na)
+            lines.append("")
+            lines.append(f"- {cmd}: {nb:,} workflows take {tb / ta:.2f}x the time of {na:,} "
+                         f"({nb / na:.0f}x the work); the marginal cost is {marginal:.2f} ms per workflow "
+                         f"(CPU time: {scale[b][cmd]['cpu_s'] / scale[a][cmd]['cpu_s']:.2f}x).")
+
+    srv = res.get("server")
+    if srv:
+        t = srv["throughput"]
+        lines += ["", "## d. Serving over Streamable HTTP (loopback)", "",
+                  f"One `project-skill serve --http` process (stateless) serving the {srv['skills']:,}-skill tree; "
+                  f"{t['workers']} concurrent `mcp.Client`s in one client process on the same machine; "
+                  f"{t['requests_per_run']:,} requests per run, {t["rounds"]} run(s) per workload, alternating. "
+                  "*plain*: `resources/read` of a SKILL.md (a concrete resource). *skill*: `skills/get` of the same "
+                  "skills, each followed by the same `resources/read`. Every answer is checked (entry URI, sha256 of "
+                  "the bytes).", "",
+                  "| workload | requests/s | p50 | p99 | errors |", "|---|---:|---:|---:|---:|"]
+        for kind in ("plain", "skill"):
+            k = t[kind]
+            lines.append(f"| {kind} | {k['rps']:.0f} | {k['p50_ms']:.1f} ms | {k['p99_ms']:.1f} ms | "
+                         f"{k['error_count']} |")
+            for meth, bm in sorted(k["by_method"].items()):
+                lines.append(f"| &nbsp;&nbsp;{kind}: {meth} | | {bm['p50_ms']:.1f} ms | {bm['p99_ms']:.1f} ms | |")
+        lines += ["", f"skill / plain: **{t['ratio']:.2f}x** the requests per second.", "",
+                  f"Server start with {srv['skills']:,} skills: {srv['startup_s']:.1f} s to listening; RSS "
+                  f"{srv['memory_idle'].get('VmRSS', 0):.0f} MiB idle, "
+                  f"{srv['memory_end'].get('VmRSS', 0):.0f} MiB at the end (peak "
+                  f"{srv['memory_end'].get('VmHWM', 0):.0f} MiB)."]
+        lst = srv["list"]
+        lines += ["", "## e. `skills/list` paged over every skill", "",
+                  f"{len(lst['passes'])} full passes with one client, {lst['pages_per_pass']} pages of the server's "
+                  "default page size each; server RSS after each pass.", "",
+                  "| pass | pages | skills | complete, in order | time | page p50 | page p99 | first / last page | "
+                  "RSS after |", "|---:|---:|---:|:---:|---:|---:|---:|---:|---:|"]
+        for i, p in enumerate(lst["passes"], 1):
+            lines.append(f"| {i} | {p['pages']} | {p['skills']:,} | {'yes' if p['complete_and_in_order'] else 'NO'} "
+                         f"| {fmt_ms(p['elapsed_s'])} | {p['page_p50_ms']:.1f} ms | {p['page_p99_ms']:.1f} ms | "
+                         f"{p['first_page_ms']:.1f} / {p['last_page_ms']:.1f} ms | "
+                         f"{p['memory_after'].get('VmRSS', 0):.1f} MiB |")
+        g = lst["rss_growth_first_to_last"]
+        lines += ["", f"RSS growth from the first pass to the last: "
+                  f"{'n/a' if g is None else f'{100 * g:+.2f} %'}."]
+    elif res.get("server_skipped"):
+        lines += ["", "## d, e. Serving", "", f"Not run: {res['server_skipped']}."]
+    lines += ["", "Raw numbers: `bench/results.json`."]
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------------ main
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes and few runs: a smoke test under a minute")
+    ap.add_argument("--seed", type=int, default=2640)
+    ap.add_argument("--runs", type=int, help="timed runs per case (default: 7 quick cases, 5 at 1,000, 3 at 10,000)")
+    ap.add_argument("--no-server", action="store_true", help="skip d and e")
+    ap.add_argument("--out", help="folder for results.md and results.json (default: bench/; with --quick, a "
+                                  "temporary folder, so a smoke test never overwrites the committed results)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder (printed)")
+    args = ap.parse_args(argv)
+
+    if args.quick:
+        sizes, runs_small, runs = (10, 100, 300), 3, {10: 3, 100: 3, 300: 2}
+        http = {"requests": 200, "rounds": 1, "workers": 4, "passes": 2}
+    else:
+        sizes, runs_small, runs = (10, 1000, 10000), 9, {10: 7, 1000: 5, 10000: 3}
+        http = {"requests": 2000, "rounds": 3, "workers": 8, "passes": 5}
+    if args.runs:
+        runs_small = args.runs
+        runs = {n: args.runs for n in sizes}
+
+    work = Path(tempfile.mkdtemp(prefix="projector-bench-"))
+    res: dict[str, Any] = {"quick": args.quick, "seed": args.seed, "machine": machine()}
+    started = time.perf_counter()
+    try:
+        print("a. cold start", file=sys.stderr)
+        res["cold"] = bench_cold(work, runs_small)
+        res["mcp_free"] = mcp_free(work)
+        print("b, c. scaling", file=sys.stderr)
+        res["scale"] = bench_scale(work, sizes, runs, args.seed)
+        if args.no_server:
+            res["server_skipped"] = "--no-server"
+        else:
+            try:
+                import mcp  # noqa: F401  (the server side needs the SDK; build and check above do not)
+            except ImportError:
+                res["server_skipped"] = "the mcp package is not installed"
+            else:
+                n = sizes[-1]
+                print(f"d, e. server with {n} skills", file=sys.stderr)
+                res["server"] = bench_server(work, work / f"out-{n}", n, seed=args.seed, **http)
+    finally:
+        if args.keep:
+            print(f"kept {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    res["loadavg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
+    res["elapsed_s"] = time.perf_counter() - started
+    res["targets"] = TARGETS
+    res["verdicts"] = evaluate(res, args.quick)
+    out = Path(args.out) if args.out else (Path(tempfile.gettempdir()) / "projector-bench-quick" if args.quick
+                                           else BENCH)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(res, indent=2, default=str) + "\n", encoding="utf-8")
+    (out / "results.md").write_text(render_md(res), encoding="utf-8")
+    print(render_md(res))
+    print(f"wrote {out / 'results.md'} and {out / 'results.json'} in {res['elapsed_s']:.0f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
