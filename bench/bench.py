@@ -566,7 +566,7 @@ def render_md(res: dict[str, Any]) -> str:
         lines += ["", "## d. Serving over Streamable HTTP (loopback)", "",
                   f"One `project-skill serve --http` process (stateless) serving the {srv['skills']:,}-skill tree; "
                   f"{t['workers']} concurrent `mcp.Client`s in one client process on the same machine; "
-                  f"{t['requests_per_run']:,} requests per run, {t["rounds"]} run(s) per workload, alternating. "
+                  f"{t['requests_per_run']:,} requests per run, {t['rounds']} run(s) per workload, alternating. "
                   "*plain*: `resources/read` of a SKILL.md (a concrete resource). *skill*: `skills/get` of the same "
                   "skills, each followed by the same `resources/read`. Every answer is checked (entry URI, sha256 of "
                   "the bytes).", "",
