@@ -8,35 +8,18 @@ import json
 
 import pytest
 
-import projector.remote.client as client_mod
-from projector.remote.cli import main as remote_main
 from projector.remote.errors import LockError
 from projector.remote.pins import Lock, changes, dumps_lock, manifest_digest, parse_lock, pin_entry, server_key
 from projector.remote.verify import FileRef, parse_entry
-from remote_fixtures import SCHEME, Served, honest, serve, sha
+from remote_fixtures import remote_cli, SCHEME, Served, honest, serve, sha
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"
 TOOLS = f"{SCHEME}refund-flow/references/tools.md"
 
 
 @pytest.fixture
-def cli(monkeypatch, capsys):
-    servers: dict[str, object] = {}
-    real = client_mod.connect
-
-    def fake_connect(server, label=None, **kw):
-        if isinstance(server, str) and server in servers:
-            return real(servers[server], label or server, **kw)
-        return real(server, label, **kw)
-
-    monkeypatch.setattr(client_mod, "connect", fake_connect)
-
-    def run(name: str, *argv: str) -> tuple[int, str, str]:
-        rc = remote_main(name, list(argv))
-        out, err = capsys.readouterr()
-        return rc, out, err
-
-    return servers, run
+def cli(remote_cli):
+    return remote_cli
 
 
 # ------------------------------------------------------------------------------------------------------ format

@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import projector.remote.client as client_mod
 from projector.remote import connect
-from projector.remote.cli import main as remote_main
 from projector.remote.errors import DynamicDeclined, VerificationError
-from remote_fixtures import GENERATED, SCHEME, Served, serve, sha
+from remote_fixtures import remote_cli, GENERATED, SCHEME, Served, serve, sha
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"
 TOOLS = f"{SCHEME}refund-flow/references/tools.md"
@@ -23,24 +21,8 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def cli(monkeypatch, capsys):
-    """Run ``project-skill remote|pin`` in process; SERVER names are looked up in ``servers`` first."""
-    servers: dict[str, object] = {}
-    real = client_mod.connect
-
-    def fake_connect(server, label=None, **kw):
-        if isinstance(server, str) and server in servers:
-            return real(servers[server], label or server, **kw)
-        return real(server, label, **kw)
-
-    monkeypatch.setattr(client_mod, "connect", fake_connect)
-
-    def run(name: str, *argv: str) -> tuple[int, str, str]:
-        rc = remote_main(name, list(argv))
-        out, err = capsys.readouterr()
-        return rc, out, err
-
-    return servers, run
+def cli(remote_cli):
+    return remote_cli
 
 
 def tree(root: Path) -> dict[str, bytes]:
