@@ -143,14 +143,21 @@ def bench_cold(work: Path, runs: int) -> dict[str, Any]:
     return measure(cases, runs, "cold start")
 
 
+def ensure_tree(work: Path, n: int, seed: int) -> tuple[Path, Path]:
+    """The set of ``n`` workflows and its built tree, made once per bench run."""
+    src, out = work / f"wf-{n}", work / f"out-{n}"
+    if not (out / "skills.json").exists():
+        workgen.write_set(n, src, seed)
+        run_once([*project_skill(), "build", str(src), "--out", str(out)])
+    return src, out
+
+
 def bench_scale(work: Path, sizes: tuple[int, ...], runs: dict[int, int], seed: int) -> dict[str, Any]:
     ps = project_skill()
     results: dict[str, Any] = {}
     for n in sizes:
-        src = workgen.write_set(n, work / f"wf-{n}", seed)
-        out = work / f"out-{n}"
+        src, out = ensure_tree(work, n, seed)
         fresh = work / f"fresh-{n}"
-        run_once([*ps, "build", str(src), "--out", str(out)])
         files = sum(1 for p in out.rglob("*") if p.is_file())
         cases = [
             Case("build", [*ps, "build", str(src), "--out", str(fresh)], remover(fresh)),
@@ -447,25 +454,27 @@ def verdict(ok: bool | None) -> str:
 
 
 def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
-    cold = res["cold"]
-    floor = cold["floor: import yaml, jinja2, slugify"]["wall_s"]
-    check = cold["project-skill check (examples)"]["wall_s"]
-    rows = [{"target": "cold check of the examples <= 1.5x the floor", "measured": f"{check / floor:.2f}x "
-             f"({1000 * check:.0f} ms vs {1000 * floor:.0f} ms)", "limit": "1.5x",
-             "ok": check / floor <= TARGETS["check_vs_floor"]}]
-    scale = res["scale"]
+    rows = []
+    cold = res.get("cold")
+    if cold:
+        floor = cold["floor: import yaml, jinja2, slugify"]["wall_s"]
+        check = cold["project-skill check (examples)"]["wall_s"]
+        rows.append({"target": "cold check of the examples <= 1.5x the floor", "measured": f"{check / floor:.2f}x "
+                     f"({1000 * check:.0f} ms vs {1000 * floor:.0f} ms)", "limit": "1.5x",
+                     "ok": check / floor <= TARGETS["check_vs_floor"]})
+    scale = res.get("scale", {})
     if "1000" in scale:
         b1k = scale["1000"]["build"]["wall_s"]
         rows.append({"target": "1,000 workflows build in <= 1.0 s (2 cores)", "measured": f"{b1k:.2f} s",
                      "limit": "1.0 s", "ok": b1k <= TARGETS["build_1000_s"]})
-    else:
+    elif "scale" in res:
         rows.append({"target": "1,000 workflows build in <= 1.0 s (2 cores)", "measured": "not run (--quick)",
                      "limit": "1.0 s", "ok": None})
     if "1000" in scale and "10000" in scale:
         r = scale["10000"]["build"]["wall_s"] / scale["1000"]["build"]["wall_s"]
         rows.append({"target": "10,000 build in <= 11x the time of 1,000", "measured": f"{r:.2f}x",
                      "limit": "11x", "ok": r <= TARGETS["build_10000_vs_1000"]})
-    else:
+    elif "scale" in res:
         rows.append({"target": "10,000 build in <= 11x the time of 1,000", "measured": "not run (--quick)",
                      "limit": "11x", "ok": None})
     srv = res.get("server")
@@ -482,10 +491,11 @@ def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
                      + ("" if complete else "; INCOMPLETE listing"),
                      "limit": "<= 5 % growth", "ok": None if g is None else (g <= TARGETS["list_memory_growth"]
                                                                              and complete)})
-    mf = res["mcp_free"]
-    rows.append({"target": "build and check never import mcp", "measured":
-                 ", ".join(f"{k}: {'no mcp' if v else 'IMPORTS mcp'}" for k, v in mf.items()),
-                 "limit": "no mcp", "ok": all(mf.values())})
+    mf = res.get("mcp_free")
+    if mf:
+        rows.append({"target": "build and check never import mcp", "measured":
+                     ", ".join(f"{k}: {'no mcp' if v else 'IMPORTS mcp'}" for k, v in mf.items()),
+                     "limit": "no mcp", "ok": all(mf.values())})
     if quick:
         for row in rows:
             if "1,000" in row["target"] or "10,000" in row["target"]:
@@ -527,38 +537,40 @@ def render_md(res: dict[str, Any]) -> str:
     for row in res["verdicts"]:
         lines.append(f"| {row['target']} | {row['measured']} | {row['limit']} | **{verdict(row['ok'])}** |")
 
-    cold = res["cold"]
-    floor = cold["floor: import yaml, jinja2, slugify"]
-    lines += ["", "## a. Cold start", "",
-              "One process per run, as a pre-commit hook or CI step starts it. Output goes to /dev/null.", "",
-              "| command | wall (median) | vs floor | min – max | CPU | peak RSS |", "|---|---:|---:|---:|---:|---:|"]
-    for name, r in cold.items():
-        lines.append(f"| {name} | {fmt_ms(r['wall_s'])} | {r['wall_s'] / floor['wall_s']:.2f}x | "
-                     f"{fmt_ms(r['wall_min_s'])} – {fmt_ms(r['wall_max_s'])} | {fmt_ms(r['cpu_s'])} | "
-                     f"{r['maxrss_mb']:.0f} MiB |")
+    cold = res.get("cold")
+    if cold:
+        floor = cold["floor: import yaml, jinja2, slugify"]
+        lines += ["", "## a. Cold start", "",
+                  "One process per run, as a pre-commit hook or CI step starts it. Output goes to /dev/null.", "",
+                  "| command | wall (median) | vs floor | min – max | CPU | peak RSS |", "|---|---:|---:|---:|---:|---:|"]
+        for name, r in cold.items():
+            lines.append(f"| {name} | {fmt_ms(r['wall_s'])} | {r['wall_s'] / floor['wall_s']:.2f}x | "
+                         f"{fmt_ms(r['wall_min_s'])} – {fmt_ms(r['wall_max_s'])} | {fmt_ms(r['cpu_s'])} | "
+                         f"{r['maxrss_mb']:.0f} MiB |")
 
-    scale = res["scale"]
-    sizes = sorted(scale, key=int)
-    lines += ["", "## b, c. Scaling and memory", "",
-              "`build` writes a fresh output folder each run; `check` compares against an up-to-date one.", "",
-              "| workflows | input | output files | build | per workflow | check | per workflow | peak RSS build "
-              "/ check |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for n in sizes:
-        r = scale[n]
-        lines.append(f"| {int(n):,} | {r['input_bytes'] / 1e6:.1f} MB | {r['output_files']:,} | "
-                     f"{fmt_ms(r['build']['wall_s'])} | {1000 * r['build']['wall_s'] / int(n):.2f} ms | "
-                     f"{fmt_ms(r['check']['wall_s'])} | {1000 * r['check']['wall_s'] / int(n):.2f} ms | "
-                     f"{r['build']['maxrss_mb']:.0f} / {r['check']['maxrss_mb']:.0f} MiB |")
-    if len(sizes) >= 2:
-        a, b = sizes[-2], sizes[-1]
-        na, nb = int(a), int(b)
-        for cmd in ("build", "check"):
-            ta, tb = scale[a][cmd]["wall_s"], scale[b][cmd]["wall_s"]
-            marginal = 1000 * (tb - ta) / (nb - na)
-            lines.append("")
-            lines.append(f"- {cmd}: {nb:,} workflows take {tb / ta:.2f}x the time of {na:,} "
-                         f"({nb / na:.0f}x the work); the marginal cost is {marginal:.2f} ms per workflow "
-                         f"(CPU time: {scale[b][cmd]['cpu_s'] / scale[a][cmd]['cpu_s']:.2f}x).")
+    scale = res.get("scale")
+    sizes = sorted(scale, key=int) if scale else []
+    if scale:
+        lines += ["", "## b, c. Scaling and memory", "",
+                  "`build` writes a fresh output folder each run; `check` compares against an up-to-date one.", "",
+                  "| workflows | input | output files | build | per workflow | check | per workflow | peak RSS build "
+                  "/ check |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for n in sizes:
+            r = scale[n]
+            lines.append(f"| {int(n):,} | {r['input_bytes'] / 1e6:.1f} MB | {r['output_files']:,} | "
+                         f"{fmt_ms(r['build']['wall_s'])} | {1000 * r['build']['wall_s'] / int(n):.2f} ms | "
+                         f"{fmt_ms(r['check']['wall_s'])} | {1000 * r['check']['wall_s'] / int(n):.2f} ms | "
+                         f"{r['build']['maxrss_mb']:.0f} / {r['check']['maxrss_mb']:.0f} MiB |")
+        if len(sizes) >= 2:
+            a, b = sizes[-2], sizes[-1]
+            na, nb = int(a), int(b)
+            for cmd in ("build", "check"):
+                ta, tb = scale[a][cmd]["wall_s"], scale[b][cmd]["wall_s"]
+                marginal = 1000 * (tb - ta) / (nb - na)
+                lines.append("")
+                lines.append(f"- {cmd}: {nb:,} workflows take {tb / ta:.2f}x the time of {na:,} "
+                             f"({nb / na:.0f}x the work); the marginal cost is {marginal:.2f} ms per workflow "
+                             f"(CPU time: {scale[b][cmd]['cpu_s'] / scale[a][cmd]['cpu_s']:.2f}x).")
 
     srv = res.get("server")
     if srv:
@@ -611,6 +623,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=2640)
     ap.add_argument("--runs", type=int, help="timed runs per case (default: 7 quick cases, 5 at 1,000, 3 at 10,000)")
     ap.add_argument("--no-server", action="store_true", help="skip d and e")
+    ap.add_argument("--only", action="append", choices=("cold", "scale", "server"),
+                    help="run only this part (a; b and c; d and e); repeatable")
     ap.add_argument("--out", help="folder for results.md and results.json (default: bench/; with --quick, a "
                                   "temporary folder, so a smoke test never overwrites the committed results)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (printed)")
@@ -630,13 +644,16 @@ def main(argv: list[str] | None = None) -> int:
     res: dict[str, Any] = {"quick": args.quick, "seed": args.seed, "machine": machine()}
     started = time.perf_counter()
     try:
-        print("a. cold start", file=sys.stderr)
-        res["cold"] = bench_cold(work, runs_small)
-        res["mcp_free"] = mcp_free(work)
-        print("b, c. scaling", file=sys.stderr)
-        res["scale"] = bench_scale(work, sizes, runs, args.seed)
-        if args.no_server:
-            res["server_skipped"] = "--no-server"
+        parts = set(args.only or ("cold", "scale", "server"))
+        if "cold" in parts:
+            print("a. cold start", file=sys.stderr)
+            res["cold"] = bench_cold(work, runs_small)
+            res["mcp_free"] = mcp_free(work)
+        if "scale" in parts:
+            print("b, c. scaling", file=sys.stderr)
+            res["scale"] = bench_scale(work, sizes, runs, args.seed)
+        if args.no_server or "server" not in parts:
+            res["server_skipped"] = "--no-server" if args.no_server else "--only " + " ".join(sorted(parts))
         else:
             try:
                 import mcp  # noqa: F401  (the server side needs the SDK; build and check above do not)
@@ -645,7 +662,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 n = sizes[-1]
                 print(f"d, e. server with {n} skills", file=sys.stderr)
-                res["server"] = bench_server(work, work / f"out-{n}", n, seed=args.seed, **http)
+                _, tree = ensure_tree(work, n, args.seed)
+                res["server"] = bench_server(work, tree, n, seed=args.seed, **http)
     finally:
         if args.keep:
             print(f"kept {work}", file=sys.stderr)
