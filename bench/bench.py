@@ -465,7 +465,9 @@ def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
     scale = res.get("scale", {})
     if "1000" in scale:
         b1k = scale["1000"]["build"]["wall_s"]
-        rows.append({"target": "1,000 workflows build in <= 1.0 s (2 cores)", "measured": f"{b1k:.2f} s",
+        floor_s = res["cold"]["floor: import yaml, jinja2, slugify"]["wall_s"] if res.get("cold") else None
+        rows.append({"target": "1,000 workflows build in <= 1.0 s (2 cores)", "measured": f"{b1k:.2f} s"
+                     + (f" ({b1k / floor_s:.0f}x the floor)" if floor_s else ""),
                      "limit": "1.0 s", "ok": b1k <= TARGETS["build_1000_s"]})
     elif "scale" in res:
         rows.append({"target": "1,000 workflows build in <= 1.0 s (2 cores)", "measured": "not run (--quick)",
