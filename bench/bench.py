@@ -161,6 +161,7 @@ def bench_scale(work: Path, sizes: tuple[int, ...], runs: dict[int, int], seed: 
         files = sum(1 for p in out.rglob("*") if p.is_file())
         cases = [
             Case("build", [*ps, "build", str(src), "--out", str(fresh)], remover(fresh)),
+            Case("build, up to date", [*ps, "build", str(src), "--out", str(out)]),
             Case("check", [*ps, "check", str(src), "--out", str(out)]),
         ]
         r = measure(cases, runs[n], f"{n} workflows")
@@ -459,15 +460,19 @@ def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
     if cold:
         floor = cold["floor: import yaml, jinja2, slugify"]["wall_s"]
         check = cold["project-skill check (examples)"]["wall_s"]
+        best = (cold["project-skill check (examples)"]["wall_min_s"]
+                / cold["floor: import yaml, jinja2, slugify"]["wall_min_s"])
         rows.append({"target": "cold check of the examples <= 1.5x the floor", "measured": f"{check / floor:.2f}x "
-                     f"({1000 * check:.0f} ms vs {1000 * floor:.0f} ms)", "limit": "1.5x",
+                     f"({1000 * check:.0f} ms vs {1000 * floor:.0f} ms; fastest runs: {best:.2f}x)", "limit": "1.5x",
                      "ok": check / floor <= TARGETS["check_vs_floor"]})
     scale = res.get("scale", {})
     if "1000" in scale:
         b1k = scale["1000"]["build"]["wall_s"]
+        u1k = scale["1000"]["build, up to date"]["wall_s"]
         floor_s = res["cold"]["floor: import yaml, jinja2, slugify"]["wall_s"] if res.get("cold") else None
         rows.append({"target": "1,000 workflows build in <= 1.0 s (2 cores)", "measured": f"{b1k:.2f} s"
-                     + (f" ({b1k / floor_s:.0f}x the floor)" if floor_s else ""),
+                     + (f" ({b1k / floor_s:.0f}x the floor)" if floor_s else "")
+                     + f"; up to date (nothing to write): {u1k:.2f} s",
                      "limit": "1.0 s", "ok": b1k <= TARGETS["build_1000_s"]})
     elif "scale" in res:
         rows.append({"target": "1,000 workflows build in <= 1.0 s (2 cores)", "measured": "not run (--quick)",
@@ -514,7 +519,7 @@ def render_md(res: dict[str, Any]) -> str:
     lines = ["# Performance", "",
              "Measured by `bench/bench.py`" + (" in `--quick` mode (reduced sizes: not a verdict)" if res["quick"]
                                                else "") + ". Reproduce with:", "",
-             "```sh", ".venv/bin/python bench/bench.py          # the full run: about 10 minutes",
+             "```sh", ".venv/bin/python bench/bench.py          # the full run: 10 to 15 minutes",
              ".venv/bin/python bench/bench.py --quick  # a smoke test: under a minute", "```", "",
              "Every time is the median of several cold runs of a fresh process, run round-robin so changes in machine "
              "load hit every case alike; CPU is user + system time of that process, and peak memory its maximum "
@@ -554,19 +559,23 @@ def render_md(res: dict[str, Any]) -> str:
     sizes = sorted(scale, key=int) if scale else []
     if scale:
         lines += ["", "## b, c. Scaling and memory", "",
-                  "`build` writes a fresh output folder each run; `check` compares against an up-to-date one.", "",
-                  "| workflows | input | output files | build | per workflow | check | per workflow | peak RSS build "
-                  "/ check |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "*build* writes a fresh output folder each run (the whole tree is staged and swapped in, so this "
+                  "is also the cost of a rebuild after any change); *build, up to date* finds nothing to write; "
+                  "*check* compares against an up-to-date tree. Per workflow: the median divided by the number of "
+                  "workflows.", "",
+                  "| workflows | input | output files | build | per workflow | build, up to date | check | "
+                  "per workflow | peak RSS build / check |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for n in sizes:
             r = scale[n]
             lines.append(f"| {int(n):,} | {r['input_bytes'] / 1e6:.1f} MB | {r['output_files']:,} | "
                          f"{fmt_ms(r['build']['wall_s'])} | {1000 * r['build']['wall_s'] / int(n):.2f} ms | "
+                         f"{fmt_ms(r['build, up to date']['wall_s'])} | "
                          f"{fmt_ms(r['check']['wall_s'])} | {1000 * r['check']['wall_s'] / int(n):.2f} ms | "
                          f"{r['build']['maxrss_mb']:.0f} / {r['check']['maxrss_mb']:.0f} MiB |")
         if len(sizes) >= 2:
             a, b = sizes[-2], sizes[-1]
             na, nb = int(a), int(b)
-            for cmd in ("build", "check"):
+            for cmd in ("build", "build, up to date", "check"):
                 ta, tb = scale[a][cmd]["wall_s"], scale[b][cmd]["wall_s"]
                 marginal = 1000 * (tb - ta) / (nb - na)
                 lines.append("")
@@ -636,7 +645,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes, runs_small, runs = (10, 100, 300), 3, {10: 3, 100: 3, 300: 2}
         http = {"requests": 200, "rounds": 1, "workers": 4, "passes": 2}
     else:
-        sizes, runs_small, runs = (10, 1000, 10000), 9, {10: 7, 1000: 5, 10000: 3}
+        sizes, runs_small, runs = (10, 1000, 10000), 15, {10: 7, 1000: 5, 10000: 3}
         http = {"requests": 2000, "rounds": 3, "workers": 8, "passes": 5}
     if args.runs:
         runs_small = args.runs
