@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,31 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
 
 
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "workflow.schema.json"
+
+
+_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
+
+
+def loader_class(base: type) -> type:
+    """``base`` (a safe loader), remembering how plain scalars resolve: the parser asks for every scalar, and the
+    answer depends only on the text (a safe loader has no path resolvers)."""
+
+    class Loader(base):  # type: ignore[misc,valid-type]
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+            if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+                return super().resolve(kind, value, implicit)
+            key = (value, implicit)
+            tag = _RESOLVED.get(key)
+            if tag is None:
+                if len(_RESOLVED) > 100_000:
+                    _RESOLVED.clear()
+                tag = _RESOLVED[key] = super().resolve(kind, value, implicit)
+            return tag
+
+    return Loader
+
+
+_Loader = loader_class(_BaseLoader)
 
 
 def _schema() -> dict:
@@ -57,13 +81,27 @@ ROLES = tuple(_DEFS["instruction"]["properties"]["role"]["enum"])
 ARG_TYPES = tuple(_DEFS["argument"]["properties"]["type"]["enum"])
 
 
-@dataclass
 class Y:
-    """A YAML value with its position: dicts map ``str -> Y``, lists hold ``Y``, scalars are plain."""
+    """A YAML value with its position: dicts map ``str -> Y``, lists hold ``Y``, scalars are plain.
 
-    value: Any
-    span: Span
-    key_spans: dict[str, Span] | None = None
+    Positions are kept as the parser's marks and become :class:`Span` objects only when asked for: most values of a
+    valid file never need one."""
+
+    __slots__ = ("value", "_file", "_mark", "_key_marks")
+
+    def __init__(self, value: Any, file: str, mark: Any, key_marks: dict[str, Any] | None = None):
+        self.value = value
+        self._file = file
+        self._mark = mark
+        self._key_marks = key_marks
+
+    @property
+    def span(self) -> Span:
+        return Span(self._file, self._mark.line + 1, self._mark.column + 1)
+
+    def key_span(self, key: str) -> Span:
+        mark = self._key_marks[key] if self._key_marks and key in self._key_marks else self._mark
+        return Span(self._file, mark.line + 1, mark.column + 1)
 
     def plain(self) -> Any:
         if isinstance(self.value, dict):
@@ -95,7 +133,7 @@ class _Reader:
     def read(self) -> Y | None:
         if "&" in self.text or "*" in self.text:  # cheap pre-check; the event scan is exact
             self._refuse_anchors()
-        loader = _BaseLoader(self.text)
+        loader = _Loader(self.text)
         try:
             node = loader.get_single_node()
         except yaml.MarkedYAMLError as exc:
@@ -115,11 +153,11 @@ class _Reader:
             self.diags.append(error(Span(self.file, 1, 1), "empty-file", "the file holds no YAML document",
                                     "a workflow file is one mapping with name, description and steps"))
             return None
-        return self._convert(node, loader, set())
+        return self._convert(node, loader, set() if "*" in self.text else None)
 
     def _refuse_anchors(self) -> None:
         try:
-            for ev in yaml.parse(self.text, Loader=_BaseLoader):
+            for ev in yaml.parse(self.text, Loader=_Loader):
                 if isinstance(ev, yaml.AliasEvent):
                     self.diags.append(error(self.span(ev.start_mark), "alias",
                                             f"YAML alias *{ev.anchor} is not allowed",
@@ -131,42 +169,42 @@ class _Reader:
         except yaml.YAMLError:
             pass  # the composer reports syntax errors with their position
 
-    def _convert(self, node: yaml.Node, loader: Any, seen: set[int]) -> Y:
-        span = self.span(node.start_mark)
-        if id(node) in seen:  # an alias brings back a node already built; it was reported by _refuse_anchors
-            return Y(None, span)
+    def _convert(self, node: yaml.Node, loader: Any, seen: set[int] | None) -> Y:
+        mark = node.start_mark
+        if seen is not None:  # only when the text can hold aliases: they bring back a node already built
+            if id(node) in seen:  # reported by _refuse_anchors
+                return Y(None, self.file, mark)
+            if not isinstance(node, yaml.ScalarNode):
+                seen = seen | {id(node)}
         if isinstance(node, yaml.MappingNode):
-            seen = seen | {id(node)}
             out: dict[str, Y] = {}
-            key_spans: dict[str, Span] = {}
+            key_marks: dict[str, Any] = {}
             for knode, vnode in node.value:
-                kspan = self.span(knode.start_mark)
                 if knode.tag == "tag:yaml.org,2002:merge":
-                    self.diags.append(error(kspan, "alias", "YAML merge keys (<<) are not allowed",
-                                            "write the keys out in full"))
+                    self.diags.append(error(self.span(knode.start_mark), "alias",
+                                            "YAML merge keys (<<) are not allowed", "write the keys out in full"))
                     continue
                 key = _scalar(knode, loader) if isinstance(knode, yaml.ScalarNode) else None
                 if not isinstance(key, str):
-                    self.diags.append(error(kspan, "wrong-type", f"a key must be a string, not {_type_name(key)}",
-                                            "quote the key"))
+                    self.diags.append(error(self.span(knode.start_mark), "wrong-type",
+                                            f"a key must be a string, not {_type_name(key)}", "quote the key"))
                     continue
                 if key in out:
-                    first = key_spans[key]
-                    self.diags.append(error(kspan, "duplicate-key",
+                    first = self.span(key_marks[key])
+                    self.diags.append(error(self.span(knode.start_mark), "duplicate-key",
                                             f"duplicate key '{key}' (first defined at line {first.line}, column "
                                             f"{first.col})", "remove one of the two"))
                     continue
                 out[key] = self._convert(vnode, loader, seen)
-                key_spans[key] = kspan
-            return Y(out, span, key_spans)
+                key_marks[key] = knode.start_mark
+            return Y(out, self.file, mark, key_marks)
         if isinstance(node, yaml.SequenceNode):
-            seen = seen | {id(node)}
-            return Y([self._convert(n, loader, seen) for n in node.value], span)
+            return Y([self._convert(n, loader, seen) for n in node.value], self.file, mark)
         try:
-            return Y(_scalar(node, loader), span)
+            return Y(_scalar(node, loader), self.file, mark)
         except yaml.constructor.ConstructorError as exc:
-            self.diags.append(error(span, "yaml-syntax", f"invalid YAML value: {exc.problem}"))
-            return Y(None, span)
+            self.diags.append(error(self.span(mark), "yaml-syntax", f"invalid YAML value: {exc.problem}"))
+            return Y(None, self.file, mark)
 
 
 _STR = "tag:yaml.org,2002:str"
@@ -230,11 +268,11 @@ class _Builder:
             self.err(y.span, "wrong-type", f"{what} must be a mapping, not {_type_name(y.value)}")
             return None
         allowed = KEYS[kind]
-        for key, kspan in (y.key_spans or {}).items():
+        for key in y.value:
             if key not in allowed:
                 close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.5)
                 hint = f"did you mean '{close[0]}'?" if close else f"valid keys: {', '.join(allowed)}"
-                self.err(kspan, "unknown-key", f"unknown key '{key}' in {what}", hint)
+                self.err(y.key_span(key), "unknown-key", f"unknown key '{key}' in {what}", hint)
         for key in REQUIRED[kind]:
             if key not in y.value:
                 self.err(y.span, "missing-key", f"{what} is missing the required key '{key}'")
@@ -357,10 +395,10 @@ class _Builder:
             self.err(y.span, "bad-source", f"{what} must be a data source, not {_type_name(y.value)}", hint)
             return None
         m = y.value
-        for key, kspan in (y.key_spans or {}).items():
+        for key in m:
             if key not in SOURCE_KEYS:
                 close = difflib.get_close_matches(key, SOURCE_KEYS, n=1, cutoff=0.5)
-                self.err(kspan, "unknown-key", f"unknown key '{key}' in {what}",
+                self.err(y.key_span(key), "unknown-key", f"unknown key '{key}' in {what}",
                          f"did you mean '{close[0]}'?" if close else hint)
                 return None
         kinds = [k for k in ("arg", "step", "const") if k in m]

@@ -30,7 +30,25 @@ class _FrontmatterDumper(yaml.SafeDumper):
         return True
 
 
-def dump_frontmatter(data: dict[str, Any]) -> str:
+class _CFrontmatterDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _same_in_libyaml(value: Any) -> bool:
+    """libyaml's emitter writes the same bytes as PyYAML's for printable text of the Basic Multilingual Plane (they
+    differ on line breaks, other control characters and astral characters, which keep the pure-Python path).
+    tests/test_render.py checks the two against each other."""
+    if isinstance(value, dict):
+        return all(_same_in_libyaml(k) and _same_in_libyaml(v) for k, v in value.items())
+    return isinstance(value, str) and value.isprintable() and (not value or max(value) < "\U00010000")
+
+
+def dump_frontmatter(data: dict[str, Any], *, fast: bool = True) -> str:
+    """The frontmatter block's YAML: fixed key order, no aliases, unicode as is, never folded."""
+    if fast and yaml.__with_libyaml__ and _same_in_libyaml(data):
+        return yaml.dump(data, Dumper=_CFrontmatterDumper, sort_keys=False, allow_unicode=True, width=2**31 - 1,
+                         default_flow_style=False)
     return yaml.dump(data, Dumper=_FrontmatterDumper, sort_keys=False, allow_unicode=True, width=float("inf"),
                      default_flow_style=False)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 
 from . import naming
 from .gates import ACKNOWLEDGEABLE
@@ -35,6 +36,10 @@ def validate(wf: Workflow) -> list[Diagnostic]:
     if not wf.description.strip():
         err(wf.description_span, "empty-description", "the workflow description is empty",
             "a skill needs a description of 1 to 1024 characters")
+    elif bad := [c for c in wf.description if c not in "\n\t" and unicodedata.category(c) == "Cc"]:
+        err(wf.description_span, "control-character",
+            f"the description contains the control character U+{ord(bad[0]):04X}",
+            "a skill description is plain text: remove it (line breaks and tabs are fine)")
     elif len(wf.description) > MAX_DESCRIPTION:
         err(wf.description_span, "description-too-long",
             f"the description is {len(wf.description)} characters; a skill description allows {MAX_DESCRIPTION}",

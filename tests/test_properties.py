@@ -167,12 +167,12 @@ def test_random_valid_workflows_load_cleanly_with_both_parsers(wf):
     fast, fast_diags = parse(text, "w.yaml")
     assert fast is not None and not [d for d in fast_diags if d.severity == "error"], fast_diags
     if load.HAVE_LIBYAML:
-        saved = load._BaseLoader
+        saved = load._Loader
         try:
-            load._BaseLoader = yaml.SafeLoader
+            load._Loader = load.loader_class(yaml.SafeLoader)
             slow, slow_diags = parse(text, "w.yaml")
         finally:
-            load._BaseLoader = saved
+            load._Loader = saved
         assert slow == fast and slow_diags == fast_diags
 
 
@@ -183,11 +183,11 @@ def test_examples_load_identically_with_both_parsers():
     for path in sorted((ROOT / "workflows").glob("*.yaml")) + sorted((ROOT / "tests" / "bad_inputs").rglob("*.yaml")):
         data = path.read_bytes()
         fast = parse(data, path.name)
-        saved = load._BaseLoader
+        saved = load._Loader
         try:
-            load._BaseLoader = yaml.SafeLoader
+            load._Loader = load.loader_class(yaml.SafeLoader)
             slow = parse(data, path.name)
         finally:
-            load._BaseLoader = saved
+            load._Loader = saved
         assert fast[0] == slow[0], path
         assert [(d.code, d.span) for d in fast[1]] == [(d.code, d.span) for d in slow[1]], path

@@ -249,3 +249,39 @@ def test_template_cache_never_changes_the_bytes(tmp_path, monkeypatch):
     blocked.write_text("x")
     monkeypatch.setattr(render, "environment", lambda: render.make_environment(blocked / "cache"))
     assert project(wf).files == expected  # an unwritable cache costs only the compile
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from projector import render  # noqa: E402
+
+PRINTABLE_BMP = st.text(st.characters(max_codepoint=0xFFFF, blacklist_categories=("Cs",)), max_size=300).filter(
+    str.isprintable)
+YAMLISH = st.sampled_from(["yes", "no", "null", "~", "---", "...", "# x", "a: b", "- x", "'q'", '"q"', "1.0", "0x1",
+                           "@", "`", "!", "%", "&a", "*a", "{}", "[]", "|", ">", " lead", "trail ", "a  b", "é"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(PRINTABLE_BMP, YAMLISH, st.lists(YAMLISH, max_size=6).map("".join)),
+       st.one_of(PRINTABLE_BMP, YAMLISH))
+def test_libyaml_frontmatter_path_writes_the_same_bytes(description, workflow):
+    data = {"name": "x", "description": description, "metadata": {"workflow": workflow}}
+    if render._same_in_libyaml(data):
+        assert render.dump_frontmatter(data) == render.dump_frontmatter(data, fast=False)
+
+
+def test_frontmatter_outside_the_fast_path_is_still_exact():
+    for description in ("line\nbreak", "emoji \U0001F600", "tab\there", "para\u2029graph"):
+        data = {"name": "x", "description": description, "metadata": {"workflow": "w"}}
+        assert not render._same_in_libyaml(data)
+        assert yaml.safe_load(render.dump_frontmatter(data)) == data
+
+
+@pytest.mark.parametrize("char", ["\x85", "\r", "\x00", "\x1b"])
+def test_control_characters_in_a_description_are_refused(char):
+    # PyYAML cannot round-trip some of them (U+0085 comes back as a line break), and no host wants them.
+    with pytest.raises(LoadError) as exc:
+        WorkflowBuilder("w", f"bad{char}text").tool("t", annotations={"readOnlyHint": True}).step(
+            "s", tool="t").build()
+    assert [d.code for d in exc.value.diagnostics] == ["control-character"]
