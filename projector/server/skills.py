@@ -26,7 +26,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Sequence
 
 from mcp.server.caching import CacheHint
 from mcp.server.context import ServerRequestContext
@@ -140,12 +140,19 @@ class SkillTree:
     skills: tuple[Skill, ...]
     files: dict[str, SkillFile] = field(repr=False)  # every served file, by URI
     directories: dict[str, tuple[dict[str, str], ...]] = field(repr=False)  # directory URI -> children
+    by_uri: dict[str, Skill] = field(init=False, repr=False, compare=False)
+    # listing -> {key: position}, so that a cursor is found in O(1): the skills, and each directory
+    positions: dict[str, dict[str, int]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_uri", {s.uri: s for s in self.skills})
+        positions = {"skills/list": {s.uri: i for i, s in enumerate(self.skills)}}
+        for uri, kids in self.directories.items():
+            positions["dir:" + uri] = {c["uri"]: i for i, c in enumerate(kids)}
+        object.__setattr__(self, "positions", positions)
 
     def skill(self, uri: str) -> Skill | None:
-        for s in self.skills:
-            if s.uri == uri:
-                return s
-        return None
+        return self.by_uri.get(uri)
 
     @classmethod
     def load(cls, root: str | Path) -> SkillTree:
@@ -166,6 +173,7 @@ class SkillTree:
             raise serve_error(where, "bad-index", "the skills index must be an object with a 'skills' array")
         real_root = root_path.resolve()
         skills: list[Skill] = []
+        uris: set[str] = set()
         files: dict[str, SkillFile] = {}
         problems = []
         for i, entry in enumerate(manifest["skills"]):
@@ -174,7 +182,7 @@ class SkillTree:
             except ServeError as exc:
                 problems.extend(exc.diagnostics)
                 continue
-            if any(s.uri == skill.uri for s in skills):
+            if skill.uri in uris:
                 problems.extend(serve_error(where, "duplicate-skill", f"{skill.uri} is listed twice").diagnostics)
                 continue
             for f in skill.files:
@@ -182,6 +190,7 @@ class SkillTree:
                     problems.extend(serve_error(where, "duplicate-file", f"{f.uri} belongs to two skills").diagnostics)
                 files[f.uri] = f
             skills.append(skill)
+            uris.add(skill.uri)
         if problems:
             raise ServeError(problems)
         return cls(root_path.as_posix(), tuple(skills), files, _directories(skills))
@@ -301,16 +310,17 @@ def decode_cursor(cursor: str, scope: str) -> str:
     raise MCPError(code=INVALID_PARAMS, message="Invalid cursor", data={"cursor": cursor})
 
 
-def _page(items: list[Any], key: Any, cursor: str | None, scope: str, size: int) -> tuple[list[Any], str | None]:
+def _page(items: Sequence[Any], positions: dict[str, int], key: Any, cursor: str | None, scope: str,
+          size: int) -> tuple[list[Any], str | None]:
     start = 0
     if cursor is not None:
         last = decode_cursor(cursor, scope)
-        keys = [key(i) for i in items]
-        if last not in keys:
+        index = positions.get(last)
+        if index is None:
             raise MCPError(code=INVALID_PARAMS, message="Invalid cursor: it names nothing in this listing",
                            data={"cursor": cursor})
-        start = keys.index(last) + 1
-    page = items[start:start + size]
+        start = index + 1
+    page = list(items[start:start + size])
     more = start + size < len(items)
     return page, (encode_cursor(scope, key(page[-1])) if more and page else None)
 
@@ -409,7 +419,8 @@ class SkillsExtension(Extension):
         return result
 
     async def _list(self, ctx: ServerRequestContext[Any, Any], params: SkillsListParams) -> dict[str, Any]:
-        page, nxt = _page(list(self.tree.skills), lambda s: s.uri, params.cursor, "skills/list", self.page_size)
+        page, nxt = _page(self.tree.skills, self.tree.positions["skills/list"], lambda s: s.uri, params.cursor,
+                          "skills/list", self.page_size)
         result: dict[str, Any] = {"skills": [copy.deepcopy(s.entry) for s in page]}
         if nxt is not None:
             result["nextCursor"] = nxt
@@ -423,13 +434,13 @@ class SkillsExtension(Extension):
 
     async def _directory_read(self, ctx: ServerRequestContext[Any, Any], params: DirectoryReadParams) -> dict[str, Any]:
         uri = params.uri
-        kids = self.tree.directories.get(uri)
-        if kids is None and uri.endswith("/"):
-            kids = self.tree.directories.get(uri.rstrip("/"))
+        key = uri if uri in self.tree.directories or not uri.endswith("/") else uri.rstrip("/")
+        kids = self.tree.directories.get(key)
         if kids is None:
             what = "a file, not a directory" if uri in self.tree.files else "not a skill directory this server serves"
             raise _invalid(f"Not a directory: {uri} is {what}", uri)
-        page, nxt = _page(list(kids), lambda c: c["uri"], params.cursor, "dir:" + uri.rstrip("/"), self.page_size)
+        page, nxt = _page(kids, self.tree.positions["dir:" + key], lambda c: c["uri"], params.cursor,
+                          "dir:" + uri.rstrip("/"), self.page_size)
         result: dict[str, Any] = {"resources": [dict(c) for c in page]}
         if nxt is not None:
             result["nextCursor"] = nxt
