@@ -29,6 +29,7 @@ import os
 import platform
 import random
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -651,6 +652,8 @@ def main(argv: list[str] | None = None) -> int:
         runs_small = args.runs
         runs = {n: args.runs for n in sizes}
 
+    # A terminated bench still stops its server and removes its temporary folder.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = Path(tempfile.mkdtemp(prefix="projector-bench-"))
     res: dict[str, Any] = {"quick": args.quick, "seed": args.seed, "machine": machine()}
     started = time.perf_counter()
