@@ -49,12 +49,14 @@ def parse_frontmatter(data: bytes) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Bundle:
-    projection: Projection
-    entry: dict[str, Any]
+    """One skill ready to write: its name and path, its files (relative path -> bytes), its SEP-2640 entry and the
+    findings of its projection. Small and self-contained, so that build workers can hand it back cheaply."""
 
-    @property
-    def path(self) -> str:
-        return self.projection.path
+    name: str
+    path: str
+    files: dict[str, bytes]
+    entry: dict[str, Any]
+    diagnostics: tuple[Diagnostic, ...] = ()
 
 
 def make_entry(path: str, files: dict[str, bytes]) -> dict[str, Any]:
@@ -84,7 +86,8 @@ def bundle(projection: Projection) -> Bundle:
     problems = limit_problems(projection.path, projection.files, projection.workflow.span)
     if problems:
         raise BuildError(problems)
-    return Bundle(projection, make_entry(projection.path, projection.files))
+    return Bundle(projection.name, projection.path, projection.files, make_entry(projection.path, projection.files),
+                  tuple(projection.diagnostics))
 
 
 def dumps(value: Any) -> bytes:

@@ -65,23 +65,22 @@ def _load_and_compile(args: argparse.Namespace):
     # A compile allocates many small objects that live to the end of the run: full collections would walk them
     # again and again (a third of the time at 10,000 workflows). Collect less often; the process is short-lived.
     gc.set_threshold(50_000, 20, 100)
-    from .load import load_all
+    from .load import discover, load_all
     from .naming import parse_prefix
-    from .output import compile_workflows
+    from .output import compile_paths, compile_workflows
 
     try:
         prefix = parse_prefix(args.uri_prefix)
     except ValueError as exc:
         raise UsageError(f"--uri-prefix: {exc}") from None
-    workflows = load_all(args.paths or ["workflows"])
-    if not workflows:
-        raise UsageError(f"no workflow files (*.yaml, *.yml) under {', '.join(args.paths or ['workflows'])}")
-    if getattr(args, "tools_from", None):
-        from .remote.tools import apply_tools_from
+    paths = args.paths or ["workflows"]
+    if not discover(paths):
+        raise UsageError(f"no workflow files (*.yaml, *.yml) under {', '.join(paths)}")
+    if not getattr(args, "tools_from", None):
+        return compile_paths(paths, prefix, args.jobs or None)
+    from .remote.tools import apply_tools_from
 
-        workflows, extra = apply_tools_from(workflows, args.tools_from)
-    else:
-        extra = []
+    workflows, extra = apply_tools_from(load_all(paths), args.tools_from)
     build = compile_workflows(workflows, prefix)
     build.diagnostics = sorted([*extra, *build.diagnostics], key=Diagnostic.sort_key)
     return build
@@ -102,9 +101,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     out = Path(args.out)
     changed = write(build, out)
     for b in build.bundles:
-        n = len(b.projection.diagnostics)
+        n = len(b.diagnostics)
         size = sum(r["size"] for r in b.entry["resources"])
-        print(f"{b.projection.name}: {b.entry['uri']} ({len(b.entry['resources'])} files, {size} bytes, "
+        print(f"{b.name}: {b.entry['uri']} ({len(b.entry['resources'])} files, {size} bytes, "
               f"{n} finding{'s' * (n != 1)})", file=sys.stderr if args.format == "json" else sys.stdout)
     print(f"{'wrote' if changed else 'up to date:'} {out.as_posix()}: {len(build.bundles)} skills; "
           f"{_tally(build.diagnostics)}", file=sys.stderr if args.format == "json" else sys.stdout)
@@ -140,6 +139,8 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--uri-prefix", metavar="P", help="skill path prefix: a/b gives skill://a/b/<name>/SKILL.md")
     p.add_argument("--strict", action="store_true", help="unacknowledged warnings fail the run (exit 1)")
     p.add_argument("--format", choices=("text", "json", "github"), default="text", help="how to print findings")
+    p.add_argument("--jobs", type=int, default=0, metavar="N",
+                   help="worker processes (default 0: one per core for 200 files or more, else none)")
     p.add_argument("--tools-from", metavar="SERVER",
                    help="take tool descriptions, schemas and annotations from a live server's tools/list "
                         "(a stdio command or an http(s)://.../mcp URL)")

@@ -17,9 +17,10 @@ from pathlib import Path, PurePosixPath
 
 from . import naming
 from .bundle import INDEX_FILE, Bundle, bundle, index
-from .errors import BuildError, Diagnostic, error
+from .errors import BuildError, Diagnostic, LoadError, Span
 from .model import Workflow
-from .validate import collisions
+from .load import discover, load_file
+from .validate import collisions, name_collisions
 from .render import project
 
 
@@ -40,24 +41,87 @@ def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = ()) -
     if problems:
         raise BuildError(problems)
     bundles: list[Bundle] = []
-    diagnostics: list[Diagnostic] = []
     for wf in workflows:
         try:
-            b = bundle(project(wf, prefix))
+            bundles.append(bundle(project(wf, prefix)))
         except BuildError as exc:
             problems.extend(exc.diagnostics)
-            continue
-        bundles.append(b)
-        diagnostics.extend(b.projection.diagnostics)
     if problems:
         raise BuildError(problems)
-    bundles.sort(key=lambda b: b.path)
+    return _assemble(bundles)
+
+
+def _assemble(bundles: list[Bundle]) -> Build:
+    bundles = sorted(bundles, key=lambda b: b.path)
     files: dict[str, bytes] = {}
     for b in bundles:
-        for rel, data in b.projection.files.items():
+        for rel, data in b.files.items():
             files[f"{b.path}/{rel}"] = data
     files[INDEX_FILE] = index(bundles)
-    return Build(bundles, dict(sorted(files.items())), sorted(diagnostics, key=Diagnostic.sort_key))
+    diagnostics = sorted((d for b in bundles for d in b.diagnostics), key=Diagnostic.sort_key)
+    return Build(bundles, dict(sorted(files.items())), diagnostics)
+
+
+# A worker's answer for one file: the workflow's name and where it came from (for collisions), and its bundle; or
+# the file's problems.
+_Result = tuple[str, Span, str, "Bundle | None", list[Diagnostic]]
+
+
+def _compile_chunk(chunk: list[tuple[Path, str]], prefix: tuple[str, ...]) -> list[_Result]:
+    out: list[_Result] = []
+    for path, display in chunk:
+        try:
+            wf = load_file(path, display)
+        except LoadError as exc:
+            out.append(("", Span(display), display, None, exc.diagnostics))
+            continue
+        try:
+            out.append((wf.name, wf.span, wf.source, bundle(project(wf, prefix)), []))
+        except BuildError as exc:
+            out.append((wf.name, wf.span, wf.source, None, exc.diagnostics))
+    return out
+
+
+PARALLEL_FROM = 200  # files; below this, starting workers costs more than it saves
+
+
+def default_jobs(files: int) -> int:
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8, files // (PARALLEL_FROM // 2))) if files >= PARALLEL_FROM else 1
+
+
+def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None) -> Build:
+    """Load and compile every workflow file under ``paths``: what ``project-skill build`` does.
+
+    Large sets are split over worker processes (``jobs``; by default one per usable core from
+    :data:`PARALLEL_FROM` files on, where ``fork`` is available). Each worker loads, projects and bundles whole
+    files and hands back only bundles, so the result, the diagnostics and the errors are the same as
+    ``compile_workflows(load_all(paths))`` to the byte (tests/test_cli.py checks this)."""
+    import multiprocessing
+
+    found = discover(paths)
+    jobs = default_jobs(len(found)) if jobs is None else max(1, jobs)
+    if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
+        from concurrent.futures import ProcessPoolExecutor
+
+        size = -(-len(found) // jobs)
+        chunks = [found[i:i + size] for i in range(0, len(found), size)]
+        with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
+            results = [r for part in pool.map(_compile_chunk, chunks, [prefix] * len(chunks)) for r in part]
+    else:
+        results = _compile_chunk(found, prefix)
+    load_errors = [d for name, span, source, b, diags in results if not name for d in diags]
+    named = [(name, span, source) for name, span, source, b, diags in results if name]
+    clashes = name_collisions(named)
+    if load_errors or clashes:
+        raise LoadError(load_errors + clashes)
+    limits = [d for name, span, source, b, diags in results if b is None for d in diags]
+    if limits:
+        raise BuildError(limits)
+    return _assemble([b for *_, b, _ in results if b is not None])
 
 
 def _owned_dirs(out: Path) -> set[str]:

@@ -151,18 +151,23 @@ def validate(wf: Workflow) -> list[Diagnostic]:
 
 def collisions(workflows: list[Workflow]) -> list[Diagnostic]:
     """Two workflows whose names make the same skill name; the message names both files."""
+    return name_collisions([(wf.name, wf.span, wf.source) for wf in workflows])
+
+
+def name_collisions(named: list[tuple[str, Span, str]]) -> list[Diagnostic]:
+    """:func:`collisions` over ``(workflow name, its span, its file)``."""
     problems: list[Diagnostic] = []
-    seen: dict[str, Workflow] = {}
-    for wf in workflows:
-        name = naming.skill_name(wf.name)
-        if not name:
+    seen: dict[str, tuple[str, Span, str]] = {}
+    for name, span, source in named:
+        slug = naming.skill_name(name)
+        if not slug:
             continue
-        if name in seen:
-            other = seen[name]
-            problems.append(error(wf.span, "slug-collision",
-                                  f"workflow '{wf.name}' ({wf.source}) and workflow '{other.name}' ({other.source}) "
-                                  f"both make the skill name '{name}'",
+        if slug in seen:
+            other, _, other_source = seen[slug]
+            problems.append(error(span, "slug-collision",
+                                  f"workflow '{name}' ({source}) and workflow '{other}' ({other_source}) "
+                                  f"both make the skill name '{slug}'",
                                   "rename one of them; skill names must be unique"))
         else:
-            seen[name] = wf
+            seen[slug] = (name, span, source)
     return problems

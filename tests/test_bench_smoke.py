@@ -68,3 +68,26 @@ def test_every_feature_appears(workgen, tmp_path: Path) -> None:
     assert any(t.annotated and t.side_effecting and not t.destructive for t in tools)
     codes = {d.code for d in compile_workflows(workflows).diagnostics}
     assert {"gate-on-side-effect", "unverifiable-step"} <= codes
+
+
+def test_parallel_build_is_byte_equal_to_serial(workgen, tmp_path: Path) -> None:
+    from projector.errors import LoadError
+    from projector.output import compile_paths, default_jobs
+
+    folder = workgen.write_set(120, tmp_path / "wf", seed=11).as_posix()
+    serial = compile_paths([folder], jobs=1)
+    parallel = compile_paths([folder], jobs=3)
+    assert parallel.files == serial.files
+    assert parallel.diagnostics == serial.diagnostics
+    assert serial.files == compile_workflows(load_all([folder])).files
+    assert default_jobs(10) == 1 and default_jobs(10_000) >= 1
+    # errors, collisions included, come back the same way too
+    (tmp_path / "wf" / "zz-bad.yaml").write_text("name: [unclosed\n")
+    first = sorted((tmp_path / "wf").glob("*.yaml"))[0].read_text()
+    (tmp_path / "wf" / "zz-twin.yaml").write_text(first)
+    with pytest.raises(LoadError) as one:
+        compile_paths([folder], jobs=1)
+    with pytest.raises(LoadError) as many:
+        compile_paths([folder], jobs=3)
+    assert one.value.diagnostics == many.value.diagnostics
+    assert {d.code for d in one.value.diagnostics} == {"yaml-syntax", "slug-collision"}
