@@ -242,6 +242,14 @@ class Server:
     def memory(self) -> dict[str, float]:
         return proc_memory(self.proc.pid)
 
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU of the server process so far (Linux /proc), all threads."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def __exit__(self, *exc: Any) -> None:
         self.proc.terminate()
         try:
@@ -336,13 +344,19 @@ def bench_throughput(server: Server, manifest: list[dict[str, Any]], requests: i
         picks = [rng.choice(manifest) for _ in range(requests)]
         for kind in ("plain", "skill") if r % 2 == 0 else ("skill", "plain"):
             units = picks if kind == "plain" else picks[: requests // 2]
+            cpu0 = server.cpu_seconds()
             res = asyncio.run(_workload(server.url, kind, units, workers))
+            cpu1 = server.cpu_seconds()
+            res["server_cpu_ms_per_request"] = (None if cpu0 is None or cpu1 is None
+                                                else 1000 * (cpu1 - cpu0) / res["requests"])
             runs[kind].append(res)
             print(f"  http {kind}: round {r + 1}/{rounds}: {res['rps']:.0f} req/s", file=sys.stderr, flush=True)
     out: dict[str, Any] = {"workers": workers, "requests_per_run": requests, "rounds": rounds}
     for kind, rs in runs.items():
         out[kind] = {
             "rps": statistics.median(x["rps"] for x in rs),
+            "server_cpu_ms_per_request": (statistics.median(x["server_cpu_ms_per_request"] for x in rs)
+                                          if all(x["server_cpu_ms_per_request"] is not None for x in rs) else None),
             "p50_ms": statistics.median(x["p50_ms"] for x in rs),
             "p99_ms": statistics.median(x["p99_ms"] for x in rs),
             "by_method": rs[len(rs) // 2]["by_method"],
@@ -350,7 +364,9 @@ def bench_throughput(server: Server, manifest: list[dict[str, Any]], requests: i
             "errors": [e for x in rs for e in x["errors"]][:10],
             "runs": rs,
         }
-    out["ratio"] = out["skill"]["rps"] / out["plain"]["rps"]
+    # Paired by round: the two workloads of one round ran back to back, so drift in machine load cancels out.
+    out["round_ratios"] = [sk["rps"] / pl["rps"] for sk, pl in zip(runs["skill"], runs["plain"])]
+    out["ratio"] = statistics.median(out["round_ratios"])
     return out
 
 
@@ -594,14 +610,18 @@ def render_md(res: dict[str, Any]) -> str:
                   "*plain*: `resources/read` of a SKILL.md (a concrete resource). *skill*: `skills/get` of the same "
                   "skills, each followed by the same `resources/read`. Every answer is checked (entry URI, sha256 of "
                   "the bytes).", "",
-                  "| workload | requests/s | p50 | p99 | errors |", "|---|---:|---:|---:|---:|"]
+                  "| workload | requests/s | p50 | p99 | server CPU per request | errors |",
+                  "|---|---:|---:|---:|---:|---:|"]
         for kind in ("plain", "skill"):
             k = t[kind]
+            cpu = k.get("server_cpu_ms_per_request")
             lines.append(f"| {kind} | {k['rps']:.0f} | {k['p50_ms']:.1f} ms | {k['p99_ms']:.1f} ms | "
-                         f"{k['error_count']} |")
+                         f"{'-' if cpu is None else f'{cpu:.2f} ms'} | {k['error_count']} |")
             for meth, bm in sorted(k["by_method"].items()):
-                lines.append(f"| &nbsp;&nbsp;{kind}: {meth} | | {bm['p50_ms']:.1f} ms | {bm['p99_ms']:.1f} ms | |")
-        lines += ["", f"skill / plain: **{t['ratio']:.2f}x** the requests per second.", "",
+                lines.append(f"| &nbsp;&nbsp;{kind}: {meth} | | {bm['p50_ms']:.1f} ms | {bm['p99_ms']:.1f} ms | | |")
+        lines += ["", f"skill / plain: **{t['ratio']:.2f}x** the requests per second (median of the per-round "
+                  f"ratios {', '.join(f'{r:.2f}' for r in t.get('round_ratios', []))}; the two workloads of a round "
+                  "run back to back).", "",
                   f"Server start with {srv['skills']:,} skills: {srv['startup_s']:.1f} s to listening; RSS "
                   f"{srv['memory_idle'].get('VmRSS', 0):.0f} MiB idle, "
                   f"{srv['memory_end'].get('VmRSS', 0):.0f} MiB at the end (peak "
@@ -647,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
         http = {"requests": 200, "rounds": 1, "workers": 4, "passes": 2}
     else:
         sizes, runs_small, runs = (10, 1000, 10000), 15, {10: 7, 1000: 5, 10000: 3}
-        http = {"requests": 2000, "rounds": 3, "workers": 8, "passes": 5}
+        http = {"requests": 1000, "rounds": 7, "workers": 8, "passes": 5}
     if args.runs:
         runs_small = args.runs
         runs = {n: args.runs for n in sizes}
