@@ -67,17 +67,18 @@ def _load_and_compile(args: argparse.Namespace):
     gc.set_threshold(50_000, 20, 100)
     from .load import discover, load_all
     from .naming import parse_prefix
-    from .output import compile_paths, compile_workflows
+    from .output import compile_files, compile_workflows
 
     try:
         prefix = parse_prefix(args.uri_prefix)
     except ValueError as exc:
         raise UsageError(f"--uri-prefix: {exc}") from None
     paths = args.paths or ["workflows"]
-    if not discover(paths):
+    found = discover(paths)
+    if not found:
         raise UsageError(f"no workflow files (*.yaml, *.yml) under {', '.join(paths)}")
     if not getattr(args, "tools_from", None):
-        return compile_paths(paths, prefix, args.jobs or None)
+        return compile_files(found, prefix, args.jobs or None)
     from .remote.tools import apply_tools_from
 
     workflows, extra = apply_tools_from(load_all(paths), args.tools_from)

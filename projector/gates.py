@@ -9,29 +9,33 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .errors import Diagnostic
 from .model import Step, Workflow
 
 # Each pattern is one family of gate-like wording. The first match (leftmost) is quoted in the warning.
-GATE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (label, re.compile(rx, re.IGNORECASE))
-    for label, rx in (
-        ("condition", r"\bonly\b(?:\s+[\w'-]+){0,6}?\s+(?:if|when|after|once|for|with)\b"),
-        ("condition", r"\bunless\b"),
-        ("condition", r"\b(?:do\s+not|don't|never)\b(?:\s+[\w'-]+){0,8}?\s+(?:if|when|unless|without|before)\b"),
-        ("condition", r"\b(?:provided\s+that|as\s+long\s+as|in\s+case|on\s+condition)\b"),
-        ("condition", r"\bif\b"),
-        ("order", r"\bbefore\b"),
-        ("order", r"\bfirst\s+(?:check|make\s+sure|ensure)\b"),
-        ("verification", r"\bverif(?:y|ies|ied|ication)\b"),
-        ("verification", r"\bconfirm(?:s|ed|ation)?\b"),
-        ("verification", r"\b(?:make\s+sure|ensure|double-check|check\s+(?:that|whether))\b"),
-        ("eligibility", r"\b(?:in)?eligib(?:le|ility)\b"),
-        ("permission", r"\b(?:approv(?:al|e|ed)|authori[sz](?:e|ed|ation)|permi(?:t|tted|ssion)|consent|sign-off)\b"),
-        ("stop", r"\b(?:skip|abort|refuse|decline|halt)\b"),
-    )
+GATE_WORDING: tuple[tuple[str, str], ...] = (
+    ("condition", r"\bonly\b(?:\s+[\w'-]+){0,6}?\s+(?:if|when|after|once|for|with)\b"),
+    ("condition", r"\bunless\b"),
+    ("condition", r"\b(?:do\s+not|don't|never)\b(?:\s+[\w'-]+){0,8}?\s+(?:if|when|unless|without|before)\b"),
+    ("condition", r"\b(?:provided\s+that|as\s+long\s+as|in\s+case|on\s+condition)\b"),
+    ("condition", r"\bif\b"),
+    ("order", r"\bbefore\b"),
+    ("order", r"\bfirst\s+(?:check|make\s+sure|ensure)\b"),
+    ("verification", r"\bverif(?:y|ies|ied|ication)\b"),
+    ("verification", r"\bconfirm(?:s|ed|ation)?\b"),
+    ("verification", r"\b(?:make\s+sure|ensure|double-check|check\s+(?:that|whether))\b"),
+    ("eligibility", r"\b(?:in)?eligib(?:le|ility)\b"),
+    ("permission", r"\b(?:approv(?:al|e|ed)|authori[sz](?:e|ed|ation)|permi(?:t|tted|ssion)|consent|sign-off)\b"),
+    ("stop", r"\b(?:skip|abort|refuse|decline|halt)\b"),
 )
+
+
+@lru_cache(maxsize=1)
+def gate_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Compiled on first use: most runs of ``check`` never need them, and compiling costs start-up time."""
+    return tuple((family, re.compile(rx, re.IGNORECASE)) for family, rx in GATE_WORDING)
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ class GateMatch:
 def find_gate(text: str) -> GateMatch | None:
     """The leftmost gate-like phrase in ``text``, or None."""
     best: tuple[int, GateMatch] | None = None
-    for family, rx in GATE_PATTERNS:
+    for family, rx in gate_patterns():
         m = rx.search(text)
         if m and (best is None or m.start() < best[0]):
             best = (m.start(), GateMatch(family, " ".join(m.group(0).split())))

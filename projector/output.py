@@ -82,6 +82,12 @@ def _compile_chunk(chunk: list[tuple[Path, str]], prefix: tuple[str, ...]) -> li
     return out
 
 
+def _can_fork() -> bool:
+    import multiprocessing  # only for a large set: it costs a few milliseconds of imports
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
 PARALLEL_FROM = 200  # files; below this, starting workers costs more than it saves
 
 
@@ -94,17 +100,20 @@ def default_jobs(files: int) -> int:
 
 
 def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None) -> Build:
+    """:func:`compile_files` over every workflow file under ``paths``."""
+    return compile_files(discover(paths), prefix, jobs)
+
+
+def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None) -> Build:
     """Load and compile every workflow file under ``paths``: what ``project-skill build`` does.
 
     Large sets are split over worker processes (``jobs``; by default one per usable core from
     :data:`PARALLEL_FROM` files on, where ``fork`` is available). Each worker loads, projects and bundles whole
     files and hands back only bundles, so the result, the diagnostics and the errors are the same as
-    ``compile_workflows(load_all(paths))`` to the byte (tests/test_cli.py checks this)."""
-    import multiprocessing
-
-    found = discover(paths)
+    ``compile_workflows(load_all(paths))`` to the byte (tests/test_bench_smoke.py checks this)."""
     jobs = default_jobs(len(found)) if jobs is None else max(1, jobs)
-    if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
+    if jobs > 1 and _can_fork():
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         size = -(-len(found) // jobs)
