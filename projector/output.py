@@ -15,7 +15,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import naming
 from .bundle import INDEX_FILE, Bundle, bundle, index
 from .errors import BuildError, Diagnostic, LoadError, Span
 from .model import Workflow

@@ -9,7 +9,7 @@ import pytest
 
 from projector.remote import connect
 from projector.remote.errors import DynamicDeclined, VerificationError
-from remote_fixtures import remote_cli, GENERATED, SCHEME, Served, serve, sha
+from remote_fixtures import GENERATED, SCHEME, Served, serve, sha
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"
 TOOLS = f"{SCHEME}refund-flow/references/tools.md"
@@ -18,11 +18,6 @@ TOOLS = f"{SCHEME}refund-flow/references/tools.md"
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def cli(remote_cli):
-    return remote_cli
 
 
 def tree(root: Path) -> dict[str, bytes]:
