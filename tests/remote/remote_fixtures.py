@@ -9,12 +9,13 @@ tampering server has to get past that, so :func:`serve` builds the server's :cla
 
 from __future__ import annotations
 
-
 import copy
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+import pytest
 
 from mcp.server.mcpserver import MCPServer
 
@@ -108,3 +109,26 @@ def serve(served: Served | None = None, *, mutate: Callable[[Served], None] | No
     server.middleware.append(record)
     return server, rec
 
+
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """Run ``project-skill remote|pin`` in process; SERVER names are looked up in ``servers`` first."""
+    import projector.remote.client as client_mod
+    from projector.remote.cli import main as remote_main
+
+    servers: dict[str, object] = {}
+    real = client_mod.connect
+
+    def fake_connect(server, label=None, **kw):
+        if isinstance(server, str) and server in servers:
+            return real(servers[server], label or server, **kw)
+        return real(server, label, **kw)
+
+    monkeypatch.setattr(client_mod, "connect", fake_connect)
+
+    def run(name: str, *argv: str) -> tuple[int, str, str]:
+        rc = remote_main(name, list(argv))
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    return servers, run

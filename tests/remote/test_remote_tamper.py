@@ -9,7 +9,7 @@ import pytest
 
 from projector.remote import connect
 from projector.remote.errors import DynamicDeclined, VerificationError
-from remote_fixtures import GENERATED, SCHEME, Served, serve, sha
+from remote_fixtures import cli, GENERATED, SCHEME, Served, serve, sha
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"
 TOOLS = f"{SCHEME}refund-flow/references/tools.md"
