@@ -22,11 +22,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "docs" / "data" / "matrix.json"
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def fresh() -> dict:
     """One full measurement of the committed tree."""

@@ -16,11 +16,6 @@ GENERATED = ROOT / "generated_skills"
 SERVE_STDIO = f"{sys.executable} -m projector.server --stdio"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def cli(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "projector.cli", *argv], cwd=cwd, capture_output=True, text=True,
                           timeout=120)

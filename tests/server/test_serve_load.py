@@ -18,11 +18,6 @@ from .test_serve_skills import MANIFEST, start_http, stop
 from .test_serve_transports import FILES, call
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 CLIENTS, REQUESTS = 20, 200
 
 

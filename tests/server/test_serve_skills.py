@@ -36,11 +36,6 @@ RAW = TypeAdapter(dict[str, Any])
 EXPECTED_MIME = {".md": "text/markdown", ".json": "application/json", ".py": "text/x-python", ".txt": "text/plain"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def call(client: Client, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     req = types.Request[dict[str, Any] | None, str](method=method, params=params or {})
     return await client.session.send_request(req, RAW)

@@ -28,11 +28,6 @@ ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 FILES = [(r["uri"], r["digest"], r["size"]) for e in MANIFEST for r in e["resources"]]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def call(client: Client, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     req = types.Request[dict[str, Any] | None, str](method=method, params=params or {})
     return await client.session.send_request(req, RAW)

@@ -26,11 +26,6 @@ WORKFLOWS = ROOT / "workflows"
 MANIFEST = json.loads((SKILLS / "skills.json").read_text("utf-8"))["skills"]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def texts(result: types.GetPromptResult) -> list[tuple[str, str]]:
     return [(m.role, m.content.text) for m in result.messages]
 
