@@ -246,11 +246,16 @@ def decode(data: bytes, file: str) -> tuple[str | None, list[Diagnostic]]:
         return None, [error(Span(file, line, col), "encoding",
                             f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
                             "save the file as UTF-8")]
+    return normalize(text), []
+
+
+def normalize(text: str) -> str:
+    """No byte-order mark; CRLF and lone CR become LF."""
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text, []
+    return text
 
 
 class _Builder:
@@ -475,7 +480,7 @@ def parse(data: bytes | str, file: str) -> tuple[Workflow | None, list[Diagnosti
         if text is None:
             return None, diags
     else:
-        text = data.replace("\r\n", "\n").replace("\r", "\n")
+        text = normalize(data)
     reader = _Reader(text, file)
     doc = reader.read()
     diags = reader.diags
