@@ -272,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, help="where Node and the suite live (default: $PROJECTOR_CACHE or "
                                                ".cache/conformance)")
     ap.add_argument("--server-command", help="the serve command, without --http (default: project-skill serve)")
+    ap.add_argument("--framework", choices=("mcp", "fastmcp"),
+                    help="run the default serve command with --framework (FastMCP needs the projector[fastmcp] extra)")
     ap.add_argument("--scenario", action="append", help="a server scenario (repeatable; default: the three "
                                                         "SEP-2640 server scenarios)")
     half = ap.add_mutually_exclusive_group()
@@ -293,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         results: list[Result] = []
         if not args.client_only:
             command = shlex.split(args.server_command) if args.server_command else default_server_command()
+            if args.framework:
+                command += ["--framework", args.framework]
             with Server(command, free_port(), out_dir / "server.log") as server:
                 print(f"conformance: serving {server.url} ({' '.join(server.command)})")
                 results += run_server_scenarios(cache, server.url, out_dir,
