@@ -36,18 +36,19 @@ from fastmcp.prompts import PromptArgument as FastMCPPromptArgument
 from fastmcp.resources.base import ResourceContent, ResourceResult
 from fastmcp.server.dependencies import get_context
 from fastmcp.server.extensions import MethodBinding
+from fastmcp.server.middleware import Middleware
 from fastmcp.skills import SkillFile as FastMCPSkillFile
 from fastmcp.skills import SkillFrontmatter, SkillManifest
 from fastmcp.skills.extension import SkillsExtension as FastMCPSkillsExtension
 from fastmcp.skills.provider import SkillFileResource, SkillManifestProvider
 from mcp.server.caching import CacheHint
-from pydantic import AnyUrl, Field
+from pydantic import AnyUrl, BaseModel, Field
 
 from ..model import Workflow
 from .bootstrap import BootstrapPrompt, bootstrap_name
 from .bootstrap import render as render_bootstrap
 from .errors import ServeError
-from .skills import DirectoryReadParams, SkillTree
+from .skills import SKILLS_EXTENSION, DirectoryReadParams, SkillTree
 from .skills import SkillsExtension as MCPSkillsExtension
 from .workflow import MCPServerHost, ToolSpec, WorkflowHost, WorkflowPrompt, run_workflow  # noqa: F401
 
@@ -136,8 +137,10 @@ class TreeSkillsExtension(FastMCPSkillsExtension):
         return {"directoryRead": True}
 
     def methods(self) -> Sequence[MethodBinding]:
-        own = [MethodBinding(method=b.method, params_type=b.params_type, handler=self._stamped(b.handler),
-                             protocol_versions=b.protocol_versions) for b in super().methods()]
+        # protocol_versions=None: served on every protocol version, as on MCPServer (FastMCP's own bindings admit
+        # only 2026-07-28, which shuts out handshake-era clients such as the TypeScript SDK 1.x)
+        own = [MethodBinding(method=b.method, params_type=b.params_type, handler=self._stamped(b.handler))
+               for b in super().methods()]
         return (*own, MethodBinding(method="resources/directory/read", params_type=DirectoryReadParams,
                                     handler=self._directory._directory_read))
 
@@ -146,6 +149,27 @@ class TreeSkillsExtension(FastMCPSkillsExtension):
             result = await handler(ctx, params)
             return result.model_copy(update={"ttl_ms": self.cache.ttl_ms, "cache_scope": self.cache.scope})
         return stamped
+
+
+class LegacyExtensionsMiddleware(Middleware):
+    """Show the skills extension to handshake-era clients too (see
+    :func:`projector.server.skills.legacy_extensions_middleware`, its MCPServer twin): the SDK sieves
+    ``capabilities.extensions`` out of a 2025-11-25 ``initialize`` result, and this puts it back."""
+
+    def __init__(self, settings: dict[str, Any]):
+        self.settings = settings
+
+    async def on_initialize(self, context: Any, call_next: Any) -> Any:
+        result = await call_next(context)
+        if result is None:
+            return None
+        data = result.model_dump(by_alias=True, mode="json", exclude_none=True) if isinstance(result, BaseModel) \
+            else dict(result)
+        caps = dict(data.get("capabilities") or {})
+        exts = dict(caps.get("extensions") or {})
+        exts.setdefault(SKILLS_EXTENSION, dict(self.settings))
+        caps["extensions"] = exts
+        return {**data, "capabilities": caps}  # a dict goes to the wire as it is
 
 
 # ------------------------------------------------------------------------------------------------------ prompts
@@ -275,6 +299,8 @@ async def attach_fastmcp(server: FastMCP, tree: SkillTree | None, wfs: Sequence[
         except (ValueError, RuntimeError) as exc:
             raise ServeError(f"cannot add the skills extension to this FastMCP server: {exc}") from None
         server.add_provider(provider)
+        if not any(isinstance(m, LegacyExtensionsMiddleware) for m in server.middleware):
+            server.middleware.insert(0, LegacyExtensionsMiddleware(ext.settings()))  # outermost: no one else sees it
     for p in prompts:
         server.add_prompt(p)
     return ext
