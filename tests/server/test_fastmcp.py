@@ -39,7 +39,7 @@ WORKFLOWS = ROOT / "workflows"
 MANIFEST = json.loads((SKILLS / "skills.json").read_text("utf-8"))["skills"]
 RAW = TypeAdapter(dict[str, Any])
 FRAMEWORKS = ("mcp", "fastmcp")
-DIRECTORY_SERVER = Path(__file__).with_name("fastmcp_directory_server.py")
+DIRECTORY_SERVER = ROOT / "bench" / "fastmcp_directory_server.py"  # also the bench's baseline
 
 
 def new_server(framework: str, name: str = "shop") -> Any:

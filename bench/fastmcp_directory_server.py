@@ -1,8 +1,8 @@
-"""A plain FastMCP server with FastMCP's own ``SkillsDirectoryProvider`` (no projector code), for the interop tests
+"""A plain FastMCP server with FastMCP's own ``SkillsDirectoryProvider`` (no projector code), for the interop tests (tests/server/test_fastmcp.py)
 and the bench.
 
-    python tests/server/fastmcp_directory_server.py ROOT              # stdio
-    python tests/server/fastmcp_directory_server.py ROOT --http PORT  # Streamable HTTP at http://127.0.0.1:PORT/mcp
+    python bench/fastmcp_directory_server.py ROOT              # stdio
+    python bench/fastmcp_directory_server.py ROOT --http PORT  # Streamable HTTP at http://127.0.0.1:PORT/mcp
 """
 
 from __future__ import annotations
