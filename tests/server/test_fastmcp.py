@@ -7,6 +7,7 @@ import asyncio
 import importlib.util
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -389,3 +390,41 @@ def test_official_conformance_is_green_on_fastmcp(tmp_path):
         assert r["problems"] == [], r
         assert r["counts"]["SUCCESS"] > 0
         assert (r["counts"]["FAILURE"], r["counts"]["WARNING"], r["counts"]["SKIPPED"]) == (0, 0, 0), r
+
+
+# ------------------------------------------------------------------------------------------------ the README
+
+def readme_examples() -> list[str]:
+    text = (ROOT / "README.md").read_text("utf-8")
+    section = text[text.index("### In your own server"):text.index("## Verifying and pins")]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+@pytest.mark.parametrize("index, framework", [(0, "mcp"), (1, "fastmcp")])
+def test_the_readme_examples_run_as_written(index, framework, monkeypatch):
+    code = readme_examples()[index]
+    assert len(readme_examples()) == 2
+    runs: list = []
+    monkeypatch.setattr(MCPServer, "run", lambda self, *a, **k: runs.append((a, k)))  # serve nothing, record it
+    monkeypatch.setattr(FastMCP, "run", lambda self, *a, **k: runs.append((a, k)))
+    monkeypatch.chdir(ROOT)
+    namespace: dict[str, Any] = {}
+    exec(compile(code, f"README.md ({framework})", "exec"), namespace)
+    server = namespace["server"]
+    assert type(server) is (MCPServer if framework == "mcp" else FastMCP)
+    assert len(runs) == 1 and runs[0][1]["port"] == 8000
+    assert asyncio.run(prompt_names(server)) == ["hello_world", "skill.code-mode", "skill.hello-world",
+                                                 "skill.refund-flow"]
+    messages, progress = asyncio.run(prompt_messages(server, "hello_world", {"name": "Ada"}))
+    assert '"Hello, Ada!"' in messages[3][1] and len(progress) == 1
+
+
+def test_serve_framework_fastmcp_without_the_extra_is_a_usage_error(monkeypatch, capsys):
+    from projector.server import cli as serve_cli
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(serve_cli.importlib.util, "find_spec", lambda name, *a: None if name == "fastmcp"
+                        else real(name, *a))
+    assert serve_cli.main("serve", ["--framework", "fastmcp"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'projector[fastmcp]'" in err and "Traceback" not in err
