@@ -726,7 +726,13 @@ def render_md(res: dict[str, Any]) -> str:
             lines.append(f"| {label} | {k['rps']:.0f} | {k['p50_ms']:.1f} ms | {k['p99_ms']:.1f} ms | "
                          f"{'-' if cpu is None else f'{cpu:.2f} ms'} | {k['error_count']} |")
         lines += ["", f"projector / FastMCP's provider: **{fm['ratio']:.2f}x** the requests per second (median of "
-                  f"the per-round ratios {', '.join(f'{r:.2f}' for r in fm['round_ratios'])})."]
+                  f"the per-round ratios {', '.join(f'{r:.2f}' for r in fm['round_ratios'])}). The medians of each "
+                  "column and the paired ratio can point different ways when rounds are noisy (a shared machine); "
+                  "the server CPU per request does not depend on the client's scheduling."]
+        cpu_p, cpu_d = fm["projector"]["server_cpu_ms_per_request"], fm["directory"]["server_cpu_ms_per_request"]
+        if cpu_p and cpu_d:
+            lines += ["", f"Server CPU per request: {cpu_p:.2f} ms (projector) vs {cpu_d:.2f} ms (FastMCP's provider), "
+                      f"so per CPU second projector serves {cpu_d / cpu_p:.2f}x the provider's requests."]
     lines += ["", "Raw numbers: `bench/results.json`."]
     return "\n".join(lines) + "\n"
 
