@@ -50,7 +50,7 @@ from .bootstrap import render as render_bootstrap
 from .errors import ServeError
 from .skills import SKILLS_EXTENSION, DirectoryReadParams, SkillTree
 from .skills import SkillsExtension as MCPSkillsExtension
-from .workflow import MCPServerHost, ToolSpec, WorkflowHost, WorkflowPrompt, run_workflow  # noqa: F401
+from .workflow import ToolSpec, WorkflowHost, WorkflowPrompt, run_workflow
 
 T = TypeVar("T")
 
