@@ -194,9 +194,10 @@ class DemoDatabase:
 
 # ---------------------------------------------------------------------------------------------------- the server
 
-def add_demo_tools(server: MCPServer, store: RefundStore | None = None,
+def add_demo_tools(server: Any, store: RefundStore | None = None,
                    db: DemoDatabase | None = None) -> tuple[RefundStore, DemoDatabase]:
-    """Register the demo tools and resources on ``server``; returns the store and database they use."""
+    """Register the demo tools and resources on ``server`` (an MCPServer or a FastMCP); returns the store and
+    database they use."""
     store = store or RefundStore()
     db = db or DemoDatabase()
 
@@ -219,19 +220,21 @@ def add_demo_tools(server: MCPServer, store: RefundStore | None = None,
         return db.query(sql)
 
     read_only = ToolAnnotations(read_only_hint=True)
-    server.add_tool(get_order, name="get_order", description="Look up an order by id.", annotations=read_only)
-    server.add_tool(check_eligibility, name="check_eligibility",
-                    description="Decide whether an order can be refunded under the policy.", annotations=read_only)
-    server.add_tool(issue_refund, name="issue_refund", description="Refund an order to the original payment method.",
-                    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
-    server.add_tool(list_refunds, name="list_refunds", description="List the refunds issued so far, oldest first.",
-                    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
-    server.add_tool(greet, name="greet", description="Return a friendly greeting for a name.",
-                    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
-    server.add_tool(query, name="query",
-                    description="Run one read-only SQL SELECT statement against the embedded SQLite demo database "
-                                "and return the rows.",
-                    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
+    # MCPServer.add_tool(fn, name=...) and FastMCP.tool(fn, name=...) take the same keywords
+    add = server.add_tool if isinstance(server, MCPServer) else server.tool
+    add(get_order, name="get_order", description="Look up an order by id.", annotations=read_only)
+    add(check_eligibility, name="check_eligibility",
+        description="Decide whether an order can be refunded under the policy.", annotations=read_only)
+    add(issue_refund, name="issue_refund", description="Refund an order to the original payment method.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
+    add(list_refunds, name="list_refunds", description="List the refunds issued so far, oldest first.",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    add(greet, name="greet", description="Return a friendly greeting for a name.",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    add(query, name="query",
+        description="Run one read-only SQL SELECT statement against the embedded SQLite demo database "
+                    "and return the rows.",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
 
     def schema() -> str:
         return db.schema
@@ -249,13 +252,29 @@ def add_demo_tools(server: MCPServer, store: RefundStore | None = None,
     return store, db
 
 
+FRAMEWORKS = ("mcp", "fastmcp")
+INSTRUCTIONS = ("Demo server for projector: the shipped example skills (SEP-2640), their workflows as prompts, and "
+                "real demo tools.")
+
+
 def demo_server(skills: str | Path | None = "generated_skills", workflows: str | Path | None = "workflows", *,
                 page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
-                name: str = "projector-demo") -> tuple[MCPServer, RefundStore]:
-    """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`."""
-    server: MCPServer = MCPServer(name, version=__version__,
-                                  instructions="Demo server for projector: the shipped example skills (SEP-2640), "
-                                               "their workflows as prompts, and real demo tools.")
+                name: str = "projector-demo", framework: str = "mcp") -> tuple[Any, RefundStore]:
+    """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`.
+
+    ``framework="fastmcp"`` builds the same demo on a ``fastmcp.FastMCP`` (the ``projector[fastmcp]`` extra), with
+    ``page_size`` as the server's ``list_page_size``.
+    """
+    if framework == "fastmcp":
+        from fastmcp import FastMCP
+
+        fserver: Any = FastMCP(name, instructions=INSTRUCTIONS, version=__version__, list_page_size=page_size)
+        store, _ = add_demo_tools(fserver)
+        attach(fserver, skills, workflows, page_size=page_size, cache=cache)
+        return fserver, store
+    if framework != "mcp":
+        raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
+    server: MCPServer = MCPServer(name, version=__version__, instructions=INSTRUCTIONS)
     store, _ = add_demo_tools(server)
     attach(server, skills, workflows, page_size=page_size, cache=cache)
     return server, store
