@@ -146,6 +146,19 @@ async def test_prompt_argument_errors_are_invalid_params():
             assert info.value.code == types.INVALID_PARAMS
 
 
+@pytest.mark.anyio
+async def test_an_unknown_prompt_is_invalid_params_and_known_ones_still_work():
+    server, _ = demo_server(SKILLS, WORKFLOWS)
+    async with Client(server) as client:
+        for name in ["nope", "", "skill.nope", "refund_flow "]:
+            with pytest.raises(MCPError) as info:
+                await client.get_prompt(name, {})
+            assert info.value.code == types.INVALID_PARAMS and info.value.message == f"Unknown prompt: {name}"
+        assert any("Hello, Ada!" in t for _, t in texts(await client.get_prompt("hello_world", {"name": "Ada"})))
+    attach(server, None, None)  # a second attach adds no second copy of the middleware
+    assert sum(getattr(m, "projector_unknown_prompt", False) for m in server.middleware) == 1
+
+
 # ------------------------------------------------------------------------- typed args, fields, templates
 
 def typed_server() -> tuple[MCPServer, list[dict[str, Any]]]:
