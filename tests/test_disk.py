@@ -13,7 +13,8 @@ import pytest
 from conftest import EXAMPLES, GENERATED, snapshot_tree
 from projector import disk
 
-WF = "name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\nsteps:\n  - name: s\n    tool: t\n"
+WF = ("name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\n"
+      "steps:\n  - name: s\n    tool: t\n")
 
 
 def leftovers(parent: Path) -> list[str]:

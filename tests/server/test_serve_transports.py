@@ -278,6 +278,12 @@ def test_http_answers_any_depth_and_keeps_serving(http_url_progress):
         r = httpx2.post(http_url_progress, content=body, headers=headers, timeout=30)
         assert r.status_code < 500, (r.status_code, r.text[:200])
         assert r.json()["error"]["code"] in (-32700, -32600), r.text[:200]
+    for rid in ("{}", "[]", "true", "1.5", "null"):  # the SDK's HTTP front answers these itself
+        body = '{"jsonrpc": "2.0", "id": %s, "method": "skills/list", "params": {"_meta": %s}}' % (
+            rid, json.dumps(ENVELOPE))
+        r = httpx2.post(http_url_progress, content=body.encode(), headers={**headers, "Mcp-Method": "skills/list"},
+                        timeout=30)
+        assert r.json()["error"]["code"] == -32600 and r.json()["id"] is None
     ok = httpx2.post(http_url_progress, headers={**headers, "Mcp-Method": "skills/list"}, timeout=30, json={
         "jsonrpc": "2.0", "id": 9, "method": "skills/list", "params": {"_meta": ENVELOPE}})
     assert ok.json()["result"]["skills"] == MANIFEST
