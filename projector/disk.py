@@ -85,7 +85,9 @@ def side_folder(root: Path, kind: str) -> Path:
 
 
 def _side_kind(root: Path, name: str) -> str | None:
-    m = re.fullmatch(rf"\.{re.escape(root.name)}\.({STAGE}|{OLD})-[0-9a-f]{{{_TAG}}}", name)
+    """``stage`` or ``old`` for a side folder of ``root``, else None. Also the names that earlier versions used
+    (made by ``tempfile.mkdtemp``: eight of ``[a-z0-9_]``), so a tree they left half-swapped is restored too."""
+    m = re.fullmatch(rf"\.{re.escape(root.name)}\.({STAGE}|{OLD})-(?:[0-9a-f]{{{_TAG}}}|[a-z0-9_]{{8}})", name)
     return m.group(1) if m else None
 
 

@@ -167,6 +167,15 @@ def test_an_interrupted_two_rename_swap_is_restored_before_anything_else(cli, tm
     assert leftovers(tmp_path) == []
 
 
+def test_a_tree_left_half_swapped_by_the_previous_version_is_restored(cli, tmp_path):
+    """Earlier versions named their side folders with tempfile.mkdtemp: eight of [a-z0-9_]."""
+    shutil.copytree(GENERATED, tmp_path / ".out.old-k2_x9a0q")
+    (tmp_path / ".out.old-k2_x9a0q" / "mine.md").write_text("mine")
+    (tmp_path / ".out.stage-ab_cd012").mkdir()
+    assert cli("build", str(EXAMPLES), "--out", str(tmp_path / "out")).code == 0
+    assert (tmp_path / "out" / "mine.md").read_text() == "mine" and leftovers(tmp_path) == []
+
+
 def test_two_old_copies_and_no_folder_is_an_io_error_that_changes_nothing(cli, tmp_path):
     for tag in ("00000000000a", "00000000000b"):
         (tmp_path / f".out.old-{tag}").mkdir()
