@@ -57,6 +57,7 @@ class Bundle:
     files: dict[str, bytes]
     entry: dict[str, Any]
     diagnostics: tuple[Diagnostic, ...] = ()
+    span: Span = Span()  # where the workflow is: where a problem with the whole bundle is reported
 
 
 def make_entry(path: str, files: dict[str, bytes]) -> dict[str, Any]:
@@ -87,7 +88,7 @@ def bundle(projection: Projection) -> Bundle:
     if problems:
         raise BuildError(problems)
     return Bundle(projection.name, projection.path, projection.files, make_entry(projection.path, projection.files),
-                  tuple(projection.diagnostics))
+                  tuple(projection.diagnostics), projection.workflow.span)
 
 
 def dumps(value: Any) -> bytes:

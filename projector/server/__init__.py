@@ -193,6 +193,27 @@ def _check_prompt_names(names: Sequence[str], taken: set[str]) -> None:
         raise ServeError(clashes)
 
 
+def unknown_prompt_middleware(server: MCPServer) -> Any:
+    """Answer ``prompts/get`` for a name the server does not list with -32602 (Invalid params).
+
+    mcp 2.3 turns its own "Unknown prompt" ValueError into error code 0 in memory and -32603 over HTTP; the name is
+    a parameter the client got wrong, so the answer is -32602, as for an unknown skill. Anything else goes through.
+    """
+
+    async def middleware(ctx: Any, call_next: Any) -> Any:
+        params = ctx.params if ctx.method == "prompts/get" and ctx.request_id is not None else None
+        name = params.get("name") if isinstance(params, dict) else None
+        if isinstance(name, str) and name not in {p.name for p in await server.list_prompts()}:
+            from mcp.shared.exceptions import MCPError
+            from mcp_types import INVALID_PARAMS
+
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}", data={"name": name})
+        return await call_next(ctx)
+
+    middleware.projector_unknown_prompt = True  # type: ignore[attr-defined]
+    return middleware
+
+
 def _framework(server: Any) -> str:
     """``"mcp"`` for mcp's MCPServer, ``"fastmcp"`` for a fastmcp.FastMCP; a TypeError for anything else."""
     if isinstance(server, MCPServer):
@@ -289,6 +310,8 @@ def _attach_mcp(server: MCPServer, ext: SkillsExtension | None, wfs: list[Workfl
                                             "read here, not in resources/list.")(fn)
         if not any(getattr(m, "projector_legacy_extension", None) == SKILLS_EXTENSION for m in server.middleware):
             server.middleware.append(legacy_extensions_middleware(SKILLS_EXTENSION, ext.settings()))
+    if not any(getattr(m, "projector_unknown_prompt", False) for m in server.middleware):
+        server.middleware.append(unknown_prompt_middleware(server))
     for p in prompts:
         server.add_prompt(p)
     return ext
