@@ -510,7 +510,7 @@ class _Builder:
         for key in m:
             if key in OPERATORS:
                 ops.append(key)
-            elif key not in SUBJECT_KEYS:
+            elif key not in SUBJECT_KEYS and key != "const":  # a constant subject is a bad-source below
                 close = difflib.get_close_matches(key, OPERATORS, n=1, cutoff=0.5)
                 hint = (f"did you mean '{close[0]}'?" if close else
                         f"the operators are {', '.join(OPERATORS)}")
@@ -526,6 +526,9 @@ class _Builder:
                      f"add one of {', '.join(OPERATORS)}")
             sound = False
         kinds = [k for k in ("arg", "step") if k in m]
+        if "const" in m:
+            self.err(y.key_span("const"), "bad-source", f"the subject of {what} cannot be a constant", subject_hint)
+            return None
         if len(kinds) != 1 or ("field" in m and kinds != ["step"]):
             self.err(y.span, "bad-source", f"{what} must have exactly one subject, arg or step (field only with "
                      "step)", subject_hint)

@@ -164,8 +164,8 @@ def check_conditions(wf: Workflow, step: Step, what: str, arg_names: list[str], 
     elif step.on_fail != "stop" and not step.when:
         out.append(error(step.on_fail_span, "on-fail-without-when", f"{what} has on_fail but no when",
                          "add the conditions under when:, or remove on_fail"))
-    for i, cond in enumerate(step.when, 1):
-        where = f"condition {i} of {what}" if len(step.when) > 1 else f"the condition of {what}"
+    for cond in step.when:
+        where = f"a condition of {what}" if len(step.when) > 1 else f"the condition of {what}"
         if cond.op not in OPERATORS:
             out.append(error(cond.span, "unknown-operator", f"unknown operator '{cond.op}' in {where}",
                              _suggest(str(cond.op), list(OPERATORS)) or f"the operators are {', '.join(OPERATORS)}"))
