@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from .errors import Diagnostic, LoadError, Span, error
-from .model import Argument, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
+from .model import Argument, Condition, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .validate import collisions, validate
 
 try:  # libyaml's parser is several times faster; results are identical (tests/test_load.py checks both).
@@ -77,6 +77,8 @@ REQUIRED = {
     "step": tuple(_DEFS["step"]["required"]),
 }
 SOURCE_KEYS = ("arg", "step", "field", "const")
+SUBJECT_KEYS = ("arg", "step", "field")
+OPERATORS = tuple(k for k in _DEFS["condition"]["properties"] if k not in SUBJECT_KEYS)
 ROLES = tuple(_DEFS["instruction"]["properties"]["role"]["enum"])
 ARG_TYPES = tuple(_DEFS["argument"]["properties"]["type"]["enum"])
 
@@ -459,6 +461,10 @@ class _Builder:
                     else:
                         acks.append((code, reason.value))
         guidance = self.string(m, "guidance", what)
+        when = self.conditions(m, what)
+        on_fail = "stop"
+        if "on_fail" in m:
+            on_fail = m["on_fail"].value if isinstance(m["on_fail"].value, str) else str(m["on_fail"].value)
         return Step(
             name=name,
             tool=self.string(m, "tool", what),
@@ -470,7 +476,86 @@ class _Builder:
             acknowledge=tuple(acks),
             span=y.span,
             guidance_span=m["guidance"].span if "guidance" in m else y.span,
+            when=when,
+            on_fail=on_fail,  # type: ignore[arg-type]  # validate() refuses anything but stop and skip
+            on_fail_span=m["on_fail"].span if "on_fail" in m else y.span,
         )
+
+    def conditions(self, m: dict[str, Y], what: str) -> tuple[Condition, ...]:
+        """``when:``: one condition mapping, or a list of them. Checks the shape; validate() checks the rest."""
+        y = m.get("when")
+        if y is None:
+            return ()
+        items = [y] if isinstance(y.value, dict) else y.value if isinstance(y.value, list) else None
+        if not items:
+            self.err(y.span, "wrong-type", f"'when' of {what} must be a condition or a non-empty list of conditions",
+                     "write when: {step: BIND, field: PATH, equals: VALUE}")
+            return ()
+        out = []
+        for i, cy in enumerate(items, 1):
+            cond = self.condition(cy, f"condition {i} of {what}" if len(items) > 1 else f"the condition of {what}")
+            if cond is not None:
+                out.append(cond)
+        return tuple(out)
+
+    def condition(self, y: Y, what: str) -> Condition | None:
+        subject_hint = "a condition's subject is {arg: NAME}, {step: BIND} or {step: BIND, field: PATH}"
+        if not isinstance(y.value, dict):
+            self.err(y.span, "wrong-type", f"{what} must be a mapping, not {_type_name(y.value)}",
+                     "write {step: BIND, field: PATH, equals: VALUE}")
+            return None
+        m = y.value
+        sound = True
+        ops: list[str] = []
+        for key in m:
+            if key in OPERATORS:
+                ops.append(key)
+            elif key not in SUBJECT_KEYS and key != "const":  # a constant subject is a bad-source below
+                close = difflib.get_close_matches(key, OPERATORS, n=1, cutoff=0.5)
+                hint = (f"did you mean '{close[0]}'?" if close else
+                        f"the operators are {', '.join(OPERATORS)}")
+                self.err(y.key_span(key), "unknown-operator", f"unknown operator '{key}' in {what}", hint)
+                sound = False
+        if len(ops) > 1:
+            self.err(y.key_span(ops[1]), "multiple-operators",
+                     f"{what} has {len(ops)} operators ({', '.join(ops)}); a condition has exactly one",
+                     "split it into one condition per operator: when: takes a list, and every condition must hold")
+            sound = False
+        elif not ops and sound:
+            self.err(y.span, "missing-operator", f"{what} has no operator",
+                     f"add one of {', '.join(OPERATORS)}")
+            sound = False
+        kinds = [k for k in ("arg", "step") if k in m]
+        if "const" in m:
+            self.err(y.key_span("const"), "bad-source", f"the subject of {what} cannot be a constant", subject_hint)
+            return None
+        if len(kinds) != 1 or ("field" in m and kinds != ["step"]):
+            self.err(y.span, "bad-source", f"{what} must have exactly one subject, arg or step (field only with "
+                     "step)", subject_hint)
+            return None
+        ref = m[kinds[0]]
+        if not isinstance(ref.value, str):
+            self.err(ref.span, "wrong-type", f"'{kinds[0]}' of {what} must be a string, not {_type_name(ref.value)}")
+            return None
+        subject: FromArg | FromStep
+        if kinds[0] == "arg":
+            subject = FromArg(ref.value, span=ref.span)
+        else:
+            field = None
+            if "field" in m:
+                f = m["field"]
+                if isinstance(f.value, int) and not isinstance(f.value, bool):
+                    field = str(f.value)
+                elif isinstance(f.value, str):
+                    field = f.value
+                else:
+                    self.err(f.span, "wrong-type", f"'field' of {what} must be a dot path string")
+                    return None
+            subject = FromStep(ref.value, field, span=ref.span)
+        if not sound:
+            return None
+        op = ops[0]
+        return Condition(subject, op, m[op].plain(), span=y.key_span(op))  # type: ignore[arg-type]
 
 
 def parse(data: bytes | str, file: str) -> tuple[Workflow | None, list[Diagnostic]]:

@@ -63,6 +63,21 @@ class Const:
 
 Source = Union[FromArg, FromStep, Const]
 
+Operator = Literal["equals", "not_equals", "in", "not_in", "exists"]
+OnFail = Literal["stop", "skip"]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One entry of a step's ``when:``: a subject (``{arg}``, ``{step}`` or ``{step, field}``), one operator and its
+    operand, a JSON value (a list for ``in`` and ``not_in``, a boolean for ``exists``). Evaluated by
+    :mod:`projector.conditions`; never as code."""
+
+    subject: Union[FromArg, FromStep]
+    op: Operator
+    value: Any
+    span: Span = _span()  # the operator's key, where a problem with the operand is reported
+
 
 @dataclass(frozen=True)
 class Argument:
@@ -118,6 +133,10 @@ class Step:
     acknowledge: tuple[tuple[str, str], ...] = ()
     span: Span = _span()
     guidance_span: Span = _span()
+    # ``when:``: every condition must hold just before the step runs; ``on_fail`` says what a failed one does.
+    when: tuple[Condition, ...] = ()
+    on_fail: OnFail = "stop"
+    on_fail_span: Span = _span()
 
     @property
     def args_dict(self) -> dict[str, Source]:

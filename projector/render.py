@@ -19,7 +19,7 @@ import yaml
 
 from . import gates, naming
 from .errors import Diagnostic
-from .model import PLACEHOLDER, Const, FromArg, FromStep, Source, Step, Workflow
+from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
 
 MAX_BODY_LINES = 500
 TOOLS_FILE = "references/tools.md"
@@ -158,6 +158,48 @@ def describe_source(src: Source, wf: Workflow) -> str:
     return f"the value {code(canonical_json(value, indent=None))}"
 
 
+def _values(values: Any) -> str:
+    return ", ".join(code(canonical_json(v, indent=None)) for v in values) or "nothing"
+
+
+def describe_condition(cond: Condition, wf: Workflow) -> str:
+    """A condition in plain words: "the field `eligible` of `eligibility` (step 2) is `true`"."""
+    subject = cond.subject
+    if isinstance(subject, FromArg):
+        if cond.op == "exists":
+            return f"the user {'gave' if cond.value else 'did not give'} the input {code(subject.name)}"
+        what = f"the input {code(subject.name)}"
+    else:
+        found = wf.step_for_bind(subject.bind)
+        origin = f"step {found[0] + 1}" if found else "an earlier step"
+        what = (f"the field {code(subject.field)} of {code(subject.bind)} ({origin})" if subject.field is not None
+                else f"the result saved as {code(subject.bind)} ({origin})")
+    if cond.op == "equals":
+        return f"{what} is {code(canonical_json(cond.value, indent=None))}"
+    if cond.op == "not_equals":
+        return f"{what} is not {code(canonical_json(cond.value, indent=None))}"
+    if cond.op == "in":
+        return f"{what} is one of {_values(cond.value)}"
+    if cond.op == "not_in":
+        return f"{what} is none of {_values(cond.value)}"
+    return f"{what} is {'present' if cond.value else 'absent'}"
+
+
+def _conditions_view(wf: Workflow, step: Step) -> dict[str, Any] | None:
+    if not step.when:
+        return None
+    action = f"call {code(step.tool)}" if step.tool else "read this step's resources"
+    one = len(step.when) == 1
+    failed = "it does not hold" if one else "any of them does not hold"
+    if step.on_fail == "skip":
+        then = f"do not {action}: skip this step, tell the user which condition failed, and go on with the next step."
+    else:
+        then = (f"do not {action}: stop the procedure here, and tell the user which condition failed and the value "
+                "you found.")
+    return {"items": [describe_condition(c, wf) for c in step.when], "action": action,
+            "on_fail": f"If {failed}, {then}", "skip": step.on_fail == "skip"}
+
+
 def _tool_effect(wf: Workflow, step: Step) -> str:
     tool = wf.tool(step.tool) if step.tool else None
     if tool is None:
@@ -185,6 +227,7 @@ def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> di
         "bind": step.bind,
         "guidance": step.guidance.strip() if step.guidance else None,
         "gate": step.name in gate_steps,
+        "conditions": _conditions_view(wf, step),
     }
 
 
@@ -205,6 +248,7 @@ def project(wf: Workflow, prefix: tuple[str, ...] = ()) -> Projection:
         "instructions": wf.instructions,
         "steps": steps,
         "judgment_steps": [s for s in steps if s["guidance"]],
+        "condition_steps": [s for s in steps if s["conditions"]],
         "tools_file": TOOLS_FILE if wf.tools else None,
     }
     env = environment()

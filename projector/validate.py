@@ -8,9 +8,10 @@ import re
 import unicodedata
 
 from . import naming
+from .conditions import LIST_OPERATORS, ON_FAIL, OPERATORS, literal
 from .gates import ACKNOWLEDGEABLE
 from .errors import Diagnostic, Span, error
-from .model import PLACEHOLDER, Const, FromArg, FromStep, Workflow
+from .model import PLACEHOLDER, Const, FromArg, FromStep, Step, Workflow
 
 MAX_DESCRIPTION = 1024
 _FIELD_PATH = re.compile(r"^[^.]+(\.[^.]+)*$")
@@ -123,6 +124,8 @@ def validate(wf: Workflow) -> list[Diagnostic]:
                 for ph in src.placeholders:
                     check_arg(ph, src.span, f"{where} (placeholder {{{ph}}})")
 
+        diags.extend(check_conditions(wf, step, what, arg_names, binds, later_binds))
+
         placeholders: list[str] = []
         for uri in step.resources:
             for ph in PLACEHOLDER.findall(uri):
@@ -147,6 +150,115 @@ def validate(wf: Workflow) -> list[Diagnostic]:
             else:
                 binds[step.bind] = step.name
     return diags
+
+
+def check_conditions(wf: Workflow, step: Step, what: str, arg_names: list[str], binds: dict[str, str],
+                     later_binds: dict[str, str]) -> list[Diagnostic]:
+    """The rules of a step's ``when:`` and ``on_fail:`` beyond their shape (the loader checks that): known operators
+    with operands of the right kind, declared arguments, results saved by earlier steps, field paths that the saving
+    tool's output schema has, where it declares one."""
+    out: list[Diagnostic] = []
+    if step.on_fail not in ON_FAIL:
+        out.append(error(step.on_fail_span, "bad-on-fail", f"{what} has on_fail '{step.on_fail}'",
+                         _suggest(str(step.on_fail), list(ON_FAIL)) or "on_fail is stop (the default) or skip"))
+    elif step.on_fail != "stop" and not step.when:
+        out.append(error(step.on_fail_span, "on-fail-without-when", f"{what} has on_fail but no when",
+                         "add the conditions under when:, or remove on_fail"))
+    for cond in step.when:
+        where = f"a condition of {what}" if len(step.when) > 1 else f"the condition of {what}"
+        if cond.op not in OPERATORS:
+            out.append(error(cond.span, "unknown-operator", f"unknown operator '{cond.op}' in {where}",
+                             _suggest(str(cond.op), list(OPERATORS)) or f"the operators are {', '.join(OPERATORS)}"))
+        elif cond.op in LIST_OPERATORS and not isinstance(cond.value, (list, tuple)):
+            out.append(error(cond.span, "operator-needs-list", f"'{cond.op}' in {where} needs a list of values",
+                             f"write {cond.op}: [{literal(cond.value)}]"))
+        elif cond.op == "exists" and not isinstance(cond.value, bool):
+            out.append(error(cond.span, "wrong-type", f"'exists' in {where} must be true or false"))
+        subject = cond.subject
+        if isinstance(subject, FromArg):
+            if subject.name not in arg_names:
+                out.append(error(subject.span, "undeclared-argument", f"{where} uses the argument '{subject.name}', "
+                                 "which is not declared", _suggest(subject.name, arg_names) or
+                                 "declare it under arguments"))
+            continue
+        if subject.bind not in binds:
+            if subject.bind == step.bind:
+                out.append(error(subject.span, "forward-binding", f"{where} uses '{subject.bind}', which this step "
+                                 "saves itself", "a condition is checked before its step runs; it can use only "
+                                 "results of earlier steps"))
+            elif subject.bind in later_binds:
+                out.append(error(subject.span, "forward-binding", f"{where} uses '{subject.bind}', which step "
+                                 f"'{later_binds[subject.bind]}' binds later",
+                                 "a step may only use results of earlier steps; reorder the steps"))
+            else:
+                out.append(error(subject.span, "unknown-binding", f"{where} uses '{subject.bind}', which no step "
+                                 "binds", _suggest(subject.bind, list(binds)) or "bind it on an earlier step with "
+                                 "bind:"))
+            continue
+        if subject.field is None:
+            continue
+        if not _FIELD_PATH.match(subject.field):
+            out.append(error(subject.span, "bad-field-path", f"{where} has the field path '{subject.field}'",
+                             "a field path is names and list indexes joined by single dots: items.0.sku"))
+            continue
+        saver = wf.step_for_bind(subject.bind)
+        tool = wf.tool(saver[1].tool) if saver and saver[1].tool else None
+        schema = getattr(tool, "output_schema", None)  # declared by the workflow, or by --tools-from
+        at = missing_field(schema, subject.path)
+        if tool is not None and at is not None:
+            part = str(subject.path[at])
+            out.append(error(subject.span, "bad-field-path",
+                             f"{where} reads the field '{subject.field}' of '{subject.bind}', but the output schema "
+                             f"of the tool '{tool.name}' has no '{part}' there",
+                             _suggest(part, _properties(schema, subject.path[:at]))
+                             or "check the field's name against the tool's outputSchema"))
+    return out
+
+
+def _sub_schema(schema: object, part: str | int) -> object:
+    """The schema of one field of a value that ``schema`` describes; None when it is not known."""
+    if not isinstance(schema, dict):
+        return None
+    props = schema.get("properties")
+    if isinstance(props, dict) and str(part) in props:
+        return props[str(part)]
+    items = schema.get("items")
+    if isinstance(part, int) and isinstance(items, dict):
+        return items
+    return None
+
+
+def _closed(schema: object, part: str | int) -> bool:
+    """Whether ``schema`` says for certain that a value it describes has no field ``part``: it lists its properties,
+    ``part`` is not among them, nothing else may add it (no ``additionalProperties``/``patternProperties``, no
+    combinators or references)."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return False
+    if any(k in schema for k in ("$ref", "allOf", "anyOf", "oneOf", "if", "patternProperties", "$dynamicRef")):
+        return False
+    extra = schema.get("additionalProperties")
+    if extra not in (None, False):
+        return False
+    return str(part) not in schema["properties"] and not (isinstance(part, int) and "items" in schema)
+
+
+def missing_field(schema: object, path: tuple[str | int, ...]) -> int | None:
+    """The index of the first part of ``path`` that an output schema, where declared, certainly does not have; else
+    None (also when nothing is declared, or the schema cannot tell)."""
+    for i, part in enumerate(path):
+        if _closed(schema, part):
+            return i
+        schema = _sub_schema(schema, part)
+        if schema is None:
+            return None
+    return None
+
+
+def _properties(schema: object, path: tuple[str | int, ...]) -> list[str]:
+    for part in path:
+        schema = _sub_schema(schema, part)
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return list(props) if isinstance(props, dict) else []
 
 
 def collisions(workflows: list[Workflow]) -> list[Diagnostic]:

@@ -34,6 +34,8 @@ def type_of(s: dict[str, Any]) -> str:
     if "enum" in s:
         return "one of " + ", ".join(_literal(v) for v in s["enum"])
     if "oneOf" in s:
+        if all("$ref" in alt or alt.get("type") == "array" for alt in s["oneOf"]):  # e.g. a condition, or a list
+            return " or ".join(type_of(alt) for alt in s["oneOf"])
         return "one of the forms below"
     t = s.get("type")
     if t == "array":

@@ -11,8 +11,11 @@ the way pmcp's server-side workflows do:
 4. a last message: done; or, when a required tool parameter cannot be resolved, a hand-over to the client saying
    what is missing and what to do next; or, when a tool or a read fails, the error and where the run stopped.
 
-The server runs every step unconditionally. It cannot apply a step's guidance: that judgment is the model's, which is
-why the generated SKILL.md warns about it and why the transcript labels guidance as not applied.
+The server runs every step unconditionally, except that a step's ``when:`` conditions are checked just before it
+runs (:mod:`projector.conditions`, the one evaluator): a failed one ends the run with one line naming the step, the
+condition and the value seen (``on_fail: stop``), or skips the step (``on_fail: skip``). It cannot apply a step's
+guidance: that judgment is the model's, which is why the generated SKILL.md warns about it and why the transcript
+labels guidance as not applied.
 
 Everything in the transcript is deterministic: JSON is printed with sorted keys, and nothing carries a time.
 """
@@ -32,6 +35,7 @@ from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt,
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 
+from ..conditions import Check, failure_text, first_failure, statement
 from ..model import PLACEHOLDER, Argument, Const, FromArg, FromStep, Source, Step, Workflow
 
 
@@ -102,6 +106,7 @@ class _Run:
         self.given = given  # the raw strings, for {placeholders}
         self.typed = typed  # converted to each argument's type
         self.results: dict[str, Any] = {}
+        self.skipped: dict[str, str] = {}  # bind -> why its step was skipped (on_fail: skip)
 
     def resolve(self, source: Source) -> Any:
         if isinstance(source, FromArg):
@@ -109,6 +114,8 @@ class _Run:
                 return self.typed[source.name]
             return Missing(f"the optional argument `{source.name}` was not given")
         if isinstance(source, FromStep):
+            if source.bind in self.skipped:
+                return Missing(self.skipped[source.bind])
             if source.bind not in self.results:
                 return Missing(f"there is no result saved as `{source.bind}`")
             value = self.results[source.bind]
@@ -222,8 +229,11 @@ def _describe(step: Step) -> str:
         line = f"call the tool `{step.tool}`"
         if step.bind:
             line += f" and save the result as `{step.bind}`"
-        return line
-    return "read " + ", ".join(f"`{r}`" for r in step.resources)
+    else:
+        line = "read " + ", ".join(f"`{r}`" for r in step.resources)
+    if step.when:
+        line += ", only if " + " and ".join(statement(c) for c in step.when)
+    return line
 
 
 class WorkflowPrompt(Prompt):
@@ -277,10 +287,25 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context | W
     messages.append(AssistantMessage("\n".join(plan)))
 
     tools = await host.tools()
+    skipped = 0
     for n, step in enumerate(wf.steps, 1):
         head = f"Step {n} of {total}: `{step.name}`."
+        if step.when:
+            found = first_failure(step.when, typed, run.results)
+            if found is not None and step.on_fail == "skip":
+                messages.append(AssistantMessage(f"{head}\n{_skipped(wf, n, step, found)}"))
+                if step.bind:
+                    run.skipped[step.bind] = f"step {n} `{step.name}`, which saves `{step.bind}`, was skipped"
+                await host.report_progress(n, total, f"step {n} of {total}: {step.name} (skipped)")
+                skipped += 1
+                continue
+            if found is not None:
+                messages.append(_stopped(wf, n, step, found))
+                return messages
+            head += "\nChecked by the server: " + "; ".join(statement(c) for c in step.when) + "."
         if step.guidance:
-            head += f"\nGuidance (the server cannot apply it; it runs every step): {step.guidance.strip()}"
+            applies = "it enforces only the conditions above" if step.when else "it runs every step"
+            head += f"\nGuidance (the server cannot apply it; {applies}): {step.guidance.strip()}"
         if step.tool is not None:
             tool = tools.get(step.tool)
             schema = (tool.input_schema if tool else None) or {}
@@ -334,6 +359,10 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context | W
                     body = c.content if isinstance(c.content, str) else f"<{len(c.content)} bytes of {mime}>"
                     messages.append(UserMessage(f"Resource `{uri}` ({mime}):\n\n{body}"))
         await host.report_progress(n, total, f"step {n} of {total}: {step.name}")
+    if skipped:
+        messages.append(AssistantMessage(f"Done: {total - skipped} of the {total} steps of `{wf.name}` ran on the "
+                                         f"server; {skipped} {'was' if skipped == 1 else 'were'} skipped."))
+        return messages
     messages.append(AssistantMessage(f"Done: all {total} step{'s' * (total != 1)} of `{wf.name}` ran on the server."))
     return messages
 
@@ -349,6 +378,23 @@ def _hand_over(wf: Workflow, n: int, step: Step, param: str, why: Missing) -> Me
         f"Stopped before step {n} of {len(wf.steps)} (`{step.name}`): {target}, and it has no value: {why.reason}.\n\n"
         f"Over to you. Work out `{param}` (ask the user if you cannot), then carry on yourself with the results "
         f"above and these steps:\n{_remaining(wf, n)}")
+
+
+def _stopped(wf: Workflow, n: int, step: Step, found: Check) -> Message:
+    """One line: the step, the failing condition and the value actually seen."""
+    rest = len(wf.steps) - n
+    action = f"did not call `{step.tool}`" if step.tool else "did not read the step's resources"
+    tail = f", and the {rest} later step{'s' * (rest != 1)} did not run" if rest else ""
+    return UserMessage(f"Stopped before step {n} of {len(wf.steps)} (`{step.name}`): {failure_text(found)}. The "
+                       f"server {action}{tail}; tell the user why the workflow stopped.")
+
+
+def _skipped(wf: Workflow, n: int, step: Step, found: Check) -> str:
+    users = [f"{i} (`{s.name}`)" for i, s in enumerate(wf.steps, 1)
+             if i > n and step.bind and any(isinstance(src, FromStep) and src.bind == step.bind
+                                            for _, src in s.sources())]
+    later = (f" Step{'s' * (len(users) != 1)} {', '.join(users)} will not have `{step.bind}`." if users else "")
+    return f"Skipped: {failure_text(found)}.{later} Going on with the next step."
 
 
 def _failed(wf: Workflow, n: int, step: Step, what: str) -> Message:

@@ -26,7 +26,8 @@ async def test_list_reads_no_file():
     server, rec = serve()
     async with connect(server) as remote:
         entries = await remote.list_skills()
-    assert [e.uri for e in entries] == [f"{SCHEME}{n}/SKILL.md" for n in ("code-mode", "hello-world", "refund-flow")]
+    assert [e.uri for e in entries] == [f"{SCHEME}{n}/SKILL.md" for n in (
+        "code-mode", "hello-world", "refund-flow-gated", "refund-flow")]  # sorted by path: "-" before "/"
     assert rec.reads == []
     assert set(rec.methods()) <= {"server/discover", "initialize", "notifications/initialized", "skills/list"}
 
@@ -42,7 +43,7 @@ async def test_list_follows_every_page():
     attach(server, ext, None, bootstrap_prompts=False)
     async with connect(server) as remote:
         entries = await remote.list_skills()
-    assert len(entries) == 3
+    assert len(entries) == 4
 
 
 @pytest.mark.anyio
@@ -60,7 +61,7 @@ def test_cli_list_text_and_json(cli):
     servers, run = cli
     servers["honest"], rec = serve()
     rc, out, err = run("remote", "list", "honest")
-    assert rc == 0 and out.splitlines()[2].startswith(f"{SKILL}  (2 files, ")
+    assert rc == 0 and out.splitlines()[3].startswith(f"{SKILL}  (2 files, ")
     assert "no file read" in err
     rc, out, _ = run("remote", "list", "honest", "--format", "json")
     import json
@@ -83,7 +84,7 @@ def test_cli_load_all_out_writes_the_same_bytes(cli, tmp_path):
     rc, _, err = run("remote", "load", "honest", "refund-flow", "--out", str(out))
     assert rc == 0, err
     assert tree(out) == expected
-    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow"]
+    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow", "refund-flow-gated"]
 
 
 def test_cli_load_by_name_uri_and_unknown(cli):

@@ -323,8 +323,8 @@ async def test_attach_with_the_extension_given_at_construction_uses_it():
             __import__("pydantic").TypeAdapter(dict[str, Any]))
         assert len(page["skills"]) == 2 and "nextCursor" in page
         names = sorted(p.name for p in (await client.list_prompts()).prompts)
-        assert names == ["code_mode", "hello_world", "refund_flow", "skill.code-mode", "skill.hello-world",
-                         "skill.refund-flow"]
+        assert names == ["code_mode", "hello_world", "refund_flow", "refund_flow_gated", "skill.code-mode",
+                         "skill.hello-world", "skill.refund-flow", "skill.refund-flow-gated"]
 
 
 def test_build_server_is_one_call():
@@ -379,7 +379,7 @@ def test_demo_tools_match_the_workflow_declarations():
             for name, prop in tool["input_schema"]["properties"].items():
                 assert props[name]["type"] == prop["type"]
             declared += 1
-    assert declared == 5
+    assert declared == 8  # refunds.yaml and refunds-gated.yaml declare the same three tools
 
 
 def test_the_eligibility_policy():
@@ -467,6 +467,7 @@ async def test_the_readme_library_example():
     async with Client(server) as client:
         assert client.server_capabilities.extensions == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
         prompts = sorted(p.name for p in (await client.list_prompts()).prompts)
-        assert prompts == ["hello_world", "skill.code-mode", "skill.hello-world", "skill.refund-flow"]
+        assert prompts == ["hello_world", "skill.code-mode", "skill.hello-world", "skill.refund-flow",
+                           "skill.refund-flow-gated"]
         result = await client.get_prompt("hello_world", {"name": "Ada"})
         assert '"Hello, Ada!"' in result.messages[3].content.text
