@@ -81,7 +81,7 @@ def _load_and_compile(args: argparse.Namespace):
         return compile_files(found, prefix, args.jobs or None)
     from .remote.tools import apply_tools_from
 
-    workflows, extra = apply_tools_from(load_all(paths), args.tools_from)
+    workflows, extra = apply_tools_from(load_all(paths, tools_from_server=True), args.tools_from)
     build = compile_workflows(workflows, prefix)
     build.diagnostics = sorted([*extra, *build.diagnostics], key=Diagnostic.sort_key)
     return build

@@ -30,7 +30,8 @@ def test_corpus_has_every_class():
     names = {p.stem if p.is_file() else p.name for p in CASES}
     required = {"malformed-yaml", "duplicate-key", "alias", "unknown-key", "wrong-type", "forward-binding",
                 "unknown-binding", "undeclared-argument", "unknown-tool", "empty-slug", "slug-collision",
-                "name-over-64", "description-over-1024", "non-utf8", "nul-byte", "crlf-input", "resource-step-args"}
+                "name-over-64", "description-over-1024", "non-utf8", "nul-byte", "crlf-input", "resource-step-args",
+                "missing-parameter", "unknown-parameter", "parameter-type", "bad-field-path", "bad-input-schema"}
     assert required <= names
 
 

@@ -42,8 +42,9 @@ from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.uri_template import UriTemplate
 
+from .. import fit
 from ..errors import Diagnostic, Span, error
-from ..model import PLACEHOLDER, Const, FromArg, Workflow
+from ..model import PLACEHOLDER, Workflow
 from .bootstrap import BootstrapPrompt, bootstrap_name
 from .errors import ServeError
 from .skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, SkillsExtension, SkillTree,
@@ -76,90 +77,36 @@ def load_workflows(workflows: Workflows) -> list[Workflow]:
         return []
     from ..load import load_all
 
+    # The server's own tools are the truth here: a step may call a tool its file does not list, and the steps are
+    # fitted to the server's tools by check_workflows().
     if isinstance(workflows, (str, Path)):
-        return load_all([str(workflows)])
+        return load_all([str(workflows)], tools_from_server=True)
     items = list(workflows)
     paths = [str(w) for w in items if isinstance(w, (str, Path))]
-    return [w for w in items if isinstance(w, Workflow)] + (load_all(paths) if paths else [])
+    return [w for w in items if isinstance(w, Workflow)] + (load_all(paths, tools_from_server=True) if paths else [])
 
 
-_JSON_TYPES = {"string": {"string"}, "integer": {"integer", "number"}, "number": {"number"},
-               "boolean": {"boolean"}}
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if value is None:
-        return "null"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _accepts(prop: Any, kinds: set[str]) -> bool:
-    """Whether a property schema's ``type`` admits any of ``kinds`` (no ``type`` admits everything)."""
-    if not isinstance(prop, dict) or "type" not in prop:
-        return True
-    declared = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
-    if "number" in declared:
-        declared = [*declared, "integer"]
-    return bool(kinds & set(declared))
-
-
-def check_workflows(workflows: Sequence[Workflow], tools: dict[str, dict[str, Any]],
+def check_workflows(workflows: Sequence[Workflow], tools: dict[str, Any],
                     resources: Sequence[str] = (), templates: Sequence[str] = ()) -> list[Diagnostic]:
-    """Every way the steps do not fit the server: ``tools`` maps tool names to their input schemas."""
-    problems: list[Diagnostic] = []
+    """Every way the steps do not fit the server. ``tools`` maps tool names to their input schemas (dicts), to
+    ``mcp_types.Tool`` objects or to model :class:`~projector.model.Tool` objects (then output schemas are checked
+    too). The steps are fitted to the tools by the core (:func:`projector.fit.check_workflows`), exactly as ``build``
+    fits them; resources are checked here, against the server's resources and templates."""
+    problems = fit.check_workflows(workflows, tools, hint="register it on the server before calling attach()")
     parsed = [UriTemplate.parse(t) for t in templates]
     for wf in workflows:
         for step in wf.steps:
+            if step.tool is not None:
+                continue
             where = step.span if step.span.line else Span(wf.source)
-            label = f"workflow '{wf.name}', step '{step.name}'"
-            if step.tool is None:
-                for uri in step.resources:
-                    sample = PLACEHOLDER.sub("x", uri)
-                    if sample not in resources and not any(t.match(sample) is not None for t in parsed):
-                        problems.append(error(where, "unknown-resource",
-                                              f"{label}: the server has no resource or template matching '{uri}'",
-                                              "register the resource on the server before calling attach()"))
-                continue
-            if step.tool not in tools:
-                known = ", ".join(sorted(tools)) or "none"
-                problems.append(error(where, "unknown-tool", f"{label}: the server has no tool '{step.tool}'",
-                                      f"register it before calling attach(); the server's tools: {known}"))
-                continue
-            schema = tools[step.tool] or {}
-            props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-            closed = bool(props) and schema.get("additionalProperties", False) is False
-            for name, source in step.args:
-                if closed and name not in props:
-                    problems.append(error(where, "unknown-parameter",
-                                          f"{label}, tool '{step.tool}': the tool's input schema has no parameter "
-                                          f"'{name}'", f"its parameters: {', '.join(sorted(props))}"))
-                    continue
-                prop = props.get(name)
-                if isinstance(source, Const) and not (isinstance(source.value, str) and source.placeholders):
-                    kinds = {_json_type(source.value)}
-                elif isinstance(source, (Const, FromArg)):
-                    arg = wf.argument(source.name) if isinstance(source, FromArg) else None
-                    kinds = _JSON_TYPES.get(arg.type or "string", {"string"}) if arg else {"string"}
-                else:
-                    continue  # a step result: its type is known only when the step has run
-                if not _accepts(prop, kinds):
-                    problems.append(error(where, "parameter-type",
-                                          f"{label}, tool '{step.tool}': parameter '{name}' takes "
-                                          f"{prop['type']}, but the step gives {'/'.join(sorted(kinds))}"))
-            for name in schema.get("required") or ():
-                if name not in step.args_dict:
-                    problems.append(error(where, "missing-parameter",
-                                          f"{label}, tool '{step.tool}': the required parameter '{name}' is not "
-                                          f"given by the step"))
-    return problems
+            for uri in step.resources:
+                sample = PLACEHOLDER.sub("x", uri)
+                if sample not in resources and not any(t.match(sample) is not None for t in parsed):
+                    problems.append(error(where, "unknown-resource",
+                                          f"workflow '{wf.name}', step '{step.name}': the server has no resource or "
+                                          f"template matching '{uri}'",
+                                          "register the resource on the server before calling attach()"))
+    return sorted(problems, key=Diagnostic.sort_key)
 
 
 def _has_extension(server: MCPServer, ext: SkillsExtension) -> bool:
@@ -198,7 +145,7 @@ def attach(server: MCPServer, skills: str | Path | SkillTree | SkillsExtension |
         ext = SkillsExtension(skills, page_size=page_size, cache=cache)
     wfs = load_workflows(workflows) if workflow_prompts else []
 
-    tools = {t.name: t.input_schema for t in _now(server.list_tools())}
+    tools = {t.name: fit.from_listing(t) for t in _now(server.list_tools())}
     templates = [t.uri_template for t in _now(server.list_resource_templates())]
     resources = [str(r.uri) for r in _now(server.list_resources())]
     problems = check_workflows(wfs, tools, resources, templates)

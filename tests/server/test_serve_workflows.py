@@ -249,8 +249,10 @@ def test_attach_fails_when_a_tool_is_missing():
     bare_refund_tools(server, drop="issue_refund")
     server.resource("docs://refund-policy/{region}", name="policy")(lambda region: region)
     msg = attach_error(server, refunds_only())
-    assert "workflow 'refund_flow', step 'issue_refund': the server has no tool 'issue_refund'" in msg
-    assert "refunds.yaml:" in msg  # where the step is written
+    assert "step 'issue_refund' calls the tool 'issue_refund', which the server does not have" in msg
+    assert "refunds.yaml:44:5: error[unknown-tool]" in msg  # where the step is written
+    assert "register it on the server before calling attach(); the server's tools: check_eligibility, get_order" \
+        in msg
 
 
 def test_attach_fails_when_the_schema_does_not_accept_the_arguments():
@@ -262,9 +264,10 @@ def test_attach_fails_when_the_schema_does_not_accept_the_arguments():
     bare_refund_tools(server, drop="issue_refund")
     server.add_tool(issue_refund)
     msg = attach_error(server, refunds_only())
-    assert "workflow 'refund_flow', step 'issue_refund', tool 'issue_refund': the tool's input schema has no " \
-           "parameter 'order_id'" in msg
-    assert "the required parameter 'order' is not given by the step" in msg
+    assert "error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a parameter of the tool " \
+           "'issue_refund'" in msg
+    assert "error[missing-parameter]: step 'issue_refund' does not give 'order', which the tool 'issue_refund' " \
+           "requires" in msg
     assert "no resource or template matching 'docs://refund-policy/{region}'" in msg  # every problem at once
 
 
@@ -280,8 +283,10 @@ def test_attach_checks_argument_types():
            WorkflowBuilder("c2", "Argument of the wrong type.").argument("flag", type="boolean").tool("count")
            .step("s", tool="count", args={"n": arg("flag")}).build()]
     msg = attach_error(server, wfs)
-    assert "workflow 'c1', step 's', tool 'count': parameter 'n' takes integer, but the step gives string" in msg
-    assert "workflow 'c2', step 's', tool 'count': parameter 'n' takes integer, but the step gives boolean" in msg
+    assert "error[parameter-type]: workflow 'c1', step 's' passes the string \"three\" as 'n', which the tool " \
+           "'count' does not accept: 'three' is not of type 'integer'" in msg
+    assert "error[parameter-type]: workflow 'c2', step 's' passes the input 'flag' (boolean) as 'n', but the tool " \
+           "'count' takes integer there" in msg
 
 
 def test_attach_refuses_prompt_name_collisions_and_changes_nothing():
