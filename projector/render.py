@@ -20,6 +20,7 @@ import yaml
 from . import gates, naming
 from .errors import Diagnostic
 from .model import PLACEHOLDER, Const, FromArg, FromStep, Source, Step, Workflow
+from .yaml12 import add_quoting
 
 MAX_BODY_LINES = 500
 TOOLS_FILE = "references/tools.md"
@@ -35,6 +36,11 @@ class _CFrontmatterDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # typ
         return True
 
 
+# A string that YAML 1.2 would read as a number or a boolean is quoted too, not only one that YAML 1.1 would.
+add_quoting(_FrontmatterDumper)
+add_quoting(_CFrontmatterDumper)
+
+
 def _same_in_libyaml(value: Any) -> bool:
     """libyaml's emitter writes the same bytes as PyYAML's for printable text of the Basic Multilingual Plane (they
     differ on line breaks, other control characters and astral characters, which keep the pure-Python path).
@@ -45,7 +51,8 @@ def _same_in_libyaml(value: Any) -> bool:
 
 
 def dump_frontmatter(data: dict[str, Any], *, fast: bool = True) -> str:
-    """The frontmatter block's YAML: fixed key order, no aliases, unicode as is, never folded."""
+    """The frontmatter block's YAML: fixed key order, no aliases, unicode as is, never folded, and every scalar reads
+    as the same value under YAML 1.1 and YAML 1.2 (:mod:`projector.yaml12`)."""
     if fast and yaml.__with_libyaml__ and _same_in_libyaml(data):
         return yaml.dump(data, Dumper=_CFrontmatterDumper, sort_keys=False, allow_unicode=True, width=2**31 - 1,
                          default_flow_style=False)
