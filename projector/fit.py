@@ -16,7 +16,10 @@ And for each ``{step: BIND, field: PATH}``, against the ``output_schema`` of the
 declares one: ``bad-field-path`` when the path leaves the schema (a name not among declared ``properties`` of a schema
 that does not allow others, an index on something that is not a list, a name on a list).
 
-Every problem of every step comes back at once, as data. Nothing here imports ``mcp``.
+And for a server about to serve skills, :func:`check_prompts`: a skill whose SKILL.md names a workflow prompt
+(``metadata.workflow``) that the server does not offer is ``missing-workflow-prompt``.
+
+Every problem comes back at once, as data. Nothing here imports ``mcp``.
 """
 
 from __future__ import annotations
@@ -371,3 +374,27 @@ def check_workflows(workflows: Sequence[Workflow], tools: Mapping[str, Any], *, 
                                  "; ".join(p for p in (close, hint, f"{owner}'s tools: {known}") if p)))
         out.extend(check_steps(wf, table))
     return sorted(out, key=Diagnostic.sort_key)
+
+
+def workflow_prompt(frontmatter: Any) -> str | None:
+    """The workflow prompt a skill's SKILL.md names (its ``metadata.workflow``), or None."""
+    meta = frontmatter.get("metadata") if isinstance(frontmatter, dict) else None
+    value = meta.get("workflow") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def check_prompts(skills: Iterable[tuple[str, str, Any]], offered: Iterable[str]) -> list[Diagnostic]:
+    """Every skill whose SKILL.md names a workflow prompt (``metadata.workflow``) that the server does not offer.
+    ``skills``: ``(where, skill name, frontmatter)``; ``offered``: the prompt names the server will have."""
+    names = set(offered)
+    out: list[Diagnostic] = []
+    for where, name, frontmatter in skills:
+        prompt = workflow_prompt(frontmatter)
+        if prompt is not None and prompt not in names:
+            out.append(error(Span(where), "missing-workflow-prompt",
+                             f"skill '{name}' names the workflow prompt '{prompt}' (its metadata.workflow), which "
+                             "this server does not offer; its SKILL.md would send a model looking for it",
+                             "serve the workflow too, or build the skills with `project-skill build --skills-only`, "
+                             "whose SKILL.md names no prompt"))
+    return out
+

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .errors import Diagnostic
-from .model import Step, Workflow
+from .model import FromArg, Step, Workflow
 
 # Each pattern is one family of gate-like wording. The first match (leftmost) is quoted in the warning.
 GATE_WORDING: tuple[tuple[str, str], ...] = (
@@ -58,9 +58,24 @@ CODES = {
     "gate-on-side-effect": "warning",
     "unverifiable-step": "warning",
     "guidance-on-side-effect": "note",
+    "ask-for-input": "note",
     "unused-acknowledgement": "warning",
 }
 ACKNOWLEDGEABLE = ("gate-on-side-effect", "unverifiable-step", "guidance-on-side-effect")
+
+
+def asks_user(wf: Workflow, step: Step, key: str, src: object) -> bool:
+    """Whether an argument must be asked of the user rather than worked out: an optional input that feeds a
+    parameter the step's side-effecting tool requires. The model may not invent the value of a side effect."""
+    if not isinstance(src, FromArg):
+        return False
+    declared = wf.argument(src.name)
+    tool = wf.tool(step.tool) if step.tool else None
+    if declared is None or declared.required or tool is None or not tool.side_effecting:
+        return False
+    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+    required = schema.get("required")
+    return isinstance(required, list) and key in required
 
 
 def _diag(step: Step, code: str, message: str, hint: str | None) -> Diagnostic:
@@ -98,6 +113,15 @@ def check(wf: Workflow) -> list[Diagnostic]:
                                  f"{label} calls the side-effecting tool '{tool.name}' with guidance; the server-side "
                                  "prompt shows the guidance but does not act on it", None))
                 fired.add("guidance-on-side-effect")
+        for key, src in step.args:
+            if asks_user(wf, step, key, src):
+                assert isinstance(src, FromArg)
+                out.append(Diagnostic(src.span if src.span.line else step.span, "note", "ask-for-input",
+                                      f"{label} passes the optional input '{src.name}' as '{key}', which the "
+                                      f"side-effecting tool '{step.tool}' requires: the skill tells the model to ask "
+                                      "the user for it and never to work it out itself",
+                                      "make the argument required if the step cannot run without it",
+                                      extra={"step": step.name}))
         for code, reason in step.acknowledge:
             if code not in fired:
                 out.append(Diagnostic(step.span, "warning", "unused-acknowledgement",

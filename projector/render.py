@@ -142,10 +142,15 @@ class Projection:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def describe_source(src: Source, wf: Workflow) -> str:
+def describe_source(src: Source, wf: Workflow, *, ask: bool = False) -> str:
+    """A data source in plain words. ``ask``: an optional input whose value must come from the user, never from the
+    model (:func:`projector.gates.asks_user`)."""
     if isinstance(src, FromArg):
         declared = wf.argument(src.name)
         if declared is not None and not declared.required:
+            if ask:
+                return f"the input {code(src.name)}; if the user gave none, ask the user for it; never work it out " \
+                       "yourself"
             return f"the input {code(src.name)}; if the user gave none, a value you work out yourself"
         return f"the input {code(src.name)}"
     if isinstance(src, FromStep):
@@ -187,7 +192,7 @@ def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> di
         "name": step.name,
         "tool": step.tool,
         "effect": _tool_effect(wf, step),
-        "args": [(k, describe_source(v, wf)) for k, v in step.args],
+        "args": [(k, describe_source(v, wf, ask=gates.asks_user(wf, step, k, v))) for k, v in step.args],
         "resources": resources,
         "bind": step.bind,
         "guidance": step.guidance.strip() if step.guidance else None,
@@ -195,17 +200,23 @@ def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> di
     }
 
 
-def project(wf: Workflow, prefix: tuple[str, ...] = ()) -> Projection:
-    """Project ``wf`` (already validated) into its bundle. Pure: same workflow, same bytes."""
+def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = False) -> Projection:
+    """Project ``wf`` (already validated) into its bundle. Pure: same workflow, same bytes.
+
+    ``skills_only``: for skills served without their workflows. The SKILL.md names no workflow prompt: no
+    ``metadata.workflow`` in its frontmatter and no server-accelerated alternative."""
     name = naming.skill_name(wf.name)
     path = naming.skill_path(name, prefix)
     diagnostics = gates.check(wf)
     gate_steps = {d.extra["step"] for d in diagnostics if d.code == "gate-on-side-effect"}
     steps = [_step_view(wf, i, s, gate_steps) for i, s in enumerate(wf.steps, 1)]
-    frontmatter = {"name": name, "description": wf.description, "metadata": {"workflow": wf.name}}
+    frontmatter: dict[str, Any] = {"name": name, "description": wf.description}
+    if not skills_only:
+        frontmatter["metadata"] = {"workflow": wf.name}
     context = {
         "frontmatter": dump_frontmatter(frontmatter),
-        "title": title(wf.name),
+        "title": wf.title if wf.title is not None else title(wf.name),
+        "workflow_prompt": None if skills_only else wf.name,
         "workflow": wf,
         "skill_name": name,
         "arguments": wf.arguments,

@@ -24,6 +24,7 @@ from urllib.parse import unquote
 import yaml
 
 from ..bundle import MAX_BYTES, MAX_FILES
+from ..errors import plural
 from ..yaml12 import load_core, yaml_error
 from .errors import VerificationError
 
@@ -201,7 +202,7 @@ def verify_bytes(ref: FileRef, data: bytes) -> None:
     """Size first (a size mismatch is a digest mismatch, found without hashing), then the sha256 digest."""
     if len(data) != ref.size:
         raise VerificationError("size-mismatch", ref.uri,
-                                f"served {len(data)} bytes; the manifest says {ref.size}")
+                                f"served {plural(len(data), 'byte')}; the manifest says {ref.size}")
     got = sha256(data)
     if got != ref.digest:
         raise VerificationError("digest-mismatch", ref.uri,

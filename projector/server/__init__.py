@@ -13,7 +13,8 @@
     def greet(name: str) -> str:
         return f"Hello, {name}!"
 
-    attach(server, skills="generated_skills", workflows=["workflows/hello-world.yaml"])
+    # the skills of the workflows this server runs: project-skill build workflows/hello-world.yaml --out greeter_skills
+    attach(server, skills="greeter_skills", workflows=["workflows/hello-world.yaml"])
     server.run("streamable-http", host="127.0.0.1", port=8000)
 
 :func:`attach` adds
@@ -136,7 +137,9 @@ def attach(server: MCPServer, skills: str | Path | SkillTree | SkillsExtension |
     a list of :class:`~projector.model.Workflow` (e.g. from the builder), or None. Returns the extension.
 
     Raises :class:`ServeError` when the tree does not match its manifest, when a step does not fit the server's
-    tools, or when a prompt name is already taken. Nothing is added to the server when it raises.
+    tools, when a skill names a workflow prompt (``metadata.workflow``) that the server will not offer (build such
+    skills with ``project-skill build --skills-only``), or when a prompt name is already taken. Nothing is added to
+    the server when it raises.
     """
     ext: SkillsExtension | None
     if skills is None or isinstance(skills, SkillsExtension):
@@ -156,6 +159,9 @@ def attach(server: MCPServer, skills: str | Path | SkillTree | SkillsExtension |
     if ext is not None and bootstrap_prompts:
         prompts += [BootstrapPrompt.for_skill(s) for s in ext.tree.skills]
     taken = {p.name for p in _now(server.list_prompts())}
+    unoffered = [] if ext is None else fit.check_prompts(
+        ((f"{ext.tree.root}/{s.path}/SKILL.md", s.name, s.entry.get("frontmatter")) for s in ext.tree.skills),
+        taken | {p.name for p in prompts})
     seen: set[str] = set()
     clashes = []
     for p in prompts:
@@ -164,8 +170,8 @@ def attach(server: MCPServer, skills: str | Path | SkillTree | SkillsExtension |
                                  f"the prompt name '{p.name}' is taken twice (a workflow, a skill's bootstrap "
                                  f"prompt, or a prompt already on the server)", "rename the workflow"))
         seen.add(p.name)
-    if clashes:
-        raise ServeError(clashes)
+    if clashes or unoffered:
+        raise ServeError(clashes + unoffered)
 
     if ext is not None:
         _register_extension(server, ext)

@@ -30,6 +30,7 @@ from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt,
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 
+from ..errors import plural
 from ..model import PLACEHOLDER, Argument, Const, FromArg, FromStep, Source, Step, Workflow
 
 
@@ -185,9 +186,10 @@ class WorkflowPrompt(Prompt):
                                description=(f"{a.description} ({a.type})" if a.description and a.type
                                             else a.description or (f"({a.type})" if a.type else None)))
                 for a in wf.arguments]
-        description = (f"{wf.description} Runs the workflow's {len(wf.steps)} steps on the server and returns "
+        n = len(wf.steps)
+        description = (f"{wf.description} Runs the workflow's {n} step{'s' * (n != 1)} on the server and returns "
                        f"the transcript.")
-        return cls(name=wf.name, description=description, arguments=args, fn=_unused, workflow=wf)
+        return cls(name=wf.name, title=wf.title, description=description, arguments=args, fn=_unused, workflow=wf)
 
     async def render(self, arguments: dict[str, Any] | None, context: Context) -> list[Message]:  # type: ignore[override]
         return await run_workflow(self.workflow, arguments or {}, context)
@@ -277,7 +279,7 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context) ->
                     return messages
                 for c in contents:
                     mime = c.mime_type or "text/plain"
-                    body = c.content if isinstance(c.content, str) else f"<{len(c.content)} bytes of {mime}>"
+                    body = c.content if isinstance(c.content, str) else f"<{plural(len(c.content), 'byte')} of {mime}>"
                     messages.append(UserMessage(f"Resource `{uri}` ({mime}):\n\n{body}"))
         await ctx.report_progress(n, total, f"step {n} of {total}: {step.name}")
     messages.append(AssistantMessage(f"Done: all {total} step{'s' * (total != 1)} of `{wf.name}` ran on the server."))

@@ -9,7 +9,7 @@ import pytest
 
 from projector.remote import connect
 from projector.remote.errors import DynamicDeclined, VerificationError
-from remote_fixtures import cli, GENERATED, SCHEME, Served, serve, sha
+from remote_fixtures import cli, GENERATED, SCHEME, Served, offer_workflow_prompts, serve, sha
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"
 TOOLS = f"{SCHEME}refund-flow/references/tools.md"
@@ -39,6 +39,7 @@ async def test_list_follows_every_page():
 
     ext = SkillsExtension(GENERATED, page_size=1)
     server = MCPServer("paged", extensions=[ext])
+    offer_workflow_prompts(server, [s.entry for s in ext.tree.skills])
     attach(server, ext, None, bootstrap_prompts=False)
     async with connect(server) as remote:
         entries = await remote.list_skills()

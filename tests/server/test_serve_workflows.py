@@ -26,6 +26,15 @@ WORKFLOWS = ROOT / "workflows"
 MANIFEST = json.loads((SKILLS / "skills.json").read_text("utf-8"))["skills"]
 
 
+def built(tmp_path: Path, *workflows: str, skills_only: bool = False) -> Path:
+    """``project-skill build WORKFLOWS --out DIR [--skills-only]``: a skills tree of just those workflows."""
+    from projector.output import compile_paths, write
+
+    out = tmp_path / ("skills-only" if skills_only else "skills")
+    write(compile_paths([str(WORKFLOWS / w) for w in workflows], skills_only=skills_only), out)
+    return out
+
+
 def texts(result: types.GetPromptResult) -> list[tuple[str, str]]:
     return [(m.role, m.content.text) for m in result.messages]
 
@@ -319,13 +328,13 @@ async def test_attach_with_the_extension_given_at_construction_uses_it():
                          "skill.refund-flow"]
 
 
-def test_build_server_is_one_call():
+def test_build_server_is_one_call(tmp_path):
     def greet(name: str) -> str:
         return f"hi {name}"
 
     wf = (WorkflowBuilder("hello_world", "Greet.").argument("name", required=True).tool("greet")
           .step("greet", tool="greet", args={"name": arg("name")}, bind="g").build())
-    server = build_server("mine", SKILLS, [wf], tools=[greet])
+    server = build_server("mine", built(tmp_path, "hello-world.yaml"), [wf], tools=[greet])
     assert server.name == "mine"
 
 
@@ -413,7 +422,7 @@ async def test_query_refuses_everything_but_reads():
 
 
 @pytest.mark.anyio
-async def test_the_readme_library_example():
+async def test_the_readme_library_example(tmp_path, monkeypatch):
     from mcp_types import ToolAnnotations
 
     server = MCPServer("greeter")
@@ -423,10 +432,15 @@ async def test_the_readme_library_example():
     def greet(name: str) -> str:
         return f"Hello, {name}!"
 
-    attach(server, skills=SKILLS, workflows=[WORKFLOWS / "hello-world.yaml"])
+    from projector.cli import main
+
+    monkeypatch.chdir(ROOT)
+    out = (tmp_path / "greeter_skills").as_posix()
+    assert main(["build", "workflows/hello-world.yaml", "--out", out]) == 0
+    attach(server, skills=out, workflows=["workflows/hello-world.yaml"])
     async with Client(server) as client:
         assert client.server_capabilities.extensions == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
         prompts = sorted(p.name for p in (await client.list_prompts()).prompts)
-        assert prompts == ["hello_world", "skill.code-mode", "skill.hello-world", "skill.refund-flow"]
+        assert prompts == ["hello_world", "skill.hello-world"]
         result = await client.get_prompt("hello_world", {"name": "Ada"})
         assert '"Hello, Ada!"' in result.messages[3].content.text
