@@ -315,6 +315,12 @@ def field_problem(schema: Any, path: Sequence[str | int], root: Any = None, budg
     return None
 
 
+def wraps_result(output_schema: Any) -> bool:
+    """Whether a tool's output schema is the SDKs' ``{"result": x}`` envelope for a result that is not an object.
+    A step saves ``x`` itself then (the server-side run unwraps it), so field paths start inside ``result``."""
+    return isinstance(output_schema, dict) and set(_properties(output_schema)) == {"result"}
+
+
 def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: dict[str, Step]
                   ) -> list[Diagnostic]:
     out: list[Diagnostic] = []
@@ -325,7 +331,8 @@ def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: 
         tool = tools.get(maker.tool) if maker is not None and maker.tool else None
         if tool is None or not isinstance(tool.output_schema, dict):
             continue
-        problem = field_problem(tool.output_schema, src.path)
+        schema = tool.output_schema
+        problem = field_problem(schema["properties"]["result"] if wraps_result(schema) else schema, src.path, schema)
         if problem:
             out.append(error(_at(src.span, step, wf), "bad-field-path",
                              f"{_label(wf, step)}, '{key}', reads '{src.field}' of '{src.bind}', which the output "

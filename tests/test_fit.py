@@ -341,3 +341,26 @@ def test_bad_inputs_leave_the_output_alone(cli, tmp_path):
     wf.write_text(BAD, "utf-8")
     assert cli("build", str(wf), "--out", str(out)).code == 1
     assert snapshot_tree(out) == before
+
+
+def test_a_wrapped_result_is_walked_from_inside_the_envelope():
+    """The SDKs wrap a non-object result as {"result": x} and the server-side run saves x: paths start inside."""
+    wrapped = {"type": "object", "properties": {"result": {"type": "array", "items": {
+        "type": "object", "properties": {"sku": {"type": "string"}}}}}, "required": ["result"]}
+    text = f"""\
+    name: wrapped
+    description: d
+    tools:
+      - name: list_items
+        output_schema: {json.dumps(wrapped)}
+        annotations: {{readOnlyHint: true}}
+      - name: show
+        annotations: {{readOnlyHint: true}}
+    steps:
+      - {{name: l, tool: list_items, bind: items}}
+      - {{name: a, tool: show, args: {{x: {{step: items, field: 0.sku}}}}}}
+      - {{name: b, tool: show, args: {{x: {{step: items, field: 0.skus}}}}}}
+    """
+    found = diags(text)
+    assert [(d.code, d.span.line) for d in found] == [("bad-field-path", 12)]
+    assert "'0' has no field 'skus' (did you mean 'sku'?)" in found[0].message

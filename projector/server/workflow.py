@@ -31,6 +31,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 
 from ..errors import plural
+from ..fit import wraps_result
 from ..model import PLACEHOLDER, Argument, Const, FromArg, FromStep, Source, Step, Workflow
 
 
@@ -134,8 +135,7 @@ def tool_result_value(result: CallToolResult, output_schema: dict[str, Any] | No
     envelope for non-object returns), else the text content parsed as JSON when it is JSON, else the text."""
     sc = result.structured_content
     if sc is not None:
-        props = (output_schema or {}).get("properties") or {}
-        if isinstance(sc, dict) and set(sc) == {"result"} and set(props) == {"result"}:
+        if isinstance(sc, dict) and set(sc) == {"result"} and wraps_result(output_schema):
             return sc["result"]
         return sc
     texts = [c.text for c in result.content if isinstance(c, TextContent)]
