@@ -147,17 +147,37 @@ def _show(value: Any, limit: int = 60) -> str:
 # ------------------------------------------------------------------------------------------------- input schemas
 
 
-def _const_errors(schema: dict[str, Any], consts: dict[str, Any]) -> dict[str, str] | str:
-    """Validate every constant argument of one step at once against the tool's whole input schema (so ``$ref`` and
-    ``$defs`` resolve), keeping the errors under each argument's own name. Returns name -> first error message, or a
-    string when the schema itself is broken."""
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A JSON Schema validator for ``schema``, shared by every step of the run whose tool has the same schema (the
+    same tool is usually declared in several workflow files)."""
     import jsonschema  # lazy: only a workflow with constants pays for the import
     from jsonschema.validators import validator_for
 
-    cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+    key = json.dumps(schema, sort_keys=True, default=str)
+    found = _VALIDATORS.get(key)
+    if found is None:
+        if len(_VALIDATORS) > 1024:
+            _VALIDATORS.clear()
+        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+        found = _VALIDATORS[key] = cls(schema)
+    return found
+
+
+def _const_errors(schema: dict[str, Any], consts: dict[str, Any]) -> dict[str, str] | str:
+    """Validate every constant argument of one step at once against the tool's whole input schema (so ``$ref`` and
+    ``$defs`` resolve), keeping the errors under each argument's own name. Returns name -> first error message, or a
+    string when the schema itself is broken where the constants meet it.
+
+    The schema is not checked against its meta-schema first: that costs a hundred times the validation, for every
+    tool of every file. A schema that is broken where a constant is checked (an unknown type, an unresolvable
+    ``$ref``, a keyword with a value of the wrong kind) still stops the validator, and is reported."""
+    from jsonschema.exceptions import UnknownType
+
     try:
-        cls.check_schema(schema)
-        validator = cls(schema)
+        validator = _validator(schema)
         found: dict[str, str] = {}
         for err in sorted(validator.iter_errors(consts), key=lambda e: (list(map(str, e.absolute_path)),
                                                                         e.message)):
@@ -165,10 +185,11 @@ def _const_errors(schema: dict[str, Any], consts: dict[str, Any]) -> dict[str, s
             if path and path[0] in consts and path[0] not in found:
                 found[str(path[0])] = err.message
         return found
-    except jsonschema.SchemaError as exc:
-        return f"{exc.message} (at {'/'.join(map(str, exc.absolute_path)) or 'the root'})"
-    except Exception as exc:  # noqa: BLE001 - an unresolvable $ref, an unknown type: the schema's fault
-        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    except UnknownType as exc:
+        return f"unknown type {exc.type!r}"
+    except Exception as exc:  # noqa: BLE001 - an unresolvable $ref, a keyword of the wrong kind: the schema's fault
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return text if len(text) <= 160 else text[:157] + "..."
 
 
 def _describe(wf: Workflow, src: Source) -> str:
