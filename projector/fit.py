@@ -10,7 +10,8 @@ For each tool step, against the tool's ``input_schema``:
 - ``parameter-type``: a constant is not valid against the parameter's schema (checked by ``jsonschema``, imported
   only when a constant needs it), or a prompt argument's declared ``type`` (string when not declared) is not a type
   the parameter takes;
-- ``bad-input-schema``: the tool's input schema is not a valid JSON Schema, so a constant cannot be checked.
+- ``bad-input-schema``: the tool's input schema is broken where a constant meets it (an unknown type, a ``$ref``
+  that resolves nowhere), so the constant cannot be checked.
 
 And for each ``{step: BIND, field: PATH}``, against the ``output_schema`` of the tool that made BIND, when it
 declares one: ``bad-field-path`` when the path leaves the schema (a name not among declared ``properties`` of a schema
