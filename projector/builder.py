@@ -54,9 +54,10 @@ def condition(subject: FromArg | FromStep, **operator: Any) -> Condition:
 
 
 class WorkflowBuilder:
-    def __init__(self, name: str, description: str, *, source: str = "<python>"):
+    def __init__(self, name: str, description: str, *, title: str | None = None, source: str = "<python>"):
         self._name = name
         self._description = description
+        self._title = title
         self._source = source
         self._arguments: list[Argument] = []
         self._instructions: list[Instruction] = []
@@ -76,9 +77,11 @@ class WorkflowBuilder:
         return self
 
     def tool(self, name: str, description: str = "", *, input_schema: Mapping[str, Any] | None = None,
-             annotations: Mapping[str, Any] | None = None) -> WorkflowBuilder:
+             annotations: Mapping[str, Any] | None = None,
+             output_schema: Mapping[str, Any] | None = None) -> WorkflowBuilder:
         self._tools.append(Tool(name, description, dict(input_schema) if input_schema is not None else None,
-                                dict(annotations) if annotations is not None else None, span=self._span()))
+                                dict(annotations) if annotations is not None else None,
+                                dict(output_schema) if output_schema is not None else None, span=self._span()))
         return self
 
     def step(self, name: str, *, tool: str | None = None, args: Mapping[str, Source] | None = None,
@@ -103,7 +106,8 @@ class WorkflowBuilder:
 
     def build(self) -> Workflow:
         wf = Workflow(self._name, self._description, tuple(self._arguments), tuple(self._instructions),
-                      tuple(self._tools), tuple(self._steps), span=self._span(), source=self._source)
+                      tuple(self._tools), tuple(self._steps), span=self._span(), source=self._source,
+                      title=self._title, title_span=self._span())
         problems = [d for d in validate(wf) if d.severity == "error"]
         if problems:
             raise LoadError(problems)

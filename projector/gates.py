@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .errors import Diagnostic
-from .model import FromStep, Step, Workflow
+from .model import FromArg, FromStep, Step, Workflow
 
 # Each pattern is one family of gate-like wording. The first match (leftmost) is quoted in the warning.
 GATE_WORDING: tuple[tuple[str, str], ...] = (
@@ -59,6 +59,7 @@ CODES = {
     "gate-on-side-effect": "warning",
     "unverifiable-step": "warning",
     "guidance-on-side-effect": "note",
+    "ask-for-input": "note",
     "unused-acknowledgement": "warning",
     "uses-skippable-result": "warning",
 }
@@ -81,6 +82,20 @@ def named_result(wf: Workflow, index: int, text: str, after: int = 0) -> str | N
         if m:
             found.append((0 if m.start() >= after else 1, m.start(), bind))
     return min(found)[2] if found else None
+
+
+def asks_user(wf: Workflow, step: Step, key: str, src: object) -> bool:
+    """Whether an argument must be asked of the user rather than worked out: an optional input that feeds a
+    parameter the step's side-effecting tool requires. The model may not invent the value of a side effect."""
+    if not isinstance(src, FromArg):
+        return False
+    declared = wf.argument(src.name)
+    tool = wf.tool(step.tool) if step.tool else None
+    if declared is None or declared.required or tool is None or not tool.side_effecting:
+        return False
+    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
+    required = schema.get("required")
+    return isinstance(required, list) and key in required
 
 
 def _diag(step: Step, code: str, message: str, hint: str | None) -> Diagnostic:
@@ -121,6 +136,15 @@ def check(wf: Workflow) -> list[Diagnostic]:
         for code in _skippable_uses(wf, index, step, label):
             out.append(code)
             fired.add(code.code)
+        for key, src in step.args:
+            if asks_user(wf, step, key, src):
+                assert isinstance(src, FromArg)
+                out.append(Diagnostic(src.span if src.span.line else step.span, "note", "ask-for-input",
+                                      f"{label} passes the optional input '{src.name}' as '{key}', which the "
+                                      f"side-effecting tool '{step.tool}' requires: the skill tells the model to ask "
+                                      "the user for it and never to work it out itself",
+                                      "make the argument required if the step cannot run without it",
+                                      extra={"step": step.name}))
         for code, reason in step.acknowledge:
             if code not in fired:
                 out.append(Diagnostic(step.span, "warning", "unused-acknowledgement",

@@ -319,9 +319,11 @@ class _Builder:
             self.err(m["steps"].span, "missing-key", "the workflow has no steps", "add at least one step")
         steps = tuple(s for s in (self.step(y, i) for i, y in enumerate(steps_y, 1)) if s)
         name_span = m["name"].span if "name" in m else doc.span
+        title = self.string(m, "title", "the workflow")
         return Workflow(name=name or "", description=description or "", arguments=arguments,
                         instructions=instructions, tools=tools, steps=steps, span=name_span,
-                        description_span=m["description"].span if "description" in m else doc.span, source=self.file)
+                        description_span=m["description"].span if "description" in m else doc.span, source=self.file,
+                        title=title, title_span=m["title"].span if "title" in m else doc.span)
 
     def argument(self, y: Y) -> Argument | None:
         m = self.mapping(y, "argument", "an argument")
@@ -363,13 +365,15 @@ class _Builder:
         if m is None:
             return None
         what = f"tool '{m['name'].value}'" if "name" in m else "a tool"
-        schema = ann = None
-        for key in ("input_schema", "annotations"):
+        schema = ann = output = None
+        for key in ("input_schema", "output_schema", "annotations"):
             if key in m:
                 if isinstance(m[key].value, dict):
                     value = m[key].plain()
                     if key == "input_schema":
                         schema = value
+                    elif key == "output_schema":
+                        output = value
                     else:
                         ann = value
                         for hint_key in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):
@@ -380,7 +384,7 @@ class _Builder:
                     self.err(m[key].span, "wrong-type", f"'{key}' of {what} must be a mapping, not "
                              f"{_type_name(m[key].value)}")
         return Tool(name=self.string(m, "name", what, "") or "", description=self.string(m, "description", what, "")
-                    or "", input_schema=schema, annotations=ann, span=y.span)
+                    or "", input_schema=schema, annotations=ann, output_schema=output, span=y.span)
 
     def sources(self, m: dict[str, Y], key: str, what: str) -> tuple[tuple[str, Source], ...]:
         y = m.get(key)
@@ -558,8 +562,10 @@ class _Builder:
         return Condition(subject, op, m[op].plain(), span=y.key_span(op))  # type: ignore[arg-type]
 
 
-def parse(data: bytes | str, file: str) -> tuple[Workflow | None, list[Diagnostic]]:
-    """Parse one workflow file's bytes. Returns the model (when its shape is sound) and every diagnostic."""
+def parse(data: bytes | str, file: str, *, tools_from_server: bool = False
+          ) -> tuple[Workflow | None, list[Diagnostic]]:
+    """Parse one workflow file's bytes. Returns the model (when its shape is sound) and every diagnostic.
+    ``tools_from_server``: the steps' tools come from a server (see :func:`~projector.validate.validate`)."""
     if isinstance(data, bytes):
         text, diags = decode(data, file)
         if text is None:
@@ -574,11 +580,11 @@ def parse(data: bytes | str, file: str) -> tuple[Workflow | None, list[Diagnosti
     wf = _Builder(file, diags).workflow(doc)
     if wf is not None:
         missing = {d.span for d in diags if d.code == "missing-key"}
-        diags.extend(d for d in validate(wf) if not (d.code in ("empty-name", "missing-key") and d.span in missing))
+        diags.extend(d for d in validate(wf, tools_from_server=tools_from_server) if not (d.code in ("empty-name", "missing-key") and d.span in missing))
     return wf, diags
 
 
-def load_file(path: Path | str, display: str | None = None) -> Workflow:
+def load_file(path: Path | str, display: str | None = None, *, tools_from_server: bool = False) -> Workflow:
     """Load and validate one workflow file, raising :class:`LoadError` with every problem found."""
     path = Path(path)
     file = display or path.as_posix()
@@ -586,7 +592,7 @@ def load_file(path: Path | str, display: str | None = None) -> Workflow:
         data = path.read_bytes()
     except OSError as exc:
         raise LoadError(error(Span(file), "io", f"cannot read the file: {exc.strerror}")) from None
-    wf, diags = parse(data, file)
+    wf, diags = parse(data, file, tools_from_server=tools_from_server)
     errors = [d for d in diags if d.severity == "error"]
     if errors or wf is None:
         raise LoadError(errors)
@@ -613,13 +619,13 @@ def discover(paths: list[str]) -> list[tuple[Path, str]]:
     return [(found[k], k) for k in sorted(found)]
 
 
-def load_all(paths: list[str]) -> list[Workflow]:
+def load_all(paths: list[str], *, tools_from_server: bool = False) -> list[Workflow]:
     """Load every workflow under ``paths``; all problems of all files are raised together."""
     workflows: list[Workflow] = []
     diags: list[Diagnostic] = []
     for path, display in discover(paths):
         try:
-            workflows.append(load_file(path, display))
+            workflows.append(load_file(path, display, tools_from_server=tools_from_server))
         except LoadError as exc:
             diags.extend(exc.diagnostics)
     diags.extend(collisions(workflows))

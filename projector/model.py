@@ -102,6 +102,8 @@ class Tool:
     # JSON values are kept as they were written; tuples of pairs would hide them from users for no gain.
     input_schema: Any = None
     annotations: Any = None
+    # JSON Schema of the tool's structured result (MCP ``outputSchema``); field paths into its result are checked.
+    output_schema: Any = None
     span: Span = _span()
 
     @property
@@ -164,6 +166,9 @@ class Workflow:
     steps: tuple[Step, ...] = ()
     span: Span = _span()
     description_span: Span = _span()
+    # A human title for the SKILL.md heading and the MCP prompt's title; None: the heading comes from the name.
+    title: str | None = None
+    title_span: Span = _span()
     # Where the workflow came from, for diagnostics and for `skills.json` ordering; never rendered.
     source: str = field(default="<python>", compare=False)
 

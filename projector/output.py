@@ -33,15 +33,17 @@ class Build:
         return {b.path for b in self.bundles}
 
 
-def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = ()) -> Build:
-    """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits."""
+def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *, skills_only: bool = False
+                      ) -> Build:
+    """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits.
+    ``skills_only``: bundles whose SKILL.md names no workflow prompt (see :func:`~projector.render.project`)."""
     problems = collisions(workflows)
     if problems:
         raise BuildError(problems)
     bundles: list[Bundle] = []
     for wf in workflows:
         try:
-            bundles.append(bundle(project(wf, prefix)))
+            bundles.append(bundle(project(wf, prefix, skills_only=skills_only)))
         except BuildError as exc:
             problems.extend(exc.diagnostics)
     if problems:
@@ -65,7 +67,8 @@ def _assemble(bundles: list[Bundle]) -> Build:
 _Result = tuple[str, Span, str, "Bundle | None", list[Diagnostic]]
 
 
-def _compile_chunk(chunk: list[tuple[Path, str]], prefix: tuple[str, ...]) -> list[_Result]:
+def _compile_chunk(chunk: list[tuple[Path, str]], prefix: tuple[str, ...], skills_only: bool = False
+                   ) -> list[_Result]:
     out: list[_Result] = []
     for path, display in chunk:
         try:
@@ -74,7 +77,7 @@ def _compile_chunk(chunk: list[tuple[Path, str]], prefix: tuple[str, ...]) -> li
             out.append(("", Span(display), display, None, exc.diagnostics))
             continue
         try:
-            out.append((wf.name, wf.span, wf.source, bundle(project(wf, prefix)), []))
+            out.append((wf.name, wf.span, wf.source, bundle(project(wf, prefix, skills_only=skills_only)), []))
         except BuildError as exc:
             out.append((wf.name, wf.span, wf.source, None, exc.diagnostics))
     return out
@@ -119,12 +122,14 @@ def default_jobs(files: int) -> int:
     return max(1, min(cpus, 8, files // (PARALLEL_FROM // 2))) if files >= PARALLEL_FROM else 1
 
 
-def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None) -> Build:
+def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None, *,
+                  skills_only: bool = False) -> Build:
     """:func:`compile_files` over every workflow file under ``paths``."""
-    return compile_files(discover(paths), prefix, jobs)
+    return compile_files(discover(paths), prefix, jobs, skills_only=skills_only)
 
 
-def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None) -> Build:
+def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None, *,
+                  skills_only: bool = False) -> Build:
     """Load and compile every workflow file under ``paths``: what ``project-skill build`` does.
 
     Large sets are split over worker processes (``jobs``; by default one per usable core from
@@ -140,9 +145,10 @@ def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), j
         chunks = [found[i:i + size] for i in range(0, len(found), size)]
         with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork"),
                                  initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            results = [r for part in pool.map(_compile_chunk, chunks, [prefix] * len(chunks)) for r in part]
+            results = [r for part in pool.map(_compile_chunk, chunks, [prefix] * len(chunks),
+                                              [skills_only] * len(chunks)) for r in part]
     else:
-        results = _compile_chunk(found, prefix)
+        results = _compile_chunk(found, prefix, skills_only)
     load_errors = [d for name, span, source, b, diags in results if not name for d in diags]
     named = [(name, span, source) for name, span, source, b, diags in results if name]
     clashes = name_collisions(named)

@@ -20,6 +20,7 @@ import yaml
 from . import gates, naming
 from .errors import Diagnostic
 from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
+from .yaml12 import add_quoting
 
 MAX_BODY_LINES = 500
 TOOLS_FILE = "references/tools.md"
@@ -35,6 +36,11 @@ class _CFrontmatterDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # typ
         return True
 
 
+# A string that YAML 1.2 would read as a number or a boolean is quoted too, not only one that YAML 1.1 would.
+add_quoting(_FrontmatterDumper)
+add_quoting(_CFrontmatterDumper)
+
+
 def _same_in_libyaml(value: Any) -> bool:
     """libyaml's emitter writes the same bytes as PyYAML's for printable text of the Basic Multilingual Plane (they
     differ on line breaks, other control characters and astral characters, which keep the pure-Python path).
@@ -45,7 +51,8 @@ def _same_in_libyaml(value: Any) -> bool:
 
 
 def dump_frontmatter(data: dict[str, Any], *, fast: bool = True) -> str:
-    """The frontmatter block's YAML: fixed key order, no aliases, unicode as is, never folded."""
+    """The frontmatter block's YAML: fixed key order, no aliases, unicode as is, never folded, and every scalar reads
+    as the same value under YAML 1.1 and YAML 1.2 (:mod:`projector.yaml12`)."""
     if fast and yaml.__with_libyaml__ and _same_in_libyaml(data):
         return yaml.dump(data, Dumper=_CFrontmatterDumper, sort_keys=False, allow_unicode=True, width=2**31 - 1,
                          default_flow_style=False)
@@ -135,10 +142,15 @@ class Projection:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def describe_source(src: Source, wf: Workflow) -> str:
+def describe_source(src: Source, wf: Workflow, *, ask: bool = False) -> str:
+    """A data source in plain words. ``ask``: an optional input whose value must come from the user, never from the
+    model (:func:`projector.gates.asks_user`)."""
     if isinstance(src, FromArg):
         declared = wf.argument(src.name)
         if declared is not None and not declared.required:
+            if ask:
+                return f"the input {code(src.name)}; if the user gave none, ask the user for it; never work it out " \
+                       "yourself"
             return f"the input {code(src.name)}; if the user gave none, a value you work out yourself"
         return f"the input {code(src.name)}"
     if isinstance(src, FromStep):
@@ -222,7 +234,7 @@ def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> di
         "name": step.name,
         "tool": step.tool,
         "effect": _tool_effect(wf, step),
-        "args": [(k, describe_source(v, wf)) for k, v in step.args],
+        "args": [(k, describe_source(v, wf, ask=gates.asks_user(wf, step, k, v))) for k, v in step.args],
         "resources": resources,
         "bind": step.bind,
         "guidance": step.guidance.strip() if step.guidance else None,
@@ -231,17 +243,23 @@ def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> di
     }
 
 
-def project(wf: Workflow, prefix: tuple[str, ...] = ()) -> Projection:
-    """Project ``wf`` (already validated) into its bundle. Pure: same workflow, same bytes."""
+def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = False) -> Projection:
+    """Project ``wf`` (already validated) into its bundle. Pure: same workflow, same bytes.
+
+    ``skills_only``: for skills served without their workflows. The SKILL.md names no workflow prompt: no
+    ``metadata.workflow`` in its frontmatter and no server-accelerated alternative."""
     name = naming.skill_name(wf.name)
     path = naming.skill_path(name, prefix)
     diagnostics = gates.check(wf)
     gate_steps = {d.extra["step"] for d in diagnostics if d.code == "gate-on-side-effect"}
     steps = [_step_view(wf, i, s, gate_steps) for i, s in enumerate(wf.steps, 1)]
-    frontmatter = {"name": name, "description": wf.description, "metadata": {"workflow": wf.name}}
+    frontmatter: dict[str, Any] = {"name": name, "description": wf.description}
+    if not skills_only:
+        frontmatter["metadata"] = {"workflow": wf.name}
     context = {
         "frontmatter": dump_frontmatter(frontmatter),
-        "title": title(wf.name),
+        "title": wf.title if wf.title is not None else title(wf.name),
+        "workflow_prompt": None if skills_only else wf.name,
         "workflow": wf,
         "skill_name": name,
         "arguments": wf.arguments,

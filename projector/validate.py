@@ -7,7 +7,7 @@ import difflib
 import re
 import unicodedata
 
-from . import naming
+from . import fit, naming
 from .conditions import LIST_OPERATORS, ON_FAIL, OPERATORS, literal
 from .gates import ACKNOWLEDGEABLE
 from .errors import Diagnostic, Span, error
@@ -22,7 +22,10 @@ def _suggest(word: str, options: list[str]) -> str | None:
     return f"did you mean '{close[0]}'?" if close else None
 
 
-def validate(wf: Workflow) -> list[Diagnostic]:
+def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnostic]:
+    """Every rule of the format that ``wf`` breaks. With ``tools_from_server`` the steps' tools come from a server
+    (``--tools-from``, ``attach()``): a tool not listed under ``tools:`` is not an error here, and the steps are fitted
+    to the tools by the caller, once it has them (:mod:`projector.fit`)."""
     diags: list[Diagnostic] = []
 
     def err(span: Span, code: str, message: str, hint: str | None = None) -> None:
@@ -45,6 +48,12 @@ def validate(wf: Workflow) -> list[Diagnostic]:
         err(wf.description_span, "description-too-long",
             f"the description is {len(wf.description)} characters; a skill description allows {MAX_DESCRIPTION}",
             "move detail into instructions or step guidance")
+    if wf.title is not None:
+        if not wf.title.strip():
+            err(wf.title_span, "empty-name", "the title is empty", "leave title out to take the heading from the name")
+        elif any(unicodedata.category(c) == "Cc" for c in wf.title):
+            err(wf.title_span, "control-character", "the title contains a line break or another control character",
+                "a title is one line of plain text")
 
     arg_names: list[str] = []
     for a in wf.arguments:
@@ -66,10 +75,18 @@ def validate(wf: Workflow) -> list[Diagnostic]:
         if not ins.text.strip():
             err(ins.span, "empty-instruction", "an instruction has no text")
 
-    def check_arg(name: str, span: Span, where: str) -> None:
-        if name not in arg_names:
-            err(span, "undeclared-argument", f"{where} uses the argument '{name}', which is not declared",
-                _suggest(name, arg_names) or "declare it under arguments")
+    all_binds = [s.bind for s in wf.steps if s.bind]
+
+    def check_arg(name: str, span: Span, where: str, placeholder: bool = False) -> None:
+        if name in arg_names:
+            return
+        if placeholder and name.split(".")[0] in all_binds:
+            err(span, "undeclared-argument", f"{where} names '{name}', a step result; placeholders take prompt "
+                "arguments only", f"pass the result as a source of its own ({{step: {name.split('.')[0]}, field: ...}}); "
+                "in a resource URI, bind a template variable to it under the step's template:")
+            return
+        err(span, "undeclared-argument", f"{where} uses the argument '{name}', which is not declared",
+            _suggest(name, arg_names) or "declare it under arguments")
 
     if not wf.steps:
         err(wf.span, "missing-key", "the workflow has no steps", "add at least one step")
@@ -100,9 +117,10 @@ def validate(wf: Workflow) -> list[Diagnostic]:
             if step.bind:
                 err(step.span, "resource-step-bind", f"{what} is resource-only but has a bind",
                     "only a tool result can be bound; add a tool or remove the bind")
-        elif step.tool not in tool_names:
+        elif step.tool not in tool_names and not tools_from_server:
             err(step.span, "unknown-tool", f"{what} calls the tool '{step.tool}', which is not listed under tools",
-                _suggest(step.tool, tool_names) or "declare the tool under tools")
+                "; ".join(p for p in (_suggest(step.tool, tool_names), "declare the tool under tools, or take it "
+                                      "from a live server with --tools-from SERVER") if p))
 
         for key, src in step.sources():
             where = f"{what}, '{key}'"
@@ -122,7 +140,7 @@ def validate(wf: Workflow) -> list[Diagnostic]:
                         "a field path is names and list indexes joined by single dots: items.0.sku")
             elif isinstance(src, Const):
                 for ph in src.placeholders:
-                    check_arg(ph, src.span, f"{where} (placeholder {{{ph}}})")
+                    check_arg(ph, src.span, f"{where} (placeholder {{{ph}}})", placeholder=True)
 
         diags.extend(check_conditions(wf, step, what, arg_names, binds, later_binds))
 
@@ -149,6 +167,8 @@ def validate(wf: Workflow) -> list[Diagnostic]:
                     f"'{binds[step.bind]}' already binds", "bindings are unique")
             else:
                 binds[step.bind] = step.name
+    if not tools_from_server:
+        diags.extend(fit.check_steps(wf))
     return diags
 
 

@@ -35,7 +35,8 @@ def test_corpus_has_every_class():
                 "name-over-64", "description-over-1024", "non-utf8", "nul-byte", "crlf-input", "resource-step-args",
                 "output-conflict",
                 "when-unknown-operator", "when-multiple-operators", "when-missing-operator", "when-operator-needs-list",
-                "when-bad-on-fail", "when-on-fail-without-when", "when-forward-binding", "when-undeclared-argument"}
+                "when-bad-on-fail", "when-on-fail-without-when", "when-forward-binding", "when-undeclared-argument",
+                "missing-parameter", "unknown-parameter", "parameter-type", "bad-field-path", "bad-input-schema"}
     assert required <= names
 
 

@@ -183,6 +183,33 @@ arguments:
       order_id: {arg: order_id}
     guidance: Thank the customer for their patience.
 """),
+    "ask-for-input": Prose(
+        fires="An optional prompt argument feeds a parameter that a side-effecting tool requires. A model that "
+              "follows the skill must not invent the value of a side effect (an amount, a recipient), so the SKILL.md "
+              "says to ask the user for it and never to work it out itself, where an optional input elsewhere may be "
+              "worked out. This is a note: it never fails a build, not even under `--strict`.",
+        fix="Nothing, if asking is right. If the step cannot run without the value, make the argument "
+            "`required: true`; the skill then collects it before the procedure starts.",
+        example="""name: refund_flow
+description: Refund an order.
+arguments:
+  - {name: order_id, required: true}
+  - {name: amount, type: number}
+tools:
+  - name: issue_refund
+    description: Refund an order to the original payment method.
+    input_schema:
+      type: object
+      properties: {order_id: {type: string}, amount: {type: number}}
+      required: [order_id, amount]
+    annotations: {readOnlyHint: false, destructiveHint: true}
+steps:
+  - name: issue_refund
+    tool: issue_refund
+    args:
+      order_id: {arg: order_id}
+      amount: {arg: amount}
+"""),
     "unused-acknowledgement": Prose(
         fires="A step acknowledges a code that does not fire on that step, for example after the guidance was "
               "reworded or the tool was annotated read-only. A stale acknowledgement would hide the next real "

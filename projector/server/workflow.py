@@ -36,6 +36,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 
 from ..conditions import Check, failure_text, first_failure, statement
+from ..errors import plural
+from ..fit import wraps_result
 from ..model import PLACEHOLDER, Argument, Const, FromArg, FromStep, Source, Step, Workflow
 
 
@@ -142,8 +144,7 @@ def tool_result_value(result: CallToolResult, output_schema: dict[str, Any] | No
     envelope for non-object returns), else the text content parsed as JSON when it is JSON, else the text."""
     sc = result.structured_content
     if sc is not None:
-        props = (output_schema or {}).get("properties") or {}
-        if isinstance(sc, dict) and set(sc) == {"result"} and set(props) == {"result"}:
+        if isinstance(sc, dict) and set(sc) == {"result"} and wraps_result(output_schema):
             return sc["result"]
         return sc
     texts = [c.text for c in result.content if isinstance(c, TextContent)]
@@ -247,9 +248,10 @@ class WorkflowPrompt(Prompt):
                                description=(f"{a.description} ({a.type})" if a.description and a.type
                                             else a.description or (f"({a.type})" if a.type else None)))
                 for a in wf.arguments]
-        description = (f"{wf.description} Runs the workflow's {len(wf.steps)} steps on the server and returns "
+        n = len(wf.steps)
+        description = (f"{wf.description} Runs the workflow's {n} step{'s' * (n != 1)} on the server and returns "
                        f"the transcript.")
-        return cls(name=wf.name, description=description, arguments=args, fn=_unused, workflow=wf)
+        return cls(name=wf.name, title=wf.title, description=description, arguments=args, fn=_unused, workflow=wf)
 
     async def render(self, arguments: dict[str, Any] | None, context: Context) -> list[Message]:  # type: ignore[override]
         return await run_workflow(self.workflow, arguments or {}, context)
@@ -356,7 +358,7 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context | W
                     return messages
                 for c in contents:
                     mime = c.mime_type or "text/plain"
-                    body = c.content if isinstance(c.content, str) else f"<{len(c.content)} bytes of {mime}>"
+                    body = c.content if isinstance(c.content, str) else f"<{plural(len(c.content), 'byte')} of {mime}>"
                     messages.append(UserMessage(f"Resource `{uri}` ({mime}):\n\n{body}"))
         await host.report_progress(n, total, f"step {n} of {total}: {step.name}")
     if skipped:

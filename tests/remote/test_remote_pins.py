@@ -78,7 +78,7 @@ def test_changes_name_what_changed():
         {"uri": f"{SCHEME}refund-flow/SKILL.md", "digest": pin.files[0].digest if pin.files[0].uri == SKILL
          else pin.files[1].digest, "size": 1}]
     got = changes(pin, parse_entry(e))
-    assert got[0] == f"changed size of {SKILL} ({next(f.size for f in pin.files if f.uri == SKILL)} -> 1 bytes)"
+    assert got[0] == f"changed size of {SKILL} ({next(f.size for f in pin.files if f.uri == SKILL)} bytes -> 1 byte)"
     assert got[1] == f"added {SCHEME}refund-flow/new.md"
     assert got[2].startswith(f"changed {TOOLS} (sha256:")
 
