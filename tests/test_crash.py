@@ -261,7 +261,7 @@ WORKER = """
 import os, sys, time
 from projector import output
 
-def hang(chunk, prefix):
+def hang(chunk, *options):
     open(os.path.join(sys.argv[1], str(os.getpid())), "w").close()
     time.sleep(600)
 
