@@ -4,6 +4,7 @@ The slow part (one full measurement, ~20 s, and a second run of the refunds task
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from pathlib import Path
@@ -14,7 +15,7 @@ from mcp import Client
 
 from projector.matrix import cli as matrix_cli
 from projector.matrix import harness
-from projector.matrix.agent import AGENT_TOOL, register_agent
+from projector.matrix.agent import AGENT_TOOL, TRACE_TOOL, register_agent
 from projector.matrix.policy import judge
 from projector.matrix.reader import ReadError, parse, parse_source
 
@@ -102,6 +103,34 @@ async def test_agent_tool_declines_the_ineligible_order_and_refunds_the_eligible
         assert res.structured_content is None  # only the final message reaches the client
 
 
+@pytest.mark.anyio
+async def test_agent_tool_on_fastmcp_declines_the_ineligible_order_and_refunds_the_eligible_one(monkeypatch):
+    fastmcp = pytest.importorskip("fastmcp")
+    from projector.server.demo import demo_server
+
+    monkeypatch.chdir(ROOT)
+    server, store = demo_server(framework="fastmcp")
+    register_agent(server)
+    async with fastmcp.Client(server) as client:
+        res = await client.call_tool_mcp(AGENT_TOOL, {"skill": "refund-flow", "arguments": {"order_id": "A1002"}})
+        assert not res.is_error
+        assert "Did not call `issue_refund`" in res.content[0].text
+        assert store.ledger() == []
+        res = await client.call_tool_mcp(AGENT_TOOL, {"skill": "refund-flow", "arguments": {"order_id": "A1001"}})
+        assert not res.is_error
+        assert [r["order_id"] for r in store.ledger()] == ["A1001"]
+        assert res.structured_content is None  # only the final message reaches the client, as on MCPServer
+        trace = await client.call_tool_mcp(TRACE_TOOL, {})
+        assert [q["target"] for q in trace.structured_content["requests"]] == [
+            "skill://refund-flow/SKILL.md", "get_order", "check_eligibility", "issue_refund",
+            "docs://refund-policy/eu"]
+
+
+def test_register_agent_refuses_a_foreign_server():
+    with pytest.raises(TypeError, match="MCPServer or a fastmcp.FastMCP"):
+        register_agent(object())
+
+
 def test_context_bytes_leave_out_the_envelope_only():
     result = {"content": [{"type": "text", "text": "é"}], "_meta": {"x": 1}, "resultType": "complete"}
     assert harness.context_bytes(result) == len('{"content":[{"text":"é","type":"text"}]}'.encode())
@@ -167,7 +196,7 @@ def test_committed_data_equals_a_fresh_run(fresh):
 
 def test_cli_check_and_write(fresh, tmp_path, monkeypatch, capsys):
     shutil.copytree(ROOT / "generated_skills", tmp_path / "generated_skills")
-    monkeypatch.setattr(harness, "measure", lambda root, tasks=harness.TASKS: _const(fresh))
+    monkeypatch.setattr(harness, "measure", lambda root, tasks=harness.TASKS, framework="mcp": _const(fresh))
     assert matrix_cli.main("matrix", ["--root", str(tmp_path), "--check"]) == 1
     assert "out of date" in capsys.readouterr().out
     assert matrix_cli.main("matrix", ["--root", str(tmp_path)]) == 0
@@ -181,7 +210,83 @@ async def _const(value):
     return value
 
 
+def test_cli_framework_switch_reaches_the_harness(fresh, tmp_path, monkeypatch, capsys):
+    shutil.copytree(ROOT / "generated_skills", tmp_path / "generated_skills")
+    seen = []
+
+    def measure(root, tasks=harness.TASKS, framework="mcp"):
+        seen.append(framework)
+        return _const(fresh)
+
+    monkeypatch.setattr(harness, "measure", measure)
+    assert matrix_cli.main("matrix", ["--root", str(tmp_path), "--check", "--framework", "fastmcp"]) == 1
+    assert "the committed data is measured on mcp" in capsys.readouterr().out
+    assert matrix_cli.main("matrix", ["--root", str(tmp_path), "--check"]) == 1
+    assert "the committed data is measured on mcp" not in capsys.readouterr().out
+    assert seen == ["fastmcp", "mcp"]
+    assert matrix_cli.main("matrix", ["--framework", "flask"]) == 2
+
+
 def test_cli_usage(tmp_path, capsys):
     assert matrix_cli.main("matrix", ["--root", str(tmp_path)]) == 2
     assert "project-skill build" in capsys.readouterr().err
     assert matrix_cli.main("matrix", ["--nope"]) == 2
+
+
+# ------------------------------------------------------------------------------------------- the same on FastMCP
+
+def _as_mcpserver_prints_it(result: dict) -> dict:
+    """A FastMCP ``tools/call`` result as MCPServer puts it on the wire: the one known difference between the two.
+
+    Both send the same ``structuredContent``; the text content is that value printed as JSON, which FastMCP prints
+    compactly and MCPServer (``pydantic_core.to_json(value, indent=2)``) with a two-space indent. A string result is
+    the same text on both. Anything else (a result that is not exactly FastMCP's compact print of its structured
+    content, a non-dict value) is not this difference, so this fails on it."""
+    import pydantic_core
+
+    if "structuredContent" not in result:
+        return result  # text-only results (the agent's message, prompts, resources): nothing to translate
+    value = result["structuredContent"]
+    if ((result.get("_meta") or {}).get("fastmcp") or {}).get("wrap_result"):
+        value = value["result"]
+    if isinstance(value, str):
+        assert result["content"] == [{"type": "text", "text": value}], result
+        return result
+    assert isinstance(value, dict), f"a structured result this comparison does not know: {result}"
+    assert result["content"] == [{"type": "text", "text": pydantic_core.to_json(value).decode()}], result
+    return {**result, "content": [{"type": "text", "text": pydantic_core.to_json(value, indent=2).decode()}]}
+
+
+def test_figures_are_the_same_on_fastmcp_but_for_the_compact_json_of_tool_results(fresh, monkeypatch):
+    """The matrix with the demo on FastMCP (``matrix --framework fastmcp``): every run, answer, ledger, request and
+    byte count equals the committed MCPServer data once FastMCP's compact JSON text of a tool's structured result is
+    printed as MCPServer prints it; and that difference touches only the skill surface's ``tools/call`` bytes."""
+    pytest.importorskip("fastmcp")
+    translated: list[dict] = []
+    measured = harness.context_bytes
+
+    def as_on_mcpserver(result: dict) -> int:
+        same = _as_mcpserver_prints_it(result)
+        if same is not result:
+            translated.append(result)
+        return measured(same)
+
+    monkeypatch.setattr(harness, "context_bytes", as_on_mcpserver)
+    on_fastmcp = anyio.run(functools.partial(harness.measure, ROOT, framework="fastmcp"))
+    assert harness.dumps(on_fastmcp) == DATA.read_bytes()
+    assert translated  # the difference is real, not assumed: FastMCP's tool results were translated
+
+    # measured as they are, the figures differ exactly where tool results reach the client: the skill surface
+    monkeypatch.setattr(harness, "context_bytes", measured)
+    raw = anyio.run(functools.partial(harness.measure, ROOT, harness.TASKS[:1], framework="fastmcp"))
+    want = _runs(fresh, "refunds")
+    for key, run in _runs(raw, "refunds").items():
+        base = want[key]
+        differs = {k for k in run if run[k] != base[k]}
+        if key[0] != "skill":
+            assert not differs, key
+            continue
+        assert differs == {"context_bytes", "requests"}, key
+        for got, had in zip(run["requests"], base["requests"], strict=True):
+            assert (got["method"], got["target"]) == (had["method"], had["target"])
+            assert (got["bytes"] < had["bytes"]) == (got["method"] == "tools/call"), (key, got, had)

@@ -293,6 +293,11 @@ reference; this project's are measured on the ineligible order.
 The qualitative result is the point of comparison. Byte counts depend on what is counted and on each demo server's
 payloads, so they differ between the two projects; this project's counting rule is defined below.
 
+The demo server runs on `mcp`'s MCPServer here. On FastMCP (`project-skill matrix --framework fastmcp`) every figure
+is the same except the skill rows' context bytes, which are smaller: both frameworks send a tool's structured result
+as the same `structuredContent`, but FastMCP prints it in the text content as compact JSON and MCPServer with a
+two-space indent. A test measures both and checks that this is the only difference.
+
 ## Definitions
 
 {definitions}

@@ -1,9 +1,14 @@
 """Surface C: an agent that runs on the server, as a tool.
 
-:func:`register_agent` adds the tool ``agent`` to an ``MCPServer`` that serves skills. Called with a skill name and
-the skill's inputs, it reads the skill's SKILL.md from the server itself, follows it with the same reader and the
-same deterministic policy the client uses on the skill surface (its "model"), calling the server's tools in process,
-and returns only its final message. The client sees none of the steps.
+:func:`register_agent` adds the tool ``agent`` to a server that serves skills (``mcp``'s ``MCPServer`` or a
+``fastmcp.FastMCP``). Called with a skill name and the skill's inputs, it reads the skill's SKILL.md from the server
+itself, follows it with the same reader and the same deterministic policy the client uses on the skill surface (its
+"model"), calling the server's tools in process, and returns only its final message. The client sees none of the
+steps.
+
+The server's tools and resources are reached through the same per-framework host as the server-side workflow runner
+(:class:`projector.server.workflow.WorkflowHost`: ``MCPServerHost``, or ``FastMCPHost`` on FastMCP), so the agent has
+no framework code of its own.
 
 It also adds ``agent_trace``, a read-only tool that returns what the last agent run did (its own requests and
 turns). The harness reads it after a run, as an observer, the way it reads the ledger; it is not part of the
@@ -17,25 +22,30 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
+from ..server.workflow import MCPServerHost, WorkflowHost
 from .reader import ReadError, StepFailed, follow, parse, result_value
 
 AGENT_TOOL = "agent"
 TRACE_TOOL = "agent_trace"
+AGENT_DESCRIPTION = ("Run the server's own agent on one of its skills: it follows the skill with its own judgment and "
+                     "returns only its final message.")
+TRACE_DESCRIPTION = "What the last agent run did: its requests and model turns (for measurement)."
+AGENT_ANNOTATIONS = ToolAnnotations(read_only_hint=False, destructive_hint=True)
+TRACE_ANNOTATIONS = ToolAnnotations(read_only_hint=True, idempotent_hint=True)
 
 
 class _ServerBackend:
-    """The agent's hands: the server's own tools and resources, called in process."""
+    """The agent's hands: the server's own tools and resources, called in process through ``host``."""
 
-    def __init__(self, ctx: Context, server: MCPServer):
-        self.ctx = ctx
-        self.server = server
+    def __init__(self, host: WorkflowHost):
+        self.host = host
         self.requests: list[dict[str, str]] = []
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         self.requests.append({"method": "tools/call", "target": name})
-        tools = {t.name: t for t in await self.server.list_tools()}
+        tools = await self.host.tools()
         try:
-            result = await self.server.call_tool(name, arguments, self.ctx)
+            result = await self.host.call_tool(name, arguments)
         except Exception as exc:  # ToolError and the like: the agent sees a failed call
             raise StepFailed(f"the tool `{name}` failed: {exc}") from None
         if not isinstance(result, CallToolResult):
@@ -43,23 +53,24 @@ class _ServerBackend:
         if result.is_error:
             text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
             raise StepFailed(f"the tool `{name}` failed: {text}")
-        tool = tools.get(name)
+        spec = tools.get(name)
         return result_value(result.structured_content, [c.text for c in result.content
                                                         if isinstance(c, TextContent)],
-                            tool.output_schema if tool else None)
+                            spec.output_schema if spec else None)
 
     async def read_resource(self, uri: str) -> str:
         self.requests.append({"method": "resources/read", "target": uri})
-        contents = list(await self.ctx.read_resource(uri))
+        contents = await self.host.read_resource(uri)
         return "".join(c.content if isinstance(c.content, str) else "" for c in contents)
 
 
-def register_agent(server: MCPServer, *, skill_scheme: str = "skill://") -> None:
-    """Add the ``agent`` and ``agent_trace`` tools to ``server`` (which must serve the skills it is asked for)."""
+def register_agent(server: Any, *, skill_scheme: str = "skill://") -> None:
+    """Add the ``agent`` and ``agent_trace`` tools to ``server``, an ``MCPServer`` or a ``fastmcp.FastMCP`` (which
+    must serve the skills it is asked for)."""
     last: dict[str, Any] = {}
 
-    async def agent(skill: str, arguments: dict[str, str], ctx: Context) -> str:
-        backend = _ServerBackend(ctx, server)
+    async def run(host: WorkflowHost, skill: str, arguments: dict[str, str]) -> str:
+        backend = _ServerBackend(host)
         text = await backend.read_resource(f"{skill_scheme}{skill}/SKILL.md")
         try:
             proc = parse(text)
@@ -73,11 +84,25 @@ def register_agent(server: MCPServer, *, skill_scheme: str = "skill://") -> None
     async def agent_trace() -> dict[str, Any]:
         return dict(last)
 
-    server.add_tool(agent, name=AGENT_TOOL,
-                    description="Run the server's own agent on one of its skills: it follows the skill with its own "
-                                "judgment and returns only its final message.",
-                    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True),
-                    structured_output=False)  # a message for the model, not data: text content only
-    server.add_tool(agent_trace, name=TRACE_TOOL,
-                    description="What the last agent run did: its requests and model turns (for measurement).",
-                    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    if isinstance(server, MCPServer):
+        async def agent(skill: str, arguments: dict[str, str], ctx: Context) -> str:
+            return await run(MCPServerHost(ctx), skill, arguments)
+
+        server.add_tool(agent, name=AGENT_TOOL, description=AGENT_DESCRIPTION, annotations=AGENT_ANNOTATIONS,
+                        structured_output=False)  # a message for the model, not data: text content only
+        server.add_tool(agent_trace, name=TRACE_TOOL, description=TRACE_DESCRIPTION, annotations=TRACE_ANNOTATIONS)
+        return
+    from fastmcp import FastMCP
+
+    if not isinstance(server, FastMCP):
+        raise TypeError(f"register_agent() takes an mcp MCPServer or a fastmcp.FastMCP, not {type(server).__name__}")
+    from fastmcp.server.dependencies import get_context
+
+    from ..server.fastmcp_adapter import FastMCPHost
+
+    async def fagent(skill: str, arguments: dict[str, str]) -> str:
+        return await run(FastMCPHost(get_context()), skill, arguments)
+
+    server.tool(fagent, name=AGENT_TOOL, description=AGENT_DESCRIPTION, annotations=AGENT_ANNOTATIONS,
+                output_schema=None)  # as on MCPServer: text content only
+    server.tool(agent_trace, name=TRACE_TOOL, description=TRACE_DESCRIPTION, annotations=TRACE_ANNOTATIONS)

@@ -1,4 +1,5 @@
-"""``project-skill matrix [--check] [--out FILE]``: measure skill vs. workflow vs. agent, and write the data file.
+"""``project-skill matrix [--check] [--out FILE] [--framework mcp|fastmcp]``: measure skill vs. workflow vs. agent,
+and write the data file.
 
 Writes ``docs/data/matrix.json`` (committed; ``project-skill docs`` makes the decision-matrix page from it) and prints
 the refunds table. With ``--check`` it writes nothing and exits 1, with a diff, when a fresh measurement differs from
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -36,6 +39,11 @@ def main(name: str = "matrix", argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default=".", help="the project tree (default: the current folder)")
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"the data file, relative to --root (default: {DEFAULT_OUT})")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if the data is stale")
+    ap.add_argument("--framework", choices=("mcp", "fastmcp"), default="mcp",
+                    help="the demo server's framework: mcp's MCPServer (the default; the committed data is measured "
+                         "on it) or FastMCP (needs the projector[fastmcp] extra). On FastMCP every figure is the "
+                         "same except the skill surface's context bytes: FastMCP prints a tool's structured result "
+                         "as compact JSON text, MCPServer with a two-space indent")
     try:
         args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:
@@ -46,16 +54,20 @@ def main(name: str = "matrix", argv: list[str] | None = None) -> int:
               "project-skill build first (or pass --root)", file=sys.stderr)
         return EXIT_USAGE
 
+    if args.framework == "fastmcp" and importlib.util.find_spec("fastmcp") is None:
+        print(f"project-skill {name}: --framework fastmcp needs FastMCP: pip install 'projector[fastmcp]'",
+              file=sys.stderr)
+        return EXIT_USAGE
     import anyio
 
-    from .harness import MatrixError, dumps, measure
+    from . import harness
 
     try:
-        data = anyio.run(measure, root)
-    except MatrixError as exc:
+        data = anyio.run(functools.partial(harness.measure, root, framework=args.framework))
+    except harness.MatrixError as exc:
         print(f"project-skill {name}: a run failed: {exc}", file=sys.stderr)
         return EXIT_FINDINGS
-    new = dumps(data)
+    new = harness.dumps(data)
     out = root / args.out
     print(table(data))
     if args.check:
@@ -67,6 +79,9 @@ def main(name: str = "matrix", argv: list[str] | None = None) -> int:
             old.decode("utf-8", "replace").splitlines(keepends=True), new.decode().splitlines(keepends=True),
             fromfile=f"a/{args.out}", tofile=f"b/{args.out}"))
         print(f"\n{args.out} is out of date; run: project-skill matrix")
+        if args.framework != "mcp":
+            print(f"(the committed data is measured on mcp; on {args.framework} the skill surface's tool results "
+                  "are compact JSON text, so its context bytes differ by design)")
         return EXIT_FINDINGS
     if out.is_file() and out.read_bytes() == new:
         print(f"up to date: {args.out}")

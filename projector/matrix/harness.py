@@ -175,12 +175,12 @@ async def recorded_stdio(params: StdioServerParameters, log: WireLog, errlog: An
         yield _Read(read, log), _Write(write, log)
 
 
-def server_params(root: Path) -> StdioServerParameters:
+def server_params(root: Path, framework: str = "mcp") -> StdioServerParameters:
     root = root.resolve()
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "projector.matrix.serve", "--skills", str(root / "generated_skills"),
-              "--workflows", str(root / "workflows")],
+              "--workflows", str(root / "workflows"), "--framework", framework],
         cwd=str(root))
 
 
@@ -216,11 +216,12 @@ async def _ledger(client: Client) -> list[dict[str, Any]]:
     return value
 
 
-async def run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str]) -> dict[str, Any]:
+async def run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str],
+                  framework: str = "mcp") -> dict[str, Any]:
     log = WireLog()
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog:
         try:
-            return await _run_one(root, task, surface, scenario, arguments, log, errlog)
+            return await _run_one(root, task, surface, scenario, arguments, log, errlog, framework)
         except MatrixError as exc:
             raise MatrixError(f"{task.task}/{surface}/{scenario}: {exc}") from None
         except Exception as exc:
@@ -236,8 +237,8 @@ class MatrixError(Exception):
 
 
 async def _run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str], log: WireLog,
-                   errlog: Any) -> dict[str, Any]:
-    async with Client(recorded_stdio(server_params(root), log, errlog), cache=None) as client:
+                   errlog: Any, framework: str) -> dict[str, Any]:
+    async with Client(recorded_stdio(server_params(root, framework), log, errlog), cache=None) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         if task.refunds and await _ledger(client):
             raise MatrixError("the server's ledger is not empty before the run")
@@ -317,9 +318,11 @@ DEFINITIONS = {
 }
 
 
-async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int = 2) -> dict[str, Any]:
+async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int = 2,
+                  framework: str = "mcp") -> dict[str, Any]:
     """Run every task, surface and scenario; return the matrix data. Each run has its own server process, so up to
-    ``parallel`` of them run at once; the data does not depend on it (no times, fixed order)."""
+    ``parallel`` of them run at once; the data does not depend on it (no times, fixed order). ``framework`` is the
+    demo server's framework (``mcp`` or ``fastmcp``); the data does not name it, so both give comparable bytes."""
     jobs = [(ti, task, surface, scenario, arguments)
             for ti, task in enumerate(tasks) for surface in SURFACES if surface not in task.not_applicable
             for scenario, arguments in task.scenarios]
@@ -329,7 +332,7 @@ async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int 
     async def one(i: int) -> None:
         _, task, surface, scenario, arguments = jobs[i]
         async with limiter:
-            results[i] = await run_one(root, task, surface, scenario, arguments)
+            results[i] = await run_one(root, task, surface, scenario, arguments, framework)
 
     try:
         async with anyio.create_task_group() as tg:

@@ -1,8 +1,9 @@
-"""The server the matrix measures: ``python -m projector.matrix.serve [--skills DIR] [--workflows DIR]``.
+"""The server the matrix measures:
+``python -m projector.matrix.serve [--skills DIR] [--workflows DIR] [--framework mcp|fastmcp]``.
 
 It is exactly the demo server of ``project-skill serve`` (:func:`projector.server.demo.demo_server`: the demo tools,
-the skills, the workflow prompts), plus the server-side agent of :mod:`projector.matrix.agent`, on the same stdio transport as
-``project-skill serve --stdio``.
+the skills, the workflow prompts), plus the server-side agent of :mod:`projector.matrix.agent`, on the same stdio
+transport as ``project-skill serve --stdio``, on either framework (``mcp``'s MCPServer by default, or FastMCP).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import sys
 from .agent import register_agent
 
 
-def build(skills: str, workflows: str):
+def build(skills: str, workflows: str, framework: str = "mcp"):
     from ..server.demo import demo_server
 
-    server, store = demo_server(skills, workflows)
+    server, store = demo_server(skills, workflows, framework=framework)
     register_agent(server)
     return server, store
 
@@ -26,8 +27,12 @@ def main(argv: list[str] | None = None) -> int:
                                  description="The demo server plus the server-side agent, on stdio.")
     ap.add_argument("--skills", default="generated_skills")
     ap.add_argument("--workflows", default="workflows")
+    ap.add_argument("--framework", choices=("mcp", "fastmcp"), default="mcp")
     args = ap.parse_args(argv)
-    server, _ = build(args.skills, args.workflows)
+    server, _ = build(args.skills, args.workflows, args.framework)
+    if args.framework == "fastmcp":  # as project-skill serve --framework fastmcp --stdio
+        server.run("stdio", show_banner=False)
+        return 0
     import anyio
 
     from ..server.stdio import serve_stdio  # the same stdio transport as project-skill serve --stdio
