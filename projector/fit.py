@@ -13,8 +13,9 @@ For each tool step, against the tool's ``input_schema``:
 - ``bad-input-schema``: the tool's input schema is broken where a constant meets it (an unknown type, a ``$ref``
   that resolves nowhere), so the constant cannot be checked.
 
-And for each ``{step: BIND, field: PATH}``, against the ``output_schema`` of the tool that made BIND, when it
-declares one: ``bad-field-path`` when the path leaves the schema (a name not among declared ``properties`` of a schema
+And for each ``{step: BIND, field: PATH}`` (a step's argument or template binding, or the subject of one of its
+``when:`` conditions), against the ``output_schema`` of the tool that made BIND, when it declares one (inside the
+SDKs' ``{result: x}`` envelope, where a run saves ``x``): ``bad-field-path`` when the path leaves the schema (a name not among declared ``properties`` of a schema
 that does not allow others, an index on something that is not a list, a name on a list).
 
 And for a server about to serve skills, :func:`check_prompts`: a skill whose SKILL.md names a workflow prompt
@@ -35,6 +36,9 @@ from .errors import Diagnostic, Span, error
 from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
 
 # A prompt argument's declared type -> the JSON types its value can have.
+# A field path: names and list indexes joined by single dots (items.0.sku).
+FIELD_PATH = re.compile(r"^[^.]+(\.[^.]+)*$")
+
 ARG_JSON_TYPES = {"string": {"string"}, "integer": {"integer"}, "number": {"number", "integer"},
                   "boolean": {"boolean"}}
 
@@ -343,12 +347,22 @@ def wraps_result(output_schema: Any) -> bool:
     return isinstance(output_schema, dict) and set(_properties(output_schema)) == {"result"}
 
 
+def _field_reads(step: Step) -> list[tuple[str, FromStep]]:
+    """Every ``{step: BIND, field: PATH}`` a step reads, with how a message names it: its arguments and template
+    bindings (by key), and its ``when:`` conditions' subjects."""
+    reads = [(f"'{key}'", src) for key, src in step.sources() if isinstance(src, FromStep)]
+    for cond in step.when:
+        if isinstance(cond.subject, FromStep):
+            reads.append(("a condition" if len(step.when) > 1 else "the condition", cond.subject))
+    return reads
+
+
 def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: dict[str, Step]
                   ) -> list[Diagnostic]:
     out: list[Diagnostic] = []
-    for key, src in step.sources():
-        if not (isinstance(src, FromStep) and src.field is not None):
-            continue
+    for who, src in _field_reads(step):
+        if src.field is None or not FIELD_PATH.match(src.field):
+            continue  # a malformed path is the validator's bad-field-path, reported once
         maker = made_by.get(src.bind)
         tool = tools.get(maker.tool) if maker is not None and maker.tool else None
         if tool is None or not isinstance(tool.output_schema, dict):
@@ -357,7 +371,7 @@ def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: 
         problem = field_problem(schema["properties"]["result"] if wraps_result(schema) else schema, src.path, schema)
         if problem:
             out.append(error(_at(src.span, step, wf), "bad-field-path",
-                             f"{_label(wf, step)}, '{key}', reads '{src.field}' of '{src.bind}', which the output "
+                             f"{_label(wf, step)}, {who}, reads '{src.field}' of '{src.bind}', which the output "
                              f"schema of the tool '{tool.name}' does not have: {problem}",
                              "correct the field path, or correct the tool's output_schema"))
     return out

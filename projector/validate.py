@@ -4,7 +4,6 @@ workflow is held to the same rules however it was written. Returns every problem
 from __future__ import annotations
 
 import difflib
-import re
 import unicodedata
 
 from . import fit, naming
@@ -14,7 +13,6 @@ from .errors import Diagnostic, Span, error
 from .model import PLACEHOLDER, Const, FromArg, FromStep, Step, Workflow
 
 MAX_DESCRIPTION = 1024
-_FIELD_PATH = re.compile(r"^[^.]+(\.[^.]+)*$")
 
 
 def _suggest(word: str, options: list[str]) -> str | None:
@@ -135,14 +133,14 @@ def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnosti
                     else:
                         err(src.span, "unknown-binding", f"{where} uses '{src.bind}', which no step binds",
                             _suggest(src.bind, list(binds)) or "bind it on an earlier step with bind:")
-                if src.field is not None and not _FIELD_PATH.match(src.field):
+                if src.field is not None and not fit.FIELD_PATH.match(src.field):
                     err(src.span, "bad-field-path", f"{where} has the field path '{src.field}'",
                         "a field path is names and list indexes joined by single dots: items.0.sku")
             elif isinstance(src, Const):
                 for ph in src.placeholders:
                     check_arg(ph, src.span, f"{where} (placeholder {{{ph}}})", placeholder=True)
 
-        diags.extend(check_conditions(wf, step, what, arg_names, binds, later_binds))
+        diags.extend(check_conditions(step, what, arg_names, binds, later_binds))
 
         placeholders: list[str] = []
         for uri in step.resources:
@@ -172,11 +170,12 @@ def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnosti
     return diags
 
 
-def check_conditions(wf: Workflow, step: Step, what: str, arg_names: list[str], binds: dict[str, str],
+def check_conditions(step: Step, what: str, arg_names: list[str], binds: dict[str, str],
                      later_binds: dict[str, str]) -> list[Diagnostic]:
     """The rules of a step's ``when:`` and ``on_fail:`` beyond their shape (the loader checks that): known operators
-    with operands of the right kind, declared arguments, results saved by earlier steps, field paths that the saving
-    tool's output schema has, where it declares one."""
+    with operands of the right kind, declared arguments, results saved by earlier steps, well-formed field paths.
+    Whether a field path is in the saving tool's output schema is :mod:`projector.fit`'s check, the same one as for
+    step arguments (``fit.check_steps``), so it holds for tools from ``--tools-from`` and ``attach()`` too."""
     out: list[Diagnostic] = []
     if step.on_fail not in ON_FAIL:
         out.append(error(step.on_fail_span, "bad-on-fail", f"{what} has on_fail '{step.on_fail}'",
@@ -217,68 +216,11 @@ def check_conditions(wf: Workflow, step: Step, what: str, arg_names: list[str], 
             continue
         if subject.field is None:
             continue
-        if not _FIELD_PATH.match(subject.field):
+        if not fit.FIELD_PATH.match(subject.field):
             out.append(error(subject.span, "bad-field-path", f"{where} has the field path '{subject.field}'",
                              "a field path is names and list indexes joined by single dots: items.0.sku"))
             continue
-        saver = wf.step_for_bind(subject.bind)
-        tool = wf.tool(saver[1].tool) if saver and saver[1].tool else None
-        schema = getattr(tool, "output_schema", None)  # declared by the workflow, or by --tools-from
-        at = missing_field(schema, subject.path)
-        if tool is not None and at is not None:
-            part = str(subject.path[at])
-            out.append(error(subject.span, "bad-field-path",
-                             f"{where} reads the field '{subject.field}' of '{subject.bind}', but the output schema "
-                             f"of the tool '{tool.name}' has no '{part}' there",
-                             _suggest(part, _properties(schema, subject.path[:at]))
-                             or "check the field's name against the tool's outputSchema"))
     return out
-
-
-def _sub_schema(schema: object, part: str | int) -> object:
-    """The schema of one field of a value that ``schema`` describes; None when it is not known."""
-    if not isinstance(schema, dict):
-        return None
-    props = schema.get("properties")
-    if isinstance(props, dict) and str(part) in props:
-        return props[str(part)]
-    items = schema.get("items")
-    if isinstance(part, int) and isinstance(items, dict):
-        return items
-    return None
-
-
-def _closed(schema: object, part: str | int) -> bool:
-    """Whether ``schema`` says for certain that a value it describes has no field ``part``: it lists its properties,
-    ``part`` is not among them, nothing else may add it (no ``additionalProperties``/``patternProperties``, no
-    combinators or references)."""
-    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
-        return False
-    if any(k in schema for k in ("$ref", "allOf", "anyOf", "oneOf", "if", "patternProperties", "$dynamicRef")):
-        return False
-    extra = schema.get("additionalProperties")
-    if extra not in (None, False):
-        return False
-    return str(part) not in schema["properties"] and not (isinstance(part, int) and "items" in schema)
-
-
-def missing_field(schema: object, path: tuple[str | int, ...]) -> int | None:
-    """The index of the first part of ``path`` that an output schema, where declared, certainly does not have; else
-    None (also when nothing is declared, or the schema cannot tell)."""
-    for i, part in enumerate(path):
-        if _closed(schema, part):
-            return i
-        schema = _sub_schema(schema, part)
-        if schema is None:
-            return None
-    return None
-
-
-def _properties(schema: object, path: tuple[str | int, ...]) -> list[str]:
-    for part in path:
-        schema = _sub_schema(schema, part)
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    return list(props) if isinstance(props, dict) else []
 
 
 def collisions(workflows: list[Workflow]) -> list[Diagnostic]:

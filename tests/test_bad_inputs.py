@@ -36,6 +36,7 @@ def test_corpus_has_every_class():
                 "output-conflict",
                 "when-unknown-operator", "when-multiple-operators", "when-missing-operator", "when-operator-needs-list",
                 "when-bad-on-fail", "when-on-fail-without-when", "when-forward-binding", "when-undeclared-argument",
+                "when-bad-field-path",
                 "missing-parameter", "unknown-parameter", "parameter-type", "bad-field-path", "bad-input-schema"}
     assert required <= names
 

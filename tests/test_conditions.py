@@ -14,13 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import EXAMPLES
-from projector import conditions
+from projector import conditions, fit
 from projector.builder import WorkflowBuilder, arg, condition, step
 from projector.errors import LoadError
 from projector.load import load_file, parse
-from projector.model import Condition, FromArg, FromStep
+from projector.model import Condition, FromArg, FromStep, Tool
 from projector.render import project
-from projector.validate import missing_field
 
 # ------------------------------------------------------------------------------------ an independent reference
 
@@ -337,20 +336,90 @@ def test_the_builder_checks_conditions_like_the_loader():
 
 
 @pytest.mark.parametrize("schema, path, missing", [
-    (None, ("a",), None),
-    ({"type": "object", "properties": {"eligible": {"type": "boolean"}}}, ("eligible",), None),
-    ({"type": "object", "properties": {"eligible": {"type": "boolean"}}}, ("eligble",), 0),
-    ({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {}}}}}, ("a", "c"), 1),
+    (None, ("a",), False),
+    ({"type": "object", "properties": {"eligible": {"type": "boolean"}}}, ("eligible",), False),
+    ({"type": "object", "properties": {"eligible": {"type": "boolean"}}}, ("eligble",), True),
+    ({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {}}}}}, ("a", "c"), True),
     ({"type": "object", "properties": {"items": {"type": "array", "items": {
-        "type": "object", "properties": {"sku": {}}}}}}, ("items", 0, "sku"), None),
+        "type": "object", "properties": {"sku": {}}}}}}, ("items", 0, "sku"), False),
     ({"type": "object", "properties": {"items": {"type": "array", "items": {
-        "type": "object", "properties": {"sku": {}}}}}}, ("items", 0, "skus"), 2),
-    ({"type": "object", "properties": {"a": {}}, "additionalProperties": True}, ("b",), None),
-    ({"type": "object", "properties": {"a": {}}, "anyOf": [{}]}, ("b",), None),
-    ({"type": "object"}, ("b",), None),
+        "type": "object", "properties": {"sku": {}}}}}}, ("items", 0, "skus"), True),
+    ({"type": "object", "properties": {"a": {}}, "additionalProperties": True}, ("b",), False),
+    ({"type": "object", "anyOf": [{"properties": {"a": {}}}, {}]}, ("b",), False),
+    ({"type": "object"}, ("b",), False),
 ])
 def test_field_paths_are_checked_against_a_declared_output_schema(schema, path, missing):
-    assert missing_field(schema, path) == missing
+    """A condition's field path is checked by the same walker as a step argument's (fit.field_problem)."""
+    wf = (WorkflowBuilder("w", "d")
+          .tool("make", annotations={"readOnlyHint": True}, output_schema=schema)
+          .tool("t", annotations={"readOnlyHint": True})
+          .step("a", tool="make", bind="r")
+          .step("b", tool="t", when=condition(step("r", ".".join(map(str, path))), exists=True)))
+    if missing:
+        with pytest.raises(LoadError) as exc:
+            wf.build()
+        [d] = exc.value.diagnostics
+        assert d.code == "bad-field-path" and "the condition" in d.message
+        assert d.message.endswith(fit.field_problem(schema, path))  # the one walker's own words
+    else:
+        wf.build()
+
+
+WRAPPED = """name: w
+description: d
+tools:
+  - name: check
+    annotations: {readOnlyHint: true}
+    output_schema:
+      type: object
+      properties: {result: {type: object, properties: {eligible: {type: boolean}}}}
+      required: [result]
+  - {name: refund, annotations: {destructiveHint: true}}
+steps:
+  - {name: a, tool: check, bind: eligibility}
+  - name: b
+    tool: refund
+    when: {step: eligibility, field: FIELD, equals: true}
+"""
+
+
+def test_a_condition_field_starts_inside_the_result_envelope_like_a_step_argument(tmp_path):
+    """A tool whose output schema is the SDKs' {result: x} envelope: the run saves x, so a condition reads
+    ``eligible``, not ``result.eligible`` (as a step argument does)."""
+    inside = tmp_path / "inside.yaml"
+    inside.write_text(WRAPPED.replace("FIELD", "eligible"))
+    assert load_file(inside).steps[1].when[0].subject.field == "eligible"
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(WRAPPED.replace("FIELD", "result.eligible"))
+    with pytest.raises(LoadError) as exc:
+        load_file(outside)
+    [d] = exc.value.diagnostics
+    assert (d.code, d.span.line, d.span.col) == ("bad-field-path", 15, 18)
+    assert d.message == ("step 'b', the condition, reads 'result.eligible' of 'eligibility', which the output schema "
+                         "of the tool 'check' does not have: the result has no field 'result'; its fields: eligible")
+    # an argument reading the same path gets the same answer from the same walker
+    as_arg = tmp_path / "arg.yaml"
+    as_arg.write_text(WRAPPED.replace("    when: {step: eligibility, field: FIELD, equals: true}\n",
+                                      "    args: {x: {step: eligibility, field: result.eligible}}\n")
+                      .replace("{name: refund, annotations", "{name: refund, input_schema: {type: object}, "
+                                                            "annotations"))
+    with pytest.raises(LoadError) as exc:
+        load_file(as_arg)
+    assert exc.value.diagnostics[0].message.endswith("the result has no field 'result'; its fields: eligible")
+
+
+def test_a_condition_field_is_checked_against_a_server_tools_output_schema():
+    """attach() and --tools-from take the tools from a server: the condition's field is checked against the
+    server's output schema, as a step argument's is (the workflow declares no tools at all)."""
+    text = WRAPPED.split("tools:")[0] + "steps:" + WRAPPED.split("steps:")[1]
+    wf, diags = parse(text.replace("FIELD", "eligble"), "w.yaml", tools_from_server=True)
+    assert diags == []
+    tools = {"check": Tool("check", output_schema={"type": "object", "properties": {
+                 "eligible": {"type": "boolean"}, "reasons": {"type": "array"}}}),
+             "refund": Tool("refund", input_schema={"type": "object"})}
+    [d] = fit.check_workflows([wf], tools)
+    assert (d.code, d.span.line) == ("bad-field-path", 7)
+    assert "the condition, reads 'eligble' of 'eligibility'" in d.message and "(did you mean 'eligible'?)" in d.message
 
 
 # ----------------------------------------------------------------------------------------------- gate analysis

@@ -150,9 +150,10 @@ on. It also checks each step against its tool, as `attach()` does when it serves
 tool's `input_schema` requires is given (`missing-parameter`); every parameter given is one the schema declares,
 unless the schema allows others with `additionalProperties` or `patternProperties` (`unknown-parameter`); a
 constant is valid against its parameter's schema, and a typed argument has a type the parameter takes
-(`parameter-type`); a `field` path exists in the `output_schema` of the tool that made the result, when it declares
-one (`bad-field-path`). With `--tools-from SERVER` the schemas are the server's, and a step may call a tool that
-`tools` does not list. Each such problem is reported as `file:line:col` with a code and a hint.
+(`parameter-type`); a `field` path, in a step's arguments or in a `when:` condition, exists in the `output_schema`
+of the tool that made the result, when it declares one, read inside the SDKs' `{{result: x}}` envelope where the
+schema is that envelope (`bad-field-path`). With `--tools-from SERVER` the schemas are the server's, and a step may
+call a tool that `tools` does not list. Each such problem is reported as `file:line:col` with a code and a hint.
 
 ## Top level
 
