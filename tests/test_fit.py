@@ -191,6 +191,29 @@ def test_bad_field_path_against_a_declared_output_schema():
            "has no field 'totl' (did you mean 'total'?)" in found[0].message
 
 
+def test_a_malformed_field_path_is_reported_once():
+    """A path that is not names joined by single dots is the validator's problem; the schema walk leaves it alone
+    (it used to add a second bad-field-path at the same place, for the empty name between the dots)."""
+    found = diags("""\
+    name: fields
+    description: d
+    tools:
+      - name: get_order
+        output_schema: {type: object, properties: {id: {type: string}}}
+        annotations: {readOnlyHint: true}
+      - name: show
+        annotations: {readOnlyHint: true}
+    steps:
+      - {name: fetch, tool: get_order, bind: order}
+      - name: use
+        tool: show
+        args: {a: {step: order, field: "id..x"}}
+        when: {step: order, field: "id..x", exists: true}
+    """)
+    assert codes_at(found) == [("bad-field-path", 13, 22), ("bad-field-path", 14, 18)]
+    assert all("has the field path 'id..x'" in d.message for d in found)
+
+
 def test_attach_and_build_give_the_same_diagnostics(tmp_path):
     """The same workflow against the same tools: build (tools declared in the file) and attach() (tools registered
     on the server) report the same problems, because both call projector.fit."""
