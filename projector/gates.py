@@ -1,7 +1,9 @@
 """Gate warnings: guidance that reads like a condition on a step that changes the world.
 
 A skill's reader applies a step's guidance with its own judgment. The server-accelerated workflow prompt cannot: it
-runs every step unconditionally. So "only refund if eligible" on a refund step is a promise the prompt breaks. These
+runs every step unconditionally. So "only refund if eligible" on a refund step is a promise the prompt breaks. Built
+with ``--skills-only``, no prompt is served: the findings stay, worded for that case (the model's judgment is all that
+applies the guidance). These
 checks return diagnostics as data; nothing here prints.
 """
 
@@ -103,8 +105,13 @@ def _diag(step: Step, code: str, message: str, hint: str | None) -> Diagnostic:
                       message, hint, acknowledged=step.acknowledged.get(code), extra={"step": step.name})
 
 
-def check(wf: Workflow) -> list[Diagnostic]:
-    """Every gate finding of ``wf``. Acknowledged ones are kept, marked with their reason."""
+def check(wf: Workflow, *, skills_only: bool = False) -> list[Diagnostic]:
+    """Every gate finding of ``wf``. Acknowledged ones are kept, marked with their reason.
+
+    ``skills_only``: the build serves no workflow prompt (``build --skills-only``). The same findings fire, with the
+    same codes and severities (so acknowledgements and ``--strict`` mean the same in both builds), but their words
+    say what happens there: the model's judgment is all that applies the guidance, and a ``when:`` condition
+    becomes a check the skill states before the call, not one a server-side run enforces."""
     out: list[Diagnostic] = []
     for index, step in enumerate(wf.steps, 1):
         fired: set[str] = set()
@@ -121,19 +128,27 @@ def check(wf: Workflow) -> list[Diagnostic]:
         elif tool is not None and tool.side_effecting and step.guidance:
             gate = find_gate(step.guidance)
             if gate and not step.when:
+                why = ("Only the model's judgment applies it: no workflow prompt is served (--skills-only), and "
+                       "nothing on the server stops the call if the model decides wrong" if skills_only else
+                       f"Guidance prose cannot stop a server-side run: the '{wf.name}' workflow prompt will run this "
+                       "step anyway")
                 out.append(_diag(step, "gate-on-side-effect",
                                  f"{label} calls the side-effecting tool '{tool.name}' under gate-like guidance "
-                                 f"(\"{gate.phrase}\"). Guidance prose cannot stop a server-side run: the "
-                                 f"'{wf.name}' workflow prompt will run this step anyway",
-                                 _gate_hint(wf, index, step.guidance, gate)))
+                                 f"(\"{gate.phrase}\"). {why}",
+                                 _gate_hint(wf, index, step.guidance, gate, skills_only)))
                 fired.add("gate-on-side-effect")
             else:
-                enforced = " (it enforces only the step's when: conditions)" if step.when else ""
+                if skills_only:
+                    stated = (" (the skill states its when: conditions as checks before the call)"
+                              if step.when else "")
+                    what = f"only the model's judgment applies it: no workflow prompt is served{stated}"
+                else:
+                    enforced = " (it enforces only the step's when: conditions)" if step.when else ""
+                    what = f"the server-side prompt shows the guidance but does not act on it{enforced}"
                 out.append(_diag(step, "guidance-on-side-effect",
-                                 f"{label} calls the side-effecting tool '{tool.name}' with guidance; the server-side "
-                                 f"prompt shows the guidance but does not act on it{enforced}", None))
+                                 f"{label} calls the side-effecting tool '{tool.name}' with guidance; {what}", None))
                 fired.add("guidance-on-side-effect")
-        for code in _skippable_uses(wf, index, step, label):
+        for code in _skippable_uses(wf, index, step, label, skills_only):
             out.append(code)
             fired.add(code.code)
         for key, src in step.args:
@@ -153,17 +168,20 @@ def check(wf: Workflow) -> list[Diagnostic]:
     return out
 
 
-def _gate_hint(wf: Workflow, index: int, guidance: str, gate: GateMatch) -> str:
+def _gate_hint(wf: Workflow, index: int, guidance: str, gate: GateMatch, skills_only: bool = False) -> str:
     tail = ("make the tool enforce the condition itself and acknowledge the warning on the step "
             "(acknowledge: {gate-on-side-effect: why}), or end the workflow before this step")
     bind = named_result(wf, index, guidance, gate.start)
     if bind is None:
         return tail
+    then = ("the skill states it as an exact check before the call (served with its workflow prompt, the "
+            "server-side run enforces it too)" if skills_only else "the server-side run enforces it")
     return (f"the guidance names the saved result '{bind}': state the condition as data, "
-            f"when: {{step: {bind}, field: FIELD, equals: VALUE}}, and the server-side run enforces it; or " + tail)
+            f"when: {{step: {bind}, field: FIELD, equals: VALUE}}, and {then}; or " + tail)
 
 
-def _skippable_uses(wf: Workflow, index: int, step: Step, label: str) -> list[Diagnostic]:
+def _skippable_uses(wf: Workflow, index: int, step: Step, label: str, skills_only: bool = False
+                    ) -> list[Diagnostic]:
     """``uses-skippable-result``: ``step`` uses the result of an earlier step that ``on_fail: skip`` may leave out."""
     skippable = {s.bind: (i, s) for i, s in enumerate(wf.steps[:index - 1], 1)
                  if s.bind and s.when and s.on_fail == "skip"}
@@ -177,8 +195,10 @@ def _skippable_uses(wf: Workflow, index: int, step: Step, label: str) -> list[Di
         i, earlier = skippable[bind]
         out.append(Diagnostic(step.span, CODES["uses-skippable-result"], "uses-skippable-result",
                               f"{label} uses '{bind}', the result of step {i} '{earlier.name}', which is skipped when "
-                              "its condition fails (on_fail: skip); the server-side run then has no value for it: "
-                              "it leaves an optional argument out, and hands the step over when the tool requires it",
+                              "its condition fails (on_fail: skip); "
+                              + ("the model then has no value for it" if skills_only else
+                                 "the server-side run then has no value for it: it leaves an optional argument out, "
+                                 "and hands the step over when the tool requires it"),
                               "make step '" + earlier.name + "' stop instead (on_fail: stop), give this step a "
                               f"condition on '{bind}' (when: {{step: {bind}, exists: true}}, on_fail: skip), or "
                               "acknowledge the warning",

@@ -250,7 +250,7 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
     ``metadata.workflow`` in its frontmatter and no server-accelerated alternative."""
     name = naming.skill_name(wf.name)
     path = naming.skill_path(name, prefix)
-    diagnostics = gates.check(wf)
+    diagnostics = gates.check(wf, skills_only=skills_only)
     gate_steps = {d.extra["step"] for d in diagnostics if d.code == "gate-on-side-effect"}
     steps = [_step_view(wf, i, s, gate_steps) for i, s in enumerate(wf.steps, 1)]
     frontmatter: dict[str, Any] = {"name": name, "description": wf.description}

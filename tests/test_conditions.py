@@ -461,6 +461,44 @@ def test_a_step_using_a_skippable_result_warns_and_can_be_acknowledged():
     assert project(wf(guard=True)).diagnostics == []
 
 
+def test_skills_only_findings_say_no_workflow_prompt_is_served():
+    """``build --skills-only`` serves no prompt: the same findings fire (codes, severities, places, acknowledgements
+    alike), but none of them says that a workflow prompt or a server-side run does anything."""
+    skippy = (WorkflowBuilder("w", "d").argument("go", type="boolean")
+              .tool("t", annotations={"readOnlyHint": True})
+              .step("maybe", tool="t", bind="m", when=condition(arg("go"), equals=True), on_fail="skip")
+              .step("after", tool="t", args={"x": step("m", "id")}).build())
+    for wf in (load_file(EXAMPLES / "refunds.yaml"), load_file(GATED), skippy):
+        served, alone = project(wf).diagnostics, project(wf, skills_only=True).diagnostics
+        assert [(d.code, d.severity, d.span, d.acknowledged) for d in alone] == \
+            [(d.code, d.severity, d.span, d.acknowledged) for d in served] != []
+        for d in alone:
+            words = f"{d.message} {d.hint or ''}"
+            assert "workflow prompt will run" not in words and "server-side prompt" not in words, words
+            assert "server-side run enforces it;" not in words and "server-side run then" not in words, words
+
+    [gate] = project(load_file(EXAMPLES / "refunds.yaml"), skills_only=True).diagnostics
+    assert gate.message.endswith("(\"Only issue the refund if\"). Only the model's judgment applies it: no workflow "
+                                 "prompt is served (--skills-only), and nothing on the server stops the call if the "
+                                 "model decides wrong")
+    assert gate.hint is not None and "when: {step: eligibility, field: FIELD, equals: VALUE}, and the skill states it " \
+        "as an exact check before the call" in gate.hint
+    [note] = project(load_file(GATED), skills_only=True).diagnostics
+    assert note.message.endswith("with guidance; only the model's judgment applies it: no workflow prompt is served "
+                                 "(the skill states its when: conditions as checks before the call)")
+    [skip] = project(skippy, skills_only=True).diagnostics
+    assert "(on_fail: skip); the model then has no value for it" in skip.message
+
+
+def test_build_skills_only_prints_the_skills_only_wording(cli, tmp_path):
+    run = cli("build", str(EXAMPLES / "refunds.yaml"), "--skills-only", "--out", str(tmp_path / "out"))
+    assert run.code == 0
+    assert "no workflow prompt is served (--skills-only)" in run.err + run.out
+    assert "workflow prompt will run this step anyway" not in run.err + run.out
+    run = cli("check", str(EXAMPLES / "refunds.yaml"), "--skills-only", "--out", str(tmp_path / "out"))
+    assert run.code == 0 and "no workflow prompt is served (--skills-only)" in run.err + run.out
+
+
 # ------------------------------------------------------------------------------------------------- the wording
 
 def _section(body: str, number: int) -> str:

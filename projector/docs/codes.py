@@ -72,7 +72,8 @@ PROSE: dict[str, Prose] = {
               "that guidance with its own judgment, but the workflow prompt runs on the server and executes every "
               "step unconditionally, so the condition is a promise the prompt breaks. The warning quotes the phrase "
               "that matched. It does not fire on a step that states its conditions as data with `when:`: the "
-              "server-side run enforces those.",
+              "server-side run enforces those. Under `build --skills-only` no prompt is served, and the warning says "
+              "so: only the model's judgment applies the condition, and nothing on the server stops the call.",
         fix="Where the condition can be stated as data over earlier results or the arguments, state it with "
             "`when:` (and `on_fail: stop` or `skip`): the server-side run checks it just before the step, and the "
             "skill states it as a check before the call. When the guidance names a saved result, the hint says "
