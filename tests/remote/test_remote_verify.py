@@ -175,3 +175,71 @@ def test_size_then_digest():
     assert code_of(verify_bytes, r, b"hellO") == "digest-mismatch"
     assert code_of(verify_bytes, r, b"hello!") == "size-mismatch"
     assert code_of(verify_bytes, r, b"") == "size-mismatch"
+
+
+# ------------------------------------------------------------------------------------------------------ strictness
+
+FM = {"name": "demo", "description": "A demo"}
+
+
+@pytest.mark.parametrize("yaml_text, what", [
+    ("name: demo\ndescription: Injected text\ndescription: A demo", "'description' twice"),
+    ("name: demo\n\"description\": Injected\ndescription: A demo", "'description' twice"),
+    ("name: demo\ndescription: A demo\nmetadata: {1: a, '1': b}", "'1' twice"),
+    ("name: demo\ndescription: A demo\nmetadata: {1: a, 1.0: b}", "'1' twice"),
+    ("name: demo\ndescription: A demo\nmetadata: {~: a, 'null': b}", "'null' twice"),
+    ("name: demo\ndescription: &d A demo\nx: *d", "the anchor &d"),
+    ("name: demo\ndescription: A demo\nx: [*d]", "the alias *d"),
+    ("name: demo\ndescription: [unclosed", None),  # not YAML at all: the parser's own error
+    ("name: !!str demo\ndescription: A demo", "the explicit tag tag:yaml.org,2002:str"),
+    ("name: demo\ndescription: ! A demo", "the explicit tag !"),
+    ("name: demo\ndescription: A demo\nmetadata: !evil {}", "the explicit tag !evil"),
+    ("name: demo\ndescription: A demo\n<<: {description: Injected}", "a merge key (<<)"),
+    ("name: demo\ndescription: A demo\n? [a]\n: b", "a mapping or sequence used as a key"),
+    ("%YAML 1.1\n---\nname: demo\ndescription: A demo", None),  # the directive's '---' ends the block
+])
+def test_ambiguous_frontmatter_is_refused(yaml_text, what):
+    data = f"---\n{yaml_text}\n---\n\n# Demo\n".encode()
+    with pytest.raises(VerificationError) as info:
+        parse_frontmatter(data, "x")
+    if what is None:
+        assert info.value.code == "bad-frontmatter"
+    else:
+        assert info.value.code == "frontmatter-ambiguous", info.value
+        assert what in info.value.message
+        assert "Injected" not in info.value.message
+
+
+def test_plain_frontmatter_with_nesting_is_not_ambiguous():
+    data = (b"---\nname: demo\ndescription: 'A: demo'\nmetadata:\n  a: [1, {b: c, d: [e]}]\n  f: {g: h}\n"
+            b"list:\n  - {k: 1}\n  - {k: 2}\n---\n")
+    assert parse_frontmatter(data, "x")["metadata"] == {"a": [1, {"b": "c", "d": ["e"]}], "f": {"g": "h"}}
+
+
+def test_deep_frontmatter_is_bad_not_a_crash():
+    deep = "x: " + "[" * 5000 + "]" * 5000
+    data = f"---\nname: demo\ndescription: A demo\n{deep}\n---\n".encode()
+    assert code_of(parse_frontmatter, data, "x") == "bad-frontmatter"
+    ok = "x: " + "[" * 60 + "]" * 60
+    parse_frontmatter(f"---\nname: demo\ndescription: A demo\n{ok}\n---\n".encode(), "x")
+
+
+@pytest.mark.parametrize("file_extra, entry_extra, keys", [
+    ("license: null\n", {}, "'license'"),  # an extra null key in the file
+    ("", {"license": None}, "'license'"),  # an extra null key in the entry
+    ("metadata: {a: 1, b: ~}\n", {"metadata": {"a": 1}}, "'metadata.b'"),
+    ("metadata: [{a: 1}]\n", {"metadata": [{"a": 1, "b": None}]}, "'metadata.0.b'"),
+])
+def test_null_never_equals_absent(file_extra, entry_extra, keys):
+    data = f"---\nname: demo\ndescription: A demo\n{file_extra}---\n".encode()
+    e = entry([ref("skill://demo/SKILL.md", data)], fm={**FM, **entry_extra})
+    with pytest.raises(VerificationError) as info:
+        check_frontmatter(e, data)
+    assert info.value.code == "frontmatter-mismatch"
+    assert keys in info.value.message
+
+
+def test_same_keys_with_null_values_still_verify():
+    data = b"---\nname: demo\ndescription: A demo\nlicense: ~\nmetadata: {1: a}\n---\n"
+    e = entry([ref("skill://demo/SKILL.md", data)], fm={**FM, "license": None, "metadata": {"1": "a"}})
+    assert check_frontmatter(e, data)["license"] is None
