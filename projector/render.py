@@ -7,6 +7,7 @@ folding, so the bytes are the same whether or not libyaml is installed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -68,6 +69,20 @@ def fenced(text: str, lang: str = "") -> str:
     longest = max((len(r) for r in re.findall(r"`{3,}", text)), default=2)
     fence = "`" * (longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
+
+
+# A line that would open a block which changes the document's structure: an ATX heading, a setext underline, a code
+# fence (which would swallow every heading after it), or an HTML block (a comment or <pre> swallows them too), also
+# inside list items and block quotes the text opens itself.
+_BLOCK_OPENER = re.compile(r"^((?:[ \t]*(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t])))*[ \t]*)"
+                           r"(#|`{3}|~{3}|<(?=[A-Za-z!?/])|(?:=+|-+)[ \t]*$)", re.MULTILINE)
+
+
+def inert(text: str) -> str:
+    """Multi-line user text, made unable to change the Markdown structure around it: a backslash (CommonMark's
+    escape) goes before the first character of any line that would start a heading, a setext underline, a code fence
+    or an HTML block. Lists, emphasis and links in the text stay as they are."""
+    return _BLOCK_OPENER.sub(r"\1\\\2", text) if text else text
 
 
 def canonical_json(value: Any, indent: int | None = 2) -> str:
@@ -149,6 +164,8 @@ def describe_source(src: Source, wf: Workflow) -> str:
         return f"the field {code(src.field)} of {code(src.bind)} ({origin})"
     assert isinstance(src, Const)
     value = src.value
+    if isinstance(value, str) and "\n" in value:  # as a JSON string, on one line: a code span cannot hold a line
+        return f"the text {code(canonical_json(value, indent=None))}"
     if isinstance(value, str):
         text = f"the text {code(value)}"
         names = list(dict.fromkeys(src.placeholders))
@@ -183,9 +200,19 @@ def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> di
         "args": [(k, describe_source(v, wf)) for k, v in step.args],
         "resources": resources,
         "bind": step.bind,
-        "guidance": step.guidance.strip() if step.guidance else None,
+        "guidance": inert(step.guidance.strip()) if step.guidance else None,
         "gate": step.name in gate_steps,
     }
+
+
+def _shown(wf: Workflow) -> Workflow:
+    """``wf`` with every multi-line text the templates print made :func:`inert` (the frontmatter keeps the
+    description as written: YAML quotes it)."""
+    return dataclasses.replace(
+        wf, description=inert(wf.description),
+        arguments=tuple(dataclasses.replace(a, description=inert(a.description)) for a in wf.arguments),
+        instructions=tuple(dataclasses.replace(i, text=inert(i.text)) for i in wf.instructions),
+        tools=tuple(dataclasses.replace(t, description=inert(t.description)) for t in wf.tools))
 
 
 def project(wf: Workflow, prefix: tuple[str, ...] = ()) -> Projection:
@@ -196,13 +223,14 @@ def project(wf: Workflow, prefix: tuple[str, ...] = ()) -> Projection:
     gate_steps = {d.extra["step"] for d in diagnostics if d.code == "gate-on-side-effect"}
     steps = [_step_view(wf, i, s, gate_steps) for i, s in enumerate(wf.steps, 1)]
     frontmatter = {"name": name, "description": wf.description, "metadata": {"workflow": wf.name}}
+    shown = _shown(wf)
     context = {
         "frontmatter": dump_frontmatter(frontmatter),
         "title": title(wf.name),
-        "workflow": wf,
+        "workflow": shown,
         "skill_name": name,
-        "arguments": wf.arguments,
-        "instructions": wf.instructions,
+        "arguments": shown.arguments,
+        "instructions": shown.instructions,
         "steps": steps,
         "judgment_steps": [s for s in steps if s["guidance"]],
         "tools_file": TOOLS_FILE if wf.tools else None,
@@ -215,7 +243,7 @@ def project(wf: Workflow, prefix: tuple[str, ...] = ()) -> Projection:
             if s["tool"]:
                 used[s["tool"]].append(f"step {s['number']} ({code(s['name'])})")
         files[TOOLS_FILE] = _finish(env.get_template("tools.md.j2").render(
-            {"skill_name": name, "tools": wf.tools, "used": used}))
+            {"skill_name": name, "tools": shown.tools, "used": used}))
     body_lines = files["SKILL.md"].count(b"\n")
     if body_lines > MAX_BODY_LINES:
         diagnostics.append(Diagnostic(wf.span, "warning", "body-too-long",

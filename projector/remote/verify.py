@@ -116,7 +116,7 @@ def parse_entry(raw: Any, where: str = "<server>") -> SkillEntry:
         if not isinstance(r, dict) or not isinstance(r.get("uri"), str):
             raise VerificationError("bad-manifest", uri, f"resources[{i}] has no 'uri' string")
         digest, size = r.get("digest"), r.get("size")
-        if not isinstance(digest, str) or not DIGEST_RULE.match(digest):
+        if not isinstance(digest, str) or not DIGEST_RULE.fullmatch(digest):
             raise VerificationError("bad-manifest", uri, f"resources[{i}] ({r['uri']}) has no valid digest",
                                     "a digest is 'sha256:' and 64 lowercase hex digits")
         if not _is_int(size) or size < 0:
