@@ -254,5 +254,6 @@ def project(wf: Workflow, prefix: tuple[str, ...] = ()) -> Projection:
 
 def _finish(text: str) -> bytes:
     """UTF-8, LF only, no trailing spaces, exactly one trailing newline."""
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    # Only ASCII blanks: str.rstrip() would also cut U+00A0 and friends out of a quoted YAML scalar in the frontmatter.
+    lines = [line.rstrip(" \t") for line in text.replace("\r\n", "\n").split("\n")]
     return ("\n".join(lines).rstrip("\n") + "\n").encode("utf-8")
