@@ -601,9 +601,12 @@ def parse(data: bytes | str, file: str) -> tuple[Workflow | None, list[Diagnosti
 
 def load_file(path: Path | str, display: str | None = None) -> Workflow:
     """Load and validate one workflow file, raising :class:`LoadError` with every problem found."""
-    path = Path(path)
-    file = display or path.as_posix()
-    data = read_regular(path, file)
+    file = display or Path(path).as_posix()
+    if isinstance(path, OutsideRoot):
+        raise LoadError(error(Span(file), "outside-root", "the file is a link to a file outside every folder being "
+                              "compiled; it was not read",
+                              "name the file on the command line to compile it anyway, or copy it into the folder"))
+    data = read_regular(Path(path), file)
     wf, diags = parse(data, file)
     errors = [d for d in diags if d.severity == "error"]
     if errors or wf is None:
@@ -663,16 +666,15 @@ def discover(paths: list[str]) -> list[tuple[Path, str]]:
             named.add(path.as_posix())
         else:
             raise LoadError(error(Span(p), "io", "no such file or folder"))
-    outside = []
     for display, f in sorted(linked.items()):
         real = f.resolve()
         if display not in named and not any(real.is_relative_to(root) for root in roots):
-            outside.append(error(Span(display), "outside-root", "the file is a link to a file outside every folder "
-                                 "being compiled; it was not read",
-                                 "name the file on the command line to compile it anyway, or copy it into the folder"))
-    if outside:
-        raise LoadError(outside)
+            found[display] = OutsideRoot(f)  # refused by load_file, beside every other file's problems
     return [(found[k], k) for k in sorted(found)]
+
+
+class OutsideRoot(type(Path())):  # type: ignore[misc]
+    """A file found in a folder that resolves outside every folder scanned: :func:`load_file` refuses it unread."""
 
 
 def load_all(paths: list[str]) -> list[Workflow]:

@@ -14,7 +14,8 @@ import pytest
 from conftest import ROOT, snapshot_tree
 from projector.builder import WorkflowBuilder, arg, const
 from projector.errors import LoadError, printable
-from projector.load import MAX_DEPTH, discover, parse
+from projector.load import MAX_DEPTH, OutsideRoot, discover, load_all, parse
+from projector.output import compile_files
 from projector.naming import parse_prefix
 
 STEP = "steps: [{name: a, tool: t, args: {x: {const: VALUE}}}]\n"
@@ -200,9 +201,23 @@ def test_links_inside_any_scanned_root_are_followed(tmp_path):
     assert found == sorted([f"{a.as_posix()}/inside.yaml", f"{a.as_posix()}/target.yml",
                             f"{a.as_posix()}/to-b.yaml", f"{b.as_posix()}/real.yaml"])
     with pytest.raises(LoadError) as info:
-        discover([str(a)])
-    assert [d.code for d in info.value.diagnostics] == ["outside-root"]
-    assert [d for _, d in discover([str(a), str(a / "to-b.yaml")])][-1].endswith("to-b.yaml")
+        load_all([str(a)])
+    assert [(d.code, d.span.file) for d in info.value.diagnostics if d.code == "outside-root"] == \
+        [("outside-root", f"{a.as_posix()}/to-b.yaml")]
+    named = dict((d, p) for p, d in discover([str(a), str(a / "to-b.yaml")]))
+    assert not isinstance(named[f"{a.as_posix()}/to-b.yaml"], OutsideRoot)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_outside_root_is_reported_with_every_other_problem(jobs, tmp_path):
+    wf = tmp_path / "wf"
+    wf.mkdir()
+    (tmp_path / "secret.yaml").write_text("x", encoding="utf-8")
+    (wf / "a-leak.yaml").symlink_to(tmp_path / "secret.yaml")
+    (wf / "b-bad.yaml").write_text("name: [", encoding="utf-8")
+    with pytest.raises(LoadError) as info:
+        compile_files(discover([str(wf)]), (), jobs)
+    assert sorted(d.code for d in info.value.diagnostics) == ["outside-root", "yaml-syntax"]
 
 
 # ------------------------------------------------------------------------------------------------------ 8: prefix

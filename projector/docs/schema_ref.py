@@ -143,6 +143,15 @@ The schema describes the shape. `project-skill build` checks more than the shape
 use only arguments it declares and results that earlier steps bind, every `{{placeholder}}` must be filled, and so
 on. Each such problem is reported as `file:line:col` with a code and a hint.
 
+A file is plain YAML holding JSON values. Refused, each at its place: anchors and aliases (`alias`), a tag that
+changes a value's type other than to a string, number, boolean or null, and any tag on a key or a collection
+(`yaml-tag`); NaN, infinity and integers over 4,300 digits (`bad-number`); nesting deeper than 100 levels
+(`too-deep`); control characters other than tab and line break in any text (`control-character`); and a line break
+in a text printed on one line, such as a name, a key or a resource URI (`line-break`). Multi-line texts keep their
+Markdown, but a line that would start a heading, a code fence or an HTML block is escaped with a backslash, so no
+text changes the structure of the skill. Only regular files are read, and a file found in a folder that links to a
+file outside every folder being compiled is refused unread (`outside-root`) unless it is named on the command line.
+
 ## Top level
 
 {schema.get("description", "")}
