@@ -243,3 +243,95 @@ def test_same_keys_with_null_values_still_verify():
     data = b"---\nname: demo\ndescription: A demo\nlicense: ~\nmetadata: {1: a}\n---\n"
     e = entry([ref("skill://demo/SKILL.md", data)], fm={**FM, "license": None, "metadata": {"1": "a"}})
     assert check_frontmatter(e, data)["license"] is None
+
+
+# ------------------------------------------------------------------------------------------------------ mutants
+# Each test below kills a mutant of verify.py that the suite once let through (issue 10, item 15).
+
+@pytest.mark.parametrize("uri", ["skill://demo/a\x7fb", "skill://demo/a\x1fb", "skill://demo/a%5cb",
+                                 "skill://demo/a%5Cb", "skill://demo/a%2Fb"])
+def test_del_and_encoded_backslash_are_refused(uri):
+    assert code_of(check_manifest, entry([ref("skill://demo/SKILL.md"), ref(uri)])) == "bad-manifest-uri"
+
+
+def test_printable_neighbours_of_the_refused_characters_are_fine():
+    check_manifest(entry([ref("skill://demo/SKILL.md"), ref("skill://demo/a b~c"), ref("skill://demo/%20x")]))
+
+
+def test_float_keys_that_are_integers_compare_as_json_keys():
+    assert mapping_diff(yaml.safe_load("{1.0: a}"), {"1": "a"}) == []
+    assert mapping_diff(yaml.safe_load("{1.5: a}"), {"1.5": "a"}) == []
+    assert mapping_diff(yaml.safe_load("{1.5: a}"), {"1": "a"}) == ["1", "1.5"]
+    assert mapping_diff({None: "a", True: "b", False: "c"}, {"null": "a", "true": "b", "false": "c"}) == []
+
+
+def test_keys_json_cannot_tell_apart_never_compare_equal():
+    assert mapping_diff({1: "a", "1": "a"}, {"1": "a"}) == ["1"]
+    assert mapping_diff({"1": "a"}, {1: "a", "1": "a"}) == ["1"]
+
+
+def test_booleans_and_numbers_are_different_types():
+    assert not yaml_equal(True, 1) and not yaml_equal(1, True) and not yaml_equal(False, 0)
+    assert not yaml_equal(0, False) and yaml_equal(True, True) and not yaml_equal(True, False)
+
+
+@pytest.mark.parametrize("a, b, equal", [
+    (float("nan"), float("nan"), True), (float("nan"), 1.0, False), (1.0, float("nan"), False),
+    ([1, 2], (1, 2), True), ([1, 2], [2, 1], False), ([], [], True), ({}, {}, True), ({}, [], False),
+    ("a", "a", True), ("a", "b", False), (None, None, True), (None, "", False), ("", None, False),
+    (datetime.date(2024, 1, 2), datetime.date(2024, 1, 2), True),
+    (datetime.date(2024, 1, 2), datetime.datetime(2024, 1, 2), False),
+    ("2024-01-02", datetime.date(2024, 1, 2), True), (datetime.date(2024, 1, 2), 20240102, False),
+    ("2024-01-02 [unclosed", datetime.date(2024, 1, 2), False), (1, "1", False), ({"a": 1}, {"a": 1.0}, True),
+])
+def test_yaml_equality_both_ways(a, b, equal):
+    assert yaml_equal(a, b) is equal and yaml_equal(b, a) is equal
+
+
+def test_resources_missing_is_not_dynamic():
+    assert code_of(parse_entry, {"uri": "skill://a/SKILL.md", "frontmatter": {}}) == "bad-manifest"
+    assert code_of(parse_entry, {"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": "Dynamic"}) == \
+        "bad-manifest"
+    assert code_of(parse_entry, {"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": None}) == "bad-manifest"
+
+
+def test_entry_properties():
+    e = parse_entry({"uri": "skill://a/b/SKILL.md", "frontmatter": {"name": "b", "description": "d"},
+                     "resources": [ref("skill://a/b/SKILL.md", b"xy"), ref("skill://a/b/c.md", b"z")]})
+    assert (e.root, e.name, e.description, e.total_size, e.dynamic) == ("skill://a/b", "b", "d", 3, False)
+    assert e.ref("skill://a/b/c.md").size == 1 and e.ref("skill://a/b/nope.md") is None
+    odd = parse_entry({"uri": "skill://a/b/SKILL.md", "frontmatter": {"name": 1, "description": 2},
+                       "resources": "dynamic"})
+    assert (odd.name, odd.description, odd.total_size, odd.dynamic, odd.ref("x")) == ("b", "", 0, True, None)
+    assert FileRef("u", "d", 1).to_json() == {"uri": "u", "digest": "d", "size": 1}
+
+
+@pytest.mark.parametrize("raw, message", [
+    ("x", "a skills entry is not an object"),
+    ({"uri": ""}, "a skills entry has no 'uri' string"),
+    ({"uri": 5}, "a skills entry has no 'uri' string"),
+    ({"uri": "skill://a/SKILL.mdx"}, "the entry URI does not end in /SKILL.md"),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": "x"}, "the entry has no 'frontmatter' object"),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": 1},
+     "the entry's 'resources' is neither a list nor \"dynamic\""),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": ["x"]}, "resources[0] has no 'uri' string"),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": [{"uri": 1}]}, "resources[0] has no 'uri' string"),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": [{"uri": "u", "digest": "sha256:" + "a" * 64}]},
+     "resources[0] (u) has no valid size"),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": {},
+      "resources": [{"uri": "u", "digest": "sha256:" + "a" * 64 + "\n", "size": 1}]},
+     "resources[0] (u) has no valid digest"),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": [{"uri": "u", "digest": 5, "size": 1}]},
+     "resources[0] (u) has no valid digest"),
+])
+def test_entry_messages(raw, message):
+    with pytest.raises(VerificationError) as info:
+        parse_entry(raw, "where")
+    assert info.value.message == message
+
+
+def test_a_zero_size_is_a_size():
+    e = parse_entry({"uri": "skill://a/SKILL.md", "frontmatter": {},
+                     "resources": [{"uri": "skill://a/SKILL.md", "digest": sha256(b""), "size": 0}]})
+    assert e.resources[0].size == 0
+    verify_bytes(e.resources[0], b"")
