@@ -9,7 +9,8 @@ import yaml
 
 from projector.remote.errors import VerificationError
 from projector.remote.verify import (FileRef, check_frontmatter, check_manifest, mapping_diff, parse_entry,
-                                     parse_frontmatter, relative_path, sha256, verify_bytes, yaml_equal)
+                                     parse_frontmatter, relative_path, sha256, uri_segments, verify_bytes,
+                                     yaml_equal)
 
 BODY = b"---\nname: demo\ndescription: A demo\n---\n\n# Demo\n"
 
@@ -282,7 +283,7 @@ def test_booleans_and_numbers_are_different_types():
     (datetime.date(2024, 1, 2), datetime.date(2024, 1, 2), True),
     (datetime.date(2024, 1, 2), datetime.datetime(2024, 1, 2), False),
     ("2024-01-02", datetime.date(2024, 1, 2), True), (datetime.date(2024, 1, 2), 20240102, False),
-    ("2024-01-02 [unclosed", datetime.date(2024, 1, 2), False), (1, "1", False), ({"a": 1}, {"a": 1.0}, True),
+    ("[2024-01-02", datetime.date(2024, 1, 2), False), (1, "1", False), ({"a": 1}, {"a": 1.0}, True),
 ])
 def test_yaml_equality_both_ways(a, b, equal):
     assert yaml_equal(a, b) is equal and yaml_equal(b, a) is equal
@@ -335,3 +336,124 @@ def test_a_zero_size_is_a_size():
                      "resources": [{"uri": "skill://a/SKILL.md", "digest": sha256(b""), "size": 0}]})
     assert e.resources[0].size == 0
     verify_bytes(e.resources[0], b"")
+
+
+# ------------------------------------------------------------------------------------------------------ every refusal
+# Pinned field by field: code, where (the span), message and hint.
+SK = "skill://demo/SKILL.md"
+
+
+def _ent(res):
+    return entry(res, uri=SK)
+
+
+CALLS = {
+    "entry not an object": (parse_entry, ("x",)),
+    "entry not an object, where given": (parse_entry, ("x", "srv")),
+    "entry without uri": (parse_entry, ({},)),
+    "too many files": (check_manifest, (_ent([ref(SK)] + [ref(f"skill://demo/f{i}") for i in range(512)]),)),
+    "too large": (check_manifest, (_ent([{"uri": SK, "digest": sha256(b"x"), "size": 16 * 1024 * 1024 + 1}]),)),
+    "outside the root": (check_manifest, (_ent([ref(SK), ref("skill://other/a.md")]),)),
+    "listed twice": (check_manifest, (_ent([ref(SK), ref("skill://demo/a.md"), ref("skill://demo/a.md")]),)),
+    "SKILL.md unlisted": (check_manifest, (_ent([ref("skill://demo/a.md")]),)),
+    "not a URI": (uri_segments, ("demo/a.md", "w")),
+    "a backslash": (uri_segments, ("skill://a\\b", "w")),
+    "encoded dot": (uri_segments, ("skill://a/%2e", "w")),
+    "not UTF-8 encoded": (uri_segments, ("skill://a/%ff", "w")),
+    "dot segment": (uri_segments, ("skill://a/./b", "w")),
+    "size mismatch": (verify_bytes, (FileRef("skill://d/a", sha256(b"abc"), 3), b"ab")),
+    "digest mismatch": (verify_bytes, (FileRef("skill://d/a", sha256(b"abc"), 3), b"abd")),
+    "frontmatter not UTF-8": (parse_frontmatter, (b"\xff---", "w")),
+    "no frontmatter": (parse_frontmatter, (b"# x", "w")),
+    "frontmatter not YAML": (parse_frontmatter, (b"---\nname: x\nbad: [\n---\n", "w")),
+    "frontmatter not a mapping": (parse_frontmatter, (b"---\n- x\n---\n", "w")),
+    "one field differs": (check_frontmatter, (_ent([ref(SK)]), b"---\nname: demo\ndescription: B\n---\n")),
+    "two fields differ": (check_frontmatter, (_ent([ref(SK)]), b"---\nname: x\ndescription: B\n---\n")),
+    "keys differ": (check_frontmatter, (_ent([ref(SK)]), b"---\nname: demo\ndescription: A demo\nx: ~\n---\n")),
+    "ambiguous": (parse_frontmatter, (b"---\nname: a\nname: b\n---\n", "w")),
+    "too deep": (parse_frontmatter, (b"---\nx: " + b"[" * 70 + b"]" * 70 + b"\n---\n", "w")),
+}
+
+EXPECTED = {
+    'entry not an object': ('bad-entry', '<server>', 'a skills entry is not an object', None),
+    'entry not an object, where given': ('bad-entry', 'srv', 'a skills entry is not an object', None),
+    'entry without uri': ('bad-entry', '<server>', "a skills entry has no 'uri' string", None),
+    'too many files': (
+        'too-many-files',
+        'skill://demo/SKILL.md',
+        'the manifest lists 513 files; SEP-2640 allows 512, SKILL.md included',
+        None,
+    ),
+    'too large': (
+        'too-large',
+        'skill://demo/SKILL.md',
+        'the manifest adds up to 16777217 bytes; SEP-2640 allows 16777216 (16 MiB)',
+        None,
+    ),
+    'outside the root': (
+        'bad-manifest-uri',
+        'skill://demo/SKILL.md',
+        "the manifest URI 'skill://other/a.md' is outside the skill root 'skill://demo'",
+        None,
+    ),
+    'listed twice': ('bad-manifest', 'skill://demo/SKILL.md', "the manifest lists 'skill://demo/a.md' twice", None),
+    'SKILL.md unlisted': (
+        'unlisted-file',
+        'skill://demo/SKILL.md',
+        'the manifest does not list SKILL.md itself',
+        'a host reads only files its manifest lists, SKILL.md included',
+    ),
+    'not a URI': ('bad-manifest-uri', 'w', "'demo/a.md' is not a scheme://path URI", None),
+    'a backslash': (
+        'bad-manifest-uri',
+        'w',
+        "'skill://a\\\\b' holds a backslash, a query, a fragment or a control character",
+        None,
+    ),
+    'encoded dot': ('bad-manifest-uri', 'w', "'skill://a/%2e' holds a percent-encoded '.', '/', '\\' or NUL", None),
+    'not UTF-8 encoded': ('bad-manifest-uri', 'w', "'skill://a/%ff' percent-encodes bytes that are not UTF-8", None),
+    'dot segment': ('bad-manifest-uri', 'w', "'skill://a/./b' has an empty, '.' or '..' path segment", None),
+    'size mismatch': ('size-mismatch', 'skill://d/a', 'served 2 bytes; the manifest says 3', None),
+    'digest mismatch': ("digest-mismatch", "skill://d/a",
+                        f"served bytes hash to {sha256(b'abd')}; the manifest says {sha256(b'abc')}", None),
+    'frontmatter not UTF-8': ('bad-frontmatter', 'w', 'SKILL.md is not UTF-8', None),
+    'no frontmatter': ('bad-frontmatter', 'w', "SKILL.md has no '---' frontmatter block", None),
+    'frontmatter not YAML': (
+        'bad-frontmatter',
+        'w',
+        'SKILL.md frontmatter is not valid YAML at frontmatter line 2',
+        None,
+    ),
+    'frontmatter not a mapping': ('bad-frontmatter', 'w', 'SKILL.md frontmatter is not a mapping', None),
+    'one field differs': (
+        'frontmatter-mismatch',
+        'skill://demo/SKILL.md',
+        "SKILL.md frontmatter differs from the entry's in field 'description'",
+        'a host must not load a skill whose file and entry disagree',
+    ),
+    'two fields differ': (
+        'frontmatter-mismatch',
+        'skill://demo/SKILL.md',
+        "SKILL.md frontmatter differs from the entry's in fields 'description', 'name'",
+        'a host must not load a skill whose file and entry disagree',
+    ),
+    'keys differ': (
+        'frontmatter-mismatch',
+        'skill://demo/SKILL.md',
+        "SKILL.md frontmatter and the entry's do not have the same keys: 'x'",
+        'a host must not load a skill whose file and entry disagree',
+    ),
+    'ambiguous': ('frontmatter-ambiguous', 'w', "SKILL.md frontmatter holds the key 'name' twice",
+                  "YAML parsers disagree on such frontmatter (which duplicate wins, what a tag means), so a host "
+                  "could show other text than the one verified; a skill's frontmatter is plain YAML"),
+    'too deep': ('bad-frontmatter', 'w', 'SKILL.md frontmatter nests more than 64 levels deep', None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CALLS))
+def test_every_refusal_in_full(case):
+    fn, args = CALLS[case]
+    with pytest.raises(VerificationError) as info:
+        fn(*args)
+    e = info.value
+    assert (e.code, e.where, e.message, e.hint) == EXPECTED[case]
