@@ -14,19 +14,24 @@ from projector.errors import BuildError, Span
 from projector.render import project
 
 
+def _message(fn, *args) -> str:
+    with pytest.raises(ValueError) as info:
+        fn(*args)
+    return str(info.value)
+
+
 def test_split_frontmatter():
     assert bundle.split_frontmatter("---\na: 1\n---\nbody\n") == ("a: 1\n", "body\n")
     assert bundle.split_frontmatter("---\na: 1\n---\n") == ("a: 1\n", "")
-    with pytest.raises(ValueError, match="does not start with a '---' frontmatter line"):
-        bundle.split_frontmatter("a: 1\n---\n")
-    with pytest.raises(ValueError, match="is not closed by a '---' line"):
-        bundle.split_frontmatter("---\na: 1\n")
+    assert bundle.split_frontmatter("---\n---\nbody\n") == ("", "body\n")  # an empty block
+    assert bundle.split_frontmatter("---\na: 1\n---\nx\n---\ny\n") == ("a: 1\n", "x\n---\ny\n")  # the first
+    assert _message(bundle.split_frontmatter, "a: 1\n---\n") == "SKILL.md does not start with a '---' frontmatter line"
+    assert _message(bundle.split_frontmatter, "---\na: 1\n") == "SKILL.md frontmatter is not closed by a '---' line"
 
 
 def test_parse_frontmatter():
     assert bundle.parse_frontmatter(b"---\nname: x\nn: 1.0\n---\n") == {"name": "x", "n": 1.0}
-    with pytest.raises(ValueError, match="is not a mapping"):
-        bundle.parse_frontmatter(b"---\n- a\n---\n")
+    assert _message(bundle.parse_frontmatter, b"---\n- a\n---\n") == "SKILL.md frontmatter is not a mapping"
 
 
 def test_digest_and_entry():
@@ -58,20 +63,23 @@ def test_limits_at_their_edges():
     assert (bundle.MAX_FILES, bundle.MAX_BYTES) == (512, 16 * 1024 * 1024)
 
 
-def _projection(name="s", description="d"):
-    wf = WorkflowBuilder(name, description).tool("t", annotations={"readOnlyHint": True}).step("x", tool="t").build()
-    return project(wf)
+def _projection(name="s", description="d", prefix=()):
+    wf = (WorkflowBuilder(name, description).tool("t", annotations={"destructiveHint": True})
+          .step("x", tool="t", guidance="Only if asked.").build())
+    return project(wf, prefix)
 
 
 def test_bundle_and_a_refused_bundle():
-    proj = _projection()
+    proj = _projection(prefix=("p",))
     b = bundle.bundle(proj)
-    assert (b.name, b.path, b.files, b.diagnostics) == ("s", "s", proj.files, tuple(proj.diagnostics))
-    assert b.entry == bundle.make_entry("s", proj.files)
+    assert (b.name, b.path, b.files) == ("s", "p/s", proj.files)
+    assert [d.code for d in b.diagnostics] == ["gate-on-side-effect"] and b.diagnostics == tuple(proj.diagnostics)
+    assert b.entry == bundle.make_entry("p/s", proj.files)
     big = type(proj)(proj.workflow, proj.name, proj.path, {**proj.files, "big": b"x" * bundle.MAX_BYTES})
     with pytest.raises(BuildError) as info:
         bundle.bundle(big)
-    assert [d.code for d in info.value.diagnostics] == ["bundle-too-large"]
+    (d,) = info.value.diagnostics
+    assert d.code == "bundle-too-large" and d.message.startswith("skill 'p/s' is ")
 
 
 def test_dumps_and_index_bytes():

@@ -457,3 +457,111 @@ def test_every_refusal_in_full(case):
         fn(*args)
     e = info.value
     assert (e.code, e.where, e.message, e.hint) == EXPECTED[case]
+
+
+# ------------------------------------------------------------------------------------------------------ more mutants
+
+def _where_code_hint(fn, *args):
+    with pytest.raises(VerificationError) as info:
+        fn(*args)
+    return info.value.code, info.value.where, info.value.hint
+
+
+@pytest.mark.parametrize("raw, hint", [
+    ({"uri": "skill://a/SKILL.mdx"}, None),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": "x"}, None),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": 1}, None),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": ["x"]}, None),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": [{"uri": "u", "digest": "x", "size": 1}]},
+     "a digest is 'sha256:' and 64 lowercase hex digits"),
+    ({"uri": "skill://a/SKILL.md", "frontmatter": {}, "resources": [{"uri": "u", "digest": "sha256:" + "a" * 64}]},
+     "a size is a non-negative integer count of bytes"),
+])
+def test_entry_refusals_name_the_entry_and_hint(raw, hint):
+    code, where, got = _where_code_hint(parse_entry, raw, "where")
+    assert where == raw["uri"] and got == hint
+    assert code == ("bad-entry" if "resources" not in raw else "bad-manifest")
+
+
+def test_an_entry_keeps_its_raw_form():
+    raw = {"uri": "skill://a/SKILL.md", "frontmatter": {"name": "a"}, "resources": "dynamic"}
+    assert parse_entry(raw).raw is raw
+    raw = {"uri": "skill://a/SKILL.md", "frontmatter": {"name": "a"}, "resources": [ref("skill://a/SKILL.md")]}
+    assert parse_entry(raw).raw is raw
+
+
+def test_manifest_uri_errors_name_the_entry():
+    e = entry([ref("skill://demo/SKILL.md"), ref("skill://demo/a/../b")])
+    assert _where_code_hint(check_manifest, e) == ("bad-manifest-uri", "skill://demo/SKILL.md", None)
+    bad_root = entry([ref("skill://demo/../SKILL.md")], uri="skill://demo/../SKILL.md")
+    assert _where_code_hint(check_manifest, bad_root)[1] == "skill://demo/../SKILL.md"
+
+
+def test_a_nested_skill_root_is_the_whole_prefix():
+    uri = "skill://a/b/demo/SKILL.md"
+    check_manifest(entry([ref(uri), ref("skill://a/b/demo/x.md")], uri=uri))
+    for other in ("skill://a/other.md", "skill://a/b/other/x.md", "skill://a/b/x.md"):
+        assert code_of(check_manifest, entry([ref(uri), ref(other)], uri=uri)) == "bad-manifest-uri"
+
+
+def test_capital_letters_and_spaces_in_manifest_uris():
+    e = entry([ref("skill://demo/SKILL.md"), ref("skill://demo/X.md"), ref("skill://demo/a b.md")])
+    check_manifest(e)
+    assert relative_path(e, "skill://demo/a b.md") == "a b.md"
+    assert relative_path(e, "skill://demo/x/a%20b.md") == "x/a b.md"
+
+
+def test_key_set_diff_edges():
+    from projector.remote.verify import key_set_diff
+
+    assert key_set_diff({"a": 1}, "x") == [] and key_set_diff([1], 5) == [] and key_set_diff("x", {"a": 1}) == []
+    assert key_set_diff([{"a": 1}], [{}]) == ["0.a"]
+    assert key_set_diff({"m": [{}, {"b": None}]}, {"m": [{}, {}]}) == ["m.1.b"]
+    assert key_set_diff([1, 2], [1]) == []  # lengths differ: the value comparison reports it
+
+
+def test_the_key_count_guard_reports_every_key():
+    assert mapping_diff({1: "a", "1": "a", "x": 1}, {"1": "a"}) == ["1", "x"]
+
+
+def test_dates_of_different_days_differ():
+    assert not yaml_equal(datetime.date(2024, 1, 2), datetime.date(2024, 1, 3))
+
+
+def test_frontmatter_errors_from_check_name_the_entry():
+    e = entry([ref("skill://demo/SKILL.md")])
+    assert _where_code_hint(check_frontmatter, e, b"no block") == ("bad-frontmatter", "skill://demo/SKILL.md", None)
+    data = b"---\nname: demo\ndescription: A demo\nx: 1\ny: 2\n---\n"
+    with pytest.raises(VerificationError) as info:
+        check_frontmatter(e, data)
+    assert info.value.message == "SKILL.md frontmatter and the entry's do not have the same keys: 'x', 'y'"
+
+
+def test_frontmatter_that_is_not_even_readable_yaml():
+    # a raw control character: PyYAML's reader refuses it before parsing, with no line to report
+    with pytest.raises(VerificationError) as info:
+        parse_frontmatter(b"---\nname: a\x07b\n---\n", "w")
+    assert (info.value.code, info.value.message) == ("bad-frontmatter", "SKILL.md frontmatter is not valid YAML")
+
+
+@pytest.mark.parametrize("yaml_text, message", [
+    ("<<: {a: 1}", "SKILL.md frontmatter holds a merge key (<<)"),
+    ("x: *a", "SKILL.md frontmatter holds the alias *a"),
+    ("x: &a 1", "SKILL.md frontmatter holds the anchor &a"),
+    ("x: !t 1", "SKILL.md frontmatter holds the explicit tag !t"),
+    ("? [a]\n: 1", "SKILL.md frontmatter holds a mapping or sequence used as a key"),
+])
+def test_ambiguity_errors_in_full(yaml_text, message):
+    with pytest.raises(VerificationError) as info:
+        parse_frontmatter(f"---\n{yaml_text}\n---\n".encode(), "w")
+    assert (info.value.code, info.value.where, info.value.message) == ("frontmatter-ambiguous", "w", message)
+
+
+def test_the_depth_limit_is_exact():
+    from projector.remote.verify import MAX_FRONTMATTER_DEPTH
+
+    def fm(n):  # the top-level mapping is one level, each bracket one more
+        return f"---\nx: {'[' * n}{']' * n}\n---\n".encode()
+
+    parse_frontmatter(fm(MAX_FRONTMATTER_DEPTH - 1), "w")
+    assert code_of(parse_frontmatter, fm(MAX_FRONTMATTER_DEPTH), "w") == "bad-frontmatter"
