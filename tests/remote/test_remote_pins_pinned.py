@@ -62,6 +62,12 @@ def test_bad_locks_in_full(data, message):
     assert (e.code, e.where, e.message, e.hint) == ("bad-lock", "x.lock", message, HINT)
 
 
+def test_the_default_lock_name_is_where():
+    with pytest.raises(LockError) as info:
+        parse_lock(b"nope")
+    assert info.value.where == "skills.lock"
+
+
 def test_good_lock_edges():
     lock = parse_lock(lock_json([skill([file(A, b"")]), skill([file(A)], server="other")]))
     assert [(p.server, p.uri, p.files[0].size) for p in lock.pins] == [("srv", A, 0), ("other", A, 1)]
@@ -91,9 +97,15 @@ def test_read_lock(tmp_path):
 
 def test_write_lock_is_atomic_and_leaves_nothing_behind(tmp_path, monkeypatch):
     lock = Lock([Pin("srv", A, manifest_digest([FileRef(A, sha256(b"x"), 1)]), (FileRef(A, sha256(b"x"), 1),))])
-    target = tmp_path / "sub" / "skills.lock"
+    target = tmp_path / "sub" / "deeper" / "skills.lock"
+    temps = []
+    real_replace = os.replace
+    monkeypatch.setattr(pins.os, "replace", lambda a, b: (temps.append(a), real_replace(a, b)))
     pins.write_lock(target, lock)
     assert target.read_bytes() == pins.dumps_lock(lock) and os.listdir(target.parent) == ["skills.lock"]
+    (tmp,) = temps  # beside the target (one file system: the rename is atomic), named after it
+    assert os.path.dirname(tmp) == str(target.parent)
+    assert os.path.basename(tmp).startswith(".skills.lock.") and tmp.endswith(".tmp")
     monkeypatch.setattr(pins.os, "replace", lambda a, b: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError):
         pins.write_lock(target, Lock())
@@ -107,6 +119,7 @@ def test_manifest_digest_bytes():
 
 
 @pytest.mark.parametrize("spec, key", [("http://h/mcp", "http://h/mcp"), ("https://h/mcp", "https://h/mcp"),
+                                       ("http://h/a  'b'", "http://h/a  'b'"),
                                        ("https://h/a  b", "https://h/a  b"), ("a  'b c'", "a 'b c'"),
                                        ("'unclosed", "'unclosed"), ("x", "x")])
 def test_server_keys(spec, key):

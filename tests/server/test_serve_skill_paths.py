@@ -176,3 +176,59 @@ def test_the_honest_entry_and_a_link_inside_the_root_load(tree):
                                      (".hidden", True)])
 def test_check_rel(rel, ok):
     assert _check_rel(rel) is ok
+
+
+# ------------------------------------------------------------------------------------------------------ SKILL.md
+
+def _one_file_tree(tmp_path, data: bytes, frontmatter=None, path="hello-world"):
+    root = tmp_path / "t"
+    (root / path).mkdir(parents=True)
+    (root / path / "SKILL.md").write_bytes(data)
+    uri = f"skill://{path}/SKILL.md"
+    entry = {"uri": uri, "frontmatter": frontmatter if frontmatter is not None else {"name": path.rsplit("/", 1)[-1],
+                                                                                      "description": "d"},
+             "resources": [r(uri, data)]}
+    return root.resolve(), entry
+
+
+@pytest.mark.parametrize("data, frontmatter, code, message, hint", [
+    (b"\xff", None, "bad-skill-md", f"{SKILL}: SKILL.md is not UTF-8", None),
+    (b"# no frontmatter\n", None, "bad-skill-md", f"{SKILL}: SKILL.md does not start with a '---' frontmatter line",
+     None),
+    (b"---\n- a list\n---\n", None, "bad-skill-md", f"{SKILL}: SKILL.md frontmatter is not a mapping", None),
+    (b"---\nname: hello-world\ndescription: other\n---\n", None, "frontmatter-mismatch",
+     f"{SKILL}: the entry's frontmatter differs from the one in SKILL.md", "rebuild the tree with `project-skill build`"),
+    (b"---\nname: other\ndescription: d\n---\n", {"name": "other", "description": "d"}, "bad-skill-md",
+     f"{SKILL}: the frontmatter needs name 'hello-world' and a description", None),
+    (b"---\nname: hello-world\ndescription: 1\n---\n", {"name": "hello-world", "description": 1}, "bad-skill-md",
+     f"{SKILL}: the frontmatter needs name 'hello-world' and a description", None),
+    (b"---\nname: hello-world\ndescription: ''\n---\n", {"name": "hello-world", "description": ""}, "bad-skill-md",
+     f"{SKILL}: the frontmatter needs name 'hello-world' and a description", None),
+])
+def test_skill_md_refusals_in_full(tmp_path, data, frontmatter, code, message, hint):
+    root, entry = _one_file_tree(tmp_path, data, frontmatter)
+    d = _refusal(root, entry)
+    assert (d.span.file, d.code, d.message, d.hint) == ("w", code, message, hint)
+
+
+def test_skill_md_that_is_not_yaml(tmp_path):
+    root, entry = _one_file_tree(tmp_path, b"---\nname: [\n---\n")
+    d = _refusal(root, entry)
+    assert (d.span.file, d.code, d.hint) == ("w", "bad-skill-md", None)
+    assert d.message.startswith(f"{SKILL}: the frontmatter is not YAML: ")
+
+
+def test_nested_skill_paths_and_names(tmp_path):
+    data = b"---\nname: demo\ndescription: d\n---\n"
+    root, entry = _one_file_tree(tmp_path, data, path="a/b/demo")
+    assert _load_skill(root, entry, "w").uri == "skill://a/b/demo/SKILL.md"
+    long = "x" * 65
+    d = _refusal(root, {**entry, "uri": f"skill://a/b/{long}/SKILL.md"})
+    assert (d.code, d.message) == ("bad-entry", f"the skill name '{long}' breaks the Agent Skills name rule")
+
+
+def test_a_file_name_with_a_space(tmp_path):
+    root, entry = _one_file_tree(tmp_path, b"---\nname: hello-world\ndescription: d\n---\n")
+    (root / "hello-world" / "a b.md").write_bytes(b"x")
+    entry["resources"].append(r("skill://hello-world/a b.md"))
+    assert _load_skill(root, entry, "w").files[-1].rel == "a b.md"
