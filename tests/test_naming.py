@@ -33,7 +33,7 @@ def test_prefixes(prefix, parts):
     assert naming.parse_prefix(prefix) == parts
 
 
-@pytest.mark.parametrize("prefix", ["A", "a//b", "a-", "-a", "a--b", "a b", "a_b", "a\n", "é"])
+@pytest.mark.parametrize("prefix", ["A", "a//b", "a-", "-a", "a--b", "a b", "a_b", "a\n", "é", "Xa", "a/bX"])
 def test_bad_prefixes(prefix):
     with pytest.raises(ValueError) as info:
         naming.parse_prefix(prefix)
@@ -51,3 +51,15 @@ def test_paths_and_uris():
                                       ("a-", False), ("a--b", False), ("A", False), ("a\n", False), ("", False)])
 def test_the_name_rule_matches_in_full(name, ok):
     assert bool(naming.NAME_RULE.fullmatch(name)) is ok
+
+
+def test_transliteration_is_pinned_whatever_else_is_installed(monkeypatch):
+    """python-slugify's default backend prefers Unidecode when it is importable; the pinned one must win."""
+    import sys
+    import types
+
+    fake = types.ModuleType("unidecode")
+    fake.unidecode = lambda text: "not the pinned backend"
+    monkeypatch.setitem(sys.modules, "unidecode", fake)
+    assert naming.skill_name("日本語") == "ri-ben-yu"
+    assert naming.full_slug("日本語 " * 20).startswith("ri-ben-yu-ri-ben-yu")
