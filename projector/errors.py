@@ -6,10 +6,33 @@ code, a message and, where one helps, a hint. Every stage returns or raises thes
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 Severity = Literal["error", "warning", "note"]
+
+
+# What a diagnostic never prints raw: C0 and C1 control characters and DEL (terminal escape sequences, bells, line
+# breaks that would fake a new diagnostic), the line and paragraph separators, and the bidirectional overrides and
+# isolates that make a terminal show text in another order than it is.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group(0)
+    return _ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character escaped as Python writes it (``\\x1b``, ``\\n``): safe to print."""
+    return _UNPRINTABLE.sub(_escape, text) if _UNPRINTABLE.search(text) else text
+
+
+def printable_quote(text: str) -> str:
+    """``text`` quoted for a message: ``'...'`` with control characters escaped."""
+    return f"'{printable(text)}'"
 
 
 @dataclass(frozen=True, order=True)
@@ -36,6 +59,16 @@ class Diagnostic:
     # Set when an author acknowledged this warning on its step (``acknowledge: {code: reason}``).
     acknowledged: str | None = None
     extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        # Diagnostics quote user text (keys, names, values, file names): whatever they quote is escaped here, once,
+        # so the text, JSON and GitHub formats and the servers' errors can never print a raw escape sequence.
+        for name in ("message", "hint", "acknowledged"):
+            value = getattr(self, name)
+            if value is not None and _UNPRINTABLE.search(value):
+                object.__setattr__(self, name, printable(value))
+        if _UNPRINTABLE.search(self.span.file):
+            object.__setattr__(self, "span", Span(printable(self.span.file), self.span.line, self.span.col))
 
     def sort_key(self) -> tuple:
         return (self.span.file, self.span.line, self.span.col, self.code, self.message)

@@ -361,7 +361,7 @@ def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: 
                   ) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for who, src in _field_reads(step):
-        if src.field is None or not FIELD_PATH.match(src.field):
+        if src.field is None or not FIELD_PATH.fullmatch(src.field):
             continue  # a malformed path is the validator's bad-field-path, reported once
         maker = made_by.get(src.bind)
         tool = tools.get(maker.tool) if maker is not None and maker.tool else None

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .errors import Diagnostic, LoadError, Span, error
+from .errors import Diagnostic, LoadError, Span, error, printable_quote
 from .model import Argument, Condition, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .validate import collisions, validate
 
@@ -135,10 +138,18 @@ class _Reader:
     def read(self) -> Y | None:
         if "&" in self.text or "*" in self.text:  # cheap pre-check; the event scan is exact
             self._refuse_anchors()
+        self.tagged = "!" in self.text  # a tag needs a '!': without one, every node has its implicit tag
+        self.too_deep = False
         loader = _Loader(self.text)
         try:
             node = loader.get_single_node()
+        except RecursionError:  # the pure-Python composer recurses once per level
+            self._refuse_depth()
+            return None
         except yaml.MarkedYAMLError as exc:
+            if self._deeper_than_limit():  # libyaml stops at 1,000 levels with a syntax error; ours comes first
+                self._refuse_depth()
+                return None
             mark = exc.problem_mark or exc.context_mark
             msg = " ".join(p for p in (exc.context, exc.problem) if p)
             self.diags.append(error(self.span(mark) if mark else Span(self.file, 1, 1), "yaml-syntax",
@@ -155,7 +166,7 @@ class _Reader:
             self.diags.append(error(Span(self.file, 1, 1), "empty-file", "the file holds no YAML document",
                                     "a workflow file is one mapping with name, description and steps"))
             return None
-        return self._convert(node, loader, set() if "*" in self.text else None)
+        return self._convert(node, loader, set() if "*" in self.text else None, 1)
 
     def _refuse_anchors(self) -> None:
         try:
@@ -171,8 +182,89 @@ class _Reader:
         except yaml.YAMLError:
             pass  # the composer reports syntax errors with their position
 
-    def _convert(self, node: yaml.Node, loader: Any, seen: set[int] | None) -> Y:
+    def _deeper_than_limit(self) -> bool:
+        """Whether the text nests deeper than :data:`MAX_DEPTH` before its first syntax error. PyYAML's own parser
+        streams events without recursion or a nesting limit; libyaml's scans a deep flow collection whole first."""
+        self._depth_mark = None
+        depth = 0
+        try:
+            for ev in yaml.parse(self.text, Loader=yaml.SafeLoader):
+                if isinstance(ev, yaml.CollectionStartEvent):
+                    depth += 1
+                    if depth > MAX_DEPTH:
+                        self._depth_mark = ev.start_mark
+                        return True
+                elif isinstance(ev, yaml.CollectionEndEvent):
+                    depth -= 1
+        except yaml.YAMLError:
+            pass
+        return False
+
+    def _refuse_depth(self, mark: Any = None) -> None:
+        """One ``too-deep`` diagnostic per file, at the first node deeper than :data:`MAX_DEPTH` in document order.
+        Without a mark, the parser's events (no recursion) find it."""
+        if self.too_deep:
+            return
+        self.too_deep = True
+        if mark is None and self._deeper_than_limit():
+            mark = self._depth_mark
+        span = self.span(mark) if mark is not None else Span(self.file, 1, 1)
+        self.diags.append(error(span, "too-deep", f"the YAML nests deeper than {MAX_DEPTH} levels",
+                                "a workflow needs a few levels; flatten the value"))
+
+    def _tag_problem(self, node: yaml.Node, loader: Any) -> str | None:
+        """Why an explicit tag on ``node`` is refused, or None when the node has the tag it would have had anyway
+        (``!!str 12`` is allowed: it only makes a number a string; ``!!int 12`` changes nothing)."""
+        if isinstance(node, yaml.ScalarNode):
+            plain = node.style in (None, "")
+            implicit = loader.resolve(yaml.ScalarNode, node.value, (plain, not plain))
+            if node.tag == implicit:
+                return None
+            if node.tag not in _JSON_TAGS:
+                return f"the tag {node.tag} is not allowed; a workflow holds JSON values (str, int, float, bool, null)"
+            return None
+        default = _MAP if isinstance(node, yaml.MappingNode) else _SEQ
+        if node.tag == default:
+            return None
+        return f"the tag {node.tag} is not allowed on a {'mapping' if default == _MAP else 'list'}"
+
+    def _scalar_value(self, node: yaml.ScalarNode, loader: Any) -> tuple[bool, Any]:
+        """``(True, value)`` or, after reporting why, ``(False, None)``: a tag whose constructor fails, an integer
+        over Python's digit limit, or a number that is not finite."""
+        try:
+            value = _scalar(node, loader)
+        except yaml.constructor.ConstructorError as exc:
+            self.diags.append(error(self.span(node.start_mark), "yaml-tag", f"invalid YAML value: {exc.problem}"))
+            return False, None
+        except Exception:  # noqa: BLE001 - PyYAML's constructors raise what their conversions raise
+            short = node.tag.rsplit(":", 1)[-1]
+            if node.tag == _INT and len(node.value) > MAX_INT_DIGITS:
+                self.diags.append(error(self.span(node.start_mark), "bad-number",
+                                        f"the integer is {len(node.value)} characters long; Python reads integers "
+                                        f"of at most {MAX_INT_DIGITS} digits", "write it as a string"))
+            else:
+                self.diags.append(error(self.span(node.start_mark), "yaml-tag",
+                                        f"{printable_quote(node.value)} is not a valid !!{short}",
+                                        "remove the tag, or write a value the tag allows"))
+            return False, None
+        if isinstance(value, float) and not math.isfinite(value):
+            self.diags.append(error(self.span(node.start_mark), "bad-number",
+                                    f"{printable_quote(node.value)} is not a finite number; JSON has no NaN or "
+                                    "infinity", "write a finite number, or quote the value to make it a string"))
+            return False, None
+        return True, value
+
+    def _convert(self, node: yaml.Node, loader: Any, seen: set[int] | None, depth: int) -> Y:
         mark = node.start_mark
+        if self.tagged:
+            problem = self._tag_problem(node, loader)
+            if problem:
+                self.diags.append(error(self.span(mark), "yaml-tag", problem,
+                                        "remove the tag; quote a value to make it a string"))
+                return Y(None, self.file, mark)
+        if depth > MAX_DEPTH and not isinstance(node, yaml.ScalarNode):
+            self._refuse_depth(mark)
+            return Y(None, self.file, mark)
         if seen is not None:  # only when the text can hold aliases: they bring back a node already built
             if id(node) in seen:  # reported by _refuse_anchors
                 return Y(None, self.file, mark)
@@ -186,7 +278,16 @@ class _Reader:
                     self.diags.append(error(self.span(knode.start_mark), "alias",
                                             "YAML merge keys (<<) are not allowed", "write the keys out in full"))
                     continue
-                key = _scalar(knode, loader) if isinstance(knode, yaml.ScalarNode) else None
+                if self.tagged and (problem := self._tag_problem(knode, loader)):
+                    self.diags.append(error(self.span(knode.start_mark), "yaml-tag", f"a key: {problem}",
+                                            "remove the tag"))
+                    continue
+                if isinstance(knode, yaml.ScalarNode):
+                    ok, key = self._scalar_value(knode, loader)
+                    if not ok:
+                        continue
+                else:
+                    key = None
                 if not isinstance(key, str):
                     self.diags.append(error(self.span(knode.start_mark), "wrong-type",
                                             f"a key must be a string, not {_type_name(key)}", "quote the key"))
@@ -197,19 +298,24 @@ class _Reader:
                                             f"duplicate key '{key}' (first defined at line {first.line}, column "
                                             f"{first.col})", "remove one of the two"))
                     continue
-                out[key] = self._convert(vnode, loader, seen)
+                out[key] = self._convert(vnode, loader, seen, depth + 1)
                 key_marks[key] = knode.start_mark
             return Y(out, self.file, mark, key_marks)
         if isinstance(node, yaml.SequenceNode):
-            return Y([self._convert(n, loader, seen) for n in node.value], self.file, mark)
-        try:
-            return Y(_scalar(node, loader), self.file, mark)
-        except yaml.constructor.ConstructorError as exc:
-            self.diags.append(error(self.span(mark), "yaml-syntax", f"invalid YAML value: {exc.problem}"))
-            return Y(None, self.file, mark)
+            return Y([self._convert(n, loader, seen, depth + 1) for n in node.value], self.file, mark)
+        return Y(self._scalar_value(node, loader)[1], self.file, mark)
 
 
 _STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_JSON_TAGS = frozenset({_STR, _INT, _FLOAT, "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null"})
+# Deeper YAML is refused (``too-deep``) before anything recurses over it: the loader, the renderer's JSON and the
+# schema checks all walk values recursively. Real workflows nest a dozen levels; JSON Schemas a few more.
+MAX_DEPTH = 100
+MAX_INT_DIGITS = 4300  # Python's default limit for int(str) (sys.get_int_max_str_digits)
 
 
 def _scalar(node: yaml.ScalarNode, loader: Any) -> Any:
@@ -586,12 +692,12 @@ def parse(data: bytes | str, file: str, *, tools_from_server: bool = False
 
 def load_file(path: Path | str, display: str | None = None, *, tools_from_server: bool = False) -> Workflow:
     """Load and validate one workflow file, raising :class:`LoadError` with every problem found."""
-    path = Path(path)
-    file = display or path.as_posix()
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LoadError(error(Span(file), "io", f"cannot read the file: {exc.strerror}")) from None
+    file = display or Path(path).as_posix()
+    if isinstance(path, OutsideRoot):
+        raise LoadError(error(Span(file), "outside-root", "the file is a link to a file outside every folder being "
+                              "compiled; it was not read",
+                              "name the file on the command line to compile it anyway, or copy it into the folder"))
+    data = read_regular(Path(path), file)
     wf, diags = parse(data, file, tools_from_server=tools_from_server)
     errors = [d for d in diags if d.severity == "error"]
     if errors or wf is None:
@@ -599,24 +705,67 @@ def load_file(path: Path | str, display: str | None = None, *, tools_from_server
     return wf
 
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def read_regular(path: Path, file: str) -> bytes:
+    """The bytes of ``path``, which must be a regular file: a FIFO would block forever and ``/dev/zero`` would never
+    end, so anything else is an ``io`` error. Opened without blocking, then checked on the open descriptor, so the
+    path cannot be swapped between the check and the read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise LoadError(error(Span(file), "io", f"cannot read the file: {exc.strerror}")) from None
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise LoadError(error(Span(file), "io", f"cannot read the file: it is {kind}, not a regular file",
+                                  "name workflow files (*.yaml) or folders that hold them"))
+        try:
+            return f.read()
+        except OSError as exc:
+            raise LoadError(error(Span(file), "io", f"cannot read the file: {exc.strerror}")) from None
+
+
 WORKFLOW_SUFFIXES = (".yaml", ".yml")
 
 
 def discover(paths: list[str]) -> list[tuple[Path, str]]:
-    """Expand files and folders into workflow files, sorted by POSIX path. Returns ``(path, display name)``."""
+    """Expand files and folders into workflow files, sorted by POSIX path. Returns ``(path, display name)``.
+
+    A file found in a folder that resolves outside every folder scanned (a symbolic link to ``/etc/passwd``, say)
+    is refused (``outside-root``): a pull request could otherwise make CI read, and quote in its diagnostics, any
+    file on the machine. A file named on the command line is read wherever it points."""
     found: dict[str, Path] = {}
+    named: set[str] = set()
+    linked: dict[str, Path] = {}  # symbolic links met while scanning folders, checked once every root is known
+    roots: list[Path] = []
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            for f in path.rglob("*"):
+            roots.append(path.resolve())
+            for f in path.rglob("*"):  # does not descend into linked folders: only a file itself can be a link
                 if f.is_file() and f.suffix in WORKFLOW_SUFFIXES and not any(
                         part.startswith(".") for part in f.relative_to(path).parts):
                     found[f.as_posix()] = f
-        elif path.exists():
+                    if f.is_symlink():
+                        linked[f.as_posix()] = f
+        elif path.exists() or path.is_symlink():
             found[path.as_posix()] = path
+            named.add(path.as_posix())
         else:
             raise LoadError(error(Span(p), "io", "no such file or folder"))
+    for display, f in sorted(linked.items()):
+        real = f.resolve()
+        if display not in named and not any(real.is_relative_to(root) for root in roots):
+            found[display] = OutsideRoot(f)  # refused by load_file, beside every other file's problems
     return [(found[k], k) for k in sorted(found)]
+
+
+class OutsideRoot(type(Path())):  # type: ignore[misc]
+    """A file found in a folder that resolves outside every folder scanned: :func:`load_file` refuses it unread."""
 
 
 def load_all(paths: list[str], *, tools_from_server: bool = False) -> list[Workflow]:

@@ -37,7 +37,7 @@ def name_problem(name: str) -> tuple[str, str, str | None] | None:
         cut = skill_name(name)
         return ("name-too-long", f"the skill name '{full}' is {len(full)} characters; the limit is {MAX_NAME}",
                 f"shorten the workflow name; cut at {MAX_NAME} it would read '{cut}'")
-    if not NAME_RULE.match(full):  # pragma: no cover - slugify's own output always matches; kept as the contract
+    if not NAME_RULE.fullmatch(full):  # pragma: no cover - slugify's own output always matches; kept as the contract
         return ("bad-name", f"the skill name '{full}' breaks the Agent Skills name rule", None)
     return None
 
@@ -48,7 +48,7 @@ def parse_prefix(prefix: str | None) -> tuple[str, ...]:
         return ()
     parts = tuple(prefix.strip("/").split("/"))
     for part in parts:
-        if not SEGMENT_RULE.match(part):
+        if not SEGMENT_RULE.fullmatch(part):
             raise ValueError(f"URI prefix segment {part!r} must be lowercase letters, digits and single hyphens")
     return parts
 

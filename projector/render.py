@@ -7,6 +7,7 @@ folding, so the bytes are the same whether or not libyaml is installed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -75,6 +76,20 @@ def fenced(text: str, lang: str = "") -> str:
     longest = max((len(r) for r in re.findall(r"`{3,}", text)), default=2)
     fence = "`" * (longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
+
+
+# A line that would open a block which changes the document's structure: an ATX heading, a setext underline, a code
+# fence (which would swallow every heading after it), or an HTML block (a comment or <pre> swallows them too), also
+# inside list items and block quotes the text opens itself.
+_BLOCK_OPENER = re.compile(r"^((?:[ \t]*(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t])))*[ \t]*)"
+                           r"(#|`{3}|~{3}|<(?=[A-Za-z!?/])|(?:=+|-+)[ \t]*$)", re.MULTILINE)
+
+
+def inert(text: str) -> str:
+    """Multi-line user text, made unable to change the Markdown structure around it: a backslash (CommonMark's
+    escape) goes before the first character of any line that would start a heading, a setext underline, a code fence
+    or an HTML block. Lists, emphasis and links in the text stay as they are."""
+    return _BLOCK_OPENER.sub(r"\1\\\2", text) if text else text
 
 
 def canonical_json(value: Any, indent: int | None = 2) -> str:
@@ -161,6 +176,8 @@ def describe_source(src: Source, wf: Workflow, *, ask: bool = False) -> str:
         return f"the field {code(src.field)} of {code(src.bind)} ({origin})"
     assert isinstance(src, Const)
     value = src.value
+    if isinstance(value, str) and "\n" in value:  # as a JSON string, on one line: a code span cannot hold a line
+        return f"the text {code(canonical_json(value, indent=None))}"
     if isinstance(value, str):
         text = f"the text {code(value)}"
         names = list(dict.fromkeys(src.placeholders))
@@ -237,10 +254,20 @@ def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> di
         "args": [(k, describe_source(v, wf, ask=gates.asks_user(wf, step, k, v))) for k, v in step.args],
         "resources": resources,
         "bind": step.bind,
-        "guidance": step.guidance.strip() if step.guidance else None,
+        "guidance": inert(step.guidance.strip()) if step.guidance else None,
         "gate": step.name in gate_steps,
         "conditions": _conditions_view(wf, step),
     }
+
+
+def _shown(wf: Workflow) -> Workflow:
+    """``wf`` with every multi-line text the templates print made :func:`inert` (the frontmatter keeps the
+    description as written: YAML quotes it)."""
+    return dataclasses.replace(
+        wf, description=inert(wf.description),
+        arguments=tuple(dataclasses.replace(a, description=inert(a.description)) for a in wf.arguments),
+        instructions=tuple(dataclasses.replace(i, text=inert(i.text)) for i in wf.instructions),
+        tools=tuple(dataclasses.replace(t, description=inert(t.description)) for t in wf.tools))
 
 
 def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = False) -> Projection:
@@ -256,14 +283,15 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
     frontmatter: dict[str, Any] = {"name": name, "description": wf.description}
     if not skills_only:
         frontmatter["metadata"] = {"workflow": wf.name}
+    shown = _shown(wf)
     context = {
         "frontmatter": dump_frontmatter(frontmatter),
         "title": wf.title if wf.title is not None else title(wf.name),
         "workflow_prompt": None if skills_only else wf.name,
-        "workflow": wf,
+        "workflow": shown,
         "skill_name": name,
-        "arguments": wf.arguments,
-        "instructions": wf.instructions,
+        "arguments": shown.arguments,
+        "instructions": shown.instructions,
         "steps": steps,
         "judgment_steps": [s for s in steps if s["guidance"]],
         "condition_steps": [s for s in steps if s["conditions"]],
@@ -277,7 +305,7 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
             if s["tool"]:
                 used[s["tool"]].append(f"step {s['number']} ({code(s['name'])})")
         files[TOOLS_FILE] = _finish(env.get_template("tools.md.j2").render(
-            {"skill_name": name, "tools": wf.tools, "used": used}))
+            {"skill_name": name, "tools": shown.tools, "used": used}))
     body_lines = files["SKILL.md"].count(b"\n")
     if body_lines > MAX_BODY_LINES:
         diagnostics.append(Diagnostic(wf.span, "warning", "body-too-long",
@@ -288,5 +316,6 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
 
 def _finish(text: str) -> bytes:
     """UTF-8, LF only, no trailing spaces, exactly one trailing newline."""
-    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    # Only ASCII blanks: str.rstrip() would also cut U+00A0 and friends out of a quoted YAML scalar in the frontmatter.
+    lines = [line.rstrip(" \t") for line in text.replace("\r\n", "\n").split("\n")]
     return ("\n".join(lines).rstrip("\n") + "\n").encode("utf-8")

@@ -4,13 +4,15 @@ workflow is held to the same rules however it was written. Returns every problem
 from __future__ import annotations
 
 import difflib
+import math
+import re
 import unicodedata
 
 from . import fit, naming
 from .conditions import LIST_OPERATORS, ON_FAIL, OPERATORS, literal
 from .gates import ACKNOWLEDGEABLE
 from .errors import Diagnostic, Span, error
-from .model import PLACEHOLDER, Const, FromArg, FromStep, Step, Workflow
+from .model import PLACEHOLDER, Const, FromArg, FromStep, Step, Tool, Workflow
 
 MAX_DESCRIPTION = 1024
 
@@ -38,10 +40,6 @@ def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnosti
     if not wf.description.strip():
         err(wf.description_span, "empty-description", "the workflow description is empty",
             "a skill needs a description of 1 to 1024 characters")
-    elif bad := [c for c in wf.description if c not in "\n\t" and unicodedata.category(c) == "Cc"]:
-        err(wf.description_span, "control-character",
-            f"the description contains the control character U+{ord(bad[0]):04X}",
-            "a skill description is plain text: remove it (line breaks and tabs are fine)")
     elif len(wf.description) > MAX_DESCRIPTION:
         err(wf.description_span, "description-too-long",
             f"the description is {len(wf.description)} characters; a skill description allows {MAX_DESCRIPTION}",
@@ -133,7 +131,7 @@ def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnosti
                     else:
                         err(src.span, "unknown-binding", f"{where} uses '{src.bind}', which no step binds",
                             _suggest(src.bind, list(binds)) or "bind it on an earlier step with bind:")
-                if src.field is not None and not fit.FIELD_PATH.match(src.field):
+                if src.field is not None and not fit.FIELD_PATH.fullmatch(src.field):
                     err(src.span, "bad-field-path", f"{where} has the field path '{src.field}'",
                         "a field path is names and list indexes joined by single dots: items.0.sku")
             elif isinstance(src, Const):
@@ -165,6 +163,7 @@ def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnosti
                     f"'{binds[step.bind]}' already binds", "bindings are unique")
             else:
                 binds[step.bind] = step.name
+    diags.extend(text_problems(wf))
     if not tools_from_server:
         diags.extend(fit.check_steps(wf))
     return diags
@@ -216,11 +215,113 @@ def check_conditions(step: Step, what: str, arg_names: list[str], binds: dict[st
             continue
         if subject.field is None:
             continue
-        if not fit.FIELD_PATH.match(subject.field):
+        if not fit.FIELD_PATH.fullmatch(subject.field):
             out.append(error(subject.span, "bad-field-path", f"{where} has the field path '{subject.field}'",
                              "a field path is names and list indexes joined by single dots: items.0.sku"))
             continue
     return out
+
+
+# ------------------------------------------------------------------------------------------------------ texts
+
+# Every text of a workflow reaches SKILL.md, references/tools.md or skills.json. None may hold a control character
+# other than tab and newline (a terminal escape, a bell, a carriage return that hides what precedes it), and the
+# texts that the output prints on one line (names, keys, URIs: headings, list items, code spans) may not hold a line
+# break either, or they could add headings of their own. Multi-line texts are made inert by the renderer instead.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+MAX_VALUE_DEPTH = 100  # as deep as the loader accepts a YAML document; JSON values are walked recursively later
+
+
+def _text_problem(span: Span, what: str, text: str, one_line: bool) -> Diagnostic | None:
+    if m := _CONTROL.search(text):
+        return error(span, "control-character", f"{what} contains the control character U+{ord(m.group(0)):04X}",
+                     "write plain text: remove it (line breaks and tabs are fine in multi-line texts)")
+    if one_line and "\n" in text:
+        return error(span, "line-break", f"{what} contains a line break", "it is printed on one line (a heading, "
+                     "a list item, a code span): write it on one line")
+    return None
+
+
+def _value_problem(span: Span, what: str, value: object) -> Diagnostic | None:
+    """The first problem of a JSON value (a constant, an input schema, annotations): a control character in any
+    string or key, a number JSON cannot carry (NaN, infinity), or more nesting than :data:`MAX_VALUE_DEPTH`.
+    Walked without recursion, so a value built in Python cannot exhaust the stack here."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, str):
+            if p := _text_problem(span, what, v, one_line=False):
+                return p
+        elif isinstance(v, float) and not math.isfinite(v):
+            return error(span, "bad-number", f"{what} holds {v}, which is not a finite number",
+                         "JSON has no NaN or infinity: write a finite number")
+        elif isinstance(v, (dict, list, tuple)):
+            if depth > MAX_VALUE_DEPTH:
+                return error(span, "too-deep", f"{what} nests deeper than {MAX_VALUE_DEPTH} levels",
+                             "flatten the value")
+            if isinstance(v, dict):
+                stack.extend((k, depth) for k in reversed(list(v)))
+                stack.extend((x, depth + 1) for x in reversed(list(v.values())))
+            else:
+                stack.extend((x, depth + 1) for x in reversed(v))
+    return None
+
+
+def text_problems(wf: Workflow) -> list[Diagnostic]:
+    """Control characters in any text, line breaks in one-line texts, and unsound JSON values: one diagnostic per
+    text, at the nearest position the model keeps. Also run on tools taken from a live server (--tools-from)."""
+    found: list[Diagnostic | None] = [
+        _text_problem(wf.span, "the workflow name", wf.name, one_line=True),
+        _text_problem(wf.description_span, "the description", wf.description, one_line=False),
+    ]
+    for a in wf.arguments:
+        found.append(_text_problem(a.span, f"the name of argument {a.name!r}", a.name, one_line=True))
+        found.append(_text_problem(a.span, f"the description of argument {a.name!r}", a.description, one_line=False))
+    for ins in wf.instructions:
+        found.append(_text_problem(ins.span, "an instruction", ins.text, one_line=False))
+    found.extend(tool_problems(wf.tools))
+    for step in wf.steps:
+        what = f"step {step.name!r}"
+        found.append(_text_problem(step.span, f"the name of {what}", step.name, one_line=True))
+        for label, value in (("tool", step.tool), ("bind", step.bind)):
+            if value is not None:
+                found.append(_text_problem(step.span, f"the {label} of {what}", value, one_line=True))
+        if step.guidance is not None:
+            found.append(_text_problem(step.guidance_span, f"the guidance of {what}", step.guidance, one_line=False))
+        for uri in step.resources:
+            found.append(_text_problem(step.span, f"a resource URI of {what}", uri, one_line=True))
+        for key, src in step.sources():
+            where = f"{what}, {key!r}"
+            found.append(_text_problem(step.span, f"an argument name of {what}", key, one_line=True))
+            if isinstance(src, FromArg):
+                found.append(_text_problem(src.span, where, src.name, one_line=True))
+            elif isinstance(src, FromStep):
+                for part in (src.bind, src.field or ""):
+                    found.append(_text_problem(src.span, where, part, one_line=True))
+            elif isinstance(src, Const):
+                found.append(_value_problem(src.span, f"the constant of {where}", src.value))
+        for cond in step.when:
+            subject = cond.subject
+            if isinstance(subject, FromArg):
+                found.append(_text_problem(subject.span, f"a condition of {what}", subject.name, one_line=True))
+            elif isinstance(subject, FromStep):
+                for part in (subject.bind, subject.field or ""):
+                    found.append(_text_problem(subject.span, f"a condition of {what}", part, one_line=True))
+            found.append(_value_problem(cond.span, f"the value of a condition of {what}", cond.value))
+    return [d for d in found if d is not None]
+
+
+def tool_problems(tools: tuple[Tool, ...] | list[Tool]) -> list[Diagnostic]:
+    """:func:`text_problems` for tool declarations alone (a file's, or a live server's)."""
+    found: list[Diagnostic | None] = []
+    for t in tools:
+        what = f"tool {t.name!r}"
+        found.append(_text_problem(t.span, f"the name of {what}", t.name, one_line=True))
+        found.append(_text_problem(t.span, f"the description of {what}", t.description, one_line=False))
+        for label, value in (("input schema", t.input_schema), ("output schema", t.output_schema),
+                             ("annotations", t.annotations)):
+            found.append(_value_problem(t.span, f"the {label} of {what}", value))
+    return [d for d in found if d is not None]
 
 
 def collisions(workflows: list[Workflow]) -> list[Diagnostic]:

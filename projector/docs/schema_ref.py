@@ -155,6 +155,15 @@ of the tool that made the result, when it declares one, read inside the SDKs' `{
 schema is that envelope (`bad-field-path`). With `--tools-from SERVER` the schemas are the server's, and a step may
 call a tool that `tools` does not list. Each such problem is reported as `file:line:col` with a code and a hint.
 
+A file is plain YAML holding JSON values. Refused, each at its place: anchors and aliases (`alias`), a tag that
+changes a value's type other than to a string, number, boolean or null, and any tag on a key or a collection
+(`yaml-tag`); NaN, infinity and integers over 4,300 digits (`bad-number`); nesting deeper than 100 levels
+(`too-deep`); control characters other than tab and line break in any text (`control-character`); and a line break
+in a text printed on one line, such as a name, a key or a resource URI (`line-break`). Multi-line texts keep their
+Markdown, but a line that would start a heading, a code fence or an HTML block is escaped with a backslash, so no
+text changes the structure of the skill. Only regular files are read, and a file found in a folder that links to a
+file outside every folder being compiled is refused unread (`outside-root`) unless it is named on the command line.
+
 ## Top level
 
 {schema.get("description", "")}

@@ -3,7 +3,7 @@
 ``RemoteError`` is a :class:`~projector.errors.ProjectorError`, so the CLI maps every one of them to exit 1. The codes:
 
 - verification (:class:`VerificationError`): ``size-mismatch``, ``digest-mismatch``, ``frontmatter-mismatch``,
-  ``bad-frontmatter``, ``unlisted-file``, ``bad-manifest-uri``, ``bad-manifest``, ``bad-entry``, ``too-many-files``,
+  ``frontmatter-ambiguous``, ``bad-frontmatter``, ``unlisted-file``, ``bad-manifest-uri``, ``bad-manifest``, ``bad-entry``, ``too-many-files``,
   ``too-large``, ``bad-content``, ``read-failed``
 - policy: ``dynamic-declined``
 - pins (:class:`LockError`): ``lock-mismatch``, ``bad-lock``, ``not-pinned``

@@ -151,7 +151,7 @@ def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
         files = []
         for f in s["files"]:
             ok = (isinstance(f, dict) and isinstance(f.get("uri"), str) and isinstance(f.get("digest"), str)
-                  and DIGEST_RULE.match(f["digest"]) and isinstance(f.get("size"), int)
+                  and DIGEST_RULE.fullmatch(f["digest"]) and isinstance(f.get("size"), int)
                   and not isinstance(f.get("size"), bool) and f["size"] >= 0)
             if not ok:
                 raise _bad(path, f"{where} has a file without a valid uri, digest and size")

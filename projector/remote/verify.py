@@ -120,7 +120,7 @@ def parse_entry(raw: Any, where: str = "<server>") -> SkillEntry:
         if not isinstance(r, dict) or not isinstance(r.get("uri"), str):
             raise VerificationError("bad-manifest", uri, f"resources[{i}] has no 'uri' string")
         digest, size = r.get("digest"), r.get("size")
-        if not isinstance(digest, str) or not DIGEST_RULE.match(digest):
+        if not isinstance(digest, str) or not DIGEST_RULE.fullmatch(digest):
             raise VerificationError("bad-manifest", uri, f"resources[{i}] ({r['uri']}) has no valid digest",
                                     "a digest is 'sha256:' and 64 lowercase hex digits")
         if not _is_int(size) or size < 0:
@@ -222,6 +222,7 @@ def parse_frontmatter(data: bytes, where: str) -> dict[str, Any]:
     m = FRONTMATTER.match(text)
     if not m:
         raise VerificationError("bad-frontmatter", where, "SKILL.md has no '---' frontmatter block")
+    refuse_ambiguous(m.group(1), where)
     try:
         value = load_core(m.group(1))
     except yaml_error() as exc:
@@ -231,6 +232,90 @@ def parse_frontmatter(data: bytes, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise VerificationError("bad-frontmatter", where, "SKILL.md frontmatter is not a mapping")
     return value
+
+
+_AMBIGUOUS_HINT = ("YAML parsers disagree on such frontmatter (which duplicate wins, what a tag means), so a host "
+                   "could show other text than the one verified; a skill's frontmatter is plain YAML")
+_MERGE = "tag:yaml.org,2002:merge"
+MAX_FRONTMATTER_DEPTH = 64  # far beyond any real frontmatter; keeps the recursive parser and comparisons safe
+
+
+def _ambiguous(where: str, what: str) -> VerificationError:
+    return VerificationError("frontmatter-ambiguous", where, f"SKILL.md frontmatter holds {what}", _AMBIGUOUS_HINT)
+
+
+def _scalar_key(loader: Any, ev: Any) -> str:
+    """A mapping key's scalar event as the JSON key it becomes (``1``, ``1.0`` and ``"1"`` are all ``"1"``)."""
+    tag = loader.resolve(yaml.ScalarNode, ev.value, ev.implicit)
+    if tag == _MERGE:
+        raise _ambiguous(loader.where, "a merge key (<<)")
+    try:
+        return _key(loader.construct_object(yaml.ScalarNode(tag, ev.value, style=ev.style)))
+    except Exception:  # a value no constructor takes (an integer over Python's digit limit): its text
+        return ev.value
+
+
+def refuse_ambiguous(text: str, where: str) -> None:
+    """Refuse frontmatter whose meaning depends on the parser (``frontmatter-ambiguous``): duplicate keys (also
+    keys that JSON cannot tell apart, like ``1`` and ``"1"``), anchors, aliases, merge keys, explicit tags and
+    collections used as keys (a directive cannot occur: its ``---`` would end the block). One pass over the parser's events, without recursion, so no nesting
+    depth can exhaust the stack (deeper than :data:`MAX_FRONTMATTER_DEPTH` is ``bad-frontmatter``). Text that is not YAML at all is left to the parser's own error."""
+    loader = yaml.SafeLoader("")
+    loader.where = where  # type: ignore[attr-defined]
+    # One frame per open collection: [is a mapping, the next node is a key, the keys seen so far].
+    stack: list[list[Any]] = []
+    try:
+        for ev in yaml.parse(text, Loader=yaml.SafeLoader):
+            if not isinstance(ev, yaml.NodeEvent):
+                if isinstance(ev, yaml.CollectionEndEvent):
+                    stack.pop()
+                continue
+            if isinstance(ev, yaml.AliasEvent):
+                raise _ambiguous(where, f"the alias *{ev.anchor}")
+            if ev.anchor is not None:
+                raise _ambiguous(where, f"the anchor &{ev.anchor}")
+            if ev.tag is not None:
+                raise _ambiguous(where, f"the explicit tag {ev.tag}")
+            frame = stack[-1] if stack else None
+            is_key = frame is not None and frame[0] and frame[1]
+            if frame is not None and frame[0]:
+                frame[1] = not frame[1]
+            if isinstance(ev, yaml.CollectionStartEvent):
+                if is_key:
+                    raise _ambiguous(where, "a mapping or sequence used as a key")
+                stack.append([isinstance(ev, yaml.MappingStartEvent), True, set()])
+                if len(stack) > MAX_FRONTMATTER_DEPTH:
+                    raise VerificationError("bad-frontmatter", where, "SKILL.md frontmatter nests more than "
+                                            f"{MAX_FRONTMATTER_DEPTH} levels deep")
+            elif is_key:
+                key = _scalar_key(loader, ev)
+                if key in frame[2]:  # type: ignore[index]
+                    raise _ambiguous(where, f"the key {key!r} twice")
+                frame[2].add(key)  # type: ignore[index]
+    except yaml.YAMLError:
+        return
+    finally:
+        loader.dispose()
+
+
+def key_set_diff(a: Any, b: Any, path: str = "") -> list[str]:
+    """The keys (dotted paths, sorted) present in one mapping and not the other, at any depth: a null value is a
+    value, never the same as an absent key. Mappings nested in both sides, and sequences of the same length, are
+    compared item by item."""
+    out: list[str] = []
+    if isinstance(a, dict) and isinstance(b, dict):
+        ka = {_key(k): v for k, v in a.items()}
+        kb = {_key(k): v for k, v in b.items()}
+        for k in sorted(set(ka) | set(kb)):
+            sub = f"{path}.{k}" if path else k
+            if (k in ka) != (k in kb):
+                out.append(sub)
+            else:
+                out.extend(key_set_diff(ka[k], kb[k], sub))
+    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            out.extend(key_set_diff(x, y, f"{path}.{i}" if path else str(i)))
+    return out
 
 
 def _key(k: Any) -> str:
@@ -340,6 +425,11 @@ def check_frontmatter(entry: SkillEntry, data: bytes) -> dict[str, Any]:
     """Parse the verified SKILL.md bytes (YAML 1.2 core schema) and compare the frontmatter field by field with the
     entry's. The message names each field and both values with their types."""
     fm = parse_frontmatter(data, entry.uri)
+    keys = key_set_diff(fm, entry.frontmatter)
+    if keys:
+        raise VerificationError("frontmatter-mismatch", entry.uri, "SKILL.md frontmatter and the entry's do not have "
+                                f"the same keys: {', '.join(repr(k) for k in keys)}",
+                                "a host must not load a skill whose file and entry disagree")
     diff = value_diff(fm, entry.frontmatter)
     if diff:
         detail = "; ".join(f"'{path}' (file: {describe_value(a)}, entry: {describe_value(b)})" for path, a, b in diff)

@@ -210,10 +210,10 @@ def _load_skill(real_root: Path, entry: Any, where: str) -> Skill:
     if not isinstance(uri, str) or not uri.startswith(SCHEME) or not uri.endswith(suffix):
         raise serve_error(where, "bad-entry", f"the entry uri {uri!r} is not skill://<path>/SKILL.md")
     path = uri[len(SCHEME):-len(suffix)]
-    if not path or not all(SEGMENT_RULE.match(p) for p in path.split("/")):
+    if not path or not all(SEGMENT_RULE.fullmatch(p) for p in path.split("/")):
         raise serve_error(where, "bad-entry", f"the skill path {path!r} in {uri} is not lowercase slug segments")
     name = path.rsplit("/", 1)[-1]
-    if not NAME_RULE.match(name):
+    if not NAME_RULE.fullmatch(name):
         raise serve_error(where, "bad-entry", f"the skill name {name!r} breaks the Agent Skills name rule")
     resources = entry.get("resources")
     if not isinstance(resources, list) or not resources:

@@ -1,0 +1,234 @@
+"""The path checks of the skills tree, pinned: every refusal of a bad ``skills.json`` entry field by field (they kill
+the mutants of ``server/skills.py``'s ``_check_rel`` and ``_load_skill``; scripts/mutation)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import GENERATED
+from projector.server.errors import ServeError
+from projector.server.skills import _check_rel, _load_skill
+
+SKILL = "skill://hello-world/SKILL.md"
+TOOLS = "skill://hello-world/references/tools.md"
+
+
+def r(uri: str, data: bytes = b"x") -> dict:
+    return {"uri": uri, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    base = tmp_path_factory.mktemp("skills")
+    root = base / "tree"
+    shutil.copytree(GENERATED, root)
+    (root / "inside.md").write_text("x")
+    os.symlink("../../inside.md", root / "hello-world/references/inside.md")
+    (base / "outside.md").write_text("x")
+    os.symlink(base / "outside.md", root / "hello-world/references/outside.md")
+    entry = next(e for e in json.loads((root / "skills.json").read_text("utf-8"))["skills"] if e["uri"] == SKILL)
+    return root.resolve(), entry
+
+
+def cases(base: dict) -> dict:
+    res = base["resources"]
+    return {
+        "not an object": "x",
+        "no uri": {},
+        "wrong scheme": {**base, "uri": "file://hello-world/SKILL.md"},
+        "not SKILL.md": {**base, "uri": "skill://hello-world/README.md"},
+        "empty path": {**base, "uri": "skill:///SKILL.md"},
+        "bad segment": {**base, "uri": "skill://Hello/hello-world/SKILL.md"},
+        "segment with newline": {**base, "uri": "skill://a\n/hello-world/SKILL.md"},
+        "bad name": {**base, "uri": "skill://a/x--y/SKILL.md"},
+        "no resources": {**base, "resources": []},
+        "resources not a list": {**base, "resources": "dynamic"},
+        "resource not an object": {**base, "resources": [*res, "x"]},
+        "resource uri not a string": {**base, "resources": [*res, {"uri": 1}]},
+        "foreign file": {**base, "resources": [*res, r("skill://other/x.md")]},
+        "dot segment": {**base, "resources": [*res, r("skill://hello-world/./x.md")]},
+        "dotdot segment": {**base, "resources": [*res, r("skill://hello-world/../x.md")]},
+        "empty segment": {**base, "resources": [*res, r("skill://hello-world/a//x.md")]},
+        "backslash": {**base, "resources": [*res, r("skill://hello-world/a\\x.md")]},
+        "nul": {**base, "resources": [*res, r("skill://hello-world/a\0x.md")]},
+        "percent": {**base, "resources": [*res, r("skill://hello-world/a%2fx.md")]},
+        "listed twice": {**base, "resources": [*res, res[0]]},
+        "missing file": {**base, "resources": [*res, r("skill://hello-world/none.md")]},
+        "link outside the root": {**base, "resources": [*res, r("skill://hello-world/references/outside.md")]},
+        "a folder": {**base, "resources": [*res, r("skill://hello-world/references")]},
+        "wrong size": {**base, "resources": [res[0], {**res[1], "size": 5}]},
+        "wrong digest": {**base, "resources": [res[0], {**res[1], "digest": "sha256:" + "0" * 64}]},
+        "no SKILL.md": {**base, "resources": res[1:]},
+    }
+
+
+EXPECTED = {
+    'not an object': ('bad-entry', 'an entry must be an object', None),
+    'no uri': ('bad-entry', 'the entry uri None is not skill://<path>/SKILL.md', None),
+    'wrong scheme': ('bad-entry', "the entry uri 'file://hello-world/SKILL.md' is not skill://<path>/SKILL.md", None),
+    'not SKILL.md': ('bad-entry', "the entry uri 'skill://hello-world/README.md' is not skill://<path>/SKILL.md", None),
+    'empty path': ('bad-entry', "the skill path '' in skill:///SKILL.md is not lowercase slug segments", None),
+    'bad segment': ('bad-entry',
+        "the skill path 'Hello/hello-world' in skill://Hello/hello-world/SKILL.md is not lowercase "
+        'slug segments',
+        None),
+    'segment with newline': ('bad-entry',
+        "the skill path 'a\\n/hello-world' in skill://a\\n/hello-world/SKILL.md is not lowercase slug"
+        ' segments',
+        None),
+    'bad name': ('bad-entry',
+        "the skill path 'a/x--y' in skill://a/x--y/SKILL.md is not lowercase slug segments",
+        None),
+    'no resources': ('bad-entry', "skill://hello-world/SKILL.md: 'resources' must be a non-empty array", None),
+    'resources not a list': ('bad-entry', "skill://hello-world/SKILL.md: 'resources' must be a non-empty array", None),
+    'resource not an object': ('bad-entry', "skill://hello-world/SKILL.md: every resource needs a string 'uri'", None),
+    'resource uri not a string': ('bad-entry',
+        "skill://hello-world/SKILL.md: every resource needs a string 'uri'",
+        None),
+    'foreign file': ('foreign-file',
+        "skill://hello-world/SKILL.md: the resource 'skill://other/x.md' is not a plain path inside"
+        ' the skill (skill://hello-world/...)',
+        None),
+    'dot segment': ('foreign-file',
+        "skill://hello-world/SKILL.md: the resource 'skill://hello-world/./x.md' is not a plain pat"
+        'h inside the skill (skill://hello-world/...)',
+        None),
+    'dotdot segment': ('foreign-file',
+        "skill://hello-world/SKILL.md: the resource 'skill://hello-world/../x.md' is not a plain pa"
+        'th inside the skill (skill://hello-world/...)',
+        None),
+    'empty segment': ('foreign-file',
+        "skill://hello-world/SKILL.md: the resource 'skill://hello-world/a//x.md' is not a plain pa"
+        'th inside the skill (skill://hello-world/...)',
+        None),
+    'backslash': ('foreign-file',
+        "skill://hello-world/SKILL.md: the resource 'skill://hello-world/a\\\\x.md' is not a plain pa"
+        'th inside the skill (skill://hello-world/...)',
+        None),
+    'nul': ('foreign-file',
+        "skill://hello-world/SKILL.md: the resource 'skill://hello-world/a\\x00x.md' is not a plain "
+        'path inside the skill (skill://hello-world/...)',
+        None),
+    'percent': ('foreign-file',
+        "skill://hello-world/SKILL.md: the resource 'skill://hello-world/a%2fx.md' is not a plain p"
+        'ath inside the skill (skill://hello-world/...)',
+        None),
+    'listed twice': ('bad-entry', 'skill://hello-world/SKILL.md: skill://hello-world/SKILL.md is listed twice', None),
+    'missing file': ('missing-file',
+        'skill://hello-world/none.md: {root}/hello-world/none.md does not exist inside the tree',
+        'rebuild the tree with `project-skill build`'),
+    'link outside the root': ('missing-file',
+        'skill://hello-world/references/outside.md: {root}/hello-world/references/outside.md does n'
+        'ot exist inside the tree',
+        'rebuild the tree with `project-skill build`'),
+    'a folder': ('missing-file',
+        'skill://hello-world/references: cannot read {root}/hello-world/references: Is a directory',
+        None),
+    'no SKILL.md': ('bad-entry', 'skill://hello-world/SKILL.md: the entry does not list its own SKILL.md', None),
+}
+
+
+def _refusal(root, entry):
+    with pytest.raises(ServeError) as info:
+        _load_skill(root, copy.deepcopy(entry), "w")
+    (d,) = info.value.diagnostics
+    return d
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_every_refusal_in_full(tree, case):
+    root, base = tree
+    d = _refusal(root, cases(base)[case])
+    code, message, hint = EXPECTED[case]
+    assert (d.span.file, d.code, d.message, d.hint) == ("w", code, message.replace("{root}", root.as_posix()), hint)
+
+
+@pytest.mark.parametrize("case, size, digest", [("wrong size", 5, None), ("wrong digest", None, "sha256:" + "0" * 64)])
+def test_a_file_that_differs_from_its_manifest_line(tree, case, size, digest):
+    root, base = tree
+    data = (root / "hello-world/references/tools.md").read_bytes()
+    got = "sha256:" + hashlib.sha256(data).hexdigest()
+    d = _refusal(root, cases(base)[case])
+    assert (d.code, d.message, d.hint) == (
+        "digest-mismatch",
+        f"{TOOLS}: the file on disk ({len(data)} bytes, {got}) does not match the manifest "
+        f"({size or len(data)} bytes, {digest or got}); refusing to serve the tree",
+        "rebuild the tree with `project-skill build`, or restore the committed files")
+
+
+def test_the_honest_entry_and_a_link_inside_the_root_load(tree):
+    root, base = tree
+    skill = _load_skill(root, copy.deepcopy(base), "w")
+    assert [f.rel for f in skill.files] == ["SKILL.md", "references/tools.md"]
+    linked = {**base, "resources": [*base["resources"], r("skill://hello-world/references/inside.md")]}
+    assert _load_skill(root, linked, "w").files[-1].data == b"x"
+
+
+@pytest.mark.parametrize("rel, ok", [("a", True), ("a/b.md", True), ("a b/c~d", True), ("", False), ("a/", False),
+                                     ("/a", False), (".", False), ("a/./b", False), ("..", False), ("a/../b", False),
+                                     ("a\\b", False), ("a\0b", False), ("a%20b", False), ("...", True),
+                                     (".hidden", True)])
+def test_check_rel(rel, ok):
+    assert _check_rel(rel) is ok
+
+
+# ------------------------------------------------------------------------------------------------------ SKILL.md
+
+def _one_file_tree(tmp_path, data: bytes, frontmatter=None, path="hello-world"):
+    root = tmp_path / "t"
+    (root / path).mkdir(parents=True)
+    (root / path / "SKILL.md").write_bytes(data)
+    uri = f"skill://{path}/SKILL.md"
+    entry = {"uri": uri, "frontmatter": frontmatter if frontmatter is not None else {"name": path.rsplit("/", 1)[-1],
+                                                                                      "description": "d"},
+             "resources": [r(uri, data)]}
+    return root.resolve(), entry
+
+
+@pytest.mark.parametrize("data, frontmatter, code, message, hint", [
+    (b"\xff", None, "bad-skill-md", f"{SKILL}: SKILL.md is not UTF-8", None),
+    (b"# no frontmatter\n", None, "bad-skill-md", f"{SKILL}: SKILL.md does not start with a '---' frontmatter line",
+     None),
+    (b"---\n- a list\n---\n", None, "bad-skill-md", f"{SKILL}: SKILL.md frontmatter is not a mapping", None),
+    (b"---\nname: hello-world\ndescription: other\n---\n", None, "frontmatter-mismatch",
+     f"{SKILL}: the entry's frontmatter differs from the one in SKILL.md", "rebuild the tree with `project-skill build`"),
+    (b"---\nname: other\ndescription: d\n---\n", {"name": "other", "description": "d"}, "bad-skill-md",
+     f"{SKILL}: the frontmatter needs name 'hello-world' and a description", None),
+    (b"---\nname: hello-world\ndescription: 1\n---\n", {"name": "hello-world", "description": 1}, "bad-skill-md",
+     f"{SKILL}: the frontmatter needs name 'hello-world' and a description", None),
+    (b"---\nname: hello-world\ndescription: ''\n---\n", {"name": "hello-world", "description": ""}, "bad-skill-md",
+     f"{SKILL}: the frontmatter needs name 'hello-world' and a description", None),
+])
+def test_skill_md_refusals_in_full(tmp_path, data, frontmatter, code, message, hint):
+    root, entry = _one_file_tree(tmp_path, data, frontmatter)
+    d = _refusal(root, entry)
+    assert (d.span.file, d.code, d.message, d.hint) == ("w", code, message, hint)
+
+
+def test_skill_md_that_is_not_yaml(tmp_path):
+    root, entry = _one_file_tree(tmp_path, b"---\nname: [\n---\n")
+    d = _refusal(root, entry)
+    assert (d.span.file, d.code, d.hint) == ("w", "bad-skill-md", None)
+    assert d.message.startswith(f"{SKILL}: the frontmatter is not YAML: ")
+
+
+def test_nested_skill_paths_and_names(tmp_path):
+    data = b"---\nname: demo\ndescription: d\n---\n"
+    root, entry = _one_file_tree(tmp_path, data, path="a/b/demo")
+    assert _load_skill(root, entry, "w").uri == "skill://a/b/demo/SKILL.md"
+    long = "x" * 65
+    d = _refusal(root, {**entry, "uri": f"skill://a/b/{long}/SKILL.md"})
+    assert (d.code, d.message) == ("bad-entry", f"the skill name '{long}' breaks the Agent Skills name rule")
+
+
+def test_a_file_name_with_a_space(tmp_path):
+    root, entry = _one_file_tree(tmp_path, b"---\nname: hello-world\ndescription: d\n---\n")
+    (root / "hello-world" / "a b.md").write_bytes(b"x")
+    entry["resources"].append(r("skill://hello-world/a b.md"))
+    assert _load_skill(root, entry, "w").files[-1].rel == "a b.md"

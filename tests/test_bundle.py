@@ -1,0 +1,90 @@
+"""Bundles and the index, pinned: frontmatter splitting, the entry, the SEP-2640 limits at their exact edges, and the
+JSON bytes (they kill the mutants of ``bundle.py``; scripts/mutation)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from projector import bundle
+from projector.builder import WorkflowBuilder
+from projector.errors import BuildError, Span
+from projector.render import project
+
+
+def _message(fn, *args) -> str:
+    with pytest.raises(ValueError) as info:
+        fn(*args)
+    return str(info.value)
+
+
+def test_split_frontmatter():
+    assert bundle.split_frontmatter("---\na: 1\n---\nbody\n") == ("a: 1\n", "body\n")
+    assert bundle.split_frontmatter("---\na: 1\n---\n") == ("a: 1\n", "")
+    assert bundle.split_frontmatter("---\n---\nbody\n") == ("", "body\n")  # an empty block
+    assert bundle.split_frontmatter("---\na: 1\n---\nx\n---\ny\n") == ("a: 1\n", "x\n---\ny\n")  # the first
+    assert _message(bundle.split_frontmatter, "a: 1\n---\n") == "SKILL.md does not start with a '---' frontmatter line"
+    assert _message(bundle.split_frontmatter, "---\na: 1\n") == "SKILL.md frontmatter is not closed by a '---' line"
+
+
+def test_parse_frontmatter():
+    assert bundle.parse_frontmatter(b"---\nname: x\nn: 1.0\n---\n") == {"name": "x", "n": 1.0}
+    assert _message(bundle.parse_frontmatter, b"---\n- a\n---\n") == "SKILL.md frontmatter is not a mapping"
+
+
+def test_digest_and_entry():
+    files = {"references/z.md": b"z", "SKILL.md": b"---\nname: s\ndescription: d\n---\n", "a.md": b"aa"}
+    assert bundle.digest(b"x") == "sha256:" + hashlib.sha256(b"x").hexdigest()
+    entry = bundle.make_entry("p/s", files)
+    assert entry == {
+        "uri": "skill://p/s/SKILL.md",
+        "frontmatter": {"name": "s", "description": "d"},
+        "resources": [{"uri": f"skill://p/s/{rel}", "digest": bundle.digest(files[rel]), "size": len(files[rel])}
+                      for rel in ("SKILL.md", "a.md", "references/z.md")],
+    }
+
+
+def test_limits_at_their_edges():
+    span = Span("f.yaml", 3, 4)
+    ok = {f"f{i}": b"" for i in range(bundle.MAX_FILES)}
+    assert bundle.limit_problems("s", ok, span) == []
+    over = {**ok, "one-more": b""}
+    (p,) = bundle.limit_problems("s", over, span)
+    assert (p.span, p.severity, p.code, p.message) == (span, "error", "too-many-files",
+                                                       "skill 's' has 513 files; SEP-2640 allows 512, SKILL.md included")
+    assert bundle.limit_problems("s", {"a": b"x" * bundle.MAX_BYTES}, span) == []
+    (p,) = bundle.limit_problems("s", {"a": b"x" * bundle.MAX_BYTES, "b": b"x"}, span)
+    assert (p.code, p.message) == ("bundle-too-large", f"skill 's' is {bundle.MAX_BYTES + 1} bytes; SEP-2640 allows "
+                                   f"{bundle.MAX_BYTES} (16 MiB)")
+    assert [d.code for d in bundle.limit_problems("s", {**over, "a": b"x" * bundle.MAX_BYTES + b"x"}, span)] == \
+        ["too-many-files", "bundle-too-large"]
+    assert (bundle.MAX_FILES, bundle.MAX_BYTES) == (512, 16 * 1024 * 1024)
+
+
+def _projection(name="s", description="d", prefix=()):
+    wf = (WorkflowBuilder(name, description).tool("t", annotations={"destructiveHint": True})
+          .step("x", tool="t", guidance="Only if asked.").build())
+    return project(wf, prefix)
+
+
+def test_bundle_and_a_refused_bundle():
+    proj = _projection(prefix=("p",))
+    b = bundle.bundle(proj)
+    assert (b.name, b.path, b.files) == ("s", "p/s", proj.files)
+    assert [d.code for d in b.diagnostics] == ["gate-on-side-effect"] and b.diagnostics == tuple(proj.diagnostics)
+    assert b.entry == bundle.make_entry("p/s", proj.files)
+    big = type(proj)(proj.workflow, proj.name, proj.path, {**proj.files, "big": b"x" * bundle.MAX_BYTES})
+    with pytest.raises(BuildError) as info:
+        bundle.bundle(big)
+    (d,) = info.value.diagnostics
+    assert d.code == "bundle-too-large" and d.message.startswith("skill 'p/s' is ")
+
+
+def test_dumps_and_index_bytes():
+    assert bundle.dumps({"b": ["é", 1], "a": {}}) == '{\n  "b": [\n    "é",\n    1\n  ],\n  "a": {}\n}\n'.encode()
+    b1, b2 = bundle.bundle(_projection("zeta")), bundle.bundle(_projection("alpha"))
+    data = bundle.index([b1, b2])
+    assert [e["uri"] for e in json.loads(data)["skills"]] == ["skill://alpha/SKILL.md", "skill://zeta/SKILL.md"]
+    assert data == bundle.dumps({"skills": [b2.entry, b1.entry]}) and data.endswith(b"}\n")
