@@ -238,7 +238,8 @@ def _builder(**texts: str) -> WorkflowBuilder:
     if "instruction" in texts:
         b.instruction("system", texts["instruction"])
     b.tool(texts.get("tool", "t"), texts.get("tool_description", "a tool"),
-           input_schema={"type": "object", "properties": {texts.get("schema_key", "x"): {"type": "string"}}},
+           input_schema={"type": "object", "properties": {texts.get("schema_key", "x"): {"type": "string"}},
+                         "additionalProperties": True},  # any argument key fits: only the texts are under test
            annotations={"readOnlyHint": True})
     b.step(texts.get("step", "s"), tool=texts.get("tool", "t"),
            args={texts.get("arg_key", "x"): arg(texts.get("arg", "who"))}, bind=texts.get("bind", "r"),

@@ -169,7 +169,7 @@ def test_changes_and_compare_in_full():
     moved = _entry([file(A, b"y"), file("skill://a/c.md"), {**file(B), "size": 7}])
     d_old, d_new = sha256(b"x"), sha256(b"y")
     assert changes(pin, moved) == [f"changed {A} ({d_old[:19]}... -> {d_new[:19]}...)",
-                                   f"changed size of {B} (1 -> 7 bytes)", "added skill://a/c.md"]
+                                   f"changed size of {B} (1 byte -> 7 bytes)", "added skill://a/c.md"]
     assert changes(pin, _entry([file(A)])) == [f"removed {B}"]
     compare(pin, _entry([file(A), file(B)]))
     with pytest.raises(LockError) as info:

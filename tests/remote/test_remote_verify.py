@@ -101,7 +101,8 @@ def test_frontmatter_is_compared_as_yaml_1_2_as_the_reference_sdk_reads_it():
                   "mode": 15})
     check_frontmatter(e, data)  # 'yes' is a string and 0o17 the integer 15 in YAML 1.2
     e2 = entry([ref("skill://demo/SKILL.md", data)],
-               fm={"name": "demo", "description": "A demo", "version": 1, "enabled": True, "mode": "0o17"})
+               fm={"name": "demo", "description": "A demo", "version": 1, "enabled": True, "license": None,
+                   "mode": "0o17"})
     with pytest.raises(VerificationError) as info:
         check_frontmatter(e2, data)  # the YAML 1.1 reading is not accepted
     assert info.value.code == "frontmatter-mismatch"
@@ -444,14 +445,18 @@ EXPECTED = {
     'one field differs': (
         'frontmatter-mismatch',
         'skill://demo/SKILL.md',
-        "SKILL.md frontmatter differs from the entry's in field 'description'",
-        'a host must not load a skill whose file and entry disagree',
+        "SKILL.md frontmatter differs from the entry's in field 'description' (file: string 'B', entry: string "
+        "'A demo')",
+        'a host must not load a skill whose file and entry disagree (frontmatter is read as YAML 1.2, as the '
+        'reference SDK reads it)',
     ),
     'two fields differ': (
         'frontmatter-mismatch',
         'skill://demo/SKILL.md',
-        "SKILL.md frontmatter differs from the entry's in fields 'description', 'name'",
-        'a host must not load a skill whose file and entry disagree',
+        "SKILL.md frontmatter differs from the entry's in fields 'description' (file: string 'B', entry: string "
+        "'A demo'); 'name' (file: string 'x', entry: string 'demo')",
+        'a host must not load a skill whose file and entry disagree (frontmatter is read as YAML 1.2, as the '
+        'reference SDK reads it)',
     ),
     'keys differ': (
         'frontmatter-mismatch',
