@@ -78,7 +78,10 @@ def _load_and_compile(args: argparse.Namespace):
     if not found:
         raise UsageError(f"no workflow files (*.yaml, *.yml) under {', '.join(paths)}")
     if not getattr(args, "tools_from", None):
-        return compile_files(found, prefix, args.jobs or None)
+        from .cache import location
+
+        cache = None if args.no_cache else location(paths, Path(args.out))
+        return compile_files(found, prefix, args.jobs or None, cache)
     from .remote.tools import apply_tools_from
 
     workflows, extra = apply_tools_from(load_all(paths), args.tools_from)
@@ -142,6 +145,8 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json", "github"), default="text", help="how to print findings")
     p.add_argument("--jobs", type=int, default=0, metavar="N",
                    help="worker processes (default 0: one per core for 200 files or more, else none)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the build cache (.projector_cache/ in the first PATH's folder)")
     p.add_argument("--tools-from", metavar="SERVER",
                    help="take tool descriptions, schemas and annotations from a live server's tools/list "
                         "(a stdio command or an http(s)://.../mcp URL)")

@@ -493,14 +493,22 @@ def parse(data: bytes | str, file: str) -> tuple[Workflow | None, list[Diagnosti
     return wf, diags
 
 
-def load_file(path: Path | str, display: str | None = None) -> Workflow:
-    """Load and validate one workflow file, raising :class:`LoadError` with every problem found."""
-    path = Path(path)
-    file = display or path.as_posix()
+def read_source(path: Path | str, file: str) -> bytes:
+    """A workflow file's bytes; :class:`LoadError` (``io``) when it cannot be read."""
     try:
-        data = path.read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
         raise LoadError(error(Span(file), "io", f"cannot read the file: {exc.strerror}")) from None
+
+
+def load_file(path: Path | str, display: str | None = None) -> Workflow:
+    """Load and validate one workflow file, raising :class:`LoadError` with every problem found."""
+    file = display or Path(path).as_posix()
+    return load_data(read_source(path, file), file)
+
+
+def load_data(data: bytes, file: str) -> Workflow:
+    """:func:`load_file` for bytes already read from ``file``."""
     wf, diags = parse(data, file)
     errors = [d for d in diags if d.severity == "error"]
     if errors or wf is None:

@@ -18,7 +18,8 @@ from pathlib import Path, PurePosixPath
 from .bundle import INDEX_FILE, Bundle, bundle, index
 from .errors import BuildError, Diagnostic, LoadError, Span
 from .model import Workflow
-from .load import discover, load_file
+from .cache import Cache
+from .load import discover, load_data, read_source
 from .validate import collisions, name_collisions
 from .render import project
 
@@ -66,18 +67,36 @@ def _assemble(bundles: list[Bundle]) -> Build:
 _Result = tuple[str, Span, str, "Bundle | None", list[Diagnostic]]
 
 
-def _compile_chunk(chunk: list[tuple[Path, str]], prefix: tuple[str, ...]) -> list[_Result]:
+@dataclass(frozen=True)
+class Options:
+    """Everything besides a workflow file's bytes and path that changes what it compiles to. The cache key hashes
+    the whole object (its ``repr``), so an option is in the key as soon as it is a field here: give every new
+    output-changing option a field, and read it from here in :func:`_compile_one` (tests/test_cache.py checks that
+    ``project()`` takes nothing that is not a field)."""
+
+    prefix: tuple[str, ...] = ()
+
+
+def _compile_one(data: bytes, display: str, options: Options) -> _Result:
+    try:
+        wf = load_data(data, display)
+    except LoadError as exc:
+        return ("", Span(display), display, None, exc.diagnostics)
+    try:
+        return (wf.name, wf.span, wf.source, bundle(project(wf, options.prefix)), [])
+    except BuildError as exc:
+        return (wf.name, wf.span, wf.source, None, exc.diagnostics)
+
+
+def _compile_chunk(chunk: list[tuple[bytes, str, str | None]], options: Options,
+                   store: Cache | None = None) -> list[_Result]:
+    """Compile ``(bytes, display path, cache key)`` triples; each result goes into ``store`` under its key."""
     out: list[_Result] = []
-    for path, display in chunk:
-        try:
-            wf = load_file(path, display)
-        except LoadError as exc:
-            out.append(("", Span(display), display, None, exc.diagnostics))
-            continue
-        try:
-            out.append((wf.name, wf.span, wf.source, bundle(project(wf, prefix)), []))
-        except BuildError as exc:
-            out.append((wf.name, wf.span, wf.source, None, exc.diagnostics))
+    for data, display, key in chunk:
+        result = _compile_one(data, display, options)
+        if store is not None and key is not None:
+            store.put(display, key, result)
+        out.append(result)
     return out
 
 
@@ -98,29 +117,59 @@ def default_jobs(files: int) -> int:
     return max(1, min(cpus, 8, files // (PARALLEL_FROM // 2))) if files >= PARALLEL_FROM else 1
 
 
-def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None) -> Build:
+def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None,
+                  cache: Path | None = None) -> Build:
     """:func:`compile_files` over every workflow file under ``paths``."""
-    return compile_files(discover(paths), prefix, jobs)
+    return compile_files(discover(paths), prefix, jobs, cache)
 
 
-def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None) -> Build:
+def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None,
+                  cache: Path | None = None) -> Build:
     """Load and compile every workflow file under ``paths``: what ``project-skill build`` does.
 
-    Large sets are split over worker processes (``jobs``; by default one per usable core from
-    :data:`PARALLEL_FROM` files on, where ``fork`` is available). Each worker loads, projects and bundles whole
-    files and hands back only bundles, so the result, the diagnostics and the errors are the same as
-    ``compile_workflows(load_all(paths))`` to the byte (tests/test_bench_smoke.py checks this)."""
-    jobs = default_jobs(len(found)) if jobs is None else max(1, jobs)
+    With ``cache`` (a folder, see :mod:`projector.cache`), a file whose key is found there is not compiled again;
+    the cross-file checks (collisions, the index) still run over every file, from the cached results.
+    The files left to compile are split over worker processes when there are many (``jobs``; by default one per
+    usable core from :data:`PARALLEL_FROM` files on, where ``fork`` is available). Each worker loads, projects and
+    bundles whole files and hands back only bundles, so the result, the diagnostics and the errors are the same as
+    ``compile_workflows(load_all(paths))`` to the byte (tests/test_bench_smoke.py and tests/test_cache.py check
+    this)."""
+    options = Options(prefix)
+    store = Cache(cache, options) if cache is not None else None
+    results: list[_Result | None] = [None] * len(found)
+    todo: list[tuple[int, bytes, str, str | None]] = []
+    for i, (path, display) in enumerate(found):
+        try:
+            data = read_source(path, display)
+        except LoadError as exc:
+            results[i] = ("", Span(display), display, None, exc.diagnostics)
+            continue
+        key = store.key(display, data) if store is not None else None
+        hit = store.get(display, key) if store is not None and key is not None else None
+        if hit is not None:
+            results[i] = hit
+        else:
+            todo.append((i, data, display, key))
+    work = [(data, display, key) for _, data, display, key in todo]
+    jobs = default_jobs(len(work)) if jobs is None else max(1, min(jobs, len(work) or 1))
     if jobs > 1 and _can_fork():
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        size = -(-len(found) // jobs)
-        chunks = [found[i:i + size] for i in range(0, len(found), size)]
+        size = -(-len(work) // jobs)
+        chunks = [work[i:i + size] for i in range(0, len(work), size)]
         with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
-            results = [r for part in pool.map(_compile_chunk, chunks, [prefix] * len(chunks)) for r in part]
+            compiled = [r for part in pool.map(_compile_chunk, chunks, [options] * len(chunks),
+                                               [store] * len(chunks)) for r in part]
     else:
-        results = _compile_chunk(found, prefix)
+        compiled = _compile_chunk(work, options, store)
+    for (i, *_), result in zip(todo, compiled):
+        results[i] = result
+    return _finish_files([r for r in results if r is not None])
+
+
+def _finish_files(results: list[_Result]) -> Build:
+    """The cross-file checks over every file's result, then the tree."""
     load_errors = [d for name, span, source, b, diags in results if not name for d in diags]
     named = [(name, span, source) for name, span, source, b, diags in results if name]
     clashes = name_collisions(named)
@@ -169,11 +218,12 @@ class Comparison:
 
 
 def compare(build: Build, out: Path, *, owned: set[str] | None = None,
-            disk: dict[str, Path] | None = None) -> Comparison:
-    """What differs between the derived tree and the one on disk, among the files this tool owns."""
+            disk: dict[str, Path] | None = None, diff: bool = True) -> Comparison:
+    """What differs between the derived tree and the one on disk, among the files this tool owns. The unified diff
+    of the stale files is built only when ``diff`` is true (``check`` prints it; ``write`` needs only the verdict)."""
     owned = (_owned_dirs(out) | build.bundle_dirs) if owned is None else owned
     disk = _disk_files(out) if disk is None else disk
-    stale, missing, diff = [], [], []
+    stale, missing, lines = [], [], []
     for rel, data in build.files.items():
         path = disk.get(rel)
         if path is None:
@@ -182,11 +232,23 @@ def compare(build: Build, out: Path, *, owned: set[str] | None = None,
         current = path.read_bytes()
         if current != data:
             stale.append(rel)
-            diff.extend(difflib.unified_diff(current.decode("utf-8", "replace").splitlines(keepends=True),
-                                             data.decode("utf-8").splitlines(keepends=True),
-                                             fromfile=f"a/{rel}", tofile=f"b/{rel}"))
+            if diff:
+                lines.extend(difflib.unified_diff(current.decode("utf-8", "replace").splitlines(keepends=True),
+                                              data.decode("utf-8").splitlines(keepends=True),
+                                              fromfile=f"a/{rel}", tofile=f"b/{rel}"))
     extra = [rel for rel in disk if rel not in build.files and (rel == INDEX_FILE or _inside(rel, owned))]
-    return Comparison(stale, missing, extra, "".join(diff))
+    return Comparison(stale, missing, extra, "".join(lines))
+
+
+def _same(build: Build, owned: set[str], disk: dict[str, Path]) -> bool:
+    """:func:`compare`'s ``clean``, stopping at the first difference and building no diff: what ``write`` needs."""
+    if any(rel not in build.files and (rel == INDEX_FILE or _inside(rel, owned)) for rel in disk):
+        return False
+    for rel, data in build.files.items():
+        path = disk.get(rel)
+        if path is None or path.read_bytes() != data:
+            return False
+    return True
 
 
 def write(build: Build, out: Path) -> bool:
@@ -194,7 +256,7 @@ def write(build: Build, out: Path) -> bool:
     owned = _owned_dirs(out) | build.bundle_dirs
     disk = _disk_files(out)
     foreign = {rel: p for rel, p in disk.items() if rel != INDEX_FILE and not _inside(rel, owned)}
-    if compare(build, out, owned=owned, disk=disk).clean:
+    if _same(build, owned, disk):
         return False
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-", dir=out.parent))

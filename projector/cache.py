@@ -1,0 +1,180 @@
+"""The incremental cache: what one workflow file compiled to, kept under a key, so an unchanged file is not parsed,
+validated and rendered again.
+
+- **Where.** ``.projector_cache/`` in the folder of the first workflow path (``workflows/.projector_cache/`` for the
+  default), as ruff keeps ``.ruff_cache/``. The folder carries its own ``.gitignore`` (``*``), and workflow discovery
+  skips dot-folders. A cache folder that would sit inside the output folder is not used at all.
+- **Key.** The SHA-256 of: this module's format number, the environment (Python, PyYAML with or without libyaml,
+  Jinja2 and python-slugify versions, and the digest of every source file, template and schema of the ``projector``
+  package, so any change to the code invalidates every entry), the compile options (``repr`` of the whole
+  :class:`~projector.output.Options` object, so a new option is in the key as soon as it is a field there), the
+  file's display path (it appears in spans and messages) and the file's bytes.
+- **Entries.** One file per (workflow file, options): ``entries/<slot>.json``, where the slot hashes the display path
+  and the options. It holds the full key, the SHA-256 of the payload, and the payload: the file's compile result as
+  JSON (never pickle: a cache folder may come from anywhere). An entry that is unreadable, truncated, for another
+  key, fails its checksum or does not decode is a miss; the compile result replaces it.
+- **Writes** go to a temporary file in the same folder, then ``os.replace``: two builds racing on one cache each
+  leave a whole entry, and a reader checks the key, so it never takes one that is not its own. A cache that cannot
+  be written (read-only folder, full disk) costs only its speed-up; the build never fails for it.
+
+The cache never changes output bytes: a hit gives back exactly what a miss computes (tests/test_cache.py checks
+builds with and without it against each other, for the examples and for random edits).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .bundle import Bundle
+from .errors import Diagnostic, Span
+
+CACHE_DIR = ".projector_cache"
+FORMAT = 1  # bump when the entry layout below changes
+PACKAGE = Path(__file__).resolve().parent
+_SOURCE_SUFFIXES = (".py", ".j2", ".json", ".sql")
+
+# One file's compile result: the workflow's name, span and source file (for cross-file checks), its bundle (or None)
+# and its diagnostics. The same tuple as projector.output._Result.
+Result = tuple[str, Span, str, "Bundle | None", list[Diagnostic]]
+
+
+@lru_cache(maxsize=1)
+def environment_digest() -> str:
+    """Everything besides the options and the file that decides the output: the interpreter, the libraries that
+    shape bytes, and every source file of this package (so no code change can leave a stale entry behind)."""
+    import jinja2
+    import slugify
+    import yaml
+
+    h = hashlib.sha256()
+    h.update(json.dumps([FORMAT, sys.implementation.name, list(sys.version_info[:3]), yaml.__version__,
+                         bool(getattr(yaml, "__with_libyaml__", False)), jinja2.__version__,
+                         getattr(slugify, "__version__", "?")]).encode())
+    for path in sorted(p for p in PACKAGE.rglob("*") if p.suffix in _SOURCE_SUFFIXES and p.is_file()
+                       and "__pycache__" not in p.parts):
+        data = path.read_bytes()
+        h.update(b"\0%s\0%d\0" % (path.relative_to(PACKAGE).as_posix().encode(), len(data)))
+        h.update(data)
+    return h.hexdigest()
+
+
+def location(paths: list[str], out: Path) -> Path | None:
+    """The cache folder for a run over ``paths`` into ``out``: ``.projector_cache`` in the folder of the first path;
+    None when that would put it inside the output folder (the cache never sits in committed output)."""
+    if not paths:
+        return None
+    first = Path(paths[0])
+    folder = first if first.is_dir() else first.parent
+    where = folder / CACHE_DIR
+    try:
+        resolved, out_resolved = where.resolve(), out.resolve()
+    except OSError:
+        return None
+    if resolved == out_resolved or out_resolved in resolved.parents:
+        return None
+    return where
+
+
+# ------------------------------------------------------------------------------------------------ (de)serializing
+
+def _span(s: Span) -> list[Any]:
+    return [s.file, s.line, s.col]
+
+
+def _diag(d: Diagnostic) -> dict[str, Any]:
+    return {"span": _span(d.span), "severity": d.severity, "code": d.code, "message": d.message, "hint": d.hint,
+            "acknowledged": d.acknowledged, "extra": d.extra}
+
+
+def _undiag(v: dict[str, Any]) -> Diagnostic:
+    return Diagnostic(Span(*v["span"]), v["severity"], v["code"], v["message"], v["hint"], v["acknowledged"],
+                      dict(v["extra"]))
+
+
+def encode(result: Result) -> dict[str, Any]:
+    name, span, source, b, diags = result
+    return {
+        "name": name, "span": _span(span), "source": source, "diags": [_diag(d) for d in diags],
+        "bundle": None if b is None else {
+            "name": b.name, "path": b.path, "entry": b.entry, "diagnostics": [_diag(d) for d in b.diagnostics],
+            "files": {rel: data.decode("utf-8") for rel, data in b.files.items()},
+        },
+    }
+
+
+def decode(v: dict[str, Any]) -> Result:
+    b = v["bundle"]
+    bundle = None if b is None else Bundle(
+        b["name"], b["path"], {rel: text.encode("utf-8") for rel, text in b["files"].items()}, b["entry"],
+        tuple(_undiag(d) for d in b["diagnostics"]))
+    return v["name"], Span(*v["span"]), v["source"], bundle, [_undiag(d) for d in v["diags"]]
+
+
+# ------------------------------------------------------------------------------------------------ the store
+
+class Cache:
+    """The entries of one cache folder for one set of compile options."""
+
+    def __init__(self, root: Path, options: Any):
+        self.root = root
+        self.entries = root / "entries"
+        self.options = repr(options)
+        # Plain bytes, not a hashlib object: a Cache goes to worker processes (pickled).
+        self._base = f"{environment_digest()}\0{self.options}\0".encode()
+        self._ready = False
+
+    def key(self, display: str, data: bytes) -> str:
+        d = display.encode()
+        return hashlib.sha256(b"%s%d\0%s\0%s" % (self._base, len(d), d, data)).hexdigest()
+
+    def slot(self, display: str) -> Path:
+        name = hashlib.sha256(f"{self.options}\0{display}".encode()).hexdigest()[:40]
+        return self.entries / f"{name}.json"
+
+    def get(self, display: str, key: str) -> Result | None:
+        """The cached result for ``key``, or None for a miss of any kind (absent, torn, foreign, corrupt)."""
+        try:
+            raw = self.slot(display).read_bytes()
+            head_key, head_sum, payload = raw.split(b"\n", 2)
+            if head_key.decode("ascii") != key or hashlib.sha256(payload).hexdigest() != head_sum.decode("ascii"):
+                return None
+            result = decode(json.loads(payload))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, UnicodeError):
+            return None
+        return result
+
+    def put(self, display: str, key: str, result: Result) -> None:
+        """Store ``result`` under ``key``, atomically; any failure to write is ignored."""
+        try:
+            payload = json.dumps(encode(result), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            self._prepare()
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.entries)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(b"%s\n%s\n" % (key.encode(), hashlib.sha256(payload).hexdigest().encode()))
+                    f.write(payload)
+                os.replace(tmp, self.slot(display))
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except (OSError, ValueError, TypeError):
+            pass
+
+    def _prepare(self) -> None:
+        if self._ready:
+            return
+        self.entries.mkdir(parents=True, exist_ok=True)
+        ignore = self.root / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# Created by project-skill: the build cache is never committed.\n*\n", "utf-8")
+        self._ready = True
