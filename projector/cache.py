@@ -9,9 +9,9 @@ validated and rendered again.
   package, so any change to the code invalidates every entry), the compile options (``repr`` of the whole
   :class:`~projector.output.Options` object, so a new option is in the key as soon as it is a field there), the
   file's display path (it appears in spans and messages) and the file's bytes.
-- **Entries.** One file per (workflow file, options): ``entries/<slot>.json``, where the slot hashes the display path
+- **Entries.** One file per (workflow file, options): ``entries/<slot>``, where the slot hashes the display path
   and the options. It holds the full key, the SHA-256 of the payload, and the payload: the file's compile result as
-  JSON (never pickle: a cache folder may come from anywhere). An entry that is unreadable, truncated, for another
+  a JSON header and the bundle's file bytes after it (never pickle: a cache folder may come from anywhere). An entry that is unreadable, truncated, for another
   key, fails its checksum or does not decode is a miss; the compile result replaces it.
 - **Writes** go to a temporary file in the same folder, then ``os.replace``: two builds racing on one cache each
   leave a whole entry, and a reader checks the key, so it never takes one that is not its own. A cache that cannot
@@ -98,23 +98,45 @@ def _undiag(v: dict[str, Any]) -> Diagnostic:
                       dict(v["extra"]))
 
 
-def encode(result: Result) -> dict[str, Any]:
+def encode(result: Result) -> bytes:
+    """A result as bytes: a JSON header (everything but the bundle's file bytes), then those bytes, raw."""
     name, span, source, b, diags = result
-    return {
-        "name": name, "span": _span(span), "source": source, "diags": [_diag(d) for d in diags],
-        "bundle": None if b is None else {
-            "name": b.name, "path": b.path, "entry": b.entry, "diagnostics": [_diag(d) for d in b.diagnostics],
-            "files": {rel: data.decode("utf-8") for rel, data in b.files.items()},
-        },
-    }
+    meta: dict[str, Any] = {"name": name, "span": _span(span), "source": source, "diags": [_diag(d) for d in diags],
+                            "bundle": None}
+    blobs: list[bytes] = []
+    if b is not None:
+        meta["bundle"] = {"name": b.name, "path": b.path, "entry": b.entry, "index_text": b.index_text,
+                          "diagnostics": [_diag(d) for d in b.diagnostics],
+                          "files": [[rel, len(data)] for rel, data in b.files.items()]}
+        blobs = list(b.files.values())
+    head = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return b"%d\n%s%s" % (len(head), head, b"".join(blobs))
 
 
-def decode(v: dict[str, Any]) -> Result:
-    b = v["bundle"]
-    bundle = None if b is None else Bundle(
-        b["name"], b["path"], {rel: text.encode("utf-8") for rel, text in b["files"].items()}, b["entry"],
-        tuple(_undiag(d) for d in b["diagnostics"]))
-    return v["name"], Span(*v["span"]), v["source"], bundle, [_undiag(d) for d in v["diags"]]
+def decode(data: bytes) -> Result:
+    """:func:`encode` reversed. Raises ValueError (or KeyError, TypeError...) for bytes it did not write."""
+    size, _, rest = data.partition(b"\n")
+    n = int(size)
+    meta = json.loads(rest[:n])
+    b = meta["bundle"]
+    bundle = None
+    if b is not None:
+        files: dict[str, bytes] = {}
+        at = n
+        for rel, length in b["files"]:
+            if length < 0 or at + length > len(rest):
+                raise ValueError("truncated entry")
+            files[rel] = rest[at:at + length]
+            at += length
+        if at != len(rest):
+            raise ValueError("trailing bytes in entry")
+        bundle = Bundle(b["name"], b["path"], files, b["entry"], tuple(_undiag(d) for d in b["diagnostics"]))
+        if not isinstance(b["index_text"], str):
+            raise TypeError("index_text")
+        bundle.__dict__["index_text"] = b["index_text"]  # Bundle.index_text, as made when the entry was written
+    elif n != len(rest):
+        raise ValueError("trailing bytes in entry")
+    return meta["name"], Span(*meta["span"]), meta["source"], bundle, [_undiag(d) for d in meta["diags"]]
 
 
 # ------------------------------------------------------------------------------------------------ the store
@@ -136,7 +158,7 @@ class Cache:
 
     def slot(self, display: str) -> Path:
         name = hashlib.sha256(f"{self.options}\0{display}".encode()).hexdigest()[:40]
-        return self.entries / f"{name}.json"
+        return self.entries / name
 
     def get(self, display: str, key: str) -> Result | None:
         """The cached result for ``key``, or None for a miss of any kind (absent, torn, foreign, corrupt)."""
@@ -145,7 +167,7 @@ class Cache:
             head_key, head_sum, payload = raw.split(b"\n", 2)
             if head_key.decode("ascii") != key or hashlib.sha256(payload).hexdigest() != head_sum.decode("ascii"):
                 return None
-            result = decode(json.loads(payload))
+            result = decode(payload)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, UnicodeError):
             return None
         return result
@@ -153,7 +175,7 @@ class Cache:
     def put(self, display: str, key: str, result: Result) -> None:
         """Store ``result`` under ``key``, atomically; any failure to write is ignored."""
         try:
-            payload = json.dumps(encode(result), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            payload = encode(result)
             self._prepare()
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.entries)
             try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -519,16 +520,33 @@ def load_data(data: bytes, file: str) -> Workflow:
 WORKFLOW_SUFFIXES = (".yaml", ".yml")
 
 
+def _walk(folder: Path) -> list[Path]:
+    """Workflow files under ``folder``, skipping dot-files and dot-folders without entering them (a
+    ``.projector_cache/`` holds thousands of files). Symlinked folders are not followed, as ``Path.rglob``."""
+    out: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        child = folder / entry.name
+        if entry.is_dir(follow_symlinks=False):
+            out.extend(_walk(child))
+        elif os.path.splitext(entry.name)[1] in WORKFLOW_SUFFIXES and entry.is_file():
+            out.append(child)
+    return out
+
+
 def discover(paths: list[str]) -> list[tuple[Path, str]]:
     """Expand files and folders into workflow files, sorted by POSIX path. Returns ``(path, display name)``."""
     found: dict[str, Path] = {}
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            for f in path.rglob("*"):
-                if f.is_file() and f.suffix in WORKFLOW_SUFFIXES and not any(
-                        part.startswith(".") for part in f.relative_to(path).parts):
-                    found[f.as_posix()] = f
+            for f in _walk(path):
+                found[f.as_posix()] = f
         elif path.exists():
             found[path.as_posix()] = path
         else:

@@ -21,7 +21,6 @@ from .model import Workflow
 from .cache import Cache
 from .load import discover, load_data, read_source
 from .validate import collisions, name_collisions
-from .render import project
 
 
 @dataclass
@@ -37,6 +36,8 @@ class Build:
 
 def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = ()) -> Build:
     """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits."""
+    from .render import project
+
     problems = collisions(workflows)
     if problems:
         raise BuildError(problems)
@@ -78,6 +79,8 @@ class Options:
 
 
 def _compile_one(data: bytes, display: str, options: Options) -> _Result:
+    from .render import project  # here, not at the top: a run that the cache answers whole never needs Jinja2
+
     try:
         wf = load_data(data, display)
     except LoadError as exc:
@@ -196,12 +199,23 @@ def _inside(rel: str, dirs: set[str]) -> bool:
 
 
 def _disk_files(out: Path) -> dict[str, Path]:
-    if not out.is_dir():
-        return {}
-    found = {}
-    for p in out.rglob("*"):
-        if p.is_file() or p.is_symlink():
-            found[p.relative_to(out).as_posix()] = p
+    """Every file and symlink under ``out`` (symlinked folders are not entered), by POSIX relative path, sorted."""
+    found: dict[str, Path] = {}
+
+    def walk(folder: Path, prefix: str) -> None:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            rel = prefix + entry.name
+            if entry.is_symlink() or entry.is_file():
+                found[rel] = folder / entry.name
+            elif entry.is_dir():
+                walk(folder / entry.name, rel + "/")
+
+    if out.is_dir():
+        walk(out, "")
     return dict(sorted(found.items()))
 
 
