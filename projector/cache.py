@@ -4,9 +4,10 @@ validated and rendered again.
 - **Where.** ``.projector_cache/`` in the folder of the first workflow path (``workflows/.projector_cache/`` for the
   default), as ruff keeps ``.ruff_cache/``. The folder carries its own ``.gitignore`` (``*``), and workflow discovery
   skips dot-folders. A cache folder that would sit inside the output folder is not used at all.
-- **Key.** The SHA-256 of: this module's format number, the environment (Python, PyYAML with or without libyaml,
-  Jinja2 and python-slugify versions, and the digest of every source file, template and schema of the ``projector``
-  package, so any change to the code invalidates every entry), the compile options (``repr`` of the whole
+- **Key.** The SHA-256 of: this module's format number, the environment (the interpreter; PyYAML with or without
+  libyaml; where Jinja2, MarkupSafe, python-slugify and text-unidecode are installed and their files' size and
+  mtime; the size and mtime of every source file, template and schema of the ``projector`` package, so any change to
+  the code invalidates every entry, as ``.pyc`` files are checked), the compile options (``repr`` of the whole
   :class:`~projector.output.Options` object, so a new option is in the key as soon as it is a field there), the
   file's display path (it appears in spans and messages) and the file's bytes.
 - **Entries.** One file per (workflow file, options): ``entries/<slot>``, where the slot hashes the display path
@@ -27,7 +28,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -45,24 +45,54 @@ _SOURCE_SUFFIXES = (".py", ".j2", ".json", ".sql")
 Result = tuple[str, Span, str, "Bundle | None", list[Diagnostic]]
 
 
+def _stats(folder: Path, rel: str = "") -> list[tuple[str, int, int]]:
+    """(relative path, size, mtime in ns) of every source file under ``folder``, ``__pycache__`` skipped."""
+    out: list[tuple[str, int, int]] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.is_dir():
+            if entry.name != "__pycache__":
+                out.extend(_stats(Path(entry.path), f"{rel}{entry.name}/"))
+        elif entry.name.endswith(_SOURCE_SUFFIXES):
+            st = entry.stat()
+            out.append((rel + entry.name, st.st_size, st.st_mtime_ns))
+    return out
+
+
+def _library(name: str) -> list[Any]:
+    """Where a library is installed and its entry file's size and mtime, found without importing it (importing
+    Jinja2 costs more than a warm run needs). An upgrade rewrites the file."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return [name, None]
+    origin = spec.origin if spec else None
+    try:
+        st = os.stat(origin) if origin else None
+    except OSError:
+        st = None
+    return [name, origin, st.st_size if st else None, st.st_mtime_ns if st else None]
+
+
 @lru_cache(maxsize=1)
 def environment_digest() -> str:
     """Everything besides the options and the file that decides the output: the interpreter, the libraries that
-    shape bytes, and every source file of this package (so no code change can leave a stale entry behind)."""
-    import jinja2
-    import slugify
+    shape bytes (where they are installed and their files' size and mtime), libyaml, and the size and mtime of every
+    source file, template and schema of this package, as Python's own ``.pyc`` check does: any edit, checkout or
+    upgrade gives new keys, so no code change can leave an entry in use that the new code would not write.
+    (Reading and hashing every source file costs 30-50 ms a run; stat-ing them, about 1 ms.)"""
     import yaml
 
-    h = hashlib.sha256()
-    h.update(json.dumps([FORMAT, sys.implementation.name, list(sys.version_info[:3]), yaml.__version__,
-                         bool(getattr(yaml, "__with_libyaml__", False)), jinja2.__version__,
-                         getattr(slugify, "__version__", "?")]).encode())
-    for path in sorted(p for p in PACKAGE.rglob("*") if p.suffix in _SOURCE_SUFFIXES and p.is_file()
-                       and "__pycache__" not in p.parts):
-        data = path.read_bytes()
-        h.update(b"\0%s\0%d\0" % (path.relative_to(PACKAGE).as_posix().encode(), len(data)))
-        h.update(data)
-    return h.hexdigest()
+    state = [FORMAT, sys.implementation.name, list(sys.version_info), sys.executable, yaml.__version__,
+             bool(getattr(yaml, "__with_libyaml__", False)),
+             [_library(n) for n in ("yaml", "jinja2", "markupsafe", "slugify", "text_unidecode")],
+             str(PACKAGE), sorted(_stats(PACKAGE))]
+    return hashlib.sha256(json.dumps(state).encode("utf-8")).hexdigest()
 
 
 def location(paths: list[str], out: Path) -> Path | None:
@@ -177,12 +207,16 @@ class Cache:
         try:
             payload = encode(result)
             self._prepare()
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.entries)
+            slot = self.slot(display)
+            # Unique to this process and slot (no two writers share it), one write, then the atomic rename.
+            tmp = slot.with_name(f".tmp-{os.getpid()}-{slot.name}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(b"%s\n%s\n" % (key.encode(), hashlib.sha256(payload).hexdigest().encode()))
-                    f.write(payload)
-                os.replace(tmp, self.slot(display))
+                try:
+                    os.write(fd, b"%s\n%s\n%s" % (key.encode(), hashlib.sha256(payload).hexdigest().encode(), payload))
+                finally:
+                    os.close(fd)
+                os.replace(tmp, slot)
             except BaseException:
                 try:
                     os.unlink(tmp)
