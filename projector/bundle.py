@@ -7,14 +7,13 @@ index can only say what the file says.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from . import naming
+from . import jsontext, naming
 from .errors import BuildError, Diagnostic, Span, error
 
 if TYPE_CHECKING:  # render imports Jinja2, which a run answered by the cache never needs
@@ -103,7 +102,7 @@ def bundle(projection: Projection) -> Bundle:
 
 def dumps(value: Any) -> bytes:
     """Stable JSON: fixed separators, keys in construction order, UTF-8, one trailing newline."""
-    return (json.dumps(value, indent=2, ensure_ascii=False, separators=(",", ": ")) + "\n").encode("utf-8")
+    return (jsontext.dumps(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
 
 
 def index(bundles: list[Bundle]) -> bytes:
