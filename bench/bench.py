@@ -11,11 +11,16 @@ c. peak memory (max RSS) of every process measured;
 d. over Streamable HTTP on loopback, against one ``project-skill serve --http`` process: requests per second and
    p50/p99 latency of skills/get plus resources/read, against plain resources/read of the same SKILL.md bytes;
 e. skills/list paged over every skill of the 10,000-skill tree, several full passes, and the server's memory after
-   each pass (does it stay flat?).
+   each pass (does it stay flat?);
+f. FastMCP (the ``projector[fastmcp]`` extra): skills/get + resources/read throughput of ``project-skill serve
+   --framework fastmcp`` against FastMCP's own ``SkillsDirectoryProvider`` (bench/fastmcp_directory_server.py)
+   serving the same tree (the shipped examples), paired round by round.
+
+``--only PART`` runs some parts and merges them into the committed results (the other parts keep their numbers).
 
 It writes bench/results.json (every number) and bench/results.md (tables, targets with PASS/MISS, the machine).
-``--only targets`` measures just what the build and check targets need (a, and b at 1,000 and 10,000) in a few
-minutes; ``--sizes`` picks other workflow counts.
+``--only targets`` measures just what the build and check targets need (a, and b at 1,000 and 10,000, with g) in a
+few minutes; ``--sizes`` picks other workflow counts.
 ``--quick`` shrinks everything for a smoke test (under a minute); its verdicts on size-bound targets are marked
 as not applicable. Only the project's own dependencies are needed.
 """
@@ -27,6 +32,7 @@ import asyncio
 import datetime as _dt
 import hashlib
 import importlib.metadata as metadata
+import importlib.util
 import json
 import os
 import platform
@@ -58,6 +64,7 @@ TARGETS = {
     "build_10000_vs_1000": 11.0,  # 10,000 in <= 11x the time of 1,000
     "skill_vs_plain": 0.9,        # skills/get + read at >= 0.9x the throughput of a plain read
     "list_memory_growth": 0.05,   # RSS after the last skills/list pass within 5 % of the first pass
+    "fastmcp_vs_directory": 1.0,  # our FastMCP path serves skills/get + read at >= 1.0x FastMCP's own provider
 }
 
 
@@ -323,12 +330,13 @@ def proc_memory(pid: int) -> dict[str, float]:
 class Server:
     """``project-skill serve --http 127.0.0.1:PORT`` in a child process, stopped on exit."""
 
-    def __init__(self, skills: Path, workflows: Path, log: Path):
+    def __init__(self, skills: Path, workflows: Path, log: Path, command: Callable[[int], list[str]] | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log = log
-        self.argv = [*project_skill(), "serve", "--http", f"127.0.0.1:{self.port}", "--skills", str(skills),
-                     "--workflows", str(workflows)]
+        self.argv = command(self.port) if command else [
+            *project_skill(), "serve", "--http", f"127.0.0.1:{self.port}", "--skills", str(skills),
+            "--workflows", str(workflows)]
 
     def __enter__(self) -> Server:
         self._err = self.log.open("wb")
@@ -534,6 +542,54 @@ def bench_server(work: Path, tree: Path, n: int, requests: int, rounds: int, wor
             "throughput": http, "list": listing}
 
 
+def bench_fastmcp(work: Path, requests: int, rounds: int, workers: int, seed: int,
+                  tree: Path = ROOT / "generated_skills") -> dict[str, Any]:
+    """f. Our FastMCP path against FastMCP's own SkillsDirectoryProvider, the same tree and workload, paired."""
+    manifest = json.loads((tree / "skills.json").read_text("utf-8"))["skills"]
+
+    def ours(port: int) -> list[str]:
+        return [*project_skill(), "serve", "--framework", "fastmcp", "--http", f"127.0.0.1:{port}", "--skills",
+                str(tree), "--workflows", str(ROOT / "workflows")]
+
+    def theirs(port: int) -> list[str]:
+        return [PY, str(BENCH / "fastmcp_directory_server.py"), str(tree), "--http", str(port)]
+
+    rng = random.Random(f"projector-bench-fastmcp:{seed}")
+    runs: dict[str, list[dict[str, Any]]] = {"projector": [], "directory": []}
+    with Server(tree, ROOT / "workflows", work / "fastmcp-ours.log", ours) as a, \
+            Server(tree, ROOT / "workflows", work / "fastmcp-theirs.log", theirs) as b:
+        servers = {"projector": a, "directory": b}
+        for srv in servers.values():
+            asyncio.run(_connect_all(srv.url, workers))
+        for r in range(rounds):
+            picks = [rng.choice(manifest) for _ in range(requests // 2)]  # each pick: skills/get + resources/read
+            for kind in ("projector", "directory") if r % 2 == 0 else ("directory", "projector"):
+                srv = servers[kind]
+                cpu0 = srv.cpu_seconds()
+                res = asyncio.run(_workload(srv.url, "skill", picks, workers))
+                cpu1 = srv.cpu_seconds()
+                res["server_cpu_ms_per_request"] = (None if cpu0 is None or cpu1 is None
+                                                    else 1000 * (cpu1 - cpu0) / res["requests"])
+                runs[kind].append(res)
+                print(f"  fastmcp {kind}: round {r + 1}/{rounds}: {res['rps']:.0f} req/s", file=sys.stderr,
+                      flush=True)
+    out: dict[str, Any] = {"skills": len(manifest), "tree": tree.relative_to(ROOT).as_posix() if tree.is_relative_to(
+        ROOT) else tree.as_posix(), "workers": workers, "requests_per_run": requests, "rounds": rounds,
+        "machine": {k: v for k, v in machine().items() if k in ("date", "commit", "loadavg_start", "packages")}}
+    for kind, rs in runs.items():
+        out[kind] = {"rps": statistics.median(x["rps"] for x in rs),
+                     "server_cpu_ms_per_request": (statistics.median(x["server_cpu_ms_per_request"] for x in rs)
+                                                   if all(x["server_cpu_ms_per_request"] is not None for x in rs)
+                                                   else None),
+                     "p50_ms": statistics.median(x["p50_ms"] for x in rs),
+                     "p99_ms": statistics.median(x["p99_ms"] for x in rs),
+                     "error_count": sum(x["error_count"] for x in rs),
+                     "errors": [e for x in rs for e in x["errors"]][:10], "runs": rs}
+    out["round_ratios"] = [p["rps"] / d["rps"] for p, d in zip(runs["projector"], runs["directory"])]
+    out["ratio"] = statistics.median(out["round_ratios"])
+    return out
+
+
 # ------------------------------------------------------------------------------------------------------ report
 
 def machine() -> dict[str, Any]:
@@ -571,7 +627,7 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "libyaml": bool(getattr(yaml, "__with_libyaml__", False)),
-        "packages": {d: version(d) for d in ("projector", "PyYAML", "Jinja2", "python-slugify", "mcp")},
+        "packages": {d: version(d) for d in ("projector", "PyYAML", "Jinja2", "python-slugify", "mcp", "fastmcp")},
         "commit": commit.stdout.strip() or "-",
         "loadavg_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
     }
@@ -588,7 +644,7 @@ FLOOR = "floor: import yaml, jinja2, slugify"
 def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
     rows = []
     cold = res.get("cold")
-    if cold:
+    if cold and CHECK_COLD in cold:  # (results of an older bench name their cases otherwise)
         floor = cold[FLOOR]["wall_s"]
         check = cold[CHECK_COLD]["wall_s"]
         best = cold[CHECK_COLD]["wall_min_s"] / cold[FLOOR]["wall_min_s"]
@@ -598,7 +654,7 @@ def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
                      f"{cold['project-skill check (examples, warm cache)']['wall_s'] / floor:.2f}x)",
                      "limit": "1.5x", "ok": check / floor <= TARGETS["check_vs_floor"],
                      "by": f"{check / floor / TARGETS['check_vs_floor']:.2f}x"})
-    scale = res.get("scale", {})
+    scale = {n: r for n, r in res.get("scale", {}).items() if "build over a stale tree" in r}
     if "1000" in scale:
         k = scale["1000"]
         fresh, over, check = k["build"]["wall_s"], k["build over a stale tree"]["wall_s"], k["check"]["wall_s"]
@@ -643,6 +699,14 @@ def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
                      "limit": "<= 5 % growth", "ok": None if g is None else (g <= TARGETS["list_memory_growth"]
                                                                              and complete)})
     mf = res.get("mcp_free")
+    fm = res.get("fastmcp")
+    if fm:
+        rows.append({"target": "FastMCP: our path >= 1.0x FastMCP's own SkillsDirectoryProvider "
+                               "(skills/get + resources/read, req/s)",
+                     "measured": f"{fm['ratio']:.2f}x ({fm['projector']['rps']:.0f} vs {fm['directory']['rps']:.0f} "
+                                 "req/s)", "limit": "1.0x",
+                     "ok": fm["ratio"] >= TARGETS["fastmcp_vs_directory"] and not fm["projector"]["error_count"]
+                     and not fm["directory"]["error_count"]})
     if mf:
         rows.append({"target": "build and check never import mcp", "measured":
                      ", ".join(f"{k}: {'no mcp' if v else 'IMPORTS mcp'}" for k, v in mf.items()),
@@ -701,7 +765,7 @@ def render_md(res: dict[str, Any]) -> str:
                          f"{fmt_ms(r['wall_min_s'])} – {fmt_ms(r['wall_max_s'])} | {fmt_ms(r['cpu_s'])} | "
                          f"{r['maxrss_mb']:.0f} MiB |")
 
-    scale = res.get("scale")
+    scale = {n: r for n, r in res.get("scale", {}).items() if "build over a stale tree" in r}
     sizes = sorted(scale, key=int) if scale else []
     if scale:
         lines += ["", "## b, c. Scaling and memory", "",
@@ -774,10 +838,37 @@ def render_md(res: dict[str, Any]) -> str:
                   f"{'n/a' if g is None else f'{100 * g:+.2f} %'}."]
     elif res.get("server_skipped"):
         lines += ["", "## d, e. Serving", "", f"Not run: {res['server_skipped']}."]
+    fm = res.get("fastmcp")
+    if fm:
+        fmm = fm["machine"]
+        lines += ["", "## f. FastMCP: our path against FastMCP's own provider", "",
+                  f"Two servers on this machine, in one run ({fmm['date']}, commit {fmm['commit']}, "
+                  + ", ".join(f"{k} {v}" for k, v in fmm["packages"].items() if k in ("mcp", "fastmcp"))
+                  + f"): `project-skill serve --framework fastmcp --http` (the demo: `attach()` on a FastMCP server) "
+                  f"and a plain FastMCP server with `SkillsDirectoryProvider` (`bench/fastmcp_directory_server.py`), "
+                  f"both stateless HTTP, serving `{fm['tree']}` ({fm['skills']} skills). {fm['workers']} concurrent "
+                  f"`mcp.Client`s; per round the same {fm['requests_per_run'] // 2:,} random skills, each "
+                  f"`skills/get` then `resources/read` of its SKILL.md (checked by sha256), on each server back to "
+                  f"back, the order alternating; {fm['rounds']} rounds.", "",
+                  "| server | requests/s | p50 | p99 | server CPU per request | errors |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for kind, label in (("projector", "projector on FastMCP"), ("directory", "FastMCP SkillsDirectoryProvider")):
+            k = fm[kind]
+            cpu = k.get("server_cpu_ms_per_request")
+            lines.append(f"| {label} | {k['rps']:.0f} | {k['p50_ms']:.1f} ms | {k['p99_ms']:.1f} ms | "
+                         f"{'-' if cpu is None else f'{cpu:.2f} ms'} | {k['error_count']} |")
+        lines += ["", f"projector / FastMCP's provider: **{fm['ratio']:.2f}x** the requests per second (median of "
+                  f"the per-round ratios {', '.join(f'{r:.2f}' for r in fm['round_ratios'])}). The medians of each "
+                  "column and the paired ratio can point different ways when rounds are noisy (a shared machine); "
+                  "the server CPU per request does not depend on the client's scheduling."]
+        cpu_p, cpu_d = fm["projector"]["server_cpu_ms_per_request"], fm["directory"]["server_cpu_ms_per_request"]
+        if cpu_p and cpu_d:
+            lines += ["", f"Server CPU per request: {cpu_p:.2f} ms (projector) vs {cpu_d:.2f} ms (FastMCP's provider), "
+                      f"so per CPU second projector serves {cpu_d / cpu_p:.2f}x the provider's requests."]
     stages = res.get("stages")
     if stages:
         total = sum(v for k, v in stages["stages"].items() if not k.startswith(("cache: read", "compare")))
-        lines += ["", f"## f. Where the time goes: a fresh build of {stages['workflows']:,} workflows, stage by stage",
+        lines += ["", f"## g. Where the time goes: a fresh build of {stages['workflows']:,} workflows, stage by stage",
                   "", "Each stage timed alone, serially on one core in one process (best of "
                   f"{stages['runs']}); the share is of the stages a fresh build runs (the cache read and the "
                   "compare are a warm run's and `check`'s). A build spreads load, project and bundle over the cores; "
@@ -793,6 +884,24 @@ def render_md(res: dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------------------------------------------ main
 
+PART_KEYS = {"cold": ("cold", "mcp_free"), "scale": ("scale", "stages"), "server": ("server", "server_skipped"),
+             "fastmcp": ("fastmcp", "fastmcp_skipped")}
+
+
+def merge(old: dict[str, Any], new: dict[str, Any], parts: set[str]) -> dict[str, Any]:
+    """The committed results with the parts just run replaced: ``--only`` never loses the other parts' numbers.
+    The machine section stays the committed run's; a merged part records its own date and commit."""
+    if old.get("quick") != new.get("quick"):
+        return new
+    merged = dict(old)
+    for part in parts:
+        for key in PART_KEYS[part]:
+            merged.pop(key, None)
+            if key in new:
+                merged[key] = new[key]
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -800,9 +909,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=2640)
     ap.add_argument("--runs", type=int, help="timed runs per case (default: 7 quick cases, 5 at 1,000, 3 at 10,000)")
     ap.add_argument("--no-server", action="store_true", help="skip d and e")
-    ap.add_argument("--only", action="append", choices=("cold", "scale", "server", "targets"),
-                    help="run only this part (a; b and c; d and e); repeatable. 'targets': a, and b at 1,000 and "
-                         "10,000 workflows: every build and check target, without the server")
+    ap.add_argument("--only", action="append", choices=("cold", "scale", "server", "fastmcp", "targets"),
+                    help="run only this part (a; b, c and g; d and e; f) and merge it into the committed results; "
+                         "repeatable. 'targets': a, and b at 1,000 and 10,000 workflows: every build and check "
+                         "target")
     ap.add_argument("--sizes", help="workflow counts for b and c, comma-separated (default: 10,1000,10000; "
                                     "with --quick: 10,100,300)")
     ap.add_argument("--out", help="folder for results.md and results.json (default: bench/; with --quick, a "
@@ -833,7 +943,7 @@ def main(argv: list[str] | None = None) -> int:
     res: dict[str, Any] = {"quick": args.quick, "seed": args.seed, "machine": machine()}
     started = time.perf_counter()
     try:
-        parts = set(args.only or ("cold", "scale", "server"))
+        parts = set(args.only or ("cold", "scale", "server", "fastmcp"))
         if "cold" in parts:
             print("a. cold start", file=sys.stderr)
             res["cold"] = bench_cold(work, runs_small)
@@ -842,7 +952,7 @@ def main(argv: list[str] | None = None) -> int:
             print("b, c. scaling", file=sys.stderr)
             res["scale"] = bench_scale(work, sizes, runs, args.seed)
             n = 1000 if 1000 in sizes else max(sizes)
-            print(f"f. stages of a fresh build of {n}", file=sys.stderr)
+            print(f"g. stages of a fresh build of {n}", file=sys.stderr)
             res["stages"] = stage_profile(work, n, args.seed, 3)
         if args.no_server or "server" not in parts:
             res["server_skipped"] = "--no-server" if args.no_server else "--only " + " ".join(sorted(parts))
@@ -856,6 +966,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"d, e. server with {n} skills", file=sys.stderr)
                 _, tree = ensure_tree(work, n, args.seed)
                 res["server"] = bench_server(work, tree, n, seed=args.seed, **http)
+        if "fastmcp" in parts:
+            if importlib.util.find_spec("fastmcp") is None:
+                res["fastmcp_skipped"] = "fastmcp is not installed (pip install 'projector[fastmcp]')"
+            else:
+                print("f. FastMCP: our path against SkillsDirectoryProvider", file=sys.stderr)
+                res["fastmcp"] = bench_fastmcp(work, seed=args.seed, requests=http["requests"],
+                                               rounds=http["rounds"], workers=http["workers"])
     finally:
         if args.keep:
             print(f"kept {work}", file=sys.stderr)
@@ -863,10 +980,12 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     res["loadavg_end"] = os.getloadavg() if hasattr(os, "getloadavg") else None
     res["elapsed_s"] = time.perf_counter() - started
-    res["targets"] = TARGETS
-    res["verdicts"] = evaluate(res, args.quick)
     out = Path(args.out) if args.out else (Path(tempfile.gettempdir()) / "projector-bench-quick" if args.quick
                                            else BENCH)
+    if args.only and (out / "results.json").is_file():
+        res = merge(json.loads((out / "results.json").read_text("utf-8")), res, parts)
+    res["targets"] = TARGETS
+    res["verdicts"] = evaluate(res, args.quick)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(res, indent=2, default=str) + "\n", encoding="utf-8")
     (out / "results.md").write_text(render_md(res), encoding="utf-8")

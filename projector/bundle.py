@@ -59,6 +59,7 @@ class Bundle:
     files: dict[str, bytes]
     entry: dict[str, Any]
     diagnostics: tuple[Diagnostic, ...] = ()
+    span: Span = Span()  # where the workflow is: where a problem with the whole bundle is reported
 
     @cached_property
     def index_text(self) -> str:
@@ -95,7 +96,7 @@ def bundle(projection: Projection) -> Bundle:
     if problems:
         raise BuildError(problems)
     b = Bundle(projection.name, projection.path, projection.files, make_entry(projection.path, projection.files),
-               tuple(projection.diagnostics))
+               tuple(projection.diagnostics), projection.workflow.span)
     b.index_text  # noqa: B018 - made here, in the worker that rendered the bundle
     return b
 

@@ -36,7 +36,7 @@ from .bundle import Bundle
 from .errors import Diagnostic, Span
 
 CACHE_DIR = ".projector_cache"
-FORMAT = 1  # bump when the entry layout below changes
+FORMAT = 2  # bump when the entry layout below changes
 PACKAGE = Path(__file__).resolve().parent
 _SOURCE_SUFFIXES = (".py", ".j2", ".json", ".sql")
 
@@ -128,6 +128,13 @@ def _undiag(v: dict[str, Any]) -> Diagnostic:
                       dict(v["extra"]))
 
 
+# Every field of these classes is written and read back below; tests/test_cache.py fails when one is added here
+# and not there.
+ENCODED_FIELDS = {"Bundle": ("name", "path", "files", "entry", "diagnostics", "span"),
+                  "Diagnostic": ("span", "severity", "code", "message", "hint", "acknowledged", "extra"),
+                  "Span": ("file", "line", "col")}
+
+
 def encode(result: Result) -> bytes:
     """A result as bytes: a JSON header (everything but the bundle's file bytes), then those bytes, raw."""
     name, span, source, b, diags = result
@@ -136,7 +143,7 @@ def encode(result: Result) -> bytes:
     blobs: list[bytes] = []
     if b is not None:
         meta["bundle"] = {"name": b.name, "path": b.path, "entry": b.entry, "index_text": b.index_text,
-                          "diagnostics": [_diag(d) for d in b.diagnostics],
+                          "diagnostics": [_diag(d) for d in b.diagnostics], "span": _span(b.span),
                           "files": [[rel, len(data)] for rel, data in b.files.items()]}
         blobs = list(b.files.values())
     head = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -160,7 +167,8 @@ def decode(data: bytes) -> Result:
             at += length
         if at != len(rest):
             raise ValueError("trailing bytes in entry")
-        bundle = Bundle(b["name"], b["path"], files, b["entry"], tuple(_undiag(d) for d in b["diagnostics"]))
+        bundle = Bundle(b["name"], b["path"], files, b["entry"], tuple(_undiag(d) for d in b["diagnostics"]),
+                        Span(*b["span"]))
         if not isinstance(b["index_text"], str):
             raise TypeError("index_text")
         bundle.__dict__["index_text"] = b["index_text"]  # Bundle.index_text, as made when the entry was written

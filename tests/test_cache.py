@@ -49,7 +49,7 @@ def outcome(folder: Path, cache: Path | None, prefix: tuple[str, ...] = (), jobs
     except ProjectorError as exc:
         return {"error": type(exc).__name__, "diagnostics": [d.to_json() for d in exc.diagnostics]}
     return {"files": build.files, "diagnostics": [d.to_json() for d in build.diagnostics],
-            "bundles": [(b.name, b.path, b.entry, b.diagnostics) for b in build.bundles]}
+            "bundles": [(b.name, b.path, b.entry, b.diagnostics, b.span, b.index_text) for b in build.bundles]}
 
 
 def entries(root: Path) -> list[Path]:
@@ -169,6 +169,14 @@ def test_every_output_changing_parameter_is_an_option():
     fields = {f.name for f in dataclasses.fields(Options)}
     assert set(inspect.signature(project).parameters) - {"wf"} <= fields
     assert set(inspect.signature(compile_files).parameters) - {"found", "jobs", "cache"} <= fields
+
+
+def test_every_field_of_a_result_is_cached():
+    """A field added to Bundle, Diagnostic or Span must be written into entries too, or a hit would drop it."""
+    from projector.errors import Diagnostic, Span
+
+    for cls in (Bundle, Diagnostic, Span):
+        assert tuple(f.name for f in dataclasses.fields(cls)) == cache_mod.ENCODED_FIELDS[cls.__name__]
 
 
 def test_the_environment_digest_covers_code_templates_and_schemas(tmp_path, monkeypatch):
@@ -339,7 +347,7 @@ def _hammer(store: str, seed: int, rounds: int, expected: dict, conn) -> None:
 def _comparable(result):
     name, span, source, b, diags = result
     return (name, span, source, diags, None if b is None else (b.name, b.path, b.files, b.entry, b.diagnostics,
-                                                               b.index_text))
+                                                               b.span, b.index_text))
 
 
 def test_two_processes_racing_on_one_cache_do_not_corrupt_it(tmp_path):

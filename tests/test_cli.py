@@ -93,10 +93,11 @@ def test_failed_build_leaves_the_tree_untouched(cli, tree, tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
 
 
-def test_interrupted_swap_restores_the_old_tree(cli, tmp_path, monkeypatch):
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "two-renames"])
+def test_a_failed_swap_keeps_the_old_tree_and_is_an_io_error(cli, tmp_path, monkeypatch, exchange):
     import os
 
-    from projector import output
+    from projector import disk
 
     out = tmp_path / "out"
     shutil.copytree(GENERATED, out)
@@ -106,12 +107,17 @@ def test_interrupted_swap_restores_the_old_tree(cli, tmp_path, monkeypatch):
 
     def failing_rename(src, dst):
         if ".stage-" in str(src):
-            raise OSError("disk on fire")
+            raise OSError(28, "No space left on device", str(src))
         return real_rename(src, dst)
 
-    monkeypatch.setattr(output.os, "rename", failing_rename)
-    with pytest.raises(OSError):
-        cli("build", str(EXAMPLES), "--out", str(out))
+    def failing_exchange(a, b):
+        raise OSError(28, "No space left on device", str(a))
+
+    monkeypatch.setattr(disk.os, "rename", failing_rename)
+    monkeypatch.setattr(disk, "_exchange", failing_exchange if exchange else lambda a, b: False)
+    run = cli("build", str(EXAMPLES), "--out", str(out))
+    assert run.code == 1 and "error[io]: cannot write the output folder: No space left on device" in run.err
+    assert "Traceback" not in run.err
     assert snapshot_tree(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 

@@ -80,7 +80,8 @@ def test_build_and_check_never_import_mcp(tmp_path: Path, command: str) -> None:
     assert code == 0
     assert "projector.output" in modules, "the probe did not run the compiler"
     heavy = sorted(m for m in modules if m.split(".")[0] in {"mcp", "mcp_types", "pydantic", "pydantic_core",
-                                                             "anyio", "starlette", "uvicorn", "httpx", "httpx2"})
+                                                             "anyio", "starlette", "uvicorn", "httpx", "httpx2",
+                                                             "fastmcp"})
     assert heavy == [], f"project-skill {command} imported {heavy[:10]}"
 
 
@@ -132,3 +133,11 @@ def test_the_probe_sees_heavy_imports(tmp_path: Path) -> None:
     assert "mcp" in modules
     assert "mcp" in _third_party(modules)
     assert not _third_party(modules)["mcp"] <= _requirement_closure(CORE_DISTRIBUTIONS)
+
+
+def test_serving_on_mcp_never_imports_fastmcp() -> None:
+    """FastMCP is an optional extra: the MCPServer path (attach, serve's default) must not import it."""
+    probe = ("import sys\nfrom projector.server.demo import demo_server\nserver, _ = demo_server()\n"
+             "print(type(server).__name__, 'fastmcp' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["MCPServer", "False"], proc.stderr

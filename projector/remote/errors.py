@@ -9,7 +9,8 @@
 - pins (:class:`LockError`): ``lock-mismatch``, ``bad-lock``, ``not-pinned``
 - the server (:class:`ServerError`): ``server-error``, ``not-a-skills-server``, ``unknown-skill``, ``ambiguous-skill``
 - tools from a live server: ``unknown-tool`` (raised as :class:`~projector.errors.LoadError`)
-- output: ``bad-output-path``, ``overlapping-skills``
+- output: ``bad-output-path``, ``overlapping-skills``; and from :mod:`projector.disk`, which writes the folder for
+  ``build`` too, ``io`` and ``output-conflict`` (:class:`~projector.errors.DiskError`)
 """
 
 from __future__ import annotations

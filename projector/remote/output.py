@@ -1,16 +1,14 @@
-"""Write verified bundles to a folder, atomically, one skill folder at a time. No ``mcp``.
+"""Write verified bundles to a folder, all or nothing. No ``mcp``.
 
 A skill's folder comes from its URI: ``skill://a/b/name/SKILL.md`` -> ``DIR/a/b/name/``. Every segment is checked
 again here (no empty, ``.`` or ``..`` segment, no separator or NUL after percent-decoding), so no URI can name a path
-outside DIR. All bundles are staged in a temporary folder inside DIR first; only when every file is staged is each
-skill folder swapped into place by rename. A skill folder that already exists is replaced whole.
+outside DIR. The whole set is written as one change: DIR's new tree (every loaded skill, plus everything else DIR
+held) is staged beside it and swapped in atomically (:mod:`projector.disk`), so DIR is at every instant either all
+old or all new. A skill folder that already exists is replaced whole.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -52,9 +50,11 @@ def bundle_files(skill: LoadedSkill) -> dict[tuple[str, ...], bytes]:
 
 
 def write_bundles(out: str | Path, skills: list[LoadedSkill]) -> list[str]:
-    """Write every skill under ``out``. Returns the skill folders written (POSIX, relative to ``out``), sorted.
-    Raises :class:`OutputError` (and writes nothing) when a path is bad or two skill folders nest."""
-    out = Path(out)
+    """Write every skill under ``out``, all or nothing (:func:`projector.disk.replace_tree`). Returns the skill
+    folders written (POSIX, relative to ``out``), sorted. Raises :class:`OutputError` (and writes nothing) when a
+    path is bad or two skill folders nest."""
+    from ..disk import Plan, replace_tree
+
     plan = sorted(((skill_dir(s), bundle_files(s)) for s in skills), key=lambda p: p[0])
     for i, (a, _) in enumerate(plan):
         for b, _ in plan[i + 1:]:
@@ -62,30 +62,17 @@ def write_bundles(out: str | Path, skills: list[LoadedSkill]) -> list[str]:
                 raise OutputError("overlapping-skills", "/".join(b),
                                   f"the skill folder {'/'.join(b)} is inside (or is) {'/'.join(a)}; "
                                   "load them into different folders")
-    for root, _ in plan:
-        for k in range(1, len(root) + 1):
-            p = out.joinpath(*root[:k])
-            if p.exists() and not p.is_dir() or p.is_symlink():
-                raise OutputError("bad-output-path", p.as_posix(), "exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=out))
-    try:
-        for i, (root, files) in enumerate(plan):
-            base = stage / f"new-{i}"
-            for rel in sorted(files):
-                target = base.joinpath(*rel)
-                try:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(files[rel])
-                except OSError as exc:
-                    raise OutputError("bad-output-path", "/".join((*root, *rel)),
-                                      f"cannot stage this file: {exc.strerror or exc}") from None
-        for i, (root, _) in enumerate(plan):
-            dest = out.joinpath(*root)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if dest.exists():
-                os.rename(dest, stage / f"old-{i}")
-            os.rename(stage / f"new-{i}", dest)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
-    return ["/".join(root) for root, _ in plan]
+    files = {"/".join((*root, *rel)): data for root, fs in plan for rel, data in fs.items()}
+    roots = ["/".join(root) for root, _ in plan]
+
+    def check(real: Path) -> Plan:
+        for root, _ in plan:
+            for k in range(1, len(root) + 1):
+                p = real.joinpath(*root[:k])
+                if p.is_symlink() or (p.exists() and not p.is_dir()):
+                    raise OutputError("bad-output-path", (Path(out) / "/".join(root[:k])).as_posix(),
+                                      "exists and is not a folder")
+        return Plan(files, set(roots))
+
+    replace_tree(Path(out), check)
+    return roots

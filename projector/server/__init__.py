@@ -34,6 +34,7 @@ uses), unless the server was already built with it: ``MCPServer("shop", extensio
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,7 @@ from .skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, SkillsE
                      legacy_extensions_middleware)
 from .workflow import WorkflowPrompt
 
-__all__ = ["SKILLS_EXTENSION", "ServeError", "SkillTree", "SkillsExtension", "attach", "build_server",
+__all__ = ["SKILLS_EXTENSION", "ServeError", "SkillTree", "SkillsExtension", "attach", "attach_async", "build_server",
            "bootstrap_name", "check_workflows", "load_workflows"]
 
 Workflows = str | Path | Sequence[Workflow | str | Path] | None
@@ -178,29 +179,119 @@ def _register_extension(server: MCPServer, ext: SkillsExtension) -> None:
     apply(ext)
 
 
-def attach(server: MCPServer, skills: str | Path | SkillTree | SkillsExtension | None = "generated_skills",
-           workflows: Workflows = "workflows", *, page_size: int = DEFAULT_PAGE_SIZE,
-           cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
-           bootstrap_prompts: bool = True) -> SkillsExtension | None:
-    """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``.
+def _check_prompt_names(names: Sequence[str], taken: set[str]) -> None:
+    """Raise :class:`ServeError` when a new prompt's name is taken, on the server or twice among ``names``."""
+    seen: set[str] = set()
+    clashes = []
+    for name in names:
+        if name in taken or name in seen:
+            clashes.append(error(Span("<attach>"), "prompt-collision",
+                                 f"the prompt name '{name}' is taken twice (a workflow, a skill's bootstrap "
+                                 f"prompt, or a prompt already on the server)", "rename the workflow"))
+        seen.add(name)
+    if clashes:
+        raise ServeError(clashes)
 
-    ``skills``: a ``generated_skills`` folder, a loaded :class:`SkillTree`, a :class:`SkillsExtension` (for example
-    the one the server was built with), or None for prompts only. ``workflows``: a folder or file of workflow YAML,
-    a list of :class:`~projector.model.Workflow` (e.g. from the builder), or None. Returns the extension.
 
-    Raises :class:`ServeError` when the tree does not match its manifest, when a step does not fit the server's
-    tools, or when a prompt name is already taken. Nothing is added to the server when it raises.
+def unknown_prompt_middleware(server: MCPServer) -> Any:
+    """Answer ``prompts/get`` for a name the server does not list with -32602 (Invalid params).
+
+    mcp 2.3 turns its own "Unknown prompt" ValueError into error code 0 in memory and -32603 over HTTP; the name is
+    a parameter the client got wrong, so the answer is -32602, as for an unknown skill. Anything else goes through.
     """
+
+    async def middleware(ctx: Any, call_next: Any) -> Any:
+        params = ctx.params if ctx.method == "prompts/get" and ctx.request_id is not None else None
+        name = params.get("name") if isinstance(params, dict) else None
+        if isinstance(name, str) and name not in {p.name for p in await server.list_prompts()}:
+            from mcp.shared.exceptions import MCPError
+            from mcp_types import INVALID_PARAMS
+
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}", data={"name": name})
+        return await call_next(ctx)
+
+    middleware.projector_unknown_prompt = True  # type: ignore[attr-defined]
+    return middleware
+
+
+def _framework(server: Any) -> str:
+    """``"mcp"`` for mcp's MCPServer, ``"fastmcp"`` for a fastmcp.FastMCP; a TypeError for anything else."""
+    if isinstance(server, MCPServer):
+        return "mcp"
+    fastmcp = sys.modules.get("fastmcp")  # a FastMCP instance exists only once fastmcp is imported
+    if fastmcp is not None and isinstance(server, getattr(fastmcp, "FastMCP", ())):
+        return "fastmcp"
+    kind = type(server)
+    raise TypeError(f"attach() takes an mcp MCPServer (mcp.server.mcpserver.MCPServer) or a FastMCP server "
+                    f"(fastmcp.FastMCP, with the projector[fastmcp] extra), not {kind.__module__}.{kind.__qualname__}")
+
+
+def _prepare(skills: Any, workflows: Workflows, page_size: int, cache: CacheHint,
+             workflow_prompts: bool) -> tuple[SkillsExtension | None, list[Workflow]]:
     ext: SkillsExtension | None
     if skills is None or isinstance(skills, SkillsExtension):
         ext = skills
     else:
         ext = SkillsExtension(skills, page_size=page_size, cache=cache)
-    wfs = load_workflows(workflows) if workflow_prompts else []
+    return ext, (load_workflows(workflows) if workflow_prompts else [])
 
-    tools = {t.name: t.input_schema for t in _now(server.list_tools())}
-    templates = [t.uri_template for t in _now(server.list_resource_templates())]
-    resources = [str(r.uri) for r in _now(server.list_resources())]
+
+def attach(server: Any, skills: str | Path | SkillTree | SkillsExtension | None = "generated_skills",
+           workflows: Workflows = "workflows", *, page_size: int = DEFAULT_PAGE_SIZE,
+           cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
+           bootstrap_prompts: bool = True) -> Any:
+    """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``: an ``mcp``
+    ``MCPServer`` or a ``fastmcp.FastMCP`` (any other object is a ``TypeError``).
+
+    ``skills``: a ``generated_skills`` folder, a loaded :class:`SkillTree`, a :class:`SkillsExtension` (for example
+    the one the server was built with), or None for prompts only. ``workflows``: a folder or file of workflow YAML,
+    a list of :class:`~projector.model.Workflow` (e.g. from the builder), or None. Returns the extension.
+
+    On FastMCP, ``skills/list`` is paged by the server's own ``FastMCP(list_page_size=...)``; ``page_size`` pages
+    ``resources/directory/read`` there.
+
+    It is synchronous, so it runs at import time; it also works inside a running event loop (or use
+    :func:`attach_async` there). Raises :class:`ServeError` when the tree does not match its manifest, when a step
+    does not fit the server's tools, or when a prompt name is already taken. Nothing is added to the server when it
+    raises.
+    """
+    if _framework(server) == "fastmcp":
+        from .fastmcp_adapter import run_sync
+
+        return run_sync(lambda: attach_async(server, skills, workflows, page_size=page_size, cache=cache,
+                                             workflow_prompts=workflow_prompts,
+                                             bootstrap_prompts=bootstrap_prompts))
+    ext, wfs = _prepare(skills, workflows, page_size, cache, workflow_prompts)
+    listing = (_now(server.list_tools()), _now(server.list_resource_templates()), _now(server.list_resources()),
+               _now(server.list_prompts()))
+    return _attach_mcp(server, ext, wfs, listing, bootstrap_prompts)
+
+
+async def attach_async(server: Any, skills: str | Path | SkillTree | SkillsExtension | None = "generated_skills",
+                       workflows: Workflows = "workflows", *, page_size: int = DEFAULT_PAGE_SIZE,
+                       cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
+                       bootstrap_prompts: bool = True) -> Any:
+    """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
+    framework = _framework(server)
+    ext, wfs = _prepare(skills, workflows, page_size, cache, workflow_prompts)
+    if framework == "fastmcp":
+        from .fastmcp_adapter import attach_fastmcp
+
+        return await attach_fastmcp(server, ext.tree if ext is not None else None, wfs,
+                                    page_size=ext.page_size if ext is not None else page_size,
+                                    cache=ext.cache if ext is not None else cache,
+                                    bootstrap_prompts=bootstrap_prompts)
+    listing = (await server.list_tools(), await server.list_resource_templates(), await server.list_resources(),
+               await server.list_prompts())
+    return _attach_mcp(server, ext, wfs, listing, bootstrap_prompts)
+
+
+def _attach_mcp(server: MCPServer, ext: SkillsExtension | None, wfs: list[Workflow],
+                listing: tuple[Any, Any, Any, Any], bootstrap_prompts: bool) -> SkillsExtension | None:
+    listed_tools, listed_templates, listed_resources, listed_prompts = listing
+    tools = {t.name: t.input_schema for t in listed_tools}
+    templates = [t.uri_template for t in listed_templates]
+    resources = [str(r.uri) for r in listed_resources]
     problems = check_workflows(wfs, tools, resources, templates)
     if problems:
         raise ServeError(problems)
@@ -208,17 +299,7 @@ def attach(server: MCPServer, skills: str | Path | SkillTree | SkillsExtension |
     prompts: list[Any] = [WorkflowPrompt.for_workflow(wf) for wf in wfs]
     if ext is not None and bootstrap_prompts:
         prompts += [BootstrapPrompt.for_skill(s) for s in ext.tree.skills]
-    taken = {p.name for p in _now(server.list_prompts())}
-    seen: set[str] = set()
-    clashes = []
-    for p in prompts:
-        if p.name in taken or p.name in seen:
-            clashes.append(error(Span("<attach>"), "prompt-collision",
-                                 f"the prompt name '{p.name}' is taken twice (a workflow, a skill's bootstrap "
-                                 f"prompt, or a prompt already on the server)", "rename the workflow"))
-        seen.add(p.name)
-    if clashes:
-        raise ServeError(clashes)
+    _check_prompt_names([p.name for p in prompts], {p.name for p in listed_prompts})
 
     if ext is not None:
         _register_extension(server, ext)
@@ -229,6 +310,8 @@ def attach(server: MCPServer, skills: str | Path | SkillTree | SkillsExtension |
                                             "read here, not in resources/list.")(fn)
         if not any(getattr(m, "projector_legacy_extension", None) == SKILLS_EXTENSION for m in server.middleware):
             server.middleware.append(legacy_extensions_middleware(SKILLS_EXTENSION, ext.settings()))
+    if not any(getattr(m, "projector_unknown_prompt", False) for m in server.middleware):
+        server.middleware.append(unknown_prompt_middleware(server))
     for p in prompts:
         server.add_prompt(p)
     return ext

@@ -1,4 +1,5 @@
-"""``project-skill serve [--stdio | --http [HOST:]PORT]``: serve the shipped examples with the demo tools.
+"""``project-skill serve [--stdio | --http [HOST:]PORT] [--framework mcp|fastmcp]``: serve the shipped examples with
+the demo tools, on mcp's MCPServer (the default) or on FastMCP.
 
 stdio is the default. ``--http`` serves Streamable HTTP at ``http://HOST:PORT/mcp``, stateless (any request may reach
 any process, so it scales out behind a load balancer); HOST defaults to 127.0.0.1. Where it listens goes to stderr.
@@ -7,6 +8,7 @@ any process, so it scales out behind a load balancer); HOST defaults to 127.0.0.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import ipaddress
 import sys
 
@@ -51,6 +53,9 @@ def parser(name: str) -> argparse.ArgumentParser:
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
     mode.add_argument("--http", metavar="[HOST:]PORT", type=parse_address,
                       help=f"serve Streamable HTTP at http://HOST:PORT/mcp (HOST defaults to {DEFAULT_HOST})")
+    ap.add_argument("--framework", choices=("mcp", "fastmcp"), default="mcp",
+                    help="the server framework: mcp's MCPServer (the default) or FastMCP (needs the "
+                         "projector[fastmcp] extra)")
     ap.add_argument("--skills", default="generated_skills", metavar="DIR",
                     help="the skills tree, with its skills.json (default: generated_skills)")
     ap.add_argument("--workflows", default="workflows", metavar="DIR",
@@ -73,9 +78,13 @@ def main(name: str = "serve", argv: list[str] | None = None) -> int:
 
     from .demo import demo_server
 
+    if args.framework == "fastmcp" and importlib.util.find_spec("fastmcp") is None:
+        print(f"project-skill {name}: --framework fastmcp needs FastMCP: pip install 'projector[fastmcp]'",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
         server, _ = demo_server(args.skills, args.workflows, page_size=args.page_size,
-                                cache=CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope))
+                                cache=CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope), framework=args.framework)
     except UsageError:
         raise
     except ProjectorError as exc:
@@ -85,17 +94,24 @@ def main(name: str = "serve", argv: list[str] | None = None) -> int:
         return EXIT_FINDINGS
     try:
         if args.http is None:
-            print(f"project-skill {name}: serving MCP on stdio", file=sys.stderr, flush=True)
-            import anyio
+            print(f"project-skill {name}: serving MCP on stdio ({args.framework})", file=sys.stderr, flush=True)
+            if args.framework == "fastmcp":
+                server.run("stdio", show_banner=False)
+            else:
+                import anyio
 
-            from .stdio import serve_stdio
+                from .stdio import serve_stdio
 
-            anyio.run(serve_stdio, server, args.max_line_bytes)
+                anyio.run(serve_stdio, server, args.max_line_bytes)
         else:
             host, port = args.http
             shown = f"[{host}]" if _is_v6(host) else host
-            print(f"project-skill {name}: serving MCP at http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
-            server.run("streamable-http", host=host, port=port, stateless_http=True)
+            print(f"project-skill {name}: serving MCP at http://{shown}:{port}/mcp ({args.framework})",
+                  file=sys.stderr, flush=True)
+            if args.framework == "fastmcp":
+                server.run("http", host=host, port=port, path="/mcp", stateless_http=True, show_banner=False)
+            else:
+                server.run("streamable-http", host=host, port=port, stateless_http=True)
     except KeyboardInterrupt:  # pragma: no cover
         return EXIT_OK
     return EXIT_OK

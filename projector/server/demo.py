@@ -20,6 +20,8 @@ For other tests and tools: ``server, store = demo_server()`` gives a ready MCPSe
 from __future__ import annotations
 
 import copy
+import json
+import math
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import date
@@ -142,6 +144,9 @@ class RefundStore:
 # ------------------------------------------------------------------------------------------------------ the database
 
 MAX_ROWS = 200
+MAX_BYTES = 256 * 1024  # of the rows, as JSON: the most one answer carries
+MAX_VALUE_BYTES = 64 * 1024  # SQLite refuses to make a longer string or blob, so no query builds a huge one
+MAX_COLUMNS = 100  # with MAX_VALUE_BYTES, bounds what one row can hold in memory before it is measured
 MAX_STEPS = 2_000_000  # SQLite VM instructions per query, so a runaway query cannot hang the server
 
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
@@ -156,6 +161,8 @@ class DemoDatabase:
         self.conn = sqlite3.connect(":memory:", check_same_thread=False)
         self.conn.executescript(sql)
         self.conn.execute("PRAGMA query_only = ON")
+        self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        self.conn.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
         self.schema = ";\n\n".join(row[0] for row in self.conn.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'table' ORDER BY name")) + ";\n"
         self.conn.set_authorizer(self._authorize)
@@ -165,6 +172,8 @@ class DemoDatabase:
         return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
 
     def query(self, sql: str) -> dict[str, Any]:
+        """The rows of one SELECT: at most :data:`MAX_ROWS` rows and :data:`MAX_BYTES` bytes of them (as JSON).
+        When it stops early, ``truncated`` is true and ``note`` says which limit stopped it."""
         steps = 0
 
         def budget() -> int:
@@ -175,28 +184,61 @@ class DemoDatabase:
         self.conn.set_progress_handler(budget, 1000)
         try:
             cur = self.conn.execute(sql)
-            rows = cur.fetchmany(MAX_ROWS + 1)
+            columns = [d[0] for d in cur.description or ()]
+            rows, note = _take_rows(cur)
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
             if "not authorized" in msg:
                 msg = "only a single read-only SELECT statement is allowed (not authorized)"
             elif "interrupted" in msg:
                 msg = "the query ran too long and was stopped"
+            elif "too big" in msg:
+                msg = f"a value would be longer than {MAX_VALUE_BYTES} bytes (string or blob too big)"
+            elif "too many columns" in msg:
+                msg = f"more than {MAX_COLUMNS} columns (too many columns)"
             raise DemoError(f"query failed: {msg}") from None
         except (sqlite3.Warning, ValueError) as exc:  # e.g. more than one statement
             raise DemoError(f"query failed: {exc}") from None
         finally:
             self.conn.set_progress_handler(None, 0)
-        columns = [d[0] for d in cur.description or ()]
-        return {"columns": columns, "rows": [list(r) for r in rows[:MAX_ROWS]], "row_count": min(len(rows), MAX_ROWS),
-                "truncated": len(rows) > MAX_ROWS}
+        out: dict[str, Any] = {"columns": columns, "rows": rows, "row_count": len(rows), "truncated": note is not None}
+        if note is not None:
+            out["note"] = note
+        return out
+
+
+def _cell(value: Any) -> Any:
+    """A SQLite value as JSON: a blob as its SQL hex literal, a non-finite float as text."""
+    if isinstance(value, bytes):
+        return f"X'{value.hex().upper()}'"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def _take_rows(cur: sqlite3.Cursor) -> tuple[list[list[Any]], str | None]:
+    """Rows from ``cur`` one at a time, until :data:`MAX_ROWS` rows or :data:`MAX_BYTES` bytes; and why it
+    stopped early (None when every row fit)."""
+    rows: list[list[Any]] = []
+    size = 2  # the brackets of the list
+    for raw in iter(cur.fetchone, None):
+        if len(rows) == MAX_ROWS:
+            return rows, f"truncated: more than {MAX_ROWS} rows; only the first {MAX_ROWS} are shown"
+        row = [_cell(v) for v in raw]
+        size += len(json.dumps(row, ensure_ascii=False).encode("utf-8")) + 1
+        if size > MAX_BYTES:
+            return rows, (f"truncated: the rows would take more than {MAX_BYTES} bytes; only the first "
+                          f"{len(rows)} are shown")
+        rows.append(row)
+    return rows, None
 
 
 # ---------------------------------------------------------------------------------------------------- the server
 
-def add_demo_tools(server: MCPServer, store: RefundStore | None = None,
+def add_demo_tools(server: Any, store: RefundStore | None = None,
                    db: DemoDatabase | None = None) -> tuple[RefundStore, DemoDatabase]:
-    """Register the demo tools and resources on ``server``; returns the store and database they use."""
+    """Register the demo tools and resources on ``server`` (an MCPServer or a FastMCP); returns the store and
+    database they use."""
     store = store or RefundStore()
     db = db or DemoDatabase()
 
@@ -219,19 +261,21 @@ def add_demo_tools(server: MCPServer, store: RefundStore | None = None,
         return db.query(sql)
 
     read_only = ToolAnnotations(read_only_hint=True)
-    server.add_tool(get_order, name="get_order", description="Look up an order by id.", annotations=read_only)
-    server.add_tool(check_eligibility, name="check_eligibility",
-                    description="Decide whether an order can be refunded under the policy.", annotations=read_only)
-    server.add_tool(issue_refund, name="issue_refund", description="Refund an order to the original payment method.",
-                    annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
-    server.add_tool(list_refunds, name="list_refunds", description="List the refunds issued so far, oldest first.",
-                    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
-    server.add_tool(greet, name="greet", description="Return a friendly greeting for a name.",
-                    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
-    server.add_tool(query, name="query",
-                    description="Run one read-only SQL SELECT statement against the embedded SQLite demo database "
-                                "and return the rows.",
-                    annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
+    # MCPServer.add_tool(fn, name=...) and FastMCP.tool(fn, name=...) take the same keywords
+    add = server.add_tool if isinstance(server, MCPServer) else server.tool
+    add(get_order, name="get_order", description="Look up an order by id.", annotations=read_only)
+    add(check_eligibility, name="check_eligibility",
+        description="Decide whether an order can be refunded under the policy.", annotations=read_only)
+    add(issue_refund, name="issue_refund", description="Refund an order to the original payment method.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
+    add(list_refunds, name="list_refunds", description="List the refunds issued so far, oldest first.",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    add(greet, name="greet", description="Return a friendly greeting for a name.",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    add(query, name="query",
+        description="Run one read-only SQL SELECT statement against the embedded SQLite demo database "
+                    "and return the rows.",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
 
     def schema() -> str:
         return db.schema
@@ -249,13 +293,29 @@ def add_demo_tools(server: MCPServer, store: RefundStore | None = None,
     return store, db
 
 
+FRAMEWORKS = ("mcp", "fastmcp")
+INSTRUCTIONS = ("Demo server for projector: the shipped example skills (SEP-2640), their workflows as prompts, and "
+                "real demo tools.")
+
+
 def demo_server(skills: str | Path | None = "generated_skills", workflows: str | Path | None = "workflows", *,
                 page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
-                name: str = "projector-demo") -> tuple[MCPServer, RefundStore]:
-    """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`."""
-    server: MCPServer = MCPServer(name, version=__version__,
-                                  instructions="Demo server for projector: the shipped example skills (SEP-2640), "
-                                               "their workflows as prompts, and real demo tools.")
+                name: str = "projector-demo", framework: str = "mcp") -> tuple[Any, RefundStore]:
+    """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`.
+
+    ``framework="fastmcp"`` builds the same demo on a ``fastmcp.FastMCP`` (the ``projector[fastmcp]`` extra), with
+    ``page_size`` as the server's ``list_page_size``.
+    """
+    if framework == "fastmcp":
+        from fastmcp import FastMCP
+
+        fserver: Any = FastMCP(name, instructions=INSTRUCTIONS, version=__version__, list_page_size=page_size)
+        store, _ = add_demo_tools(fserver)
+        attach(fserver, skills, workflows, page_size=page_size, cache=cache)
+        return fserver, store
+    if framework != "mcp":
+        raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
+    server: MCPServer = MCPServer(name, version=__version__, instructions=INSTRUCTIONS)
     store, _ = add_demo_tools(server)
     attach(server, skills, workflows, page_size=page_size, cache=cache)
     return server, store

@@ -3,19 +3,21 @@
 mcp 2.3's stdio transport drops a line that is not a JSON-RPC message without a word, and reads a line of any
 length into memory. This transport sits in front of it: each line is read with a bound (``max_line_bytes``); a longer
 line is discarded as it streams in and answered with ``-32600``, a line that is not JSON with ``-32700`` (Parse
-error), and JSON that is not a JSON-RPC message with ``-32600``, each as a JSON-RPC error response with the request's
-id when one can be read, else ``null``. The server keeps serving. Valid lines go to the SDK untouched.
+error), JSON nested deeper than the parser's fixed limit with ``-32600`` (no recursion, whatever the depth), JSON
+that is not a JSON-RPC message with ``-32600``, and a request whose id is not a string or integer (which the SDK
+would take for a notification and never answer) with ``-32600``; each as a JSON-RPC error response with the
+request's id when one can be read, else ``null``. The server keeps serving. Valid lines go to the SDK untouched.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, BinaryIO
 
 import anyio
 import anyio.to_thread
 import mcp_types as types
+import pydantic_core
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
@@ -23,6 +25,53 @@ from pydantic import ValidationError
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 _DRAIN = 64 * 1024
+
+Answer = tuple["int | str | None", int, str]
+PARSE = "Parse error: the line is not valid JSON"
+NOT_JSONRPC = "Invalid Request: not a JSON-RPC 2.0 message"
+TOO_DEEP = "Invalid Request: the JSON nests too deeply"
+BAD_ID = "Invalid Request: the id must be a string or an integer"
+
+
+_NOT_JSON, _TOO_DEEP = object(), object()
+
+
+def _parse(text: str) -> Any:
+    """The JSON value of ``text``, or ``_NOT_JSON``, or ``_TOO_DEEP``. pydantic's parser (jiter) stops at a fixed
+    depth with a ValueError, where the standard library's recurses until RecursionError."""
+    try:
+        return pydantic_core.from_json(text)
+    except ValueError as exc:
+        return _TOO_DEEP if "recursion limit" in str(exc) else _NOT_JSON
+
+
+def _request_id(value: Any) -> int | str | None:
+    rid = value.get("id") if isinstance(value, dict) else None
+    return rid if isinstance(rid, (int, str)) and not isinstance(rid, bool) else None
+
+
+def classify(line: bytes) -> str | Answer | None:
+    """One stdio line: the text to hand to the SDK, or the error to answer instead, or None (a blank line).
+
+    Never raises: whatever the line holds, the answer is a value."""
+    text = line.decode("utf-8", errors="replace")
+    if not text.strip():
+        return None
+    try:
+        message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
+    except (ValidationError, ValueError, RecursionError):
+        value = _parse(text)
+        if value is _TOO_DEEP:
+            return None, types.INVALID_REQUEST, TOO_DEEP
+        if value is _NOT_JSON:
+            return None, types.PARSE_ERROR, PARSE
+        return _request_id(value), types.INVALID_REQUEST, NOT_JSONRPC
+    if isinstance(message, types.JSONRPCNotification):
+        value = _parse(text)
+        if isinstance(value, dict) and "id" in value:
+            # mcp 2.3 takes {"id": {}} (or [], true, 1.5, null) for a notification and answers nothing.
+            return None, types.INVALID_REQUEST, BAD_ID
+    return text
 
 
 class _Lines:
@@ -57,23 +106,11 @@ class _Lines:
                 await self._answer(None, types.INVALID_REQUEST,
                                    f"Invalid Request: the line is longer than {self.limit} bytes")
                 continue
-            text = line.decode("utf-8", errors="replace")
-            if not text.strip():
-                continue
-            try:
-                types.jsonrpc_message_adapter.validate_json(text, by_name=False)
-                return text
-            except ValidationError:
-                pass
-            try:
-                value = json.loads(text)
-            except ValueError:
-                await self._answer(None, types.PARSE_ERROR, "Parse error: the line is not valid JSON")
-                continue
-            rid = value.get("id") if isinstance(value, dict) else None
-            if isinstance(rid, bool) or not isinstance(rid, (int, str)):
-                rid = None
-            await self._answer(rid, types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+            verdict = classify(line)
+            if isinstance(verdict, str):
+                return verdict
+            if verdict is not None:
+                await self._answer(*verdict)
 
     async def _answer(self, rid: int | str | None, code: int, message: str) -> None:
         await self.ready.wait()

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -163,6 +165,56 @@ def _uri_value(value: Any) -> str:
     return quote(text, safe="")
 
 
+# ------------------------------------------------------------------------------------------------------------- host
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What the runner needs to know about a server's tool."""
+
+    input_schema: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+
+
+class WorkflowHost(ABC):
+    """What the runner needs from the server it runs on; one adapter per framework (``mcp``'s MCPServer here,
+    FastMCP in :mod:`projector.server.fastmcp_adapter`).
+
+    A read returns items with ``mime_type`` and ``content`` (``str`` or ``bytes``). ``call_tool`` raises on any
+    failure other than a result with ``is_error``, which the runner reports itself.
+    """
+
+    @abstractmethod
+    async def tools(self) -> dict[str, ToolSpec]: ...
+
+    @abstractmethod
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
+
+    @abstractmethod
+    async def read_resource(self, uri: str) -> Sequence[Any]: ...
+
+    @abstractmethod
+    async def report_progress(self, progress: float, total: float, message: str) -> None: ...
+
+
+class MCPServerHost(WorkflowHost):
+    """The runner on ``mcp``'s MCPServer, through the request's :class:`~mcp.server.mcpserver.Context`."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    async def tools(self) -> dict[str, ToolSpec]:
+        return {t.name: ToolSpec(t.input_schema, t.output_schema) for t in await self.ctx.mcp_server.list_tools()}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        return await self.ctx.mcp_server.call_tool(name, arguments, self.ctx)
+
+    async def read_resource(self, uri: str) -> Sequence[Any]:
+        return list(await self.ctx.read_resource(uri))
+
+    async def report_progress(self, progress: float, total: float, message: str) -> None:
+        await self.ctx.report_progress(progress, total, message)
+
+
 # ----------------------------------------------------------------------------------------------------------- prompt
 
 def _describe(step: Step) -> str:
@@ -197,8 +249,10 @@ def _unused() -> str:  # pragma: no cover - WorkflowPrompt.render never calls fn
     raise AssertionError("unreachable")
 
 
-async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context) -> list[Message]:
-    """Run ``wf`` on ``ctx``'s server and return the transcript messages."""
+async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context | WorkflowHost) -> list[Message]:
+    """Run ``wf`` on ``ctx``'s server (an MCPServer request context, or any :class:`WorkflowHost`) and return the
+    transcript messages."""
+    host = ctx if isinstance(ctx, WorkflowHost) else MCPServerHost(ctx)
     declared = {a.name: a for a in wf.arguments}
     unknown = sorted(set(arguments) - set(declared))
     if unknown:
@@ -222,7 +276,7 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context) ->
     plan += [f"{n}. `{s.name}`: {_describe(s)}" for n, s in enumerate(wf.steps, 1)]
     messages.append(AssistantMessage("\n".join(plan)))
 
-    tools = {t.name: t for t in await ctx.mcp_server.list_tools()}
+    tools = await host.tools()
     for n, step in enumerate(wf.steps, 1):
         head = f"Step {n} of {total}: `{step.name}`."
         if step.guidance:
@@ -243,7 +297,7 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context) ->
             messages.append(AssistantMessage(f"{head}\nCalling the tool `{step.tool}` with:\n{_fence(params)}"))
             failure: str | None = None
             try:
-                result = await ctx.mcp_server.call_tool(step.tool, params, ctx)
+                result = await host.call_tool(step.tool, params)
             except Exception as exc:  # ToolError, MCPError, anything the tool raised
                 failure = str(exc) or type(exc).__name__
             else:
@@ -271,7 +325,7 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context) ->
             messages.append(AssistantMessage(f"{head}\nReading " + ", ".join(f"`{u}`" for u in uris) + "."))
             for uri in uris:
                 try:
-                    contents = list(await ctx.read_resource(uri))
+                    contents = await host.read_resource(uri)
                 except Exception as exc:
                     messages.append(_failed(wf, n, step, f"reading `{uri}` failed: {exc}"))
                     return messages
@@ -279,7 +333,7 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context) ->
                     mime = c.mime_type or "text/plain"
                     body = c.content if isinstance(c.content, str) else f"<{len(c.content)} bytes of {mime}>"
                     messages.append(UserMessage(f"Resource `{uri}` ({mime}):\n\n{body}"))
-        await ctx.report_progress(n, total, f"step {n} of {total}: {step.name}")
+        await host.report_progress(n, total, f"step {n} of {total}: {step.name}")
     messages.append(AssistantMessage(f"Done: all {total} step{'s' * (total != 1)} of `{wf.name}` ran on the server."))
     return messages
 

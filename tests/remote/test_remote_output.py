@@ -66,3 +66,40 @@ def test_a_file_where_a_folder_should_be_is_refused(tmp_path):
         write_bundles(tmp_path, [skill("skill://acme/x/SKILL.md", {"SKILL.md": b"x"})])
     assert (tmp_path / "acme").read_bytes() == b"not a folder"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(STAGE_PREFIX)]
+
+
+def test_out_naming_a_file_is_a_usage_error_and_a_symlink_is_followed(tmp_path):
+    from projector.errors import UsageError
+
+    (tmp_path / "file").write_bytes(b"precious")
+    with pytest.raises(UsageError) as info:
+        write_bundles(tmp_path / "file", [skill("skill://hello/SKILL.md", {"SKILL.md": b"h"})])
+    assert info.value.exit_code == 2 and (tmp_path / "file").read_bytes() == b"precious"
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "mine.txt").write_bytes(b"mine")
+    (tmp_path / "link").symlink_to("real")
+    write_bundles(tmp_path / "link", [skill("skill://hello/SKILL.md", {"SKILL.md": b"h"})])
+    assert (tmp_path / "link").is_symlink()
+    assert tree(tmp_path / "real") == {"hello/SKILL.md": b"h", "mine.txt": b"mine"}
+
+
+def test_a_failure_while_staging_writes_nothing_at_all(tmp_path, monkeypatch):
+    """All or nothing for the whole set: main swapped skill folders in one by one, and a kill between two left a mix."""
+    from projector import disk
+    from projector.errors import DiskError
+
+    out = tmp_path / "out"
+    write_bundles(out, [skill(f"skill://s{i}/SKILL.md", {"SKILL.md": b"old"}) for i in range(5)])
+    before = tree(out)
+    real_write = disk._write
+
+    def full_disk(path, data):
+        if "s3" in str(path):
+            raise OSError(28, "No space left on device", str(path))
+        real_write(path, data)
+
+    monkeypatch.setattr(disk, "_write", full_disk)
+    with pytest.raises(DiskError) as info:
+        write_bundles(out, [skill(f"skill://s{i}/SKILL.md", {"SKILL.md": b"new"}) for i in range(5)])
+    assert info.value.diagnostics[0].code == "io"
+    assert tree(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["out"]

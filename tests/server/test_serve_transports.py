@@ -15,9 +15,13 @@ from typing import Any
 import httpx2
 import mcp_types as types
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import TypeAdapter
+
+from projector.server.stdio import classify
 
 from .test_serve_skills import MANIFEST, ROOT, SKILLS, WORKFLOWS, committed, serve_args, start_http, stop
 
@@ -97,6 +101,42 @@ def test_stdio_answers_malformed_and_oversized_lines_and_keeps_serving():
         assert unknown["error"]["code"] == -32602
     finally:
         assert s.close() == 0
+
+
+DEEP_LINES = [
+    b"[" * 1000 + b"]" * 1000 + b"\n",  # the 2 KB line that killed serve --stdio with a RecursionError
+    b'{"a":' * 3000 + b"1" + b"}" * 3000 + b"\n",
+    b"[" * 200_000 + b"\n",  # unclosed, and far deeper than any recursion limit
+    b'{"jsonrpc": "2.0", "id": 7, "method": "skills/list", "params": {"x": ' + b"[" * 5000 + b"]" * 5000 + b"}}\n",
+]
+
+
+def test_stdio_answers_any_depth_and_bad_ids_and_keeps_serving():
+    s = RawStdio()
+    try:
+        for line in DEEP_LINES:
+            s.send(line)
+            got = s.recv()
+            assert got["id"] is None and got["error"]["code"] in (-32700, -32600), got
+        # ids the SDK would take for a notification and never answer
+        for rid in (b"{}", b"[]", b"true", b"1.5", b"null"):
+            s.send(b'{"jsonrpc": "2.0", "id": ' + rid + b', "method": "skills/list"}\n')
+            assert s.recv() == {"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32600, "message": "Invalid Request: the id must be a string or an integer"}}
+        assert s.request(8, "skills/list")["result"]["skills"] == MANIFEST
+    finally:
+        assert s.close() == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300) | st.recursive(st.none() | st.integers() | st.text(max_size=5),
+                                               lambda c: st.lists(c, max_size=3) | st.dictionaries(
+                                                   st.text(max_size=3), c, max_size=3)).map(
+    lambda v: json.dumps(v).encode()), st.integers(0, 3000))
+def test_classify_answers_every_line_without_raising(line, depth):
+    for candidate in (line, b"[" * depth + line + b"]" * depth, b"{" * depth + line):
+        verdict = classify(candidate)
+        assert verdict is None or isinstance(verdict, str) or verdict[1] in (-32700, -32600)
 
 
 # -------------------------------------------------------------------------------------------------- HTTP
@@ -229,6 +269,24 @@ def http_url_progress():
     proc, url = start_http()
     yield url
     stop(proc)
+
+
+def test_http_answers_any_depth_and_keeps_serving(http_url_progress):
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "MCP-Protocol-Version": "2026-07-28"}
+    for body in DEEP_LINES:
+        r = httpx2.post(http_url_progress, content=body, headers=headers, timeout=30)
+        assert r.status_code < 500, (r.status_code, r.text[:200])
+        assert r.json()["error"]["code"] in (-32700, -32600), r.text[:200]
+    for rid in ("{}", "[]", "true", "1.5", "null"):  # the SDK's HTTP front answers these itself
+        body = '{"jsonrpc": "2.0", "id": %s, "method": "skills/list", "params": {"_meta": %s}}' % (
+            rid, json.dumps(ENVELOPE))
+        r = httpx2.post(http_url_progress, content=body.encode(), headers={**headers, "Mcp-Method": "skills/list"},
+                        timeout=30)
+        assert r.json()["error"]["code"] == -32600 and r.json()["id"] is None
+    ok = httpx2.post(http_url_progress, headers={**headers, "Mcp-Method": "skills/list"}, timeout=30, json={
+        "jsonrpc": "2.0", "id": 9, "method": "skills/list", "params": {"_meta": ENVELOPE}})
+    assert ok.json()["result"]["skills"] == MANIFEST
 
 
 # --------------------------------------------------------------------------------------------------- CLI

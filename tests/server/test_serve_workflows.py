@@ -146,6 +146,19 @@ async def test_prompt_argument_errors_are_invalid_params():
             assert info.value.code == types.INVALID_PARAMS
 
 
+@pytest.mark.anyio
+async def test_an_unknown_prompt_is_invalid_params_and_known_ones_still_work():
+    server, _ = demo_server(SKILLS, WORKFLOWS)
+    async with Client(server) as client:
+        for name in ["nope", "", "skill.nope", "refund_flow "]:
+            with pytest.raises(MCPError) as info:
+                await client.get_prompt(name, {})
+            assert info.value.code == types.INVALID_PARAMS and info.value.message == f"Unknown prompt: {name}"
+        assert any("Hello, Ada!" in t for _, t in texts(await client.get_prompt("hello_world", {"name": "Ada"})))
+    attach(server, None, None)  # a second attach adds no second copy of the middleware
+    assert sum(getattr(m, "projector_unknown_prompt", False) for m in server.middleware) == 1
+
+
 # ------------------------------------------------------------------------- typed args, fields, templates
 
 def typed_server() -> tuple[MCPServer, list[dict[str, Any]]]:
@@ -405,6 +418,38 @@ async def test_query_refuses_everything_but_reads():
         assert "European Union" in policy.contents[0].text
         with pytest.raises(MCPError):
             await client.read_resource("docs://refund-policy/mars")
+
+
+ROWS_300 = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n LIMIT 300) "
+
+
+@pytest.mark.anyio
+async def test_query_caps_rows_and_bytes_and_says_so():
+    from projector.server.demo import MAX_BYTES, MAX_ROWS
+
+    server, _ = demo_server(SKILLS, WORKFLOWS)
+    async with Client(server) as client:
+        async def run(sql: str) -> tuple[dict[str, Any], int]:
+            res = await client.call_tool("query", {"sql": sql})
+            assert not res.is_error, res.content[0].text
+            return json.loads(res.content[0].text), len(res.content[0].text.encode())
+
+        small, _ = await run("SELECT id FROM customers ORDER BY id")
+        assert small["truncated"] is False and "note" not in small and small["row_count"] == 6
+        many, _ = await run(ROWS_300 + "SELECT x FROM n")
+        assert many["rows"] == [[i] for i in range(1, MAX_ROWS + 1)] and many["row_count"] == MAX_ROWS
+        assert many["truncated"] is True and f"more than {MAX_ROWS} rows" in many["note"]
+        wide, size = await run(ROWS_300 + "SELECT x, printf('%.*c', 60000, 'y') FROM n")  # 18 MB uncapped
+        assert wide["truncated"] is True and f"more than {MAX_BYTES} bytes" in wide["note"]
+        assert 0 < wide["row_count"] == len(wide["rows"]) < 10 and wide["rows"][0] == [1, "y" * 60000]
+        assert size <= MAX_BYTES + 1024
+        blob, _ = await run("SELECT x'00ff', 1e999")
+        assert blob["rows"] == [["X'00FF'", "inf"]]
+        for sql in ["SELECT zeroblob(200000000)", "SELECT randomblob(100000)",
+                    ROWS_300 + "SELECT group_concat(printf('%.*c', 1000, 'z')) FROM n",
+                    "SELECT " + ", ".join(["1"] * 500)]:
+            bad = await client.call_tool("query", {"sql": sql})
+            assert bad.is_error and ("too big" in bad.content[0].text or "too many columns" in bad.content[0].text)
 
 
 @pytest.mark.anyio

@@ -1,0 +1,325 @@
+"""Writing to disk has one owner: this module. ``build`` and ``remote load --out`` both call :func:`replace_tree`.
+
+The promise: at every instant the output folder is a complete tree, the old one or the new one, with the user's
+files in it; a run that fails, or is killed, loses nothing.
+
+How:
+
+1. The output folder's parent is locked (``flock``), so two runs never interleave.
+2. :func:`recover` first repairs what a killed run left beside the folder (see below).
+3. The caller's plan names the new files and which old paths are the tool's to drop. The whole new tree is staged
+   beside the folder, in ``.NAME.stage-XXXXXXXXXXXX``: the new files are written, and everything else of the old
+   tree (the user's files) is carried over by hard link (a copy where a link is refused), with folder modes kept.
+   A carried path that a new file needs is a conflict (``output-conflict``), found before anything is swapped.
+4. The staged tree is swapped in. On Linux ``renameat2(RENAME_EXCHANGE)`` exchanges the two folders in one atomic
+   step; the stage name then holds the old tree, which is removed. Where the exchange is missing (another OS, or a
+   file system that refuses it) the swap takes two renames: the folder goes to ``.NAME.old-XXXXXXXXXXXX``, then
+   the stage takes its place. The old folder is renamed to a stage name before it is removed, so a half-removed
+   tree never carries the ``old`` name.
+
+Recovery, before anything else: when the folder is missing and one ``old`` folder exists, a kill fell between the
+two renames, and the old folder is renamed back. Every other leftover (any ``stage`` folder, an ``old`` folder when
+the output exists) is garbage of a finished or killed run, and is removed. The lock makes sure it is not a live
+run's.
+
+Every file-system change goes through the few small functions at the end (``_rename``, ``_exchange``,
+``_remove``, ``_write``), which the crash tests wrap to kill the process at each boundary.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .errors import DiskError, Span, UsageError, error
+
+STAGE, OLD = "stage", "old"
+_TAG = 12  # hex digits of the random part of a side folder's name
+
+
+@dataclass
+class Plan:
+    """What the new tree holds: ``files`` (POSIX path relative to the folder -> bytes, written fresh), and every
+    path of the old tree except those in ``drop`` (a dropped folder goes with everything in it)."""
+
+    files: dict[str, bytes]
+    drop: set[str] = field(default_factory=set)
+
+
+# ----------------------------------------------------------------------------------------------- the target folder
+
+def folder(out: Path) -> Path:
+    """``out`` with symlinks followed (a symlinked output folder is read and written where it points).
+    Raises :class:`UsageError` when it names something that exists and is not a folder."""
+    real = Path(os.path.realpath(out))
+    if real.is_symlink() or (real.exists() and not real.is_dir()):
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    return real
+
+
+def target(out: Path) -> Path:
+    """:func:`folder`, and one that can be replaced whole: not the root, not the current folder or one holding it."""
+    real = folder(out)
+    if real.parent == real:
+        raise DiskError(error(Span(str(out)), "io", "the root folder cannot be replaced",
+                              "name a folder inside it"))
+    here = Path(os.path.realpath(os.getcwd()))
+    if here == real or real in here.parents:
+        raise UsageError(f"--out {out}: the output folder is replaced whole, so it cannot be the current folder or "
+                         "one that holds it; name a folder inside it")
+    return real
+
+
+def side_folder(root: Path, kind: str) -> Path:
+    return root.parent / f".{root.name}.{kind}-{secrets.token_hex(_TAG // 2)}"
+
+
+def _side_kind(root: Path, name: str) -> str | None:
+    """``stage`` or ``old`` for a side folder of ``root``, else None. Also the names that earlier versions used
+    (made by ``tempfile.mkdtemp``: eight of ``[a-z0-9_]``), so a tree they left half-swapped is restored too."""
+    m = re.fullmatch(rf"\.{re.escape(root.name)}\.({STAGE}|{OLD})-(?:[0-9a-f]{{{_TAG}}}|[a-z0-9_]{{8}})", name)
+    return m.group(1) if m else None
+
+
+def leftovers(root: Path) -> dict[str, list[Path]]:
+    """The side folders of ``root`` that runs left behind, by kind, sorted."""
+    found: dict[str, list[Path]] = {STAGE: [], OLD: []}
+    try:
+        names = sorted(os.listdir(root.parent))
+    except FileNotFoundError:
+        return found
+    for name in names:
+        kind = _side_kind(root, name)
+        if kind is not None:
+            found[kind].append(root.parent / name)
+    return found
+
+
+# -------------------------------------------------------------------------------------------------- recovery
+
+def recover(root: Path) -> None:
+    """Restore an interrupted two-rename swap, then remove every leftover side folder of ``root``."""
+    left = leftovers(root)
+    olds = left[OLD]
+    if olds and not os.path.lexists(root):
+        if len(olds) > 1:
+            raise DiskError(error(Span(str(root)), "io", f"the folder is missing and {len(olds)} interrupted "
+                                  f"swaps left old copies of it: {', '.join(p.name for p in olds)}",
+                                  "rename the one to keep back to the folder's name, then run again"))
+        _rename(olds[0], root)
+        olds = []
+    for p in [*left[STAGE], *olds]:
+        _remove(p)
+
+
+# --------------------------------------------------------------------------------------------------- staging
+
+def _mode_owner(src: os.stat_result, dst: Path) -> None:
+    os.chmod(dst, stat.S_IMODE(src.st_mode))
+    if (src.st_uid, src.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.chown(dst, src.st_uid, src.st_gid)
+        except PermissionError:
+            pass
+
+
+def _folders(stage: Path, rel: str, made: set[str]) -> None:
+    """Make the folders of ``rel`` (a POSIX path relative to ``stage``), parents first."""
+    if rel in made:
+        return
+    parent = rel.rpartition("/")[0]
+    _folders(stage, parent, made)
+    os.mkdir(stage / rel)
+    made.add(rel)
+
+
+def _conflict(root: Path, rel: str) -> DiskError:
+    return DiskError(error(Span(f"{root.name}/{rel}"), "output-conflict",
+                           "this path is not this tool's, and the new tree needs it",
+                           "move or rename it, then run again; nothing was changed"))
+
+
+def _carry_entry(entry: os.DirEntry, dst: Path) -> None:
+    """One non-folder entry of the old tree into the stage: a symlink as a symlink, a file by hard link."""
+    if entry.is_symlink():
+        os.symlink(os.readlink(entry.path), dst)
+    elif entry.is_file(follow_symlinks=False):
+        try:
+            os.link(entry.path, dst, follow_symlinks=False)
+        except OSError:  # a file system without hard links, or one that refuses this one
+            shutil.copy2(entry.path, dst, follow_symlinks=False)
+    else:
+        raise DiskError(error(Span(entry.path), "io", "not a file, folder or symlink: it cannot be carried into "
+                              "the new tree", "move it out of the output folder"))
+
+
+def _carry(root: Path, stage: Path, rel: str, drop: set[str], made: set[str]) -> None:
+    """Everything under ``root/rel`` that is not dropped, into ``stage/rel``."""
+    with os.scandir(root / rel if rel else root) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        sub = f"{rel}/{entry.name}" if rel else entry.name
+        if sub in drop:
+            continue
+        dst = stage / sub
+        if entry.is_dir(follow_symlinks=False):
+            if sub not in made:
+                if os.path.lexists(dst):
+                    raise _conflict(root, sub)
+                os.mkdir(dst)
+                made.add(sub)
+            _mode_owner(entry.stat(follow_symlinks=False), dst)
+            _carry(root, stage, sub, drop, made)
+        elif os.path.lexists(dst) or sub in made:
+            raise _conflict(root, sub)
+        else:
+            _carry_entry(entry, dst)
+
+
+def stage_tree(root: Path, plan: Plan) -> Path:
+    """Stage the new tree beside ``root``; returns the stage folder. Removes it again on any failure."""
+    stage = side_folder(root, STAGE)
+    os.mkdir(stage)
+    try:
+        if os.path.isdir(root):
+            _mode_owner(os.stat(root), stage)
+        made = {""}
+        for rel, data in sorted(plan.files.items()):
+            _folders(stage, rel.rpartition("/")[0], made)
+            _write(stage / rel, data)
+        if os.path.isdir(root):
+            _carry(root, stage, "", plan.drop, made)
+    except BaseException:
+        _remove(stage)
+        raise
+    return stage
+
+
+# ------------------------------------------------------------------------------------------------------ swap
+
+def swap_in(stage: Path, root: Path) -> None:
+    """Put the staged tree at ``root``: one atomic exchange where the system has it, else two renames."""
+    if not os.path.lexists(root):
+        _rename(stage, root)
+        return
+    if _exchange(stage, root):
+        _remove(stage)  # it holds the old tree now
+        return
+    old = side_folder(root, OLD)
+    _rename(root, old)
+    try:
+        _rename(stage, root)
+    except BaseException:
+        _rename(old, root)
+        raise
+    trash = side_folder(root, STAGE)
+    _rename(old, trash)
+    _remove(trash)
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (where flock works; elsewhere, run unlocked)."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except (ImportError, OSError):  # pragma: no cover - no flock here
+            pass
+        yield
+    finally:
+        os.close(fd)
+
+
+def _io(exc: OSError, out: Path) -> DiskError:
+    what = exc.strerror or str(exc)
+    where = f": {exc.filename}" if exc.filename else ""
+    return DiskError(error(Span(str(out)), "io", f"cannot write the output folder: {what}{where}",
+                           "check that the folder's parent exists, is a folder and is writable; nothing was "
+                           "changed"))
+
+
+def replace_tree(out: Path, plan: Callable[[Path], Plan | None]) -> bool:
+    """Make the folder ``out`` hold the tree that ``plan`` describes, atomically, and return True; or return False
+    when ``plan`` returns None (nothing to do; nothing is touched). ``plan`` is called with the real folder, after
+    recovery and under the lock, so what it reads is what will be replaced. Raises :class:`UsageError` for a bad
+    ``out``, :class:`DiskError` for I/O problems and conflicts, and whatever ``plan`` raises; in every case the
+    folder is as it was."""
+    root = target(out)
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(root.parent):
+            recover(root)
+            wanted = plan(root)
+            if wanted is None:
+                return False
+            stage = stage_tree(root, wanted)
+            try:
+                swap_in(stage, root)
+            except BaseException:
+                if os.path.lexists(stage):
+                    _remove(stage)
+                raise
+            return True
+    except OSError as exc:
+        raise _io(exc, out) from None
+
+
+# ------------------------------------------------------------------- the file-system changes (crash tests wrap these)
+
+def _write(path: Path, data: bytes) -> None:
+    with open(path, "xb") as f:
+        f.write(data)
+
+
+def _rename(src: Path, dst: Path) -> None:
+    os.rename(src, dst)
+
+
+def _remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+_UNSUPPORTED = {errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EPERM}
+
+
+@lru_cache(maxsize=1)
+def _renameat2() -> Any:
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (ImportError, OSError, AttributeError):  # not Linux, or a libc without it (glibc < 2.28)
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the two paths in one atomic step. False (and nothing done) where the system cannot."""
+    fn = _renameat2()
+    if fn is None:
+        return False
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    import ctypes
+
+    err = ctypes.get_errno()
+    if err in _UNSUPPORTED:
+        return False
+    raise OSError(err, os.strerror(err), str(a), None, str(b))

@@ -1,0 +1,306 @@
+"""FastMCP (``fastmcp`` >= 4.2) as a second framework for :func:`projector.server.attach`.
+
+Install it with ``pip install 'projector[fastmcp]'``. Nothing in the core imports this module; ``attach`` imports it
+only when it is given a ``fastmcp.FastMCP``.
+
+What :func:`attach_fastmcp` adds, through FastMCP's public API:
+
+- :class:`TreeProvider`, a ``SkillManifestProvider`` serving the verified in-memory :class:`SkillTree` (the bytes
+  checked against ``skills.json`` at load, exactly as on ``MCPServer``). ``resources/list`` shows each SKILL.md only,
+  named by its frontmatter name, and ``resources/read`` serves every listed file with the same mimeType as on
+  ``MCPServer``. FastMCP's ``_manifest`` side file is not served: the manifest is ``skills/get``.
+- :class:`TreeSkillsExtension`, a ``fastmcp.skills.extension.SkillsExtension`` that declares
+  ``{"directoryRead": true}`` and binds ``resources/directory/read`` to the same handler ``MCPServer`` uses.
+  ``skills/list`` and ``skills/get`` are FastMCP's own handlers (sorted by URI, paged by
+  ``FastMCP(list_page_size=...)``), with ``attach``'s ``cache`` stamped on as ``ttlMs`` and ``cacheScope``.
+- a :class:`FastMCPWorkflowPrompt` per workflow, which runs the one server-side runner
+  (:func:`projector.server.workflow.run_workflow`) through :class:`FastMCPHost`: tools are called through the server
+  itself, resources read through it, and one progress notification is sent per step.
+- a :class:`FastMCPBootstrapPrompt` per skill, the same text as on ``MCPServer``.
+
+None of these components carries FastMCP's unprefixed ``_meta.fastmcp`` block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import mcp_types
+from fastmcp import FastMCP
+from fastmcp.prompts import Message as FastMCPMessage
+from fastmcp.prompts import Prompt as FastMCPPrompt
+from fastmcp.prompts import PromptArgument as FastMCPPromptArgument
+from fastmcp.resources.base import ResourceContent, ResourceResult
+from fastmcp.server.dependencies import get_context
+from fastmcp.server.extensions import MethodBinding
+from fastmcp.server.middleware import Middleware
+from fastmcp.skills import SkillFile as FastMCPSkillFile
+from fastmcp.skills import SkillFrontmatter, SkillManifest
+from fastmcp.skills.extension import SkillsExtension as FastMCPSkillsExtension
+from fastmcp.skills.provider import SkillFileResource, SkillManifestProvider
+from mcp.server.caching import CacheHint
+from pydantic import AnyUrl, BaseModel, Field
+
+from ..model import Workflow
+from .bootstrap import BootstrapPrompt, bootstrap_name
+from .bootstrap import render as render_bootstrap
+from .errors import ServeError
+from .skills import SKILLS_EXTENSION, DirectoryReadParams, SkillTree
+from .skills import SkillsExtension as MCPSkillsExtension
+from .workflow import ToolSpec, WorkflowHost, WorkflowPrompt, run_workflow
+
+T = TypeVar("T")
+
+
+# ------------------------------------------------------------------------------------------------------ skills
+
+class TreeFileResource(SkillFileResource):
+    """One file of the tree, read from memory."""
+
+    async def read(self) -> ResourceResult:
+        f = self.provider.tree.files[str(self.uri)]  # type: ignore[attr-defined]
+        return ResourceResult([ResourceContent(f.content, mime_type=f.mime_type)])
+
+    def to_mcp_resource(self, **overrides: Any) -> mcp_types.Resource:
+        return super().to_mcp_resource(**{**overrides, "_meta": None})
+
+
+class TreeProvider(SkillManifestProvider):
+    """The verified in-memory tree as a FastMCP skills source (``load_manifests`` and ``read_file``)."""
+
+    def __init__(self, tree: SkillTree):
+        super().__init__()
+        self.tree = tree
+        self._manifests: dict[str, SkillManifest] = {}
+        self._files: dict[str, TreeFileResource] = {}
+        self._listed: list[TreeFileResource] = []
+        for skill in tree.skills:
+            self._manifests[skill.path] = SkillManifest(
+                frontmatter=SkillFrontmatter.model_validate(skill.frontmatter),
+                files={f.rel: FastMCPSkillFile(digest=f"sha256:{_sha256(f.data)}", size=len(f.data))
+                       for f in skill.files})
+            for f in skill.files:
+                is_md = f.rel == "SKILL.md"
+                res = TreeFileResource(
+                    uri=AnyUrl(f.uri), name=skill.frontmatter["name"] if is_md else f"{skill.path}/{f.rel}",
+                    description=skill.frontmatter["description"] if is_md else None, mime_type=f.mime_type,
+                    provider=self, skill_path=skill.path, file_path=f.rel,
+                    file=self._manifests[skill.path].files[f.rel])
+                self._files[f.uri] = res
+                if is_md:
+                    self._listed.append(res)
+
+    def required_extensions(self) -> Sequence[Any]:
+        return ()  # attach() registers TreeSkillsExtension explicitly
+
+    async def load_manifests(self) -> Mapping[str, SkillManifest]:
+        return self._manifests
+
+    async def read_file(self, resource: SkillFileResource) -> bytes:
+        return self.tree.files[str(resource.uri)].data
+
+    # Provider's documented override points (FastMCP names its provider hooks with a leading underscore).
+    async def _list_resources(self) -> Sequence[Any]:
+        return list(self._listed)
+
+    async def _get_resource(self, uri: str, version: Any = None) -> Any:
+        return self._files.get(uri)
+
+    def __repr__(self) -> str:
+        return f"TreeProvider({self.tree.root!r})"
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+class TreeSkillsExtension(FastMCPSkillsExtension):
+    """FastMCP's skills extension, plus ``directoryRead``: ``resources/directory/read`` from the tree, and the
+    ``ttlMs``/``cacheScope`` of ``attach(cache=...)`` on ``skills/list`` and ``skills/get``, as on MCPServer."""
+
+    def __init__(self, tree: SkillTree, provider: TreeProvider, *, page_size: int, cache: CacheHint):
+        super().__init__()
+        self.tree = tree
+        self.provider = provider
+        self.cache = cache
+        self._directory = MCPSkillsExtension(tree, page_size=page_size, cache=cache)
+
+    def clone(self) -> TreeSkillsExtension:
+        return TreeSkillsExtension(self.tree, self.provider, page_size=self._directory.page_size, cache=self.cache)
+
+    def settings(self) -> dict[str, Any]:
+        return {"directoryRead": True}
+
+    def methods(self) -> Sequence[MethodBinding]:
+        # protocol_versions=None: served on every protocol version, as on MCPServer (FastMCP's own bindings admit
+        # only 2026-07-28, which shuts out handshake-era clients such as the TypeScript SDK 1.x)
+        own = [MethodBinding(method=b.method, params_type=b.params_type, handler=self._stamped(b.handler))
+               for b in super().methods()]
+        return (*own, MethodBinding(method="resources/directory/read", params_type=DirectoryReadParams,
+                                    handler=self._directory._directory_read))
+
+    def _stamped(self, handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        async def stamped(ctx: Any, params: Any) -> Any:
+            result = await handler(ctx, params)
+            return result.model_copy(update={"ttl_ms": self.cache.ttl_ms, "cache_scope": self.cache.scope})
+        return stamped
+
+
+class LegacyExtensionsMiddleware(Middleware):
+    """Show the skills extension to handshake-era clients too (see
+    :func:`projector.server.skills.legacy_extensions_middleware`, its MCPServer twin): the SDK sieves
+    ``capabilities.extensions`` out of a 2025-11-25 ``initialize`` result, and this puts it back."""
+
+    def __init__(self, settings: dict[str, Any]):
+        self.settings = settings
+
+    async def on_initialize(self, context: Any, call_next: Any) -> Any:
+        result = await call_next(context)
+        if result is None:
+            return None
+        data = result.model_dump(by_alias=True, mode="json", exclude_none=True) if isinstance(result, BaseModel) \
+            else dict(result)
+        caps = dict(data.get("capabilities") or {})
+        exts = dict(caps.get("extensions") or {})
+        exts.setdefault(SKILLS_EXTENSION, dict(self.settings))
+        caps["extensions"] = exts
+        return {**data, "capabilities": caps}  # a dict goes to the wire as it is
+
+
+# ------------------------------------------------------------------------------------------------------ prompts
+
+class FastMCPHost(WorkflowHost):
+    """The runner on a FastMCP server, through the request's FastMCP ``Context``."""
+
+    def __init__(self, ctx: Any):
+        self.ctx = ctx
+        self.server: FastMCP = ctx.fastmcp
+
+    async def tools(self) -> dict[str, ToolSpec]:
+        return {t.name: ToolSpec(t.parameters, t.output_schema) for t in await self.server.list_tools()}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        result = (await self.server.call_tool(name, arguments)).to_mcp_result()
+        if isinstance(result, mcp_types.CallToolResult):
+            return result
+        if isinstance(result, tuple):
+            content, structured = result
+            return mcp_types.CallToolResult(content=list(content), structured_content=structured)
+        return mcp_types.CallToolResult(content=list(result))
+
+    async def read_resource(self, uri: str) -> Sequence[Any]:
+        return list((await self.server.read_resource(uri)).contents)
+
+    async def report_progress(self, progress: float, total: float, message: str) -> None:
+        await self.ctx.report_progress(progress, total, message)
+
+
+def _no_meta(prompt: FastMCPPrompt, overrides: dict[str, Any]) -> mcp_types.Prompt:
+    return FastMCPPrompt.to_mcp_prompt(prompt, **{**overrides, "_meta": None})
+
+
+class FastMCPWorkflowPrompt(FastMCPPrompt):
+    """A workflow as a FastMCP prompt, run on the server by the same runner as on ``MCPServer``."""
+
+    workflow: Any = Field(default=None, exclude=True)
+
+    @classmethod
+    def for_workflow(cls, wf: Workflow) -> FastMCPWorkflowPrompt:
+        base = WorkflowPrompt.for_workflow(wf)
+        args = [FastMCPPromptArgument(name=a.name, description=a.description, required=bool(a.required))
+                for a in base.arguments or ()]
+        return cls(name=base.name, description=base.description, arguments=args, workflow=wf)
+
+    async def render(self, arguments: dict[str, Any] | None = None) -> list[FastMCPMessage]:  # type: ignore[override]
+        messages = await run_workflow(self.workflow, arguments or {}, FastMCPHost(get_context()))
+        return [FastMCPMessage(m.content.text, role=m.role) for m in messages]
+
+    def to_mcp_prompt(self, **overrides: Any) -> mcp_types.Prompt:
+        return _no_meta(self, overrides)
+
+
+class FastMCPBootstrapPrompt(FastMCPPrompt):
+    """One skill inlined into a user message, the same text as on ``MCPServer``."""
+
+    skill: Any = Field(default=None, exclude=True)
+
+    @classmethod
+    def for_skill(cls, skill: Any) -> FastMCPBootstrapPrompt:
+        base = BootstrapPrompt.for_skill(skill)
+        return cls(name=bootstrap_name(skill), title=base.title, description=base.description, arguments=[],
+                   skill=skill)
+
+    async def render(self, arguments: dict[str, Any] | None = None) -> list[FastMCPMessage]:  # type: ignore[override]
+        if arguments:
+            from mcp.shared.exceptions import MCPError
+
+            raise MCPError(code=mcp_types.INVALID_PARAMS, message=f"The prompt {self.name!r} takes no arguments")
+        return [FastMCPMessage(render_bootstrap(self.skill))]
+
+    def to_mcp_prompt(self, **overrides: Any) -> mcp_types.Prompt:
+        return _no_meta(self, overrides)
+
+
+# ------------------------------------------------------------------------------------------------------ attach
+
+def run_sync(fn: Callable[[], Awaitable[T]]) -> T:
+    """Run ``fn()`` to completion from synchronous code, whether or not this thread runs an event loop: inside a
+    running loop it runs on a fresh loop in a helper thread, which this call waits for."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        import anyio
+
+        return anyio.run(fn)
+    box: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            box["value"] = asyncio.run(fn())  # type: ignore[arg-type]
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=worker, name="projector-attach")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+async def attach_fastmcp(server: FastMCP, tree: SkillTree | None, wfs: Sequence[Workflow], *, page_size: int,
+                         cache: CacheHint, bootstrap_prompts: bool) -> TreeSkillsExtension | None:
+    """The FastMCP half of :func:`projector.server.attach_async` (see there): the same checks as on MCPServer."""
+    from . import _check_prompt_names, check_workflows
+
+    tools = {t.name: t.parameters for t in await server.list_tools()}
+    templates = [t.uri_template for t in await server.list_resource_templates()]
+    resources = [str(r.uri) for r in await server.list_resources()]
+    problems = check_workflows(wfs, tools, resources, templates)
+    if problems:
+        raise ServeError(problems)
+
+    prompts: list[FastMCPPrompt] = [FastMCPWorkflowPrompt.for_workflow(wf) for wf in wfs]
+    if tree is not None and bootstrap_prompts:
+        prompts += [FastMCPBootstrapPrompt.for_skill(s) for s in tree.skills]
+    _check_prompt_names([p.name for p in prompts], {p.name for p in await server.list_prompts()})
+
+    ext: TreeSkillsExtension | None = None
+    if tree is not None:
+        provider = TreeProvider(tree)
+        ext = TreeSkillsExtension(tree, provider, page_size=page_size, cache=cache)
+        try:
+            server.add_extension(ext)
+        except (ValueError, RuntimeError) as exc:
+            raise ServeError(f"cannot add the skills extension to this FastMCP server: {exc}") from None
+        server.add_provider(provider)
+        if not any(isinstance(m, LegacyExtensionsMiddleware) for m in server.middleware):
+            server.middleware.insert(0, LegacyExtensionsMiddleware(ext.settings()))  # outermost: no one else sees it
+    for p in prompts:
+        server.add_prompt(p)
+    return ext

@@ -1,0 +1,238 @@
+"""The output tree (projector/disk.py): what belongs to the user, recovery after a kill, stale staging, modes,
+symlinks, non-folders and I/O errors. The kills themselves are in test_crash.py."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLES, GENERATED, snapshot_tree
+from projector import disk
+
+WF = ("name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\n"
+      "steps:\n  - name: s\n    tool: t\n")
+
+
+def leftovers(parent: Path) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if p.name.startswith("."))
+
+
+def test_a_new_bundle_on_a_hand_written_folder_is_an_output_conflict(cli, tree, tmp_path):
+    root = tree({"wf/a.yaml": WF.format("alpha"), "out/beta/notes.md": "mine"})
+    out = root / "out"
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    (root / "wf" / "b.yaml").write_text("\n\n" + WF.format("beta"))
+    before = snapshot_tree(out)
+    run = cli("build", str(root / "wf"), "--out", str(out))
+    assert run.code == 1
+    assert f"{(root / 'wf' / 'b.yaml').as_posix()}:3:7: error[output-conflict]" in run.err.replace("\\", "/")
+    assert "the previous skills.json does not list it" in run.err and "Traceback" not in run.err
+    assert snapshot_tree(out) == before and (out / "beta" / "notes.md").read_text() == "mine"
+    assert leftovers(root) == []
+
+
+def test_a_folder_the_previous_build_wrote_is_replaced_not_a_conflict(cli, tree):
+    root = tree({"wf/a.yaml": WF.format("alpha")})
+    out = root / "out"
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    (out / "alpha" / "stray.md").write_text("x")  # inside a bundle this tool owns: pruned, as before
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    assert not (out / "alpha" / "stray.md").exists()
+
+
+@pytest.mark.parametrize("blocker", ["file", "symlink"])
+def test_a_non_folder_on_the_way_to_a_bundle_is_an_output_conflict(cli, tree, blocker):
+    root = tree({"wf/a.yaml": WF.format("alpha"), "out/acme": "not a folder"})
+    out = root / "out"
+    if blocker == "symlink":
+        (out / "acme").unlink()
+        (out / "acme").symlink_to(root / "wf")
+    run = cli("build", str(root / "wf"), "--out", str(out), "--uri-prefix", "acme")
+    assert run.code == 1 and "error[output-conflict]" in run.err and "out/acme is already there" in run.err
+    assert not (root / "wf" / "alpha").exists()
+
+
+def test_the_folder_mode_and_the_users_folder_modes_are_kept(cli, tree):
+    root = tree({"out/notes/keep.md": "keep"})
+    out = root / "out"
+    os.chmod(out, 0o751)
+    os.chmod(out / "notes", 0o700)
+    os.chmod(out / "notes" / "keep.md", 0o640)
+    assert cli("build", str(EXAMPLES), "--out", str(out)).code == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o751
+    assert stat.S_IMODE((out / "notes").stat().st_mode) == 0o700
+    assert stat.S_IMODE((out / "notes" / "keep.md").stat().st_mode) == 0o640
+    assert (out / "notes" / "keep.md").read_text() == "keep"
+
+
+def test_a_new_output_folder_gets_the_umask_mode_not_0700(cli, tmp_path):
+    old = os.umask(0o022)
+    try:
+        assert cli("build", str(EXAMPLES), "--out", str(tmp_path / "new" / "out")).code == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new" / "out").stat().st_mode) == 0o755
+
+
+@pytest.mark.parametrize("command", ["build", "check"])
+def test_out_naming_a_file_is_a_usage_error_and_the_file_stays(cli, tmp_path, command):
+    target = tmp_path / "file.txt"
+    target.write_text("precious")
+    run = cli(command, str(EXAMPLES), "--out", str(target))
+    assert run.code == 2 and "exists and is not a folder" in run.err
+    assert target.read_text() == "precious" and sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]
+
+
+def test_out_naming_a_symlink_to_a_file_is_a_usage_error(cli, tmp_path):
+    (tmp_path / "file.txt").write_text("precious")
+    (tmp_path / "link").symlink_to(tmp_path / "file.txt")
+    assert cli("build", str(EXAMPLES), "--out", str(tmp_path / "link")).code == 2
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "file.txt").read_text() == "precious"
+
+
+@pytest.mark.parametrize("exists", [True, False], ids=["target-exists", "dangling"])
+def test_out_naming_a_symlink_is_followed_and_the_link_kept(cli, tmp_path, exists):
+    real = tmp_path / "real" / "skills"
+    if exists:
+        real.mkdir(parents=True)
+        (real / "mine.txt").write_text("mine")
+    else:
+        real.parent.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    assert cli("build", str(EXAMPLES), "--out", str(link)).code == 0
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert (real / "refund-flow" / "SKILL.md").read_bytes() == (GENERATED / "refund-flow" / "SKILL.md").read_bytes()
+    if exists:
+        assert (real / "mine.txt").read_text() == "mine"
+    assert cli("check", str(EXAMPLES), "--out", str(link)).code == 0
+    assert leftovers(tmp_path) == [] and leftovers(real.parent) == []
+
+
+@pytest.mark.parametrize("out", ["{tmp}/a-file/out", "/", "/proc/projector-test/out"])
+def test_an_unwritable_place_is_an_io_error_without_traceback(cli, tmp_path, out):
+    (tmp_path / "a-file").write_text("x")
+    run = cli("build", str(EXAMPLES), "--out", out.format(tmp=tmp_path))
+    assert run.code == 1, run.err
+    assert "error[io]" in run.err and "Traceback" not in run.err and "nothing was written" in run.err
+    assert (tmp_path / "a-file").read_text() == "x"
+
+
+def test_out_holding_the_current_folder_is_a_usage_error(cli, tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "mine.txt").write_text("mine")
+    for out in (".", "..", str(tmp_path)):
+        run = cli("build", str(EXAMPLES), "--out", out, cwd=tmp_path / "sub")
+        assert run.code == 2 and "cannot be the current folder" in run.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
+    assert sorted(p.name for p in (tmp_path / "sub").iterdir()) == ["mine.txt"]
+
+
+def test_stale_staging_folders_are_removed_and_others_kept(cli, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(GENERATED, out)
+    for name in (".out.stage-0123456789ab", ".out.old-ba9876543210"):
+        (tmp_path / name / "deep").mkdir(parents=True)
+        (tmp_path / name / "deep" / "f").write_text("left by a killed run")
+    for name in (".out.stage-notours", ".other.stage-0123456789ab", ".out.stage-0123456789abc"):
+        (tmp_path / name).mkdir()
+    assert cli("build", str(EXAMPLES), "--out", str(out)).code == 0  # up to date: still cleans up
+    assert leftovers(tmp_path) == [".other.stage-0123456789ab", ".out.stage-0123456789abc", ".out.stage-notours"]
+
+
+@pytest.mark.parametrize("command", [("build", str(EXAMPLES)), ("remote-load",)])
+def test_an_interrupted_two_rename_swap_is_restored_before_anything_else(cli, tmp_path, command):
+    """A kill between the two renames leaves no folder and the old tree under .out.old-*. The next run must put
+    it back first; main's build instead wrote a fresh tree and dropped the user's files."""
+    from remote.test_remote_output import skill
+
+    from projector.remote.output import write_bundles
+
+    old = tmp_path / ".out.old-00000000000f"
+    shutil.copytree(GENERATED, old)
+    (old / "notes.md").write_text("mine")
+    (tmp_path / ".out.stage-0000000000aa").mkdir()  # the half-written stage of the same killed run
+    out = tmp_path / "out"
+    if command[0] == "build":
+        assert cli("build", command[1], "--out", str(out)).code == 0
+    else:
+        write_bundles(out, [skill("skill://hello/SKILL.md", {"SKILL.md": b"h"})])
+        assert (out / "hello" / "SKILL.md").read_bytes() == b"h"
+    assert (out / "notes.md").read_text() == "mine"
+    assert (out / "refund-flow" / "SKILL.md").read_bytes() == (GENERATED / "refund-flow" / "SKILL.md").read_bytes()
+    assert leftovers(tmp_path) == []
+
+
+def test_a_tree_left_half_swapped_by_the_previous_version_is_restored(cli, tmp_path):
+    """Earlier versions named their side folders with tempfile.mkdtemp: eight of [a-z0-9_]."""
+    shutil.copytree(GENERATED, tmp_path / ".out.old-k2_x9a0q")
+    (tmp_path / ".out.old-k2_x9a0q" / "mine.md").write_text("mine")
+    (tmp_path / ".out.stage-ab_cd012").mkdir()
+    assert cli("build", str(EXAMPLES), "--out", str(tmp_path / "out")).code == 0
+    assert (tmp_path / "out" / "mine.md").read_text() == "mine" and leftovers(tmp_path) == []
+
+
+def test_two_old_copies_and_no_folder_is_an_io_error_that_changes_nothing(cli, tmp_path):
+    for tag in ("00000000000a", "00000000000b"):
+        (tmp_path / f".out.old-{tag}").mkdir()
+    run = cli("build", str(EXAMPLES), "--out", str(tmp_path / "out"))
+    assert run.code == 1 and "error[io]" in run.err and "rename the one to keep" in run.err
+    assert leftovers(tmp_path) == [".out.old-00000000000a", ".out.old-00000000000b"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_carried_files_are_copied_where_hard_links_are_refused(cli, tree, monkeypatch):
+    root = tree({"out/notes/keep.md": "keep", "out/link-to-notes": ""})
+    out = root / "out"
+    (out / "link-to-notes").unlink()
+    (out / "link-to-notes").symlink_to("notes")
+
+    def no_link(*args, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(disk.os, "link", no_link)
+    assert cli("build", str(EXAMPLES), "--out", str(out)).code == 0
+    assert (out / "notes" / "keep.md").read_text() == "keep"
+    assert (out / "link-to-notes").is_symlink() and os.readlink(out / "link-to-notes") == "notes"
+
+
+def test_a_special_file_in_the_folder_is_an_io_error_and_nothing_changes(cli, tmp_path):
+    out = tmp_path / "out"
+    shutil.copytree(GENERATED, out)
+    os.mkfifo(out / "pipe")
+    (out / "refund-flow" / "SKILL.md").write_text("stale")
+    before = snapshot_tree(out)
+    run = cli("build", str(EXAMPLES), "--out", str(out))
+    assert run.code == 1 and "error[io]" in run.err and "not a file, folder or symlink" in run.err
+    assert snapshot_tree(out) == before and stat.S_ISFIFO((out / "pipe").lstat().st_mode)
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "two-renames"])
+def test_both_swaps_give_the_same_tree(cli, tree, monkeypatch, exchange):
+    if not exchange:
+        monkeypatch.setattr(disk, "_exchange", lambda a, b: False)
+    root = tree({"out/notes/keep.md": "keep"})
+    out = root / "out"
+    assert cli("build", str(EXAMPLES), "--out", str(out)).code == 0
+    (out / "refund-flow" / "SKILL.md").write_text("stale")
+    assert cli("build", str(EXAMPLES), "--out", str(out)).code == 0
+    got = snapshot_tree(out)
+    assert got.pop("notes/keep.md") and got == snapshot_tree(GENERATED)
+    assert leftovers(root) == []
+
+
+def test_renameat2_exchange_is_used_on_linux(tmp_path):
+    if disk._renameat2() is None:  # pragma: no cover - not Linux with glibc >= 2.28
+        pytest.skip("no renameat2 here")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x").write_text("a")
+    (tmp_path / "b").mkdir()
+    assert disk._exchange(tmp_path / "a", tmp_path / "b") is True
+    assert (tmp_path / "b" / "x").read_text() == "a" and not (tmp_path / "a" / "x").exists()
+    with pytest.raises(OSError):
+        disk._exchange(tmp_path / "a", tmp_path / "missing")
