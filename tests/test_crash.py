@@ -261,13 +261,13 @@ WORKER = """
 import os, sys, time
 from projector import output
 
-def hang(chunk, prefix):
+def hang(chunk, *options):
     open(os.path.join(sys.argv[1], str(os.getpid())), "w").close()
     time.sleep(600)
 
 output._compile_chunk = hang
 from projector.cli import main
-main(["build", sys.argv[2], "--out", os.path.join(sys.argv[1], "out"), "--jobs", "2"])
+main(["build", sys.argv[2], "--out", os.path.join(sys.argv[1], "out"), "--jobs", "2", "--no-cache"])
 """
 
 
