@@ -256,27 +256,29 @@ for _ in range(int(sys.argv[3])):
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     t = {}
-    a = time.perf_counter(); found = discover([str(src)]); t["discover"] = time.perf_counter() - a
-    a = time.perf_counter(); datas = [(read_source(p, d), d) for p, d in found]; t["read workflow files"] = time.perf_counter() - a
-    a = time.perf_counter(); wfs = [load_data(x, d) for x, d in datas]; t["load: YAML, model, validate"] = time.perf_counter() - a
-    a = time.perf_counter(); projs = [project(w) for w in wfs]; t["project: gates, Jinja2, JSON"] = time.perf_counter() - a
-    a = time.perf_counter(); bundles = [B.bundle(x) for x in projs]; t["bundle: frontmatter, digests, entry"] = time.perf_counter() - a
+
+    def timed(label, fn):
+        a = time.perf_counter()
+        value = fn()
+        t[label] = time.perf_counter() - a
+        return value
+
+    found = timed("discover", lambda: discover([str(src)]))
+    datas = timed("read workflow files", lambda: [(read_source(p, d), d) for p, d in found])
+    wfs = timed("load: YAML, model, validate", lambda: [load_data(x, d) for x, d in datas])
+    projs = timed("project: gates, Jinja2, JSON", lambda: [project(w) for w in wfs])
+    bundles = timed("bundle: frontmatter, digests, entry", lambda: [B.bundle(x) for x in projs])
     results = [(w.name, w.span, w.source, b, []) for w, b in zip(wfs, bundles)]
     store = Cache(work / "cache", opts)
-    a = time.perf_counter()
-    for (x, d), r in zip(datas, results):
-        store.put(d, store.key(d, x), r)
-    t["cache: write entries"] = time.perf_counter() - a
-    a = time.perf_counter()
-    hits = [store.get(d, store.key(d, x)) for x, d in datas]
-    t["cache: read entries (a warm run)"] = time.perf_counter() - a
-    a = time.perf_counter(); build = O._finish_files(results); t["cross-file checks, index"] = time.perf_counter() - a
-    a = time.perf_counter(); O.write(build, work / "out"); t["write: stage and swap (empty folder)"] = time.perf_counter() - a
-    a = time.perf_counter(); O.compare(build, work / "out"); t["compare with disk (check)"] = time.perf_counter() - a
+    timed("cache: write entries", lambda: [store.put(d, store.key(d, x), r) for (x, d), r in zip(datas, results)])
+    timed("cache: read entries (a warm run)", lambda: [store.get(d, store.key(d, x)) for x, d in datas])
+    build = timed("cross-file checks, index", lambda: O._finish_files(results))
+    timed("write: stage and swap (empty folder)", lambda: O.write(build, work / "out"))
+    timed("compare with disk (check)", lambda: O.compare(build, work / "out"))
     for b in build.bundles:  # untimed: make every bundle stale
         with open(work / "out" / b.path / "SKILL.md", "ab") as f:
             f.write(b"stale\n")
-    a = time.perf_counter(); O.write(build, work / "out"); t["write: over a stale tree"] = time.perf_counter() - a
+    timed("write: over a stale tree", lambda: O.write(build, work / "out"))
     for k, v in t.items():
         best[k] = min(best.get(k, v), v)
 print(json.dumps({"imports_s": t_imports, "stages": best}))
@@ -792,7 +794,8 @@ def render_md(res: dict[str, Any]) -> str:
         floor = cold["floor: import yaml, jinja2, slugify"]
         lines += ["", "## a. Cold start", "",
                   "One process per run, as a pre-commit hook or CI step starts it. Output goes to /dev/null.", "",
-                  "| command | wall (median) | vs floor | min – max | CPU | peak RSS |", "|---|---:|---:|---:|---:|---:|"]
+                  "| command | wall (median) | vs floor | min – max | CPU | peak RSS |",
+                  "|---|---:|---:|---:|---:|---:|"]
         for name, r in cold.items():
             lines.append(f"| {name} | {fmt_ms(r['wall_s'])} | {r['wall_s'] / floor['wall_s']:.2f}x | "
                          f"{fmt_ms(r['wall_min_s'])} – {fmt_ms(r['wall_max_s'])} | {fmt_ms(r['cpu_s'])} | "

@@ -12,11 +12,14 @@ validated and rendered again.
   file's display path (it appears in spans and messages) and the file's bytes.
 - **Entries.** One file per (workflow file, options): ``entries/<slot>``, where the slot hashes the display path
   and the options. It holds the full key, the SHA-256 of the payload, and the payload: the file's compile result as
-  a JSON header and the bundle's file bytes after it (never pickle: a cache folder may come from anywhere). An entry that is unreadable, truncated, for another
-  key, fails its checksum or does not decode is a miss; the compile result replaces it.
-- **Writes** go to a temporary file in the same folder, then ``os.replace``: two builds racing on one cache each
-  leave a whole entry, and a reader checks the key, so it never takes one that is not its own. A cache that cannot
-  be written (read-only folder, full disk) costs only its speed-up; the build never fails for it.
+  a JSON header and the bundle's file bytes after it (never pickle: a cache folder may come from anywhere). An
+  entry that is unreadable, truncated, for another key, fails its checksum or does not decode is a miss; the compile
+  result replaces it. Entries of deleted workflows stay until the folder is deleted, which is always safe.
+- **Writes** go to a temporary file in the same folder (named for the process and the slot), then ``os.replace``:
+  two builds racing on one cache each leave a whole entry, and a reader checks the key, so it never takes one that
+  is not its own. A cache that cannot be written (read-only folder, full disk) costs only its speed-up; the build
+  never fails for it.
+- ``--tools-from`` runs bypass the cache: their input is the server's answer, fetched anew each run.
 
 The cache never changes output bytes: a hit gives back exactly what a miss computes (tests/test_cache.py checks
 builds with and without it against each other, for the examples and for random edits).
