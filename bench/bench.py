@@ -125,6 +125,10 @@ def measure(cases: list[Case], runs: int, label: str) -> dict[str, dict[str, Any
         for c in cases:
             if c.before:
                 c.before()
+                # Untimed: flush what the preparation wrote (a restored tree, a removed folder), so its write-back
+                # does not land in the timed run.
+                if hasattr(os, "sync"):
+                    os.sync()
             s = run_once(c.argv)
             if r:
                 samples[c.name].append(s)
@@ -783,6 +787,10 @@ def render_md(res: dict[str, Any]) -> str:
              "| load average (1, 5, 15 min) at start / end | "
              + " / ".join(", ".join(f"{x:.2f}" for x in la) if la else "-"
                           for la in (m["loadavg_start"], res.get("loadavg_end"))) + " |",
+             *[f"| part {part}, measured by `--only` | {r['date']}, commit {r['commit']}, load average "
+               + " / ".join(", ".join(f"{x:.2f}" for x in la) if la else "-"
+                            for la in (r["loadavg_start"], r["loadavg_end"])) + " |"
+               for part, r in sorted(res.get("part_runs", {}).items())],
              "", "## Targets", "",
              "| target | measured | limit | verdict |", "|---|---|---|---|"]
     for row in res["verdicts"]:
@@ -1021,7 +1029,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else (Path(tempfile.gettempdir()) / "projector-bench-quick" if args.quick
                                            else BENCH)
     if args.only and (out / "results.json").is_file():
+        run = {"date": res["machine"]["date"], "commit": res["machine"]["commit"],
+               "loadavg_start": res["machine"]["loadavg_start"], "loadavg_end": res["loadavg_end"]}
         res = merge(json.loads((out / "results.json").read_text("utf-8")), res, parts)
+        res["part_runs"] = {**res.get("part_runs", {}), **{part: run for part in sorted(parts)}}
     res["targets"] = TARGETS
     res["verdicts"] = evaluate(res, args.quick)
     out.mkdir(parents=True, exist_ok=True)
