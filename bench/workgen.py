@@ -66,24 +66,35 @@ def _source(src: dict) -> str:
     return "{" + ", ".join(f"{k}: {_q(v)}" for k, v in src.items()) + "}"
 
 
-def _pick_source(rng: random.Random, args: list[dict], binds: list[str], kinds: tuple[str, ...]) -> dict:
+# The prompt-argument types that can feed a parameter of each type (an untyped argument is a string).
+FEEDS = {"string": ("string", None), "number": ("number", "integer"), "integer": ("integer",), "boolean": ("boolean",),
+         "object": ()}
+
+
+def _pick_source(rng: random.Random, args: list[dict], binds: list[str], kinds: tuple[str, ...],
+                 typ: str | None = None) -> dict:
+    """A source that fits a parameter of type ``typ`` (None: any), as `project-skill build` checks."""
     kind = rng.choice(kinds)
+    fitting = args if typ is None else [a for a in args if a["type"] in FEEDS[typ]]
     if kind in ("step", "field") and not binds:
-        kind = "arg"
+        kind = "arg" if fitting else "const"
+    if kind == "arg" and not fitting:
+        kind = "const"
     if kind == "arg":
-        return {"arg": rng.choice(args)["name"]}
+        return {"arg": rng.choice(fitting)["name"]}
     if kind == "step":
         return {"step": rng.choice(binds)}
     if kind == "field":
         return {"step": rng.choice(binds), "field": rng.choice(FIELDS)}
-    # const: a string with an {argname} placeholder, a plain string, a number or a small object
-    shape = rng.randrange(4)
-    if shape == 0:
-        return {"const": f"{rng.choice(NOUNS)}-{{{rng.choice(args)['name']}}}"}
-    if shape == 1:
+    # const: a string with an {argname} placeholder or a plain string, a number, a boolean or a small object
+    if typ in ("string", None):
+        if rng.randrange(2) == 0:
+            return {"const": f"{rng.choice(NOUNS)}-{{{rng.choice(args)['name']}}}"}
         return {"const": rng.choice(WORDS)}
-    if shape == 2:
+    if typ in ("number", "integer"):
         return {"const": rng.randint(1, 500)}
+    if typ == "boolean":
+        return {"const": rng.random() < 0.5}
     return {"const": {"limit": rng.randint(1, 100), "order": rng.choice(("asc", "desc"))}}
 
 
@@ -119,14 +130,15 @@ def workflow(rng: random.Random, index: int) -> str:
         if resource_only[i]:
             continue
         effect = rng.choices(("read", "write", "destroy", "none"), weights=(60, 22, 15, 3))[0]
-        tools.append({"name": f"{verb}_{noun}_tool_{i}", "effect": effect,
-                      "props": [f"{rng.choice(NOUNS)}_{j}" for j in range(rng.randint(1, 4))]})
+        props = [f"{rng.choice(NOUNS)}_{j}" for j in range(rng.randint(1, 4))]
+        tools.append({"name": f"{verb}_{noun}_tool_{i}", "effect": effect, "props": props,
+                      "types": {p: rng.choice(("string", "number", "integer", "boolean", "object")) for p in props}})
     lines.append("tools:")
     for t in tools:
         lines += [f"  - name: {t['name']}", f"    description: {_q(_sentence(rng, 6, 18))}", "    input_schema:",
                   "      type: object", "      properties:"]
         for p in t["props"]:
-            typ = rng.choice(("string", "number", "integer", "boolean", "object"))
+            typ = t["types"][p]
             lines.append(f"        {p}: {{type: {typ}, description: {_q(_sentence(rng, 3, 8))}}}")
         lines.append(f"      required: [{', '.join(t['props'][:1])}]")
         ann = {"read": "{readOnlyHint: true, idempotentHint: true}",
@@ -161,7 +173,8 @@ def workflow(rng: random.Random, index: int) -> str:
         tool = by_name[f"{verb}_{noun}_tool_{i}"]
         lines += [f"    tool: {tool['name']}", "    args:"]
         for p in tool["props"]:
-            lines.append(f"      {p}: {_source(_pick_source(rng, args, binds, ('arg', 'step', 'field', 'const')))}")
+            src = _pick_source(rng, args, binds, ("arg", "step", "field", "const"), tool["types"][p])
+            lines.append(f"      {p}: {_source(src)}")
         side_effecting = tool["effect"] in ("write", "destroy")
         if side_effecting and rng.random() < 0.3:
             lines.append(f"    guidance: {_q(rng.choice(GATE_GUIDANCE))}")

@@ -1,6 +1,6 @@
 """A Python builder for workflows, for authors who keep their workflows next to their server.
 
-    from projector.builder import WorkflowBuilder, arg, step, const
+    from projector.builder import WorkflowBuilder, arg, step, const, condition
 
     wf = (
         WorkflowBuilder("refund_flow", "Process a customer refund after checking eligibility.")
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .errors import LoadError, Span
-from .model import Argument, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
+from .model import Argument, Condition, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .validate import validate
 
 
@@ -38,10 +38,26 @@ def const(value: Any) -> Const:
     return Const(value)
 
 
+def condition(subject: FromArg | FromStep, **operator: Any) -> Condition:
+    """One condition for a step's ``when``: a subject and exactly one operator, as keyword:
+    ``condition(step("eligibility", "eligible"), equals=True)``, ``condition(arg("reason"), exists=True)``.
+    The operators: equals, not_equals, in_ (``in`` is a Python keyword), not_in, exists."""
+    if not isinstance(subject, (FromArg, FromStep)):
+        raise TypeError("a condition's subject must be arg(...) or step(...)")
+    if len(operator) != 1:
+        raise TypeError(f"a condition has exactly one operator, got {len(operator)}: {', '.join(operator) or 'none'}")
+    (op, value), = operator.items()
+    op = "in" if op == "in_" else op
+    if isinstance(value, tuple):
+        value = list(value)
+    return Condition(subject, op, value)  # type: ignore[arg-type]  # build() reports an unknown operator
+
+
 class WorkflowBuilder:
-    def __init__(self, name: str, description: str, *, source: str = "<python>"):
+    def __init__(self, name: str, description: str, *, title: str | None = None, source: str = "<python>"):
         self._name = name
         self._description = description
+        self._title = title
         self._source = source
         self._arguments: list[Argument] = []
         self._instructions: list[Instruction] = []
@@ -61,28 +77,37 @@ class WorkflowBuilder:
         return self
 
     def tool(self, name: str, description: str = "", *, input_schema: Mapping[str, Any] | None = None,
-             annotations: Mapping[str, Any] | None = None) -> WorkflowBuilder:
+             annotations: Mapping[str, Any] | None = None,
+             output_schema: Mapping[str, Any] | None = None) -> WorkflowBuilder:
         self._tools.append(Tool(name, description, dict(input_schema) if input_schema is not None else None,
-                                dict(annotations) if annotations is not None else None, span=self._span()))
+                                dict(annotations) if annotations is not None else None,
+                                dict(output_schema) if output_schema is not None else None, span=self._span()))
         return self
 
     def step(self, name: str, *, tool: str | None = None, args: Mapping[str, Source] | None = None,
              bind: str | None = None, guidance: str | None = None, resources: list[str] | tuple[str, ...] = (),
              template: Mapping[str, Source] | None = None,
-             acknowledge: Mapping[str, str] | None = None) -> WorkflowBuilder:
+             acknowledge: Mapping[str, str] | None = None,
+             when: Condition | list[Condition] | tuple[Condition, ...] = (),
+             on_fail: str = "stop") -> WorkflowBuilder:
         for what, mapping in (("args", args), ("template", template)):
             for key, src in (mapping or {}).items():
                 if not isinstance(src, (FromArg, FromStep, Const)):
                     raise TypeError(f"step {name!r}: {what}[{key!r}] must be arg(...), step(...) or const(...)")
+        conditions = (when,) if isinstance(when, Condition) else tuple(when)
+        if not all(isinstance(c, Condition) for c in conditions):
+            raise TypeError(f"step {name!r}: when must be condition(...) or a list of them")
         self._steps.append(Step(
             name=name, tool=tool, args=tuple((args or {}).items()), bind=bind, guidance=guidance,
             resources=tuple(resources), template=tuple((template or {}).items()),
-            acknowledge=tuple((acknowledge or {}).items()), span=self._span(), guidance_span=self._span()))
+            acknowledge=tuple((acknowledge or {}).items()), span=self._span(), guidance_span=self._span(),
+            when=conditions, on_fail=on_fail, on_fail_span=self._span()))  # type: ignore[arg-type]
         return self
 
     def build(self) -> Workflow:
         wf = Workflow(self._name, self._description, tuple(self._arguments), tuple(self._instructions),
-                      tuple(self._tools), tuple(self._steps), span=self._span(), source=self._source)
+                      tuple(self._tools), tuple(self._steps), span=self._span(), source=self._source,
+                      title=self._title, title_span=self._span())
         problems = [d for d in validate(wf) if d.severity == "error"]
         if problems:
             raise LoadError(problems)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__
-from .errors import Diagnostic, ProjectorError, UsageError, format_text
+from .errors import Diagnostic, ProjectorError, UsageError, format_text, plural
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -51,11 +51,11 @@ def _tally(diags: list[Diagnostic]) -> str:
     warnings = sum(d.severity == "warning" and d.acknowledged is None for d in diags)
     acked = sum(d.acknowledged is not None for d in diags)
     notes = sum(d.severity == "note" and d.acknowledged is None for d in diags)
-    parts = [f"{errors} error{'s' * (errors != 1)}"] if errors else []
-    parts.append(f"{warnings} warning{'s' * (warnings != 1)}")
+    parts = [plural(errors, "error")] if errors else []
+    parts.append(plural(warnings, "warning"))
     if acked:
         parts.append(f"{acked} acknowledged")
-    parts.append(f"{notes} note{'s' * (notes != 1)}")
+    parts.append(plural(notes, "note"))
     return ", ".join(parts)
 
 
@@ -81,11 +81,11 @@ def _load_and_compile(args: argparse.Namespace):
         from .cache import location
 
         cache = None if args.no_cache else location(paths, Path(args.out))
-        return compile_files(found, prefix, args.jobs or None, cache)
+        return compile_files(found, prefix, args.jobs or None, cache, skills_only=args.skills_only)
     from .remote.tools import apply_tools_from
 
-    workflows, extra = apply_tools_from(load_all(paths), args.tools_from)
-    build = compile_workflows(workflows, prefix)
+    workflows, extra = apply_tools_from(load_all(paths, tools_from_server=True), args.tools_from)
+    build = compile_workflows(workflows, prefix, skills_only=args.skills_only)
     build.diagnostics = sorted([*extra, *build.diagnostics], key=Diagnostic.sort_key)
     return build
 
@@ -107,9 +107,9 @@ def cmd_build(args: argparse.Namespace) -> int:
     for b in build.bundles:
         n = len(b.diagnostics)
         size = sum(r["size"] for r in b.entry["resources"])
-        print(f"{b.name}: {b.entry['uri']} ({len(b.entry['resources'])} files, {size} bytes, "
-              f"{n} finding{'s' * (n != 1)})", file=sys.stderr if args.format == "json" else sys.stdout)
-    print(f"{'wrote' if changed else 'up to date:'} {out.as_posix()}: {len(build.bundles)} skills; "
+        print(f"{b.name}: {b.entry['uri']} ({plural(len(b.entry['resources']), 'file')}, {plural(size, 'byte')}, "
+              f"{plural(n, 'finding')})", file=sys.stderr if args.format == "json" else sys.stdout)
+    print(f"{'wrote' if changed else 'up to date:'} {out.as_posix()}: {plural(len(build.bundles), 'skill')}; "
           f"{_tally(build.diagnostics)}", file=sys.stderr if args.format == "json" else sys.stdout)
     return EXIT_OK
 
@@ -125,7 +125,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     status = EXIT_FINDINGS if _strict_fail(args, build.diagnostics) else EXIT_OK
     stream = sys.stderr if args.format == "json" else sys.stdout
     if cmp.clean:
-        print(f"{out.as_posix()} is up to date: {len(build.bundles)} skills; {_tally(build.diagnostics)}",
+        print(f"{out.as_posix()} is up to date: {plural(len(build.bundles), 'skill')}; {_tally(build.diagnostics)}",
               file=stream)
         return status
     if cmp.diff:
@@ -134,8 +134,27 @@ def cmd_check(args: argparse.Namespace) -> int:
         for f in files:
             print(f"{label}: {out.as_posix()}/{f}", file=stream)
     print(f"{out.as_posix()} is out of date ({len(cmp.stale)} stale, {len(cmp.missing)} missing, "
-          f"{len(cmp.extra)} extra); run: project-skill build", file=stream)
+          f"{len(cmp.extra)} extra); run: {rebuild_command(args)}", file=stream)
     return EXIT_FINDINGS
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """Print the workflow JSON Schema this version ships, byte for byte."""
+    from importlib import resources
+
+    data = resources.files("projector").joinpath("schemas/workflow.schema.json").read_bytes()
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+    return EXIT_OK
+
+
+def rebuild_command(args: argparse.Namespace) -> str:
+    """The ``build`` command that brings the tree up to date: the paths and flags the user gave ``check``, exactly,
+    quoted for a POSIX shell."""
+    import shlex
+
+    given = list(getattr(args, "argv", None) or ["check"])
+    return shlex.join(["project-skill", "build", *given[1:]])
 
 
 def _add_compile_args(p: argparse.ArgumentParser) -> None:
@@ -146,6 +165,9 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json", "github"), default="text", help="how to print findings")
     p.add_argument("--jobs", type=int, default=0, metavar="N",
                    help="worker processes (default 0: one per core for 200 files or more, else none)")
+    p.add_argument("--skills-only", action="store_true",
+                   help="for skills served without their workflows: SKILL.md names no workflow prompt "
+                        "(no metadata.workflow, no server-accelerated alternative)")
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the build cache (.projector_cache/ in the first PATH's folder)")
     p.add_argument("--tools-from", metavar="SERVER",
@@ -177,6 +199,11 @@ def parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="exit 1 with a diff when the output folder is stale")
     _add_compile_args(c)
     c.set_defaults(func=cmd_check)
+    sc = sub.add_parser("schema", help="print the workflow JSON Schema (for editors outside this repository)",
+                        description="Print the workflow file's JSON Schema, as this version ships it. Save it beside "
+                                    "your workflows and point the yaml-language-server comment at it: "
+                                    "project-skill schema > workflow.schema.json")
+    sc.set_defaults(func=cmd_schema)
     for name, (_module, help_text) in LAZY_COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)  # listed in --help; main() dispatches it
     return ap
@@ -205,6 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if argv and argv[0] in LAZY_COMMANDS:
             return _run_lazy(argv[0], argv[1:])
         args = ap.parse_args(argv)
+        args.argv = argv
         fmt = getattr(args, "format", "text")
         if args.command is None:
             ap.print_help()
@@ -217,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except ProjectorError as exc:
         report(exc.diagnostics, fmt)
-        print(f"error: {len(exc.diagnostics)} problem{'s' * (len(exc.diagnostics) != 1)}; nothing was written",
+        print(f"error: {plural(len(exc.diagnostics), 'problem')}; nothing was written",
               file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:  # pragma: no cover

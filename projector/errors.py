@@ -89,6 +89,11 @@ class UsageError(ProjectorError):
     exit_code = 2
 
 
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 skill``, ``2 skills``, ``0 files``: a count with its noun, singular only for exactly one."""
+    return f"{n} {noun if n == 1 else (nouns or noun + 's')}"
+
+
 def error(span: Span, code: str, message: str, hint: str | None = None) -> Diagnostic:
     return Diagnostic(span, "error", code, message, hint)
 

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from .errors import Diagnostic, LoadError, Span, error
-from .model import Argument, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
+from .model import Argument, Condition, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .validate import collisions, validate
 
 try:  # libyaml's parser is several times faster; results are identical (tests/test_load.py checks both).
@@ -78,6 +78,8 @@ REQUIRED = {
     "step": tuple(_DEFS["step"]["required"]),
 }
 SOURCE_KEYS = ("arg", "step", "field", "const")
+SUBJECT_KEYS = ("arg", "step", "field")
+OPERATORS = tuple(k for k in _DEFS["condition"]["properties"] if k not in SUBJECT_KEYS)
 ROLES = tuple(_DEFS["instruction"]["properties"]["role"]["enum"])
 ARG_TYPES = tuple(_DEFS["argument"]["properties"]["type"]["enum"])
 
@@ -318,9 +320,11 @@ class _Builder:
             self.err(m["steps"].span, "missing-key", "the workflow has no steps", "add at least one step")
         steps = tuple(s for s in (self.step(y, i) for i, y in enumerate(steps_y, 1)) if s)
         name_span = m["name"].span if "name" in m else doc.span
+        title = self.string(m, "title", "the workflow")
         return Workflow(name=name or "", description=description or "", arguments=arguments,
                         instructions=instructions, tools=tools, steps=steps, span=name_span,
-                        description_span=m["description"].span if "description" in m else doc.span, source=self.file)
+                        description_span=m["description"].span if "description" in m else doc.span, source=self.file,
+                        title=title, title_span=m["title"].span if "title" in m else doc.span)
 
     def argument(self, y: Y) -> Argument | None:
         m = self.mapping(y, "argument", "an argument")
@@ -362,13 +366,15 @@ class _Builder:
         if m is None:
             return None
         what = f"tool '{m['name'].value}'" if "name" in m else "a tool"
-        schema = ann = None
-        for key in ("input_schema", "annotations"):
+        schema = ann = output = None
+        for key in ("input_schema", "output_schema", "annotations"):
             if key in m:
                 if isinstance(m[key].value, dict):
                     value = m[key].plain()
                     if key == "input_schema":
                         schema = value
+                    elif key == "output_schema":
+                        output = value
                     else:
                         ann = value
                         for hint_key in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):
@@ -379,7 +385,7 @@ class _Builder:
                     self.err(m[key].span, "wrong-type", f"'{key}' of {what} must be a mapping, not "
                              f"{_type_name(m[key].value)}")
         return Tool(name=self.string(m, "name", what, "") or "", description=self.string(m, "description", what, "")
-                    or "", input_schema=schema, annotations=ann, span=y.span)
+                    or "", input_schema=schema, annotations=ann, output_schema=output, span=y.span)
 
     def sources(self, m: dict[str, Y], key: str, what: str) -> tuple[tuple[str, Source], ...]:
         y = m.get(key)
@@ -460,6 +466,10 @@ class _Builder:
                     else:
                         acks.append((code, reason.value))
         guidance = self.string(m, "guidance", what)
+        when = self.conditions(m, what)
+        on_fail = "stop"
+        if "on_fail" in m:
+            on_fail = m["on_fail"].value if isinstance(m["on_fail"].value, str) else str(m["on_fail"].value)
         return Step(
             name=name,
             tool=self.string(m, "tool", what),
@@ -471,11 +481,92 @@ class _Builder:
             acknowledge=tuple(acks),
             span=y.span,
             guidance_span=m["guidance"].span if "guidance" in m else y.span,
+            when=when,
+            on_fail=on_fail,  # type: ignore[arg-type]  # validate() refuses anything but stop and skip
+            on_fail_span=m["on_fail"].span if "on_fail" in m else y.span,
         )
 
+    def conditions(self, m: dict[str, Y], what: str) -> tuple[Condition, ...]:
+        """``when:``: one condition mapping, or a list of them. Checks the shape; validate() checks the rest."""
+        y = m.get("when")
+        if y is None:
+            return ()
+        items = [y] if isinstance(y.value, dict) else y.value if isinstance(y.value, list) else None
+        if not items:
+            self.err(y.span, "wrong-type", f"'when' of {what} must be a condition or a non-empty list of conditions",
+                     "write when: {step: BIND, field: PATH, equals: VALUE}")
+            return ()
+        out = []
+        for i, cy in enumerate(items, 1):
+            cond = self.condition(cy, f"condition {i} of {what}" if len(items) > 1 else f"the condition of {what}")
+            if cond is not None:
+                out.append(cond)
+        return tuple(out)
 
-def parse(data: bytes | str, file: str) -> tuple[Workflow | None, list[Diagnostic]]:
-    """Parse one workflow file's bytes. Returns the model (when its shape is sound) and every diagnostic."""
+    def condition(self, y: Y, what: str) -> Condition | None:
+        subject_hint = "a condition's subject is {arg: NAME}, {step: BIND} or {step: BIND, field: PATH}"
+        if not isinstance(y.value, dict):
+            self.err(y.span, "wrong-type", f"{what} must be a mapping, not {_type_name(y.value)}",
+                     "write {step: BIND, field: PATH, equals: VALUE}")
+            return None
+        m = y.value
+        sound = True
+        ops: list[str] = []
+        for key in m:
+            if key in OPERATORS:
+                ops.append(key)
+            elif key not in SUBJECT_KEYS and key != "const":  # a constant subject is a bad-source below
+                close = difflib.get_close_matches(key, OPERATORS, n=1, cutoff=0.5)
+                hint = (f"did you mean '{close[0]}'?" if close else
+                        f"the operators are {', '.join(OPERATORS)}")
+                self.err(y.key_span(key), "unknown-operator", f"unknown operator '{key}' in {what}", hint)
+                sound = False
+        if len(ops) > 1:
+            self.err(y.key_span(ops[1]), "multiple-operators",
+                     f"{what} has {len(ops)} operators ({', '.join(ops)}); a condition has exactly one",
+                     "split it into one condition per operator: when: takes a list, and every condition must hold")
+            sound = False
+        elif not ops and sound:
+            self.err(y.span, "missing-operator", f"{what} has no operator",
+                     f"add one of {', '.join(OPERATORS)}")
+            sound = False
+        kinds = [k for k in ("arg", "step") if k in m]
+        if "const" in m:
+            self.err(y.key_span("const"), "bad-source", f"the subject of {what} cannot be a constant", subject_hint)
+            return None
+        if len(kinds) != 1 or ("field" in m and kinds != ["step"]):
+            self.err(y.span, "bad-source", f"{what} must have exactly one subject, arg or step (field only with "
+                     "step)", subject_hint)
+            return None
+        ref = m[kinds[0]]
+        if not isinstance(ref.value, str):
+            self.err(ref.span, "wrong-type", f"'{kinds[0]}' of {what} must be a string, not {_type_name(ref.value)}")
+            return None
+        subject: FromArg | FromStep
+        if kinds[0] == "arg":
+            subject = FromArg(ref.value, span=ref.span)
+        else:
+            field = None
+            if "field" in m:
+                f = m["field"]
+                if isinstance(f.value, int) and not isinstance(f.value, bool):
+                    field = str(f.value)
+                elif isinstance(f.value, str):
+                    field = f.value
+                else:
+                    self.err(f.span, "wrong-type", f"'field' of {what} must be a dot path string")
+                    return None
+            subject = FromStep(ref.value, field, span=ref.span)
+        if not sound:
+            return None
+        op = ops[0]
+        return Condition(subject, op, m[op].plain(), span=y.key_span(op))  # type: ignore[arg-type]
+
+
+def parse(data: bytes | str, file: str, *, tools_from_server: bool = False
+          ) -> tuple[Workflow | None, list[Diagnostic]]:
+    """Parse one workflow file's bytes. Returns the model (when its shape is sound) and every diagnostic.
+    ``tools_from_server``: the steps' tools come from a server (see :func:`~projector.validate.validate`)."""
     if isinstance(data, bytes):
         text, diags = decode(data, file)
         if text is None:
@@ -490,7 +581,7 @@ def parse(data: bytes | str, file: str) -> tuple[Workflow | None, list[Diagnosti
     wf = _Builder(file, diags).workflow(doc)
     if wf is not None:
         missing = {d.span for d in diags if d.code == "missing-key"}
-        diags.extend(d for d in validate(wf) if not (d.code in ("empty-name", "missing-key") and d.span in missing))
+        diags.extend(d for d in validate(wf, tools_from_server=tools_from_server) if not (d.code in ("empty-name", "missing-key") and d.span in missing))
     return wf, diags
 
 
@@ -502,15 +593,15 @@ def read_source(path: Path | str, file: str) -> bytes:
         raise LoadError(error(Span(file), "io", f"cannot read the file: {exc.strerror}")) from None
 
 
-def load_file(path: Path | str, display: str | None = None) -> Workflow:
+def load_file(path: Path | str, display: str | None = None, *, tools_from_server: bool = False) -> Workflow:
     """Load and validate one workflow file, raising :class:`LoadError` with every problem found."""
     file = display or Path(path).as_posix()
-    return load_data(read_source(path, file), file)
+    return load_data(read_source(path, file), file, tools_from_server=tools_from_server)
 
 
-def load_data(data: bytes, file: str) -> Workflow:
+def load_data(data: bytes, file: str, *, tools_from_server: bool = False) -> Workflow:
     """:func:`load_file` for bytes already read from ``file``."""
-    wf, diags = parse(data, file)
+    wf, diags = parse(data, file, tools_from_server=tools_from_server)
     errors = [d for d in diags if d.severity == "error"]
     if errors or wf is None:
         raise LoadError(errors)
@@ -554,13 +645,13 @@ def discover(paths: list[str]) -> list[tuple[Path, str]]:
     return [(found[k], k) for k in sorted(found)]
 
 
-def load_all(paths: list[str]) -> list[Workflow]:
+def load_all(paths: list[str], *, tools_from_server: bool = False) -> list[Workflow]:
     """Load every workflow under ``paths``; all problems of all files are raised together."""
     workflows: list[Workflow] = []
     diags: list[Diagnostic] = []
     for path, display in discover(paths):
         try:
-            workflows.append(load_file(path, display))
+            workflows.append(load_file(path, display, tools_from_server=tools_from_server))
         except LoadError as exc:
             diags.extend(exc.diagnostics)
     diags.extend(collisions(workflows))

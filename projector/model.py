@@ -63,6 +63,21 @@ class Const:
 
 Source = Union[FromArg, FromStep, Const]
 
+Operator = Literal["equals", "not_equals", "in", "not_in", "exists"]
+OnFail = Literal["stop", "skip"]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One entry of a step's ``when:``: a subject (``{arg}``, ``{step}`` or ``{step, field}``), one operator and its
+    operand, a JSON value (a list for ``in`` and ``not_in``, a boolean for ``exists``). Evaluated by
+    :mod:`projector.conditions`; never as code."""
+
+    subject: Union[FromArg, FromStep]
+    op: Operator
+    value: Any
+    span: Span = _span()  # the operator's key, where a problem with the operand is reported
+
 
 @dataclass(frozen=True)
 class Argument:
@@ -87,6 +102,8 @@ class Tool:
     # JSON values are kept as they were written; tuples of pairs would hide them from users for no gain.
     input_schema: Any = None
     annotations: Any = None
+    # JSON Schema of the tool's structured result (MCP ``outputSchema``); field paths into its result are checked.
+    output_schema: Any = None
     span: Span = _span()
 
     @property
@@ -118,6 +135,10 @@ class Step:
     acknowledge: tuple[tuple[str, str], ...] = ()
     span: Span = _span()
     guidance_span: Span = _span()
+    # ``when:``: every condition must hold just before the step runs; ``on_fail`` says what a failed one does.
+    when: tuple[Condition, ...] = ()
+    on_fail: OnFail = "stop"
+    on_fail_span: Span = _span()
 
     @property
     def args_dict(self) -> dict[str, Source]:
@@ -145,6 +166,9 @@ class Workflow:
     steps: tuple[Step, ...] = ()
     span: Span = _span()
     description_span: Span = _span()
+    # A human title for the SKILL.md heading and the MCP prompt's title; None: the heading comes from the name.
+    title: str | None = None
+    title_span: Span = _span()
     # Where the workflow came from, for diagnostics and for `skills.json` ordering; never rendered.
     source: str = field(default="<python>", compare=False)
 

@@ -33,8 +33,10 @@ class Build:
         return {b.path for b in self.bundles}
 
 
-def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = ()) -> Build:
-    """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits."""
+def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *, skills_only: bool = False
+                      ) -> Build:
+    """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits.
+    ``skills_only``: bundles whose SKILL.md names no workflow prompt (see :func:`~projector.render.project`)."""
     from .render import project
 
     problems = collisions(workflows)
@@ -43,7 +45,7 @@ def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = ()) -
     bundles: list[Bundle] = []
     for wf in workflows:
         try:
-            bundles.append(bundle(project(wf, prefix)))
+            bundles.append(bundle(project(wf, prefix, skills_only=skills_only)))
         except BuildError as exc:
             problems.extend(exc.diagnostics)
     if problems:
@@ -72,9 +74,10 @@ class Options:
     """Everything besides a workflow file's bytes and path that changes what it compiles to. The cache key hashes
     the whole object (its ``repr``), so an option is in the key as soon as it is a field here: give every new
     output-changing option a field, and read it from here in :func:`_compile_one` (tests/test_cache.py checks that
-    ``project()`` takes nothing that is not a field)."""
+    ``project()`` and ``compile_files()`` take nothing that is not a field)."""
 
     prefix: tuple[str, ...] = ()
+    skills_only: bool = False
 
 
 def _compile_one(data: bytes, display: str, options: Options) -> _Result:
@@ -85,7 +88,8 @@ def _compile_one(data: bytes, display: str, options: Options) -> _Result:
     except LoadError as exc:
         return ("", Span(display), display, None, exc.diagnostics)
     try:
-        return (wf.name, wf.span, wf.source, bundle(project(wf, options.prefix)), [])
+        return (wf.name, wf.span, wf.source, bundle(project(wf, options.prefix, skills_only=options.skills_only)),
+                [])
     except BuildError as exc:
         return (wf.name, wf.span, wf.source, None, exc.diagnostics)
 
@@ -142,13 +146,13 @@ def default_jobs(files: int) -> int:
 
 
 def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None,
-                  cache: Path | None = None) -> Build:
+                  cache: Path | None = None, *, skills_only: bool = False) -> Build:
     """:func:`compile_files` over every workflow file under ``paths``."""
-    return compile_files(discover(paths), prefix, jobs, cache)
+    return compile_files(discover(paths), prefix, jobs, cache, skills_only=skills_only)
 
 
 def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None,
-                  cache: Path | None = None) -> Build:
+                  cache: Path | None = None, *, skills_only: bool = False) -> Build:
     """Load and compile every workflow file under ``paths``: what ``project-skill build`` does.
 
     With ``cache`` (a folder, see :mod:`projector.cache`), a file whose key is found there is not compiled again;
@@ -158,7 +162,7 @@ def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), j
     bundles whole files and hands back only bundles, so the result, the diagnostics and the errors are the same as
     ``compile_workflows(load_all(paths))`` to the byte (tests/test_bench_smoke.py and tests/test_cache.py check
     this)."""
-    options = Options(prefix)
+    options = Options(prefix, skills_only)
     store = Cache(cache, options) if cache is not None else None
     results: list[_Result | None] = [None] * len(found)
     todo: list[tuple[int, bytes, str, str | None]] = []

@@ -18,7 +18,8 @@ import yaml
 
 from . import gates, jsontext, naming
 from .errors import Diagnostic
-from .model import PLACEHOLDER, Const, FromArg, FromStep, Source, Step, Workflow
+from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
+from .yaml12 import add_quoting
 
 MAX_BODY_LINES = 500
 TOOLS_FILE = "references/tools.md"
@@ -34,6 +35,11 @@ class _CFrontmatterDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # typ
         return True
 
 
+# A string that YAML 1.2 would read as a number or a boolean is quoted too, not only one that YAML 1.1 would.
+add_quoting(_FrontmatterDumper)
+add_quoting(_CFrontmatterDumper)
+
+
 def _same_in_libyaml(value: Any) -> bool:
     """libyaml's emitter writes the same bytes as PyYAML's for printable text of the Basic Multilingual Plane (they
     differ on line breaks, other control characters and astral characters, which keep the pure-Python path).
@@ -44,7 +50,8 @@ def _same_in_libyaml(value: Any) -> bool:
 
 
 def dump_frontmatter(data: dict[str, Any], *, fast: bool = True) -> str:
-    """The frontmatter block's YAML: fixed key order, no aliases, unicode as is, never folded."""
+    """The frontmatter block's YAML: fixed key order, no aliases, unicode as is, never folded, and every scalar reads
+    as the same value under YAML 1.1 and YAML 1.2 (:mod:`projector.yaml12`)."""
     if fast and yaml.__with_libyaml__ and _same_in_libyaml(data):
         return yaml.dump(data, Dumper=_CFrontmatterDumper, sort_keys=False, allow_unicode=True, width=2**31 - 1,
                          default_flow_style=False)
@@ -135,10 +142,15 @@ class Projection:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def describe_source(src: Source, wf: Workflow) -> str:
+def describe_source(src: Source, wf: Workflow, *, ask: bool = False) -> str:
+    """A data source in plain words. ``ask``: an optional input whose value must come from the user, never from the
+    model (:func:`projector.gates.asks_user`)."""
     if isinstance(src, FromArg):
         declared = wf.argument(src.name)
         if declared is not None and not declared.required:
+            if ask:
+                return f"the input {code(src.name)}; if the user gave none, ask the user for it; never work it out " \
+                       "yourself"
             return f"the input {code(src.name)}; if the user gave none, a value you work out yourself"
         return f"the input {code(src.name)}"
     if isinstance(src, FromStep):
@@ -156,6 +168,48 @@ def describe_source(src: Source, wf: Workflow) -> str:
             text += ", with " + ", ".join(f"{code('{' + n + '}')} replaced by the input {code(n)}" for n in names)
         return text
     return f"the value {code(canonical_json(value, indent=None))}"
+
+
+def _values(values: Any) -> str:
+    return ", ".join(code(canonical_json(v, indent=None)) for v in values) or "nothing"
+
+
+def describe_condition(cond: Condition, wf: Workflow) -> str:
+    """A condition in plain words: "the field `eligible` of `eligibility` (step 2) is `true`"."""
+    subject = cond.subject
+    if isinstance(subject, FromArg):
+        if cond.op == "exists":
+            return f"the user {'gave' if cond.value else 'did not give'} the input {code(subject.name)}"
+        what = f"the input {code(subject.name)}"
+    else:
+        found = wf.step_for_bind(subject.bind)
+        origin = f"step {found[0] + 1}" if found else "an earlier step"
+        what = (f"the field {code(subject.field)} of {code(subject.bind)} ({origin})" if subject.field is not None
+                else f"the result saved as {code(subject.bind)} ({origin})")
+    if cond.op == "equals":
+        return f"{what} is {code(canonical_json(cond.value, indent=None))}"
+    if cond.op == "not_equals":
+        return f"{what} is not {code(canonical_json(cond.value, indent=None))}"
+    if cond.op == "in":
+        return f"{what} is one of {_values(cond.value)}"
+    if cond.op == "not_in":
+        return f"{what} is none of {_values(cond.value)}"
+    return f"{what} is {'present' if cond.value else 'absent'}"
+
+
+def _conditions_view(wf: Workflow, step: Step) -> dict[str, Any] | None:
+    if not step.when:
+        return None
+    action = f"call {code(step.tool)}" if step.tool else "read this step's resources"
+    one = len(step.when) == 1
+    failed = "it does not hold" if one else "any of them does not hold"
+    if step.on_fail == "skip":
+        then = f"do not {action}: skip this step, tell the user which condition failed, and go on with the next step."
+    else:
+        then = (f"do not {action}: stop the procedure here, and tell the user which condition failed and the value "
+                "you found.")
+    return {"items": [describe_condition(c, wf) for c in step.when], "action": action,
+            "on_fail": f"If {failed}, {then}", "skip": step.on_fail == "skip"}
 
 
 def _tool_effect(wf: Workflow, step: Step) -> str:
@@ -180,31 +234,39 @@ def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> di
         "name": step.name,
         "tool": step.tool,
         "effect": _tool_effect(wf, step),
-        "args": [(k, describe_source(v, wf)) for k, v in step.args],
+        "args": [(k, describe_source(v, wf, ask=gates.asks_user(wf, step, k, v))) for k, v in step.args],
         "resources": resources,
         "bind": step.bind,
         "guidance": step.guidance.strip() if step.guidance else None,
         "gate": step.name in gate_steps,
+        "conditions": _conditions_view(wf, step),
     }
 
 
-def project(wf: Workflow, prefix: tuple[str, ...] = ()) -> Projection:
-    """Project ``wf`` (already validated) into its bundle. Pure: same workflow, same bytes."""
+def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = False) -> Projection:
+    """Project ``wf`` (already validated) into its bundle. Pure: same workflow, same bytes.
+
+    ``skills_only``: for skills served without their workflows. The SKILL.md names no workflow prompt: no
+    ``metadata.workflow`` in its frontmatter and no server-accelerated alternative."""
     name = naming.skill_name(wf.name)
     path = naming.skill_path(name, prefix)
     diagnostics = gates.check(wf)
     gate_steps = {d.extra["step"] for d in diagnostics if d.code == "gate-on-side-effect"}
     steps = [_step_view(wf, i, s, gate_steps) for i, s in enumerate(wf.steps, 1)]
-    frontmatter = {"name": name, "description": wf.description, "metadata": {"workflow": wf.name}}
+    frontmatter: dict[str, Any] = {"name": name, "description": wf.description}
+    if not skills_only:
+        frontmatter["metadata"] = {"workflow": wf.name}
     context = {
         "frontmatter": dump_frontmatter(frontmatter),
-        "title": title(wf.name),
+        "title": wf.title if wf.title is not None else title(wf.name),
+        "workflow_prompt": None if skills_only else wf.name,
         "workflow": wf,
         "skill_name": name,
         "arguments": wf.arguments,
         "instructions": wf.instructions,
         "steps": steps,
         "judgment_steps": [s for s in steps if s["guidance"]],
+        "condition_steps": [s for s in steps if s["conditions"]],
         "tools_file": TOOLS_FILE if wf.tools else None,
     }
     env = environment()

@@ -7,10 +7,11 @@ import difflib
 import re
 import unicodedata
 
-from . import naming
+from . import fit, naming
+from .conditions import LIST_OPERATORS, ON_FAIL, OPERATORS, literal
 from .gates import ACKNOWLEDGEABLE
 from .errors import Diagnostic, Span, error
-from .model import PLACEHOLDER, Const, FromArg, FromStep, Workflow
+from .model import PLACEHOLDER, Const, FromArg, FromStep, Step, Workflow
 
 MAX_DESCRIPTION = 1024
 _FIELD_PATH = re.compile(r"^[^.]+(\.[^.]+)*$")
@@ -21,7 +22,10 @@ def _suggest(word: str, options: list[str]) -> str | None:
     return f"did you mean '{close[0]}'?" if close else None
 
 
-def validate(wf: Workflow) -> list[Diagnostic]:
+def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnostic]:
+    """Every rule of the format that ``wf`` breaks. With ``tools_from_server`` the steps' tools come from a server
+    (``--tools-from``, ``attach()``): a tool not listed under ``tools:`` is not an error here, and the steps are fitted
+    to the tools by the caller, once it has them (:mod:`projector.fit`)."""
     diags: list[Diagnostic] = []
 
     def err(span: Span, code: str, message: str, hint: str | None = None) -> None:
@@ -44,6 +48,12 @@ def validate(wf: Workflow) -> list[Diagnostic]:
         err(wf.description_span, "description-too-long",
             f"the description is {len(wf.description)} characters; a skill description allows {MAX_DESCRIPTION}",
             "move detail into instructions or step guidance")
+    if wf.title is not None:
+        if not wf.title.strip():
+            err(wf.title_span, "empty-name", "the title is empty", "leave title out to take the heading from the name")
+        elif any(unicodedata.category(c) == "Cc" for c in wf.title):
+            err(wf.title_span, "control-character", "the title contains a line break or another control character",
+                "a title is one line of plain text")
 
     arg_names: list[str] = []
     for a in wf.arguments:
@@ -65,10 +75,18 @@ def validate(wf: Workflow) -> list[Diagnostic]:
         if not ins.text.strip():
             err(ins.span, "empty-instruction", "an instruction has no text")
 
-    def check_arg(name: str, span: Span, where: str) -> None:
-        if name not in arg_names:
-            err(span, "undeclared-argument", f"{where} uses the argument '{name}', which is not declared",
-                _suggest(name, arg_names) or "declare it under arguments")
+    all_binds = [s.bind for s in wf.steps if s.bind]
+
+    def check_arg(name: str, span: Span, where: str, placeholder: bool = False) -> None:
+        if name in arg_names:
+            return
+        if placeholder and name.split(".")[0] in all_binds:
+            err(span, "undeclared-argument", f"{where} names '{name}', a step result; placeholders take prompt "
+                "arguments only", f"pass the result as a source of its own ({{step: {name.split('.')[0]}, field: ...}}); "
+                "in a resource URI, bind a template variable to it under the step's template:")
+            return
+        err(span, "undeclared-argument", f"{where} uses the argument '{name}', which is not declared",
+            _suggest(name, arg_names) or "declare it under arguments")
 
     if not wf.steps:
         err(wf.span, "missing-key", "the workflow has no steps", "add at least one step")
@@ -99,9 +117,10 @@ def validate(wf: Workflow) -> list[Diagnostic]:
             if step.bind:
                 err(step.span, "resource-step-bind", f"{what} is resource-only but has a bind",
                     "only a tool result can be bound; add a tool or remove the bind")
-        elif step.tool not in tool_names:
+        elif step.tool not in tool_names and not tools_from_server:
             err(step.span, "unknown-tool", f"{what} calls the tool '{step.tool}', which is not listed under tools",
-                _suggest(step.tool, tool_names) or "declare the tool under tools")
+                "; ".join(p for p in (_suggest(step.tool, tool_names), "declare the tool under tools, or take it "
+                                      "from a live server with --tools-from SERVER") if p))
 
         for key, src in step.sources():
             where = f"{what}, '{key}'"
@@ -121,7 +140,9 @@ def validate(wf: Workflow) -> list[Diagnostic]:
                         "a field path is names and list indexes joined by single dots: items.0.sku")
             elif isinstance(src, Const):
                 for ph in src.placeholders:
-                    check_arg(ph, src.span, f"{where} (placeholder {{{ph}}})")
+                    check_arg(ph, src.span, f"{where} (placeholder {{{ph}}})", placeholder=True)
+
+        diags.extend(check_conditions(wf, step, what, arg_names, binds, later_binds))
 
         placeholders: list[str] = []
         for uri in step.resources:
@@ -146,7 +167,118 @@ def validate(wf: Workflow) -> list[Diagnostic]:
                     f"'{binds[step.bind]}' already binds", "bindings are unique")
             else:
                 binds[step.bind] = step.name
+    if not tools_from_server:
+        diags.extend(fit.check_steps(wf))
     return diags
+
+
+def check_conditions(wf: Workflow, step: Step, what: str, arg_names: list[str], binds: dict[str, str],
+                     later_binds: dict[str, str]) -> list[Diagnostic]:
+    """The rules of a step's ``when:`` and ``on_fail:`` beyond their shape (the loader checks that): known operators
+    with operands of the right kind, declared arguments, results saved by earlier steps, field paths that the saving
+    tool's output schema has, where it declares one."""
+    out: list[Diagnostic] = []
+    if step.on_fail not in ON_FAIL:
+        out.append(error(step.on_fail_span, "bad-on-fail", f"{what} has on_fail '{step.on_fail}'",
+                         _suggest(str(step.on_fail), list(ON_FAIL)) or "on_fail is stop (the default) or skip"))
+    elif step.on_fail != "stop" and not step.when:
+        out.append(error(step.on_fail_span, "on-fail-without-when", f"{what} has on_fail but no when",
+                         "add the conditions under when:, or remove on_fail"))
+    for cond in step.when:
+        where = f"a condition of {what}" if len(step.when) > 1 else f"the condition of {what}"
+        if cond.op not in OPERATORS:
+            out.append(error(cond.span, "unknown-operator", f"unknown operator '{cond.op}' in {where}",
+                             _suggest(str(cond.op), list(OPERATORS)) or f"the operators are {', '.join(OPERATORS)}"))
+        elif cond.op in LIST_OPERATORS and not isinstance(cond.value, (list, tuple)):
+            out.append(error(cond.span, "operator-needs-list", f"'{cond.op}' in {where} needs a list of values",
+                             f"write {cond.op}: [{literal(cond.value)}]"))
+        elif cond.op == "exists" and not isinstance(cond.value, bool):
+            out.append(error(cond.span, "wrong-type", f"'exists' in {where} must be true or false"))
+        subject = cond.subject
+        if isinstance(subject, FromArg):
+            if subject.name not in arg_names:
+                out.append(error(subject.span, "undeclared-argument", f"{where} uses the argument '{subject.name}', "
+                                 "which is not declared", _suggest(subject.name, arg_names) or
+                                 "declare it under arguments"))
+            continue
+        if subject.bind not in binds:
+            if subject.bind == step.bind:
+                out.append(error(subject.span, "forward-binding", f"{where} uses '{subject.bind}', which this step "
+                                 "saves itself", "a condition is checked before its step runs; it can use only "
+                                 "results of earlier steps"))
+            elif subject.bind in later_binds:
+                out.append(error(subject.span, "forward-binding", f"{where} uses '{subject.bind}', which step "
+                                 f"'{later_binds[subject.bind]}' binds later",
+                                 "a step may only use results of earlier steps; reorder the steps"))
+            else:
+                out.append(error(subject.span, "unknown-binding", f"{where} uses '{subject.bind}', which no step "
+                                 "binds", _suggest(subject.bind, list(binds)) or "bind it on an earlier step with "
+                                 "bind:"))
+            continue
+        if subject.field is None:
+            continue
+        if not _FIELD_PATH.match(subject.field):
+            out.append(error(subject.span, "bad-field-path", f"{where} has the field path '{subject.field}'",
+                             "a field path is names and list indexes joined by single dots: items.0.sku"))
+            continue
+        saver = wf.step_for_bind(subject.bind)
+        tool = wf.tool(saver[1].tool) if saver and saver[1].tool else None
+        schema = getattr(tool, "output_schema", None)  # declared by the workflow, or by --tools-from
+        at = missing_field(schema, subject.path)
+        if tool is not None and at is not None:
+            part = str(subject.path[at])
+            out.append(error(subject.span, "bad-field-path",
+                             f"{where} reads the field '{subject.field}' of '{subject.bind}', but the output schema "
+                             f"of the tool '{tool.name}' has no '{part}' there",
+                             _suggest(part, _properties(schema, subject.path[:at]))
+                             or "check the field's name against the tool's outputSchema"))
+    return out
+
+
+def _sub_schema(schema: object, part: str | int) -> object:
+    """The schema of one field of a value that ``schema`` describes; None when it is not known."""
+    if not isinstance(schema, dict):
+        return None
+    props = schema.get("properties")
+    if isinstance(props, dict) and str(part) in props:
+        return props[str(part)]
+    items = schema.get("items")
+    if isinstance(part, int) and isinstance(items, dict):
+        return items
+    return None
+
+
+def _closed(schema: object, part: str | int) -> bool:
+    """Whether ``schema`` says for certain that a value it describes has no field ``part``: it lists its properties,
+    ``part`` is not among them, nothing else may add it (no ``additionalProperties``/``patternProperties``, no
+    combinators or references)."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return False
+    if any(k in schema for k in ("$ref", "allOf", "anyOf", "oneOf", "if", "patternProperties", "$dynamicRef")):
+        return False
+    extra = schema.get("additionalProperties")
+    if extra not in (None, False):
+        return False
+    return str(part) not in schema["properties"] and not (isinstance(part, int) and "items" in schema)
+
+
+def missing_field(schema: object, path: tuple[str | int, ...]) -> int | None:
+    """The index of the first part of ``path`` that an output schema, where declared, certainly does not have; else
+    None (also when nothing is declared, or the schema cannot tell)."""
+    for i, part in enumerate(path):
+        if _closed(schema, part):
+            return i
+        schema = _sub_schema(schema, part)
+        if schema is None:
+            return None
+    return None
+
+
+def _properties(schema: object, path: tuple[str | int, ...]) -> list[str]:
+    for part in path:
+        schema = _sub_schema(schema, part)
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return list(props) if isinstance(props, dict) else []
 
 
 def collisions(workflows: list[Workflow]) -> list[Diagnostic]:

@@ -22,7 +22,7 @@ def agentskills() -> str:
 
 
 def test_there_are_bundles():
-    assert [b.name for b in BUNDLES] == ["code-mode", "hello-world", "refund-flow"]
+    assert [b.name for b in BUNDLES] == ["code-mode", "hello-world", "refund-flow", "refund-flow-gated"]
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: p.name)

@@ -33,7 +33,10 @@ def test_corpus_has_every_class():
     required = {"malformed-yaml", "duplicate-key", "alias", "unknown-key", "wrong-type", "forward-binding",
                 "unknown-binding", "undeclared-argument", "unknown-tool", "empty-slug", "slug-collision",
                 "name-over-64", "description-over-1024", "non-utf8", "nul-byte", "crlf-input", "resource-step-args",
-                "output-conflict"}
+                "output-conflict",
+                "when-unknown-operator", "when-multiple-operators", "when-missing-operator", "when-operator-needs-list",
+                "when-bad-on-fail", "when-on-fail-without-when", "when-forward-binding", "when-undeclared-argument",
+                "missing-parameter", "unknown-parameter", "parameter-type", "bad-field-path", "bad-input-schema"}
     assert required <= names
 
 

@@ -118,7 +118,18 @@ def test_matrix_page_shows_the_measured_numbers(site, browser):
                     assert cell.inner_text().strip() == _expected(run, field), (task["task"], run["surface"],
                                                                                 run["scenario"], field)
                     checked += 1
-        assert checked >= 30
+        assert checked >= 40
+        # the gated workflow prompt's rows: it refunds the eligible order and not the ineligible one
+        refunds = page.locator("#matrix-refunds")
+        for scenario, refunded in (("eligible", "yes"), ("ineligible", "no")):
+            cell = refunds.locator(f'td[data-surface="gated"][data-scenario="{scenario}"][data-field="refund_issued"]')
+            assert cell.inner_text().strip() == refunded
+        gated_row = refunds.locator("tr", has_text="B2. gated workflow prompt")
+        assert gated_row.count() == 2
+        article = page.inner_text("article")
+        assert "What closes the blind spot, and what does not" in article
+        assert "`eligibility.eligible` is `false`" not in article  # rendered as code, not backticks
+        assert "eligibility.eligible is false, the step needs true" in article
         assert page.locator(".matrix-chart svg rect").count() == len(data["tasks"][0]["runs"])
         assert "Judgment is simulated by a deterministic policy" in page.inner_text("article")
         ARTIFACTS.mkdir(exist_ok=True)

@@ -42,10 +42,10 @@ steps:
 """
 
 
-def outcome(folder: Path, cache: Path | None, prefix: tuple[str, ...] = (), jobs: int = 1) -> dict:
+def outcome(folder: Path, cache: Path | None, prefix: tuple[str, ...] = (), jobs: int = 1, **options) -> dict:
     """Everything a compile yields, as comparable data: the files and the diagnostics, or the error raised."""
     try:
-        build = compile_files(discover([folder.as_posix()]), prefix, jobs, cache)
+        build = compile_files(discover([folder.as_posix()]), prefix, jobs, cache, **options)
     except ProjectorError as exc:
         return {"error": type(exc).__name__, "diagnostics": [d.to_json() for d in exc.diagnostics]}
     return {"files": build.files, "diagnostics": [d.to_json() for d in build.diagnostics],
@@ -157,6 +157,10 @@ def test_options_and_file_paths_are_in_the_key(tmp_path):
     index_bytes = outcome(src, store, ("team", "x"))["files"]["skills.json"]
     assert index_bytes.count(b"skill://team/x/alpha/") == 3 and b"skill://alpha/" not in index_bytes
     assert len(entries(store)) == 2  # one slot per (file, options)
+    skills_only = outcome(src, store, skills_only=True)
+    assert skills_only == outcome(src, None, skills_only=True) != outcome(src, None)  # --skills-only: a miss too
+    assert b"metadata:" not in skills_only["files"]["alpha/SKILL.md"].split(b"\n---\n")[0]
+    assert len(entries(store)) == 3
     c = Cache(store, Options(("team",)))
     assert c.key("wf/a.yaml", b"x") != c.key("wf/b.yaml", b"x") != c.key("wf/b.yaml", b"y")
     assert c.key("wf/a.yaml", b"x") != Cache(store, Options(())).key("wf/a.yaml", b"x")

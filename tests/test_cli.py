@@ -142,7 +142,9 @@ def test_acknowledged_warning_passes_strict(cli, tree):
 def test_format_json_is_one_array(cli, tmp_path):
     run = cli("build", str(EXAMPLES), "--out", str(tmp_path / "o"), "--format", "json")
     data = json.loads(run.out)
-    assert [d["code"] for d in data] == ["gate-on-side-effect"]
+    assert [d["code"] for d in data] == ["guidance-on-side-effect", "gate-on-side-effect"]  # refunds-gated, refunds
+    assert data[0]["file"].endswith("workflows/refunds-gated.yaml") and data[0]["severity"] == "note"
+    data = data[1:]
     assert data[0]["line"] == 49 and data[0]["col"] == 15 and data[0]["severity"] == "warning"
     assert data[0]["file"].endswith("workflows/refunds.yaml")
 
@@ -156,7 +158,8 @@ def test_format_json_reports_errors_too(cli, tree):
 
 def test_format_github_annotations(cli, tmp_path):
     run = cli("check", "workflows", "--format", "github", cwd=ROOT)
-    line = run.out.splitlines()[0]
+    notice, line = run.out.splitlines()[:2]
+    assert notice.startswith("::notice file=workflows/refunds-gated.yaml,line=52,col=15,title=guidance-on-side-effect::")
     assert line.startswith("::warning file=workflows/refunds.yaml,line=49,col=15,title=gate-on-side-effect::")
 
 

@@ -152,10 +152,30 @@ def test_warnings_page_refuses_an_example_that_no_longer_fires(monkeypatch):
     prose = dict(docs_codes.PROSE)
     old = prose["gate-on-side-effect"]
     prose["gate-on-side-effect"] = docs_codes.Prose(old.fires, old.fix, old.example.replace(
-        "Only issue the refund if the order is eligible.", "Thank the customer."), old.reason)
+        "Only issue the refund if the eligibility check says the order is eligible.", "Thank the customer."),
+        old.reason)
     monkeypatch.setattr(docs_codes, "PROSE", prose)
     with pytest.raises(docs_pages.DocsError, match="no longer makes it fire"):
         docs_codes.warnings_page(ROOT)
+
+
+def test_warnings_page_shows_when_silencing_the_gate_warning_and_refuses_a_fix_that_does_not():
+    page = generate(ROOT)["warnings.md"].decode()
+    section = page.split("## gate-on-side-effect ")[1].split("\n## ")[0]
+    assert "hint: the guidance names the saved result 'eligibility'" in section
+    assert "when: {step: eligibility, field: eligible, equals: true}" in section
+    assert "note[guidance-on-side-effect]" in section  # what the fixed example compiles to
+    prose = dict(docs_codes.PROSE)
+    old = prose["gate-on-side-effect"]
+    prose["gate-on-side-effect"] = docs_codes.Prose(old.fires, old.fix, old.example, old.reason,
+                                                    resolved="    bind: refund\n")
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        monkeypatch.setattr(docs_codes, "PROSE", prose)
+        with pytest.raises(docs_pages.DocsError, match="still makes it fire"):
+            docs_codes.warnings_page(ROOT)
+    finally:
+        monkeypatch.undo()
 
 
 def test_format_reference_follows_the_schema():

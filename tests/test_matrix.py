@@ -50,7 +50,7 @@ def test_reader_follows_the_generated_refund_skill():
     assert not fetch.gated and not check.gated
 
 
-@pytest.mark.parametrize("skill", ["hello-world", "code-mode", "refund-flow"])
+@pytest.mark.parametrize("skill", ["hello-world", "code-mode", "refund-flow", "refund-flow-gated"])
 def test_reader_reads_every_shipped_skill(skill):
     proc = parse((ROOT / "generated_skills" / skill / "SKILL.md").read_text())
     assert proc.steps
@@ -120,6 +120,20 @@ def test_only_the_workflow_surface_refunds_the_ineligible_order(fresh):
     assert all(runs[(s, "eligible")]["refund_issued"] for s in harness.SURFACES)
 
 
+def test_the_gated_workflow_surface_closes_the_blind_spot(fresh):
+    runs = _runs(fresh, "refunds")
+    ok, no = runs[("gated", "eligible")], runs[("gated", "ineligible")]
+    assert [e["order_id"] for e in ok["ledger"]] == ["A1001"] and no["ledger"] == []
+    assert [(q["method"], q["target"]) for q in no["requests"]] == [("prompts/get", "refund_flow_gated")]
+    assert (no["round_trips"], no["model_turns"]) == (1, 1)
+    assert no["answer"].startswith("Stopped before step 3 of 4 (`issue_refund`): `eligibility.eligible` is "
+                                   "`false`, the step needs `true`.")
+    # it stops before the refund and the policy read, so it costs less than the ungated prompt
+    assert no["context_bytes"] < runs[("workflow", "ineligible")]["context_bytes"]
+    for task in fresh["tasks"][1:]:
+        assert "gated" in task["not_applicable"] and all(r["surface"] != "gated" for r in task["runs"])
+
+
 def test_figures_are_consistent_with_the_recorded_requests(fresh):
     for task in fresh["tasks"]:
         for r in task["runs"]:
@@ -128,8 +142,9 @@ def test_figures_are_consistent_with_the_recorded_requests(fresh):
             if r["surface"] == "skill":
                 assert r["requests"][0]["target"] == f"skill://{task['skill']}/SKILL.md"
                 assert r["model_turns"] == r["round_trips"] + 1
-            elif r["surface"] == "workflow":
+            elif r["surface"] in ("workflow", "gated"):
                 assert [q["method"] for q in r["requests"]] == ["prompts/get"]
+                assert r["model_turns"] == 1
             else:
                 assert [q["target"] for q in r["requests"]] == [AGENT_TOOL]
                 assert r["server_model_turns"] == len(r["server_requests"]) + 1

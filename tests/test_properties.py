@@ -34,7 +34,8 @@ def workflows(draw) -> dict:
                        "type": draw(st.sampled_from(["string", "number", "integer", "boolean"]))} for a in args],
         "instructions": [{"role": draw(st.sampled_from(["system", "user", "assistant"])), "text": draw(TEXT)}],
         "tools": [{"name": t, "description": draw(TEXT),
-                   "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}},
+                   "input_schema": {"type": "object", "properties": {"x": {"type": "string"}},
+                                    "additionalProperties": True},
                    "annotations": draw(st.sampled_from([{"readOnlyHint": True}, {"destructiveHint": True},
                                                         {"readOnlyHint": False}]))} for t in tools],
         "steps": [],
@@ -58,6 +59,15 @@ def workflows(draw) -> dict:
                     "args": {f"p{j}": source() for j in range(draw(st.integers(0, 3)))}}
             if draw(st.booleans()):
                 step["guidance"] = draw(st.sampled_from(["Only if eligible.", "Be polite.", "Verify first."]))
+            if draw(st.booleans()):  # conditions over an argument or an earlier result, with any operator
+                subject = ({"step": draw(st.sampled_from(binds)), "field": "ok"} if binds and draw(st.booleans())
+                           else {"arg": draw(st.sampled_from(args))})
+                op = draw(st.sampled_from(["equals", "not_equals", "in", "not_in", "exists"]))
+                value = (draw(st.booleans()) if op == "exists" else
+                         draw(st.lists(st.one_of(st.integers(), TEXT), max_size=3)) if op in ("in", "not_in")
+                         else draw(st.one_of(st.integers(), st.booleans(), TEXT, st.none())))
+                step["when"] = [{**subject, op: value}]
+                step["on_fail"] = draw(st.sampled_from(["stop", "skip"]))
             if draw(st.booleans()):
                 step["bind"] = f"b{i}"
                 binds.append(f"b{i}")

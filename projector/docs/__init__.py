@@ -17,7 +17,7 @@ import difflib
 import sys
 from pathlib import Path
 
-from ..errors import ProjectorError
+from ..errors import ProjectorError, plural
 from .pages import HEADER, DocsError, generate
 
 __all__ = ["HEADER", "DocsError", "generate", "compare", "write", "main"]
@@ -110,7 +110,7 @@ def main(name: str = "docs", argv: list[str] | None = None) -> int:
     if args.check:
         problems, diff = compare(root, pages)
         if not problems:
-            print(f"docs are up to date: {len(pages)} generated pages")
+            print(f"docs are up to date: {plural(len(pages), 'generated page')}")
             return EXIT_OK
         sys.stdout.write(diff)
         for line in problems:
@@ -121,5 +121,5 @@ def main(name: str = "docs", argv: list[str] | None = None) -> int:
     touched = write(root, pages)
     for line in touched:
         print(line)
-    print(f"{'wrote' if touched else 'up to date:'} docs: {len(pages)} generated pages")
+    print(f"{'wrote' if touched else 'up to date:'} docs: {plural(len(pages), 'generated page')}")
     return EXIT_OK

@@ -54,6 +54,8 @@ class Prose:
     fix: str            # what to do about it
     example: str        # a workflow that makes it fire (YAML), or "" when built in Python below
     reason: str = ""    # an example acknowledgement reason, for the codes that can be acknowledged
+    resolved: str = ""  # the example with the problem fixed another way (YAML): it must no longer fire
+    resolved_intro: str = ""
 
 
 _REFUND_TOOLS = """tools:
@@ -69,21 +71,77 @@ PROSE: dict[str, Prose] = {
               "*before*, *make sure*, *eligible*, *approval*, *skip* and similar wording. A skill's reader applies "
               "that guidance with its own judgment, but the workflow prompt runs on the server and executes every "
               "step unconditionally, so the condition is a promise the prompt breaks. The warning quotes the phrase "
-              "that matched.",
-        fix="Make the tool enforce the condition itself (then the prose is only a courtesy), or end the workflow "
-            "before the step and leave the side effect to the caller. When the tool does enforce it, acknowledge the "
-            "warning on the step and say why.",
+              "that matched. It does not fire on a step that states its conditions as data with `when:`: the "
+              "server-side run enforces those.",
+        fix="Where the condition can be stated as data over earlier results or the arguments, state it with "
+            "`when:` (and `on_fail: stop` or `skip`): the server-side run checks it just before the step, and the "
+            "skill states it as a check before the call. When the guidance names a saved result, the hint says "
+            "which. Otherwise make the tool enforce the condition itself (then the prose is only a courtesy), or end "
+            "the workflow before the step and leave the side effect to the caller. When the tool does enforce it, "
+            "acknowledge the warning on the step and say why.",
         reason="issue_refund itself refuses ineligible orders (policy engine v3).",
         example="""name: refund_flow
 description: Refund an order.
 arguments:
   - {name: order_id, required: true}
-""" + _REFUND_TOOLS + """steps:
+tools:
+  - name: check_eligibility
+    annotations: {readOnlyHint: true}
+""" + _REFUND_TOOLS.removeprefix("tools:\n") + """steps:
+  - name: check
+    tool: check_eligibility
+    args:
+      order_id: {arg: order_id}
+    bind: eligibility
   - name: issue_refund
     tool: issue_refund
     args:
       order_id: {arg: order_id}
-    guidance: Only issue the refund if the order is eligible.
+    guidance: Only issue the refund if the eligibility check says the order is eligible.
+""",
+        resolved_intro="With the condition stated as data on the refund step, the warning no longer fires. What "
+                       "is left is a note: the server still shows the guidance without acting on it.",
+        resolved="""    when: {step: eligibility, field: eligible, equals: true}
+    on_fail: stop
+"""),
+    "uses-skippable-result": Prose(
+        fires="A step uses (in its `args` or `template`) the result of an earlier step that has `when:` with "
+              "`on_fail: skip`. When that condition fails, the earlier step is skipped and its result is never "
+              "saved: the server-side run leaves an optional argument out, and hands the later step over to the "
+              "client when its tool requires the value, saying which step was skipped.",
+        fix="Make the earlier step stop instead (`on_fail: stop`, the default), or give the later step its own "
+            "condition on that result (`when: {step: BIND, exists: true}` with `on_fail: skip`), which settles it. "
+            "When the later step copes without the value, acknowledge the warning on it.",
+        reason="notify sends a generic message when no coupon was issued.",
+        example="""name: loyalty
+description: Issue a coupon to loyal customers, then notify them.
+arguments:
+  - {name: customer, required: true}
+tools:
+  - name: get_customer
+    annotations: {readOnlyHint: true}
+  - name: issue_coupon
+    annotations: {readOnlyHint: false}
+  - name: notify
+    annotations: {readOnlyHint: false}
+steps:
+  - name: lookup
+    tool: get_customer
+    args:
+      id: {arg: customer}
+    bind: profile
+  - name: coupon
+    tool: issue_coupon
+    args:
+      id: {arg: customer}
+    when: {step: profile, field: tier, in: [gold, platinum]}
+    on_fail: skip
+    bind: coupon
+  - name: tell
+    tool: notify
+    args:
+      id: {arg: customer}
+      code: {step: coupon, field: code}
 """),
     "unverifiable-step": Prose(
         fires="A step calls a tool that is declared with no `annotations` at all, so nobody can tell whether the "
@@ -124,6 +182,33 @@ arguments:
     args:
       order_id: {arg: order_id}
     guidance: Thank the customer for their patience.
+"""),
+    "ask-for-input": Prose(
+        fires="An optional prompt argument feeds a parameter that a side-effecting tool requires. A model that "
+              "follows the skill must not invent the value of a side effect (an amount, a recipient), so the SKILL.md "
+              "says to ask the user for it and never to work it out itself, where an optional input elsewhere may be "
+              "worked out. This is a note: it never fails a build, not even under `--strict`.",
+        fix="Nothing, if asking is right. If the step cannot run without the value, make the argument "
+            "`required: true`; the skill then collects it before the procedure starts.",
+        example="""name: refund_flow
+description: Refund an order.
+arguments:
+  - {name: order_id, required: true}
+  - {name: amount, type: number}
+tools:
+  - name: issue_refund
+    description: Refund an order to the original payment method.
+    input_schema:
+      type: object
+      properties: {order_id: {type: string}, amount: {type: number}}
+      required: [order_id, amount]
+    annotations: {readOnlyHint: false, destructiveHint: true}
+steps:
+  - name: issue_refund
+    tool: issue_refund
+    args:
+      order_id: {arg: order_id}
+      amount: {arg: amount}
 """),
     "unused-acknowledgement": Prose(
         fires="A step acknowledges a code that does not fire on that step, for example after the guidance was "
@@ -177,6 +262,34 @@ def example_diagnostics(code: str, prose: Prose) -> list[Diagnostic]:
     if not found:
         raise DocsError(f"the example for '{code}' in projector/docs/codes.py no longer makes it fire")
     return found
+
+
+def _resolved_text(code: str, prose: Prose) -> str:
+    """The example fixed as ``prose.resolved`` says (lines added to its last step), compiled: the code must not fire."""
+    if not prose.resolved:
+        return ""
+    text = prose.example.rstrip("\n") + "\n" + prose.resolved
+    wf, diags = load.parse(text.encode("utf-8"), "example.yaml")
+    if wf is None or any(d.severity == "error" for d in diags):
+        raise DocsError(f"the resolved example for '{code}' does not load: "
+                        + "; ".join(format_text(d) for d in diags))
+    found = output.compile_workflows([wf]).diagnostics
+    if any(d.code == code for d in found):
+        raise DocsError(f"the resolved example for '{code}' in projector/docs/codes.py still makes it fire")
+    printed = "\n".join(format_text(d) for d in found) or "(no findings)"
+    return f"""
+{prose.resolved_intro}
+
+```yaml
+{prose.resolved.rstrip(chr(10))}
+```
+
+gives:
+
+```text
+{printed}
+```
+"""
 
 
 def _acknowledge_text(code: str, prose: Prose) -> str:
@@ -240,6 +353,7 @@ was generated: the output quoted is what the compiler prints.
         else:
             example = "For example, a workflow built in Python with 80 steps gives:"
         printed = "\n".join(format_text(d) for d in diags)
+        resolved = _resolved_text(code, prose)
         out.append(f"""
 ## {code} {{#{code}}}
 
@@ -252,7 +366,7 @@ Severity: {severity}.
 ```text
 {printed}
 ```
-
+{resolved}
 **What to do.** {prose.fix}
 
 {_acknowledge_text(code, prose)}

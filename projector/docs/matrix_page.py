@@ -22,14 +22,16 @@ SPIKE_011 = {
     "agent": {"bytes": 82, "refunded_ineligible": False},
 }
 
-SURFACES = ("skill", "workflow", "agent")
-SURFACE_LABEL = {"skill": "A. skill", "workflow": "B. workflow prompt", "agent": "C. agent"}
+SURFACES = ("skill", "workflow", "agent")  # the three that spike 011 measured too
+SURFACE_LABEL = {"skill": "A. skill", "workflow": "B. workflow prompt", "gated": "B2. gated workflow prompt",
+                 "agent": "C. agent"}
 JUDGMENT_LOCUS = {
     "skill": "the host's model, step by step",
     "workflow": "nowhere: the server runs every step",
+    "gated": "the server, for the conditions stated as data (when:); nowhere for the rest",
     "agent": "the server's own model",
 }
-COLOURS = {"skill": "#3f51b5", "workflow": "#e65100", "agent": "#2e7d32"}
+COLOURS = {"skill": "#3f51b5", "workflow": "#e65100", "gated": "#ad1457", "agent": "#2e7d32"}
 
 
 def load(root: Path) -> dict[str, Any] | None:
@@ -150,6 +152,37 @@ def _ordering(by: dict[tuple[str, str], dict[str, Any]]) -> str:
                "every call and every result." if steps["workflow"] > steps["skill"] else ""))
 
 
+def _blind_spot(by: dict[tuple[str, str], dict[str, Any]]) -> str:
+    """What closes the workflow surface's blind spot, and what does not, from the gated runs."""
+    ok, no, ungated = by.get(("gated", "eligible")), by.get(("gated", "ineligible")), by.get(("workflow", "ineligible"))
+    if not (ok and no and ungated):
+        return ""
+    closes = ok.get("refund_issued") and not no.get("refund_issued")
+    outcome = ("refunded the eligible order and **left the ineligible one unrefunded** in the ledger" if closes else
+               "**did not behave as expected**: see its requests and final message below")
+    return f"""## What closes the blind spot, and what does not
+
+The gated workflow prompt (`refund_flow_gated`, from `workflows/refunds-gated.yaml`) is `refund_flow` with one
+addition: its refund step states the eligibility check as data,
+`when: {{step: eligibility, field: eligible, equals: true}}`. It {outcome}. On the ineligible order its transcript
+ends with the failing condition and the value the server saw:
+
+> {no.get('answer', '')}
+
+Like the ungated prompt it costs one round trip and one model turn. On the ineligible order it returned
+{no['context_bytes']} context bytes, against {ungated['context_bytes']} for the ungated prompt, because it stops
+before the refund and the policy read.
+
+- **Closed:** a condition that can be stated as data over the results and arguments the workflow already has (an
+  equality, a membership, a field that must exist). The server checks it, the skill states it as a check before the
+  call, and the build no longer warns about the step (`gate-on-side-effect` does not fire on a step with `when:`).
+- **Still open:** judgment that cannot be stated as data, such as whether a refund above the policy ceiling has a
+  supervisor's approval somewhere in the conversation, or whether the customer's reason is plausible. The server
+  shows that guidance in the transcript and cannot act on it; only a model can, on the skill or the agent surface.
+  The SKILL.md keeps it as the step's Judgment, listed apart from the enforced conditions.
+"""
+
+
 def _requests_section(task: dict[str, Any]) -> str:
     out = []
     for run in task["runs"]:
@@ -174,6 +207,9 @@ runs**.
 - **B. Workflow prompt.** The user picks the server-accelerated prompt; one `prompts/get` makes the server run every
   step and return the transcript. Nobody applies judgment between the steps: guidance prose cannot gate a
   server-side run.
+- **B2. Gated workflow prompt.** The same prompt, from a workflow whose side-effecting step states its condition as
+  data (`when:`). The server checks it just before the step and stops the run, naming the condition and the value it
+  saw, when it fails. Judgment that is not stated as data still runs nowhere.
 - **C. Agent.** A tool on the server runs the server's own model with the skill as its instructions, and returns only
   its final message. Judgment runs on the server, out of the host's sight.
 """
@@ -190,7 +226,8 @@ runs**.
     if refunded == ["workflow"]:
         verdict = ("The ineligible order was refunded **only by the workflow surface**, as expected: the server-side "
                    "run executed `issue_refund` regardless of the eligibility check, while the skill's reader and "
-                   "the agent both read the Judgment and declined.")
+                   "the agent both read the Judgment and declined, and the gated workflow prompt checked its "
+                   "condition and stopped before the step.")
     else:
         who = ", ".join(refunded) if refunded else "no surface"
         odd = [r for r in refunds["runs"] if r["scenario"] == "ineligible"
@@ -201,10 +238,11 @@ runs**.
                    "surface made are listed below.")
     by = {(r["surface"], r["scenario"]): r for r in refunds["runs"]}
     spike_rows = []
-    for s in SURFACES:
+    for s in ("skill", "workflow", "gated", "agent"):
         ours = by.get((s, "ineligible"))
-        ref = SPIKE_011[s]
-        spike_rows.append(f"| {SURFACE_LABEL[s]} | {ref['bytes']} B | {_yes(ref['refunded_ineligible'])} | "
+        ref = SPIKE_011.get(s)
+        spike = f"{ref['bytes']} B | {_yes(ref['refunded_ineligible'])}" if ref else "not measured | not measured"
+        spike_rows.append(f"| {SURFACE_LABEL[s]} | {spike} | "
                           f"{ours['context_bytes'] if ours else 'n/a'} B | "
                           f"{_yes(ours.get('refund_issued')) if ours else 'n/a'} |")
     others = [t for t in data["tasks"] if t.get("task") != "refunds"]
@@ -238,6 +276,7 @@ judgment it is given, not how well a particular model follows it.
 
 {bar_chart(refunds)}
 
+{_blind_spot(by)}
 ## Beside spike 011
 
 pmcp measured the same question as its spike 011, one refund task on all three surfaces. Its figures are the

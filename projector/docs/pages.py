@@ -281,6 +281,7 @@ CLI_COMMANDS: tuple[tuple[str, str, str | None, tuple[str, ...]], ...] = (
     ("project-skill", "projector.cli", None, ()),
     ("project-skill build", "projector.cli", None, ("build",)),
     ("project-skill check", "projector.cli", None, ("check",)),
+    ("project-skill schema", "projector.cli", None, ("schema",)),
     ("project-skill serve", "projector.server.cli", "serve", ()),
     ("project-skill remote list", "projector.remote.cli", "remote", ("list",)),
     ("project-skill remote load", "projector.remote.cli", "remote", ("load",)),

@@ -34,6 +34,8 @@ def type_of(s: dict[str, Any]) -> str:
     if "enum" in s:
         return "one of " + ", ".join(_literal(v) for v in s["enum"])
     if "oneOf" in s:
+        if all("$ref" in alt or alt.get("type") == "array" for alt in s["oneOf"]):  # e.g. a condition, or a list
+            return " or ".join(type_of(alt) for alt in s["oneOf"])
         return "one of the forms below"
     t = s.get("type")
     if t == "array":
@@ -139,9 +141,18 @@ editor at it for completion and checking:
 # yaml-language-server: $schema=../projector/{SCHEMA}
 ```
 
+Outside this repository, save a copy beside your workflows with `project-skill schema > workflow.schema.json` and
+point the comment at it.
+
 The schema describes the shape. `project-skill build` checks more than the shape: names must be unique, a step may
 use only arguments it declares and results that earlier steps bind, every `{{placeholder}}` must be filled, and so
-on. Each such problem is reported as `file:line:col` with a code and a hint.
+on. It also checks each step against its tool, as `attach()` does when it serves the workflow: every parameter the
+tool's `input_schema` requires is given (`missing-parameter`); every parameter given is one the schema declares,
+unless the schema allows others with `additionalProperties` or `patternProperties` (`unknown-parameter`); a
+constant is valid against its parameter's schema, and a typed argument has a type the parameter takes
+(`parameter-type`); a `field` path exists in the `output_schema` of the tool that made the result, when it declares
+one (`bad-field-path`). With `--tools-from SERVER` the schemas are the server's, and a step may call a tool that
+`tools` does not list. Each such problem is reported as `file:line:col` with a code and a hint.
 
 ## Top level
 

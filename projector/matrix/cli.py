@@ -29,8 +29,9 @@ def table(data: dict) -> str:
 def main(name: str = "matrix", argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog=f"project-skill {name}",
-        description="Run the refunds task (and hello-world and code-mode) on the three surfaces (skill, workflow "
-                    "prompt, server-side agent) over stdio against the demo server, and write the measured data.",
+        description="Run the refunds task (and hello-world and code-mode) on each surface (skill, workflow "
+                    "prompt, gated workflow prompt, server-side agent) over stdio against the demo server, and write "
+                    "the measured data.",
         epilog="exit codes: 0 ok, 1 a run failed or (--check) the committed data is stale, 2 usage")
     ap.add_argument("--root", default=".", help="the project tree (default: the current folder)")
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"the data file, relative to --root (default: {DEFAULT_OUT})")

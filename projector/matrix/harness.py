@@ -1,4 +1,4 @@
-"""The three-surface harness: each task, surface and scenario, run over stdio against a freshly started server.
+"""The surface harness: each task, surface and scenario, run over stdio against a freshly started server.
 
 Every run spawns ``python -m projector.matrix.serve`` (the demo server plus the server-side agent) and talks to it
 with the MCP SDK's ``Client`` over stdio, through a transport wrapper that records every JSON-RPC message on the
@@ -9,8 +9,8 @@ The figures, per run:
 
 - **round trips**: JSON-RPC requests the client sent inside the window (each waits for its response);
 - **model turns**: client-side model inferences. Skill: one per request (the model makes them one at a time, each
-  after reading the last result) plus one for the final answer. Workflow: one (the user picks the prompt; the model
-  reads the transcript and answers). Agent: two (call the agent tool; answer from its message);
+  after reading the last result) plus one for the final answer. Workflow, gated or not: one (the user picks the
+  prompt; the model reads the transcript and answers). Agent: two (call the agent tool; answer from its message);
 - **context bytes**: for each response received inside the window, the ``result`` object as it came off the wire,
   less the protocol envelope (``_meta`` and ``resultType``), serialized as compact JSON with sorted keys
   (``separators=(",", ":")``, UTF-8, non-ASCII kept); summed;
@@ -37,7 +37,7 @@ from .agent import AGENT_TOOL, TRACE_TOOL
 from .policy import DESCRIPTION as POLICY
 from .reader import StepFailed, follow, parse, result_value
 
-SURFACES = ("skill", "workflow", "agent")
+SURFACES = ("skill", "workflow", "gated", "agent")
 LEDGER_TOOL = "list_refunds"
 ENVELOPE = ("_meta", "resultType")
 
@@ -51,21 +51,27 @@ class Task:
     scenarios: tuple[tuple[str, dict[str, str]], ...]
     refunds: bool = False
     not_applicable: dict[str, str] = field(default_factory=dict)
+    gated_workflow: str | None = None  # the same workflow with its gate stated as data (when:)
 
+
+NO_GATE = "no step of this workflow has a condition to state, so it has no gated variant"
 
 TASKS = (
     Task("refunds", "refund-flow", "refund_flow",
-         "The `refund-flow` skill and the `refund_flow` workflow prompt (`workflows/refunds.yaml`), on order A1001, "
+         "The `refund-flow` skill and the `refund_flow` workflow prompt (`workflows/refunds.yaml`), and the gated "
+         "prompt `refund_flow_gated` (`workflows/refunds-gated.yaml`), on order A1001, "
          "which the demo store's policy finds eligible, and on order A1002, a final-sale item, which it does not.",
-         (("eligible", {"order_id": "A1001"}), ("ineligible", {"order_id": "A1002"})), refunds=True),
+         (("eligible", {"order_id": "A1001"}), ("ineligible", {"order_id": "A1002"})), refunds=True,
+         gated_workflow="refund_flow_gated"),
     Task("hello-world", "hello-world", "hello_world",
          "The `hello-world` skill and the `hello_world` prompt: one read-only tool call, no judgment.",
-         (("greet", {"name": "Ada"}),)),
+         (("greet", {"name": "Ada"}),), not_applicable={"gated": NO_GATE}),
     Task("code-mode", "code-mode", "code_mode",
          "The `code-mode` skill and the `code_mode` prompt: read the database schema, then run one read-only query. "
          "The question comes with its SQL, so the simulated model does not have to write any.",
          (("query", {"question": "How many orders are in each status?",
-                     "sql": "SELECT status, COUNT(*) AS orders FROM orders GROUP BY status ORDER BY status"}),)),
+                     "sql": "SELECT status, COUNT(*) AS orders FROM orders GROUP BY status ORDER BY status"}),),
+         not_applicable={"gated": NO_GATE}),
 )
 
 
@@ -243,8 +249,11 @@ async def _run_one(root: Path, task: Task, surface: str, scenario: str, argument
             outcome = await follow(proc, arguments, _ClientBackend(
                 client, {n: t.output_schema for n, t in tools.items()}))
             answer = outcome.answer
-        elif surface == "workflow":
-            prompt = await client.get_prompt(task.workflow, arguments)
+        elif surface in ("workflow", "gated"):
+            name = task.workflow if surface == "workflow" else task.gated_workflow
+            if name is None:
+                raise MatrixError("the task has no gated workflow")
+            prompt = await client.get_prompt(name, arguments)
             last = prompt.messages[-1].content
             answer = getattr(last, "text", "")
         else:
@@ -267,7 +276,7 @@ async def _run_one(root: Path, task: Task, surface: str, scenario: str, argument
         params = req["params"]
         target = params.get("uri") or params.get("name") or ""
         requests.append({"method": req["method"], "target": target, "bytes": size})
-    turns = {"skill": len(requests) + 1, "workflow": 1, "agent": 2}[surface]
+    turns = {"skill": len(requests) + 1, "workflow": 1, "gated": 1, "agent": 2}[surface]
     run: dict[str, Any] = {
         "surface": surface,
         "scenario": scenario,
@@ -294,8 +303,8 @@ DEFINITIONS = {
                    "response). Session set-up (discovery, `tools/list`) and the harness's own reads of the ledger "
                    "and the agent's trace are outside the run and not counted.",
     "model_turns": "inferences of the client's model. Skill: one per request (each needs the last result) plus one "
-                   "for the final answer. Workflow: one (the user picks the prompt; the model reads the transcript "
-                   "and answers). Agent: two (call the agent tool; answer from its message). The agent's own turns "
+                   "for the final answer. Workflow, gated or not: one (the user picks the prompt; the model reads "
+                   "the transcript and answers). Agent: two (call the agent tool; answer from its message). The agent's own turns "
                    "run on the server and are listed separately as server model turns.",
     "context_bytes": "the sum, over the responses the client received during the run, of the JSON-RPC `result` "
                      "object as it came off the wire, less the protocol envelope (`_meta`, `resultType`), "

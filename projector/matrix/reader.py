@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from ..errors import plural
 from .policy import Decision, judge
 
 # One inline code span, fenced with one to three backticks (the generator uses a longer fence only when the text
@@ -295,7 +296,7 @@ async def follow(proc: Procedure, arguments: dict[str, str], backend: Backend) -
 def final_answer(proc: Procedure, out: Outcome) -> str:
     """The simulated model's last message: deterministic, short, and built only from what it saw."""
     total = len(proc.steps)
-    parts = [f"Ran {'all ' if len(out.ran) == total else ''}{len(out.ran)} of {total} steps of {proc.name}."]
+    parts = [f"Ran {'all ' if len(out.ran) == total else ''}{len(out.ran)} of {plural(total, 'step')} of {proc.name}."]
     for n, decision in sorted(out.declined.items()):
         step = proc.steps[n - 1]
         what = f"`{step.tool}`" if step.tool else f"step {n}"

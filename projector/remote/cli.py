@@ -9,8 +9,8 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from ..errors import ProjectorError, format_text
-from .errors import LockError, ServerError
+from ..errors import ProjectorError, format_text, plural
+from .errors import DynamicDeclined, LockError, ServerError, VerificationError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -65,6 +65,9 @@ def _remote_parser() -> argparse.ArgumentParser:
     ld.add_argument("--locked", metavar="LOCK",
                     help="compare each served manifest with this lock file before any read; without NAMEs or --all, "
                          "load every skill the lock pins for SERVER")
+    ld.add_argument("--keep-going", action="store_true",
+                    help="load every skill that verifies and name the ones refused, still exiting 1 when any is "
+                         "refused (default: all or nothing)")
     ld.add_argument("--format", choices=("text", "json"), default="text")
     _add_common(ld)
     return ap
@@ -144,7 +147,7 @@ async def resolve(remote: Any, targets: Sequence[str], everything: bool) -> list
 
 
 def _entry_line(e: Any) -> str:
-    size = "dynamic" if e.dynamic else f"{len(e.resources)} file{'s' * (len(e.resources) != 1)}, {e.total_size} bytes"
+    size = "dynamic" if e.dynamic else f"{plural(len(e.resources), 'file')}, {plural(e.total_size, 'byte')}"
     desc = " ".join(e.description.split())
     return f"{e.uri}  ({size})  {desc}".rstrip()
 
@@ -194,22 +197,31 @@ async def cmd_load(args: argparse.Namespace) -> int:
         else:
             targets = await resolve(remote, args.targets, args.all)
         loaded = []
+        refused: list[tuple[str, ProjectorError]] = []
         for entry, files in targets:
-            pin = None
-            if lock is not None:
-                pin = lock.find(args.server, entry.uri)
-                if pin is None:
-                    raise LockError("not-pinned", entry.uri, f"{args.locked} does not pin this skill for "
-                                    f"{args.server}", "pin it first: project-skill pin SERVER NAME --lock FILE")
-            loaded.append(await remote.load(entry, files=files, pin=pin, lock_path=args.locked or "skills.lock",
-                                            allow_dynamic=args.allow_dynamic))
+            try:
+                pin = None
+                if lock is not None:
+                    pin = lock.find(args.server, entry.uri)
+                    if pin is None:
+                        raise LockError("not-pinned", entry.uri, f"{args.locked} does not pin this skill for "
+                                        f"{args.server}", "pin it first: project-skill pin SERVER NAME --lock FILE")
+                loaded.append(await remote.load(entry, files=files, pin=pin, lock_path=args.locked or "skills.lock",
+                                                allow_dynamic=args.allow_dynamic))
+            except (VerificationError, DynamicDeclined, LockError, ServerError) as exc:
+                if not args.keep_going:
+                    raise
+                refused.append((entry.uri, exc))
     written = write_bundles(args.out, loaded) if args.out else []
     if args.format == "json":
-        doc = {"skills": [{"uri": s.uri,
-                           "manifest": manifest_digest(s.entry.resources) if s.entry.resources is not None else None,
-                           "verified": s.verified, "refreshed": s.refreshed,
-                           "files": [_file_json(s, u, b) for u, b in s.files.items()]} for s in loaded],
-               "out": args.out, "written": written}
+        doc: dict[str, Any] = {
+            "skills": [{"uri": s.uri,
+                        "manifest": manifest_digest(s.entry.resources) if s.entry.resources is not None else None,
+                        "verified": s.verified, "refreshed": s.refreshed,
+                        "files": [_file_json(s, u, b) for u, b in s.files.items()]} for s in loaded],
+            "out": args.out, "written": written}
+        if args.keep_going:
+            doc["refused"] = [{"uri": uri, "errors": [d.to_json() for d in exc.diagnostics]} for uri, exc in refused]
         sys.stdout.write(dumps(doc).decode("utf-8"))
     else:
         for s in loaded:
@@ -218,7 +230,16 @@ async def cmd_load(args: argparse.Namespace) -> int:
             extra = " after refreshing its entry" if s.refreshed else ""
             print(f"{how} {s.uri}: {n} file{'s' * (n != 1)}, {size} bytes{extra}")
         if args.out:
-            print(f"wrote {len(written)} skill folder{'s' * (len(written) != 1)} under {args.out}")
+            print(f"wrote {plural(len(written), 'skill folder')} under {args.out}")
+    if refused:
+        for _uri, exc in refused:
+            for d in exc.diagnostics:
+                print(format_text(d), file=sys.stderr)
+        print(f"project-skill remote: refused {plural(len(refused), 'skill')}: "
+              f"{', '.join(uri for uri, _ in refused)}; "
+              f"{'wrote the other ' + plural(len(written), 'skill') if args.out else 'loaded the others'}",
+              file=sys.stderr)
+        return EXIT_FINDINGS
     return EXIT_OK
 
 

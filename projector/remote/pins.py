@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..bundle import dumps
+from ..errors import plural
 from .errors import LockError
 from .verify import DIGEST_RULE, FileRef, SkillEntry, check_manifest
 
@@ -198,7 +199,7 @@ def changes(pin: Pin, entry: SkillEntry) -> list[str]:
         elif old[uri].digest != new[uri].digest:
             out.append(f"changed {uri} ({_short(old[uri].digest)} -> {_short(new[uri].digest)})")
         elif old[uri].size != new[uri].size:
-            out.append(f"changed size of {uri} ({old[uri].size} -> {new[uri].size} bytes)")
+            out.append(f"changed size of {uri} ({plural(old[uri].size, 'byte')} -> {plural(new[uri].size, 'byte')})")
     return out
 
 

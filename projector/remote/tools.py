@@ -3,7 +3,10 @@ a live server's ``tools/list`` instead of from the workflow file, so the gate wa
 declares.
 
 - A tool that a step calls but the server lacks is an error (``unknown-tool`` at the step, raised as
-  :class:`~projector.errors.LoadError`, every one at once).
+  :class:`~projector.errors.LoadError`, every one at once). A tool that a step calls and the file does not list is
+  taken from the server, so a workflow file may name its tools and nothing else.
+- The steps' arguments and field paths are then checked against the server's schemas
+  (:func:`projector.fit.check_steps`, as ``build`` checks the file's): every problem is raised at once too.
 - A file's ``tools:`` entry that disagrees with the server is a warning (``tool-mismatch``) at the tool, naming the
   file, the server and both values. Fields the file leaves out are not disagreements.
 - JSON Schema annotation keywords (``title``, ``description``, ``examples``, ``$comment``) and the default
@@ -19,6 +22,7 @@ import json
 from typing import Any
 
 from ..errors import Diagnostic, LoadError, Span
+from ..fit import check_steps, from_listing
 from ..model import Tool, Workflow
 from .verify import yaml_equal
 
@@ -53,8 +57,7 @@ def _compact(value: Any, limit: int = 160) -> str:
 
 def server_tool(t: Any) -> Tool:
     """An ``mcp_types.Tool`` as a model :class:`~projector.model.Tool`."""
-    ann = t.annotations.model_dump(by_alias=True, exclude_none=True, mode="json") if t.annotations else None
-    return Tool(name=t.name, description=t.description or "", input_schema=t.input_schema, annotations=ann or None)
+    return from_listing(t)
 
 
 async def list_server_tools(server: Any, label: str | None = None) -> dict[str, Tool]:
@@ -117,6 +120,9 @@ def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], server_label:
             if ft.input_schema is not None and not yaml_equal(_schema_core(ft.input_schema),
                                                               _schema_core(st.input_schema)):
                 differs.append(("input_schema", ft.input_schema, st.input_schema))
+            if ft.output_schema is not None and not yaml_equal(_schema_core(ft.output_schema),
+                                                               _schema_core(st.output_schema)):
+                differs.append(("output_schema", ft.output_schema, st.output_schema))
             if ft.annotations is not None and not yaml_equal(ft.annotations, st.annotations or {}):
                 differs.append(("annotations", ft.annotations, st.annotations))
             if differs:
@@ -127,7 +133,15 @@ def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], server_label:
                                            f"on {fields}; the server's declaration is used",
                                            detail))
             new_tools.append(dataclasses.replace(st, span=ft.span))
-        result.append(dataclasses.replace(wf, tools=tuple(new_tools)))
+        # A tool that a step calls but the file does not list is taken from the server, in the order steps use it.
+        listed = {t.name for t in new_tools}
+        for step in wf.steps:
+            if step.tool is not None and step.tool in tools and step.tool not in listed:
+                new_tools.append(dataclasses.replace(tools[step.tool], span=Span(wf.source)))
+                listed.add(step.tool)
+        merged = dataclasses.replace(wf, tools=tuple(new_tools))
+        errors.extend(check_steps(merged))  # the steps against the server's schemas, as build checks declared ones
+        result.append(merged)
     if errors:
         raise LoadError(errors)
     return result, sorted(warnings, key=Diagnostic.sort_key)

@@ -5,8 +5,10 @@ The order a host must follow, and the functions that do each part:
 1. :func:`parse_entry` checks the entry's shape; :func:`check_manifest` checks every manifest URI and the limits
    (512 files, 16 MiB) before anything is read.
 2. :func:`verify_bytes` checks the size, then the sha256 digest, of every file read.
-3. :func:`check_frontmatter` parses SKILL.md's YAML frontmatter and compares it field by field with the entry's, as
-   YAML values (:func:`yaml_equal`).
+3. :func:`check_frontmatter` parses SKILL.md's YAML frontmatter with the YAML 1.2 core schema, as the reference SDK
+   and the conformance suite do, and compares it field by field with the entry's, as YAML values
+   (:func:`yaml_equal`). The 1.1 reading is not accepted as well: a file that only a YAML 1.1 reader sees as equal to
+   its entry shows every YAML 1.2 host something else.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from urllib.parse import unquote
 import yaml
 
 from ..bundle import MAX_BYTES, MAX_FILES
+from ..errors import plural
+from ..yaml12 import load_core, yaml_error
 from .errors import VerificationError
 
 SKILLS_EXT = "io.modelcontextprotocol/skills"
@@ -198,7 +202,7 @@ def verify_bytes(ref: FileRef, data: bytes) -> None:
     """Size first (a size mismatch is a digest mismatch, found without hashing), then the sha256 digest."""
     if len(data) != ref.size:
         raise VerificationError("size-mismatch", ref.uri,
-                                f"served {len(data)} bytes; the manifest says {ref.size}")
+                                f"served {plural(len(data), 'byte')}; the manifest says {ref.size}")
     got = sha256(data)
     if got != ref.digest:
         raise VerificationError("digest-mismatch", ref.uri,
@@ -209,7 +213,8 @@ def verify_bytes(ref: FileRef, data: bytes) -> None:
 
 
 def parse_frontmatter(data: bytes, where: str) -> dict[str, Any]:
-    """SKILL.md bytes -> the YAML frontmatter as a mapping (``yaml.safe_load``: YAML 1.1, so ``yes`` is true)."""
+    """SKILL.md bytes -> the YAML frontmatter as a mapping, read with the YAML 1.2 core schema as the reference SDK
+    and the conformance suite read it (so ``yes`` is the string "yes" and ``0o17`` the integer 15)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -218,8 +223,8 @@ def parse_frontmatter(data: bytes, where: str) -> dict[str, Any]:
     if not m:
         raise VerificationError("bad-frontmatter", where, "SKILL.md has no '---' frontmatter block")
     try:
-        value = yaml.safe_load(m.group(1))
-    except yaml.YAMLError as exc:
+        value = load_core(m.group(1))
+    except yaml_error() as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at frontmatter line {mark.line + 1}" if mark is not None else ""
         raise VerificationError("bad-frontmatter", where, f"SKILL.md frontmatter is not valid YAML{at}") from None
@@ -285,14 +290,61 @@ def mapping_diff(a: dict[Any, Any], b: dict[Any, Any]) -> list[str]:
     return sorted(k for k in set(ka) | set(kb) if not yaml_equal(ka.get(k), kb.get(k)))
 
 
+_MISSING = object()
+
+
+def describe_value(value: Any, limit: int = 60) -> str:
+    """A YAML/JSON value with its type, for a message: ``string 'yes'``, ``boolean true``, ``integer 15``. Text is
+    escaped (no control characters reach the terminal) and cut to ``limit`` characters."""
+    if value is _MISSING:
+        return "missing"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {'true' if value else 'false'}"
+    if isinstance(value, int):
+        return f"integer {value}"
+    if isinstance(value, float):
+        return f"number {value!r}"
+    if isinstance(value, str):
+        shown = "".join(("\\" + c) if c in "\\'" else c if c.isprintable() else repr(c)[1:-1]
+                        for c in value[:limit])
+        return f"string '{shown}{'...' if len(value) > limit else ''}'"
+    if isinstance(value, _dt.datetime):
+        return f"timestamp {value.isoformat()}"
+    if isinstance(value, _dt.date):
+        return f"date {value.isoformat()}"
+    import json
+
+    text = json.dumps(value, ensure_ascii=True, sort_keys=True, default=str)
+    kind = "mapping" if isinstance(value, dict) else "sequence" if isinstance(value, (list, tuple)) else "value"
+    return f"{kind} {text[:limit]}{'...' if len(text) > limit else ''}"
+
+
+def value_diff(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """Where two YAML/JSON values differ: ``(dotted path, a's value, b's value)``, mappings followed key by key."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        ka = {_key(k): v for k, v in a.items()}
+        kb = {_key(k): v for k, v in b.items()}
+        if len(ka) == len(a) and len(kb) == len(b):
+            out = []
+            for k in sorted(set(ka) | set(kb)):
+                va, vb = ka.get(k, _MISSING), kb.get(k, _MISSING)
+                if not yaml_equal(None if va is _MISSING else va, None if vb is _MISSING else vb):
+                    out.extend(value_diff(va, vb, f"{path}.{k}" if path else k))
+            return out
+    return [] if yaml_equal(a, b) else [(path, a, b)]
+
+
 def check_frontmatter(entry: SkillEntry, data: bytes) -> dict[str, Any]:
-    """Parse the verified SKILL.md bytes and compare the frontmatter field by field with the entry's. The message
-    names the fields, never the served values."""
+    """Parse the verified SKILL.md bytes (YAML 1.2 core schema) and compare the frontmatter field by field with the
+    entry's. The message names each field and both values with their types."""
     fm = parse_frontmatter(data, entry.uri)
-    diff = mapping_diff(fm, entry.frontmatter)
+    diff = value_diff(fm, entry.frontmatter)
     if diff:
-        fields = ", ".join(repr(f) for f in diff)
+        detail = "; ".join(f"'{path}' (file: {describe_value(a)}, entry: {describe_value(b)})" for path, a, b in diff)
         raise VerificationError("frontmatter-mismatch", entry.uri,
                                 f"SKILL.md frontmatter differs from the entry's in field{'s' * (len(diff) != 1)} "
-                                f"{fields}", "a host must not load a skill whose file and entry disagree")
+                                f"{detail}", "a host must not load a skill whose file and entry disagree "
+                                "(frontmatter is read as YAML 1.2, as the reference SDK reads it)")
     return fm

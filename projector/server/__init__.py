@@ -13,7 +13,8 @@
     def greet(name: str) -> str:
         return f"Hello, {name}!"
 
-    attach(server, skills="generated_skills", workflows=["workflows/hello-world.yaml"])
+    # the skills of the workflows this server runs: project-skill build workflows/hello-world.yaml --out greeter_skills
+    attach(server, skills="greeter_skills", workflows=["workflows/hello-world.yaml"])
     server.run("streamable-http", host="127.0.0.1", port=8000)
 
 :func:`attach` adds
@@ -43,8 +44,9 @@ from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.uri_template import UriTemplate
 
+from .. import fit
 from ..errors import Diagnostic, Span, error
-from ..model import PLACEHOLDER, Const, FromArg, Workflow
+from ..model import PLACEHOLDER, Workflow
 from .bootstrap import BootstrapPrompt, bootstrap_name
 from .errors import ServeError
 from .skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, SkillsExtension, SkillTree,
@@ -77,90 +79,36 @@ def load_workflows(workflows: Workflows) -> list[Workflow]:
         return []
     from ..load import load_all
 
+    # The server's own tools are the truth here: a step may call a tool its file does not list, and the steps are
+    # fitted to the server's tools by check_workflows().
     if isinstance(workflows, (str, Path)):
-        return load_all([str(workflows)])
+        return load_all([str(workflows)], tools_from_server=True)
     items = list(workflows)
     paths = [str(w) for w in items if isinstance(w, (str, Path))]
-    return [w for w in items if isinstance(w, Workflow)] + (load_all(paths) if paths else [])
+    return [w for w in items if isinstance(w, Workflow)] + (load_all(paths, tools_from_server=True) if paths else [])
 
 
-_JSON_TYPES = {"string": {"string"}, "integer": {"integer", "number"}, "number": {"number"},
-               "boolean": {"boolean"}}
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if value is None:
-        return "null"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _accepts(prop: Any, kinds: set[str]) -> bool:
-    """Whether a property schema's ``type`` admits any of ``kinds`` (no ``type`` admits everything)."""
-    if not isinstance(prop, dict) or "type" not in prop:
-        return True
-    declared = prop["type"] if isinstance(prop["type"], list) else [prop["type"]]
-    if "number" in declared:
-        declared = [*declared, "integer"]
-    return bool(kinds & set(declared))
-
-
-def check_workflows(workflows: Sequence[Workflow], tools: dict[str, dict[str, Any]],
+def check_workflows(workflows: Sequence[Workflow], tools: dict[str, Any],
                     resources: Sequence[str] = (), templates: Sequence[str] = ()) -> list[Diagnostic]:
-    """Every way the steps do not fit the server: ``tools`` maps tool names to their input schemas."""
-    problems: list[Diagnostic] = []
+    """Every way the steps do not fit the server. ``tools`` maps tool names to their input schemas (dicts), to
+    ``mcp_types.Tool`` objects or to model :class:`~projector.model.Tool` objects (then output schemas are checked
+    too). The steps are fitted to the tools by the core (:func:`projector.fit.check_workflows`), exactly as ``build``
+    fits them; resources are checked here, against the server's resources and templates."""
+    problems = fit.check_workflows(workflows, tools, hint="register it on the server before calling attach()")
     parsed = [UriTemplate.parse(t) for t in templates]
     for wf in workflows:
         for step in wf.steps:
+            if step.tool is not None:
+                continue
             where = step.span if step.span.line else Span(wf.source)
-            label = f"workflow '{wf.name}', step '{step.name}'"
-            if step.tool is None:
-                for uri in step.resources:
-                    sample = PLACEHOLDER.sub("x", uri)
-                    if sample not in resources and not any(t.match(sample) is not None for t in parsed):
-                        problems.append(error(where, "unknown-resource",
-                                              f"{label}: the server has no resource or template matching '{uri}'",
-                                              "register the resource on the server before calling attach()"))
-                continue
-            if step.tool not in tools:
-                known = ", ".join(sorted(tools)) or "none"
-                problems.append(error(where, "unknown-tool", f"{label}: the server has no tool '{step.tool}'",
-                                      f"register it before calling attach(); the server's tools: {known}"))
-                continue
-            schema = tools[step.tool] or {}
-            props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-            closed = bool(props) and schema.get("additionalProperties", False) is False
-            for name, source in step.args:
-                if closed and name not in props:
-                    problems.append(error(where, "unknown-parameter",
-                                          f"{label}, tool '{step.tool}': the tool's input schema has no parameter "
-                                          f"'{name}'", f"its parameters: {', '.join(sorted(props))}"))
-                    continue
-                prop = props.get(name)
-                if isinstance(source, Const) and not (isinstance(source.value, str) and source.placeholders):
-                    kinds = {_json_type(source.value)}
-                elif isinstance(source, (Const, FromArg)):
-                    arg = wf.argument(source.name) if isinstance(source, FromArg) else None
-                    kinds = _JSON_TYPES.get(arg.type or "string", {"string"}) if arg else {"string"}
-                else:
-                    continue  # a step result: its type is known only when the step has run
-                if not _accepts(prop, kinds):
-                    problems.append(error(where, "parameter-type",
-                                          f"{label}, tool '{step.tool}': parameter '{name}' takes "
-                                          f"{prop['type']}, but the step gives {'/'.join(sorted(kinds))}"))
-            for name in schema.get("required") or ():
-                if name not in step.args_dict:
-                    problems.append(error(where, "missing-parameter",
-                                          f"{label}, tool '{step.tool}': the required parameter '{name}' is not "
-                                          f"given by the step"))
-    return problems
+            for uri in step.resources:
+                sample = PLACEHOLDER.sub("x", uri)
+                if sample not in resources and not any(t.match(sample) is not None for t in parsed):
+                    problems.append(error(where, "unknown-resource",
+                                          f"workflow '{wf.name}', step '{step.name}': the server has no resource or "
+                                          f"template matching '{uri}'",
+                                          "register the resource on the server before calling attach()"))
+    return sorted(problems, key=Diagnostic.sort_key)
 
 
 def _has_extension(server: MCPServer, ext: SkillsExtension) -> bool:
@@ -179,8 +127,12 @@ def _register_extension(server: MCPServer, ext: SkillsExtension) -> None:
     apply(ext)
 
 
-def _check_prompt_names(names: Sequence[str], taken: set[str]) -> None:
-    """Raise :class:`ServeError` when a new prompt's name is taken, on the server or twice among ``names``."""
+def _check_prompt_names(names: Sequence[str], taken: set[str], tree: SkillTree | None = None) -> None:
+    """Raise :class:`ServeError` when a new prompt's name is taken, on the server or twice among ``names``, or when
+    a served skill names a workflow prompt (``metadata.workflow``) that is neither on the server nor among ``names``."""
+    unoffered = [] if tree is None else fit.check_prompts(
+        ((f"{tree.root}/{s.path}/SKILL.md", s.name, s.entry.get("frontmatter")) for s in tree.skills),
+        set(taken) | set(names))
     seen: set[str] = set()
     clashes = []
     for name in names:
@@ -189,8 +141,8 @@ def _check_prompt_names(names: Sequence[str], taken: set[str]) -> None:
                                  f"the prompt name '{name}' is taken twice (a workflow, a skill's bootstrap "
                                  f"prompt, or a prompt already on the server)", "rename the workflow"))
         seen.add(name)
-    if clashes:
-        raise ServeError(clashes)
+    if clashes or unoffered:
+        raise ServeError(clashes + unoffered)
 
 
 def unknown_prompt_middleware(server: MCPServer) -> Any:
@@ -252,8 +204,9 @@ def attach(server: Any, skills: str | Path | SkillTree | SkillsExtension | None 
 
     It is synchronous, so it runs at import time; it also works inside a running event loop (or use
     :func:`attach_async` there). Raises :class:`ServeError` when the tree does not match its manifest, when a step
-    does not fit the server's tools, or when a prompt name is already taken. Nothing is added to the server when it
-    raises.
+    does not fit the server's tools, when a skill names a workflow prompt (``metadata.workflow``) that the server
+    will not offer (build such skills with ``project-skill build --skills-only``), or when a prompt name is already
+    taken. Nothing is added to the server when it raises.
     """
     if _framework(server) == "fastmcp":
         from .fastmcp_adapter import run_sync
@@ -289,7 +242,7 @@ async def attach_async(server: Any, skills: str | Path | SkillTree | SkillsExten
 def _attach_mcp(server: MCPServer, ext: SkillsExtension | None, wfs: list[Workflow],
                 listing: tuple[Any, Any, Any, Any], bootstrap_prompts: bool) -> SkillsExtension | None:
     listed_tools, listed_templates, listed_resources, listed_prompts = listing
-    tools = {t.name: t.input_schema for t in listed_tools}
+    tools = {t.name: fit.from_listing(t) for t in listed_tools}
     templates = [t.uri_template for t in listed_templates]
     resources = [str(r.uri) for r in listed_resources]
     problems = check_workflows(wfs, tools, resources, templates)
@@ -299,7 +252,8 @@ def _attach_mcp(server: MCPServer, ext: SkillsExtension | None, wfs: list[Workfl
     prompts: list[Any] = [WorkflowPrompt.for_workflow(wf) for wf in wfs]
     if ext is not None and bootstrap_prompts:
         prompts += [BootstrapPrompt.for_skill(s) for s in ext.tree.skills]
-    _check_prompt_names([p.name for p in prompts], {p.name for p in listed_prompts})
+    _check_prompt_names([p.name for p in prompts], {p.name for p in listed_prompts},
+                        ext.tree if ext is not None else None)
 
     if ext is not None:
         _register_extension(server, ext)

@@ -26,6 +26,7 @@ from typing import Any
 
 from mcp.server.mcpserver.prompts.base import Message, Prompt, UserMessage
 
+from ..errors import plural
 from .skills import Skill
 
 PREFIX = "skill."
@@ -49,7 +50,7 @@ def render(skill: Skill) -> str:
         text = f.text
         if text is None:
             parts.append(f'\n<file uri="{f.uri}" mimeType="{f.mime_type}" binary="true">\n'
-                         f"({len(f.data)} bytes that are not UTF-8 text; read them with resources/read)\n</file>\n")
+                         f"({plural(len(f.data), 'byte')} that are not UTF-8 text; read them with resources/read)\n</file>\n")
             continue
         parts.append(f'\n<file uri="{f.uri}" mimeType="{f.mime_type}" bytes="{len(f.data)}">\n{text}'
                      f'{"" if text.endswith(chr(10)) or not text else chr(10)}</file>\n')

@@ -12,6 +12,8 @@ Tool names, descriptions and annotations are the ones the workflow files declare
 ``issue_refund`` deliberately does not apply the eligibility policy: that is ``check_eligibility``'s job, and the
 refund workflow's step 3 guidance asks the caller to act on it. A server-side run of the workflow cannot (see
 :mod:`projector.server.workflow`), so it refunds an ineligible order, and the ledger shows it.
+``workflows/refunds-gated.yaml`` (the prompt ``refund_flow_gated``) states the check as a ``when:`` condition, which
+the server-side run enforces: it stops before ``issue_refund`` on an ineligible order.
 
 For other tests and tools: ``server, store = demo_server()`` gives a ready MCPServer and its store;
 ``store.ledger()`` is the list of refunds issued so far.

@@ -276,9 +276,11 @@ def run_sync(fn: Callable[[], Awaitable[T]]) -> T:
 async def attach_fastmcp(server: FastMCP, tree: SkillTree | None, wfs: Sequence[Workflow], *, page_size: int,
                          cache: CacheHint, bootstrap_prompts: bool) -> TreeSkillsExtension | None:
     """The FastMCP half of :func:`projector.server.attach_async` (see there): the same checks as on MCPServer."""
+    from .. import fit
     from . import _check_prompt_names, check_workflows
 
-    tools = {t.name: t.parameters for t in await server.list_tools()}
+    # The tools as tools/list shows them (input and output schemas, annotations), as on MCPServer.
+    tools = {t.name: fit.from_listing(t.to_mcp_tool()) for t in await server.list_tools()}
     templates = [t.uri_template for t in await server.list_resource_templates()]
     resources = [str(r.uri) for r in await server.list_resources()]
     problems = check_workflows(wfs, tools, resources, templates)
@@ -288,7 +290,7 @@ async def attach_fastmcp(server: FastMCP, tree: SkillTree | None, wfs: Sequence[
     prompts: list[FastMCPPrompt] = [FastMCPWorkflowPrompt.for_workflow(wf) for wf in wfs]
     if tree is not None and bootstrap_prompts:
         prompts += [FastMCPBootstrapPrompt.for_skill(s) for s in tree.skills]
-    _check_prompt_names([p.name for p in prompts], {p.name for p in await server.list_prompts()})
+    _check_prompt_names([p.name for p in prompts], {p.name for p in await server.list_prompts()}, tree)
 
     ext: TreeSkillsExtension | None = None
     if tree is not None:

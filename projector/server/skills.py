@@ -38,6 +38,7 @@ from mcp_types import INVALID_PARAMS, RequestParams
 
 from ..bundle import INDEX_FILE, parse_frontmatter
 from ..naming import NAME_RULE, SEGMENT_RULE
+from ..errors import plural
 from .errors import ServeError, serve_error
 
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
@@ -246,7 +247,7 @@ def _load_skill(real_root: Path, entry: Any, where: str) -> Skill:
         got = "sha256:" + hashlib.sha256(data).hexdigest()
         if r.get("digest") != got or r.get("size") != len(data):
             raise serve_error(where, "digest-mismatch",
-                              f"{ruri}: the file on disk ({len(data)} bytes, {got}) does not match the manifest "
+                              f"{ruri}: the file on disk ({plural(len(data), 'byte')}, {got}) does not match the manifest "
                               f"({r.get('size')} bytes, {r.get('digest')}); refusing to serve the tree",
                               "rebuild the tree with `project-skill build`, or restore the committed files")
         loaded.append(SkillFile(ruri, rel, data, mime_type(rel, data)))

@@ -11,8 +11,11 @@ the way pmcp's server-side workflows do:
 4. a last message: done; or, when a required tool parameter cannot be resolved, a hand-over to the client saying
    what is missing and what to do next; or, when a tool or a read fails, the error and where the run stopped.
 
-The server runs every step unconditionally. It cannot apply a step's guidance: that judgment is the model's, which is
-why the generated SKILL.md warns about it and why the transcript labels guidance as not applied.
+The server runs every step unconditionally, except that a step's ``when:`` conditions are checked just before it
+runs (:mod:`projector.conditions`, the one evaluator): a failed one ends the run with one line naming the step, the
+condition and the value seen (``on_fail: stop``), or skips the step (``on_fail: skip``). It cannot apply a step's
+guidance: that judgment is the model's, which is why the generated SKILL.md warns about it and why the transcript
+labels guidance as not applied.
 
 Everything in the transcript is deterministic: JSON is printed with sorted keys, and nothing carries a time.
 """
@@ -32,6 +35,9 @@ from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt,
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 
+from ..conditions import Check, failure_text, first_failure, statement
+from ..errors import plural
+from ..fit import wraps_result
 from ..model import PLACEHOLDER, Argument, Const, FromArg, FromStep, Source, Step, Workflow
 
 
@@ -102,6 +108,7 @@ class _Run:
         self.given = given  # the raw strings, for {placeholders}
         self.typed = typed  # converted to each argument's type
         self.results: dict[str, Any] = {}
+        self.skipped: dict[str, str] = {}  # bind -> why its step was skipped (on_fail: skip)
 
     def resolve(self, source: Source) -> Any:
         if isinstance(source, FromArg):
@@ -109,6 +116,8 @@ class _Run:
                 return self.typed[source.name]
             return Missing(f"the optional argument `{source.name}` was not given")
         if isinstance(source, FromStep):
+            if source.bind in self.skipped:
+                return Missing(self.skipped[source.bind])
             if source.bind not in self.results:
                 return Missing(f"there is no result saved as `{source.bind}`")
             value = self.results[source.bind]
@@ -135,8 +144,7 @@ def tool_result_value(result: CallToolResult, output_schema: dict[str, Any] | No
     envelope for non-object returns), else the text content parsed as JSON when it is JSON, else the text."""
     sc = result.structured_content
     if sc is not None:
-        props = (output_schema or {}).get("properties") or {}
-        if isinstance(sc, dict) and set(sc) == {"result"} and set(props) == {"result"}:
+        if isinstance(sc, dict) and set(sc) == {"result"} and wraps_result(output_schema):
             return sc["result"]
         return sc
     texts = [c.text for c in result.content if isinstance(c, TextContent)]
@@ -222,8 +230,11 @@ def _describe(step: Step) -> str:
         line = f"call the tool `{step.tool}`"
         if step.bind:
             line += f" and save the result as `{step.bind}`"
-        return line
-    return "read " + ", ".join(f"`{r}`" for r in step.resources)
+    else:
+        line = "read " + ", ".join(f"`{r}`" for r in step.resources)
+    if step.when:
+        line += ", only if " + " and ".join(statement(c) for c in step.when)
+    return line
 
 
 class WorkflowPrompt(Prompt):
@@ -237,9 +248,10 @@ class WorkflowPrompt(Prompt):
                                description=(f"{a.description} ({a.type})" if a.description and a.type
                                             else a.description or (f"({a.type})" if a.type else None)))
                 for a in wf.arguments]
-        description = (f"{wf.description} Runs the workflow's {len(wf.steps)} steps on the server and returns "
+        n = len(wf.steps)
+        description = (f"{wf.description} Runs the workflow's {n} step{'s' * (n != 1)} on the server and returns "
                        f"the transcript.")
-        return cls(name=wf.name, description=description, arguments=args, fn=_unused, workflow=wf)
+        return cls(name=wf.name, title=wf.title, description=description, arguments=args, fn=_unused, workflow=wf)
 
     async def render(self, arguments: dict[str, Any] | None, context: Context) -> list[Message]:  # type: ignore[override]
         return await run_workflow(self.workflow, arguments or {}, context)
@@ -277,10 +289,25 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context | W
     messages.append(AssistantMessage("\n".join(plan)))
 
     tools = await host.tools()
+    skipped = 0
     for n, step in enumerate(wf.steps, 1):
         head = f"Step {n} of {total}: `{step.name}`."
+        if step.when:
+            found = first_failure(step.when, typed, run.results)
+            if found is not None and step.on_fail == "skip":
+                messages.append(AssistantMessage(f"{head}\n{_skipped(wf, n, step, found)}"))
+                if step.bind:
+                    run.skipped[step.bind] = f"step {n} `{step.name}`, which saves `{step.bind}`, was skipped"
+                await host.report_progress(n, total, f"step {n} of {total}: {step.name} (skipped)")
+                skipped += 1
+                continue
+            if found is not None:
+                messages.append(_stopped(wf, n, step, found))
+                return messages
+            head += "\nChecked by the server: " + "; ".join(statement(c) for c in step.when) + "."
         if step.guidance:
-            head += f"\nGuidance (the server cannot apply it; it runs every step): {step.guidance.strip()}"
+            applies = "it enforces only the conditions above" if step.when else "it runs every step"
+            head += f"\nGuidance (the server cannot apply it; {applies}): {step.guidance.strip()}"
         if step.tool is not None:
             tool = tools.get(step.tool)
             schema = (tool.input_schema if tool else None) or {}
@@ -331,9 +358,13 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], ctx: Context | W
                     return messages
                 for c in contents:
                     mime = c.mime_type or "text/plain"
-                    body = c.content if isinstance(c.content, str) else f"<{len(c.content)} bytes of {mime}>"
+                    body = c.content if isinstance(c.content, str) else f"<{plural(len(c.content), 'byte')} of {mime}>"
                     messages.append(UserMessage(f"Resource `{uri}` ({mime}):\n\n{body}"))
         await host.report_progress(n, total, f"step {n} of {total}: {step.name}")
+    if skipped:
+        messages.append(AssistantMessage(f"Done: {total - skipped} of the {total} steps of `{wf.name}` ran on the "
+                                         f"server; {skipped} {'was' if skipped == 1 else 'were'} skipped."))
+        return messages
     messages.append(AssistantMessage(f"Done: all {total} step{'s' * (total != 1)} of `{wf.name}` ran on the server."))
     return messages
 
@@ -349,6 +380,23 @@ def _hand_over(wf: Workflow, n: int, step: Step, param: str, why: Missing) -> Me
         f"Stopped before step {n} of {len(wf.steps)} (`{step.name}`): {target}, and it has no value: {why.reason}.\n\n"
         f"Over to you. Work out `{param}` (ask the user if you cannot), then carry on yourself with the results "
         f"above and these steps:\n{_remaining(wf, n)}")
+
+
+def _stopped(wf: Workflow, n: int, step: Step, found: Check) -> Message:
+    """One line: the step, the failing condition and the value actually seen."""
+    rest = len(wf.steps) - n
+    action = f"did not call `{step.tool}`" if step.tool else "did not read the step's resources"
+    tail = f", and the {rest} later step{'s' * (rest != 1)} did not run" if rest else ""
+    return UserMessage(f"Stopped before step {n} of {len(wf.steps)} (`{step.name}`): {failure_text(found)}. The "
+                       f"server {action}{tail}; tell the user why the workflow stopped.")
+
+
+def _skipped(wf: Workflow, n: int, step: Step, found: Check) -> str:
+    users = [f"{i} (`{s.name}`)" for i, s in enumerate(wf.steps, 1)
+             if i > n and step.bind and any(isinstance(src, FromStep) and src.bind == step.bind
+                                            for _, src in s.sources())]
+    later = (f" Step{'s' * (len(users) != 1)} {', '.join(users)} will not have `{step.bind}`." if users else "")
+    return f"Skipped: {failure_text(found)}.{later} Going on with the next step."
 
 
 def _failed(wf: Workflow, n: int, step: Step, what: str) -> Message:

@@ -27,6 +27,20 @@ GENERATED = ROOT / "generated_skills"
 SCHEME = "skill://"
 
 
+def offer_workflow_prompts(server: MCPServer, entries: list[dict[str, Any]]) -> None:
+    """Stand-ins for the workflow prompts the served SKILL.md files name (``metadata.workflow``): these servers
+    have no tools to run the real ones, and attach() refuses to serve a skill whose prompt is not offered."""
+    from mcp.server.mcpserver.prompts.base import Prompt
+
+    names = set()
+    for e in entries:
+        meta = e.get("frontmatter", {}).get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("workflow"), str):
+            names.add(meta["workflow"])
+    for name in sorted(names):
+        server.add_prompt(Prompt.from_function(lambda: "a stand-in", name=name))
+
+
 def sha(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
@@ -93,6 +107,7 @@ def serve(served: Served | None = None, *, mutate: Callable[[Served], None] | No
     tree = SkillTree(GENERATED.as_posix(), tuple(skills), files, {})
     ext = SkillsExtension(tree)
     server = MCPServer("tamper-test", extensions=[ext])
+    offer_workflow_prompts(server, [s.entry for s in tree.skills])
     attach(server, ext, None, bootstrap_prompts=False)
     rec = Recorder()
 

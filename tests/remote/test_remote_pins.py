@@ -78,7 +78,7 @@ def test_changes_name_what_changed():
         {"uri": f"{SCHEME}refund-flow/SKILL.md", "digest": pin.files[0].digest if pin.files[0].uri == SKILL
          else pin.files[1].digest, "size": 1}]
     got = changes(pin, parse_entry(e))
-    assert got[0] == f"changed size of {SKILL} ({next(f.size for f in pin.files if f.uri == SKILL)} -> 1 bytes)"
+    assert got[0] == f"changed size of {SKILL} ({next(f.size for f in pin.files if f.uri == SKILL)} bytes -> 1 byte)"
     assert got[1] == f"added {SCHEME}refund-flow/new.md"
     assert got[2].startswith(f"changed {TOOLS} (sha256:")
 
@@ -97,13 +97,13 @@ def test_pin_reads_no_file_and_is_byte_stable(cli, tmp_path):
     lock = tmp_path / "skills.lock"
     rc, out, err = run("pin", "srv", "--lock", str(lock))
     assert rc == 0, err
-    assert "3 skills of srv pinned; no file read" in out
+    assert "4 skills of srv pinned; no file read" in out
     first = lock.read_bytes()
     assert run("pin", "srv", "--lock", str(lock))[0] == 0
     assert lock.read_bytes() == first
     assert rec.reads == []
     doc = json.loads(first)
-    assert [s["server"] for s in doc["skills"]] == ["srv"] * 3
+    assert [s["server"] for s in doc["skills"]] == ["srv"] * 4
     refund = next(s for s in doc["skills"] if s["uri"] == SKILL)
     assert refund["manifest"] == manifest_digest(FileRef(**f) for f in refund["files"])
     assert refund["files"] == sorted(honest().entry("refund-flow")["resources"], key=lambda r: r["uri"])
@@ -129,7 +129,7 @@ def test_locked_load_of_the_pinned_manifest_succeeds(cli, tmp_path):
     run("pin", "srv", "--lock", str(lock))
     rc, out, err = run("remote", "load", "srv", "--locked", str(lock), "--out", str(tmp_path / "o"))
     assert rc == 0, err
-    assert out.count("verified") == 3
+    assert out.count("verified") == 4
 
 
 def changed_tools(served: Served) -> None:

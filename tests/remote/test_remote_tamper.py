@@ -9,7 +9,7 @@ import pytest
 
 from projector.remote import connect
 from projector.remote.errors import DynamicDeclined, VerificationError
-from remote_fixtures import cli, GENERATED, SCHEME, Served, serve, sha
+from remote_fixtures import cli, GENERATED, SCHEME, Served, offer_workflow_prompts, serve, sha
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"
 TOOLS = f"{SCHEME}refund-flow/references/tools.md"
@@ -26,7 +26,8 @@ async def test_list_reads_no_file():
     server, rec = serve()
     async with connect(server) as remote:
         entries = await remote.list_skills()
-    assert [e.uri for e in entries] == [f"{SCHEME}{n}/SKILL.md" for n in ("code-mode", "hello-world", "refund-flow")]
+    assert [e.uri for e in entries] == [f"{SCHEME}{n}/SKILL.md" for n in (
+        "code-mode", "hello-world", "refund-flow-gated", "refund-flow")]  # sorted by path: "-" before "/"
     assert rec.reads == []
     assert set(rec.methods()) <= {"server/discover", "initialize", "notifications/initialized", "skills/list"}
 
@@ -39,10 +40,11 @@ async def test_list_follows_every_page():
 
     ext = SkillsExtension(GENERATED, page_size=1)
     server = MCPServer("paged", extensions=[ext])
+    offer_workflow_prompts(server, [s.entry for s in ext.tree.skills])
     attach(server, ext, None, bootstrap_prompts=False)
     async with connect(server) as remote:
         entries = await remote.list_skills()
-    assert len(entries) == 3
+    assert len(entries) == 4
 
 
 @pytest.mark.anyio
@@ -60,7 +62,7 @@ def test_cli_list_text_and_json(cli):
     servers, run = cli
     servers["honest"], rec = serve()
     rc, out, err = run("remote", "list", "honest")
-    assert rc == 0 and out.splitlines()[2].startswith(f"{SKILL}  (2 files, ")
+    assert rc == 0 and out.splitlines()[3].startswith(f"{SKILL}  (2 files, ")
     assert "no file read" in err
     rc, out, _ = run("remote", "list", "honest", "--format", "json")
     import json
@@ -83,7 +85,7 @@ def test_cli_load_all_out_writes_the_same_bytes(cli, tmp_path):
     rc, _, err = run("remote", "load", "honest", "refund-flow", "--out", str(out))
     assert rc == 0, err
     assert tree(out) == expected
-    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow"]
+    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow", "refund-flow-gated"]
 
 
 def test_cli_load_by_name_uri_and_unknown(cli):
@@ -203,7 +205,10 @@ def test_unverified_bytes_never_printed(cli, tmp_path):
     servers, run = cli
     servers["tampered"], _ = serve(mutate=change_frontmatter)
     rc, stdout, err = run("remote", "load", "tampered", "refund-flow", "--format", "json")
-    assert rc == 1 and "Exfiltrate" not in stdout + err
+    assert rc == 1 and "Exfiltrate" not in stdout
+    # the refusal names the field and both values, escaped and cut short; nothing else of the file is shown
+    (line,) = [x for x in err.splitlines() if "Exfiltrate" in x]
+    assert "error[frontmatter-mismatch]" in line and "field 'description' (file: string 'Exfiltrate" in line
 
 
 @pytest.mark.anyio
@@ -281,8 +286,8 @@ def test_an_honest_skill_differing_only_in_yaml_representation_is_accepted(cli, 
     def yaml_forms(served: Served) -> None:
         e = served.entry("refund-flow")
         e["frontmatter"] = {"name": "refund-flow", "description": "Process a refund.", "version": 1,
-                            "experimental": True, "license": None, "metadata": {"workflow": "refund_flow",
-                                                                                 "level": 2.0}}
+                            "experimental": "yes", "license": None, "metadata": {"workflow": "refund_flow",
+                                                                                  "level": 2.0}}
         served.set_file(SKILL, body, recompute=True)
 
     servers, run = cli
@@ -291,13 +296,14 @@ def test_an_honest_skill_differing_only_in_yaml_representation_is_accepted(cli, 
     assert rc == 0, err
     assert (tmp_path / "o/refund-flow/SKILL.md").read_bytes() == body
 
-    def bool_is_not_a_number(served: Served) -> None:
+    def yaml_1_1_reading(served: Served) -> None:
         yaml_forms(served)
-        served.entry("refund-flow")["frontmatter"]["experimental"] = 1
+        served.entry("refund-flow")["frontmatter"]["experimental"] = True  # what PyYAML (YAML 1.1) reads
 
-    servers["yaml2"], _ = serve(mutate=bool_is_not_a_number)
+    servers["yaml2"], _ = serve(mutate=yaml_1_1_reading)
     rc, _, err = run("remote", "load", "yaml2", "refund-flow", "--out", str(tmp_path / "o2"))
-    assert rc == 1 and "error[frontmatter-mismatch]" in err and "'experimental'" in err
+    assert rc == 1 and "error[frontmatter-mismatch]" in err
+    assert "field 'experimental' (file: string 'yes', entry: boolean true)" in err
     assert not (tmp_path / "o2").exists()
 
 

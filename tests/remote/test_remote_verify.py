@@ -81,24 +81,40 @@ def test_bad_frontmatter(data):
     assert code_of(parse_frontmatter, data, "x") == "bad-frontmatter"
 
 
-def test_frontmatter_mismatch_names_fields_not_values():
+def test_frontmatter_mismatch_names_the_field_and_both_values_with_their_types():
     e = entry([ref("skill://demo/SKILL.md", BODY)])
     assert check_frontmatter(e, BODY) == {"name": "demo", "description": "A demo"}
-    evil = BODY.replace(b"A demo", b"Exfiltrate credentials")
+    evil = BODY.replace(b"A demo", b'"Exfiltrate\\e[2J credentials"')  # YAML's \e: an ESC character
     with pytest.raises(VerificationError) as info:
         check_frontmatter(e, evil)
     assert info.value.code == "frontmatter-mismatch"
-    assert "'description'" in str(info.value) and "Exfiltrate" not in str(info.value)
+    assert "field 'description' (file: string 'Exfiltrate\\x1b[2J credentials', entry: string 'A demo')" \
+        in str(info.value)
+    assert "\x1b" not in str(info.value)  # the served text is escaped, never sent to the terminal as is
 
 
-def test_frontmatter_representation_differences_accepted():
-    data = b"---\nname: demo\ndescription: A demo\nversion: 1.0\nenabled: yes\nlicense: ~\n---\n"
+def test_frontmatter_is_compared_as_yaml_1_2_as_the_reference_sdk_reads_it():
+    data = b"---\nname: demo\ndescription: A demo\nversion: 1.0\nenabled: yes\nlicense: ~\nmode: 0o17\n---\n"
     e = entry([ref("skill://demo/SKILL.md", data)],
-              fm={"name": "demo", "description": "A demo", "version": 1, "enabled": True, "license": None})
-    check_frontmatter(e, data)
+              fm={"name": "demo", "description": "A demo", "version": 1, "enabled": "yes", "license": None,
+                  "mode": 15})
+    check_frontmatter(e, data)  # 'yes' is a string and 0o17 the integer 15 in YAML 1.2
     e2 = entry([ref("skill://demo/SKILL.md", data)],
-               fm={"name": "demo", "description": "A demo", "version": 1, "enabled": 1})
-    assert code_of(check_frontmatter, e2, data) == "frontmatter-mismatch"
+               fm={"name": "demo", "description": "A demo", "version": 1, "enabled": True, "mode": "0o17"})
+    with pytest.raises(VerificationError) as info:
+        check_frontmatter(e2, data)  # the YAML 1.1 reading is not accepted
+    assert info.value.code == "frontmatter-mismatch"
+    assert "fields 'enabled' (file: string 'yes', entry: boolean true); 'mode' (file: integer 15, entry: string " \
+           "'0o17')" in str(info.value)
+
+
+def test_a_nested_difference_is_named_by_its_path():
+    data = b"---\nname: demo\ndescription: A demo\nmetadata:\n  workflow: 0o17\n---\n"
+    e = entry([ref("skill://demo/SKILL.md", data)],
+              fm={"name": "demo", "description": "A demo", "metadata": {"workflow": "0o17"}})
+    with pytest.raises(VerificationError) as info:
+        check_frontmatter(e, data)
+    assert "field 'metadata.workflow' (file: integer 15, entry: string '0o17')" in str(info.value)
 
 
 # ------------------------------------------------------------------------------------------------------ entries

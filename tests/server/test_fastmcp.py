@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -168,13 +169,16 @@ def test_fastmcp_prompt_name_clashes_are_refused():
     assert asyncio.run(prompt_names(server)) == ["refund_flow"]
 
 
-def test_a_fastmcp_server_with_its_own_skills_extension_is_refused_clearly():
+def test_a_fastmcp_server_with_its_own_skills_extension_is_refused_clearly(tmp_path):
     from fastmcp.skills.extension import SkillsExtension
+    from projector.cli import main
 
+    skills_only = tmp_path / "skills"  # skills that name no workflow prompt, so serving them alone is fine
+    assert main(["build", str(WORKFLOWS), "--skills-only", "--out", str(skills_only)]) == 0
     server = FastMCP("shop")
     server.add_extension(SkillsExtension())
     with pytest.raises(ServeError) as info:
-        attach(server, SKILLS, None)
+        attach(server, skills_only, None)
     assert "skills extension" in str(info.value.diagnostics[0].message)
 
 
@@ -394,27 +398,41 @@ def test_official_conformance_is_green_on_fastmcp(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ the README
 
-def readme_examples() -> list[str]:
+def readme_section() -> str:
     text = (ROOT / "README.md").read_text("utf-8")
-    section = text[text.index("### In your own server"):text.index("## Verifying and pins")]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    return text[text.index("### In your own server"):text.index("## Verifying and pins")]
+
+
+def readme_examples() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", readme_section(), re.S)
 
 
 @pytest.mark.parametrize("index, framework", [(0, "mcp"), (1, "fastmcp")])
-def test_the_readme_examples_run_as_written(index, framework, monkeypatch):
+def test_the_readme_examples_run_as_written(index, framework, monkeypatch, tmp_path):
+    import shlex
+
+    from projector.cli import main
+
     code = readme_examples()[index]
     assert len(readme_examples()) == 2
     runs: list = []
     monkeypatch.setattr(MCPServer, "run", lambda self, *a, **k: runs.append((a, k)))  # serve nothing, record it
     monkeypatch.setattr(FastMCP, "run", lambda self, *a, **k: runs.append((a, k)))
-    monkeypatch.chdir(ROOT)
+    # A project of the reader's own: the example workflow, then the README's shell step, as written.
+    (tmp_path / "workflows").mkdir()
+    shutil.copy(ROOT / "workflows" / "hello-world.yaml", tmp_path / "workflows" / "hello-world.yaml")
+    monkeypatch.chdir(tmp_path)
+    [shell] = re.findall(r"```sh\n(.*?)```", readme_section(), re.S)
+    for line in shell.strip().splitlines():
+        argv = shlex.split(line)
+        assert argv[0] == "project-skill"
+        assert main(argv[1:]) == 0
     namespace: dict[str, Any] = {}
     exec(compile(code, f"README.md ({framework})", "exec"), namespace)
     server = namespace["server"]
     assert type(server) is (MCPServer if framework == "mcp" else FastMCP)
     assert len(runs) == 1 and runs[0][1]["port"] == 8000
-    assert asyncio.run(prompt_names(server)) == ["hello_world", "skill.code-mode", "skill.hello-world",
-                                                 "skill.refund-flow"]
+    assert asyncio.run(prompt_names(server)) == ["hello_world", "skill.hello-world"]
     messages, progress = asyncio.run(prompt_messages(server, "hello_world", {"name": "Ada"}))
     assert '"Hello, Ada!"' in messages[3][1] and len(progress) == 1
 
@@ -428,3 +446,14 @@ def test_serve_framework_fastmcp_without_the_extra_is_a_usage_error(monkeypatch,
     assert serve_cli.main("serve", ["--framework", "fastmcp"]) == 2
     err = capsys.readouterr().err
     assert "pip install 'projector[fastmcp]'" in err and "Traceback" not in err
+
+
+def test_fastmcp_refuses_skills_whose_workflow_prompt_is_not_offered():
+    """The same missing-workflow-prompt check as on MCPServer: serving the shipped skills without their workflows
+    would send a model looking for prompts that are not there."""
+    server = FastMCP("skills-alone")
+    with pytest.raises(ServeError) as info:
+        attach(server, SKILLS, None)
+    assert sorted((d.code, Path(d.span.file).parent.name) for d in info.value.diagnostics) == [
+        ("missing-workflow-prompt", "code-mode"), ("missing-workflow-prompt", "hello-world"),
+        ("missing-workflow-prompt", "refund-flow"), ("missing-workflow-prompt", "refund-flow-gated")]

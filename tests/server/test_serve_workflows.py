@@ -26,6 +26,15 @@ WORKFLOWS = ROOT / "workflows"
 MANIFEST = json.loads((SKILLS / "skills.json").read_text("utf-8"))["skills"]
 
 
+def built(tmp_path: Path, *workflows: str, skills_only: bool = False) -> Path:
+    """``project-skill build WORKFLOWS --out DIR [--skills-only]``: a skills tree of just those workflows."""
+    from projector.output import compile_paths, write
+
+    out = tmp_path / ("skills-only" if skills_only else "skills")
+    write(compile_paths([str(WORKFLOWS / w) for w in workflows], skills_only=skills_only), out)
+    return out
+
+
 def texts(result: types.GetPromptResult) -> list[tuple[str, str]]:
     return [(m.role, m.content.text) for m in result.messages]
 
@@ -262,8 +271,10 @@ def test_attach_fails_when_a_tool_is_missing():
     bare_refund_tools(server, drop="issue_refund")
     server.resource("docs://refund-policy/{region}", name="policy")(lambda region: region)
     msg = attach_error(server, refunds_only())
-    assert "workflow 'refund_flow', step 'issue_refund': the server has no tool 'issue_refund'" in msg
-    assert "refunds.yaml:" in msg  # where the step is written
+    assert "step 'issue_refund' calls the tool 'issue_refund', which the server does not have" in msg
+    assert "refunds.yaml:44:5: error[unknown-tool]" in msg  # where the step is written
+    assert "register it on the server before calling attach(); the server's tools: check_eligibility, get_order" \
+        in msg
 
 
 def test_attach_fails_when_the_schema_does_not_accept_the_arguments():
@@ -275,9 +286,10 @@ def test_attach_fails_when_the_schema_does_not_accept_the_arguments():
     bare_refund_tools(server, drop="issue_refund")
     server.add_tool(issue_refund)
     msg = attach_error(server, refunds_only())
-    assert "workflow 'refund_flow', step 'issue_refund', tool 'issue_refund': the tool's input schema has no " \
-           "parameter 'order_id'" in msg
-    assert "the required parameter 'order' is not given by the step" in msg
+    assert "error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a parameter of the tool " \
+           "'issue_refund'" in msg
+    assert "error[missing-parameter]: step 'issue_refund' does not give 'order', which the tool 'issue_refund' " \
+           "requires" in msg
     assert "no resource or template matching 'docs://refund-policy/{region}'" in msg  # every problem at once
 
 
@@ -293,8 +305,10 @@ def test_attach_checks_argument_types():
            WorkflowBuilder("c2", "Argument of the wrong type.").argument("flag", type="boolean").tool("count")
            .step("s", tool="count", args={"n": arg("flag")}).build()]
     msg = attach_error(server, wfs)
-    assert "workflow 'c1', step 's', tool 'count': parameter 'n' takes integer, but the step gives string" in msg
-    assert "workflow 'c2', step 's', tool 'count': parameter 'n' takes integer, but the step gives boolean" in msg
+    assert "error[parameter-type]: workflow 'c1', step 's' passes the string \"three\" as 'n', which the tool " \
+           "'count' does not accept: 'three' is not of type 'integer'" in msg
+    assert "error[parameter-type]: workflow 'c2', step 's' passes the input 'flag' (boolean) as 'n', but the tool " \
+           "'count' takes integer there" in msg
 
 
 def test_attach_refuses_prompt_name_collisions_and_changes_nothing():
@@ -323,17 +337,17 @@ async def test_attach_with_the_extension_given_at_construction_uses_it():
             __import__("pydantic").TypeAdapter(dict[str, Any]))
         assert len(page["skills"]) == 2 and "nextCursor" in page
         names = sorted(p.name for p in (await client.list_prompts()).prompts)
-        assert names == ["code_mode", "hello_world", "refund_flow", "skill.code-mode", "skill.hello-world",
-                         "skill.refund-flow"]
+        assert names == ["code_mode", "hello_world", "refund_flow", "refund_flow_gated", "skill.code-mode",
+                         "skill.hello-world", "skill.refund-flow", "skill.refund-flow-gated"]
 
 
-def test_build_server_is_one_call():
+def test_build_server_is_one_call(tmp_path):
     def greet(name: str) -> str:
         return f"hi {name}"
 
     wf = (WorkflowBuilder("hello_world", "Greet.").argument("name", required=True).tool("greet")
           .step("greet", tool="greet", args={"name": arg("name")}, bind="g").build())
-    server = build_server("mine", SKILLS, [wf], tools=[greet])
+    server = build_server("mine", built(tmp_path, "hello-world.yaml"), [wf], tools=[greet])
     assert server.name == "mine"
 
 
@@ -379,7 +393,7 @@ def test_demo_tools_match_the_workflow_declarations():
             for name, prop in tool["input_schema"]["properties"].items():
                 assert props[name]["type"] == prop["type"]
             declared += 1
-    assert declared == 5
+    assert declared == 8  # refunds.yaml and refunds-gated.yaml declare the same three tools
 
 
 def test_the_eligibility_policy():
@@ -453,7 +467,7 @@ async def test_query_caps_rows_and_bytes_and_says_so():
 
 
 @pytest.mark.anyio
-async def test_the_readme_library_example():
+async def test_the_readme_library_example(tmp_path, monkeypatch):
     from mcp_types import ToolAnnotations
 
     server = MCPServer("greeter")
@@ -463,10 +477,15 @@ async def test_the_readme_library_example():
     def greet(name: str) -> str:
         return f"Hello, {name}!"
 
-    attach(server, skills=SKILLS, workflows=[WORKFLOWS / "hello-world.yaml"])
+    from projector.cli import main
+
+    monkeypatch.chdir(ROOT)
+    out = (tmp_path / "greeter_skills").as_posix()
+    assert main(["build", "workflows/hello-world.yaml", "--out", out]) == 0
+    attach(server, skills=out, workflows=["workflows/hello-world.yaml"])
     async with Client(server) as client:
         assert client.server_capabilities.extensions == {"io.modelcontextprotocol/skills": {"directoryRead": True}}
         prompts = sorted(p.name for p in (await client.list_prompts()).prompts)
-        assert prompts == ["hello_world", "skill.code-mode", "skill.hello-world", "skill.refund-flow"]
+        assert prompts == ["hello_world", "skill.hello-world"]
         result = await client.get_prompt("hello_world", {"name": "Ada"})
         assert '"Hello, Ada!"' in result.messages[3].content.text

@@ -1,0 +1,429 @@
+"""Do a workflow's steps fit the tools they call? One implementation for ``build``, ``check``, ``--tools-from``,
+``attach()`` and every other adapter (they differ only in where the tools come from).
+
+For each tool step, against the tool's ``input_schema``:
+
+- ``missing-parameter``: a parameter the schema requires is not given;
+- ``unknown-parameter``: a given parameter is not among the schema's ``properties``, and the schema does not allow
+  others (``additionalProperties`` is absent or false, and no ``patternProperties`` matches). A schema without
+  ``properties`` says nothing about names, so it accepts any;
+- ``parameter-type``: a constant is not valid against the parameter's schema (checked by ``jsonschema``, imported
+  only when a constant needs it), or a prompt argument's declared ``type`` (string when not declared) is not a type
+  the parameter takes;
+- ``bad-input-schema``: the tool's input schema is broken where a constant meets it (an unknown type, a ``$ref``
+  that resolves nowhere), so the constant cannot be checked.
+
+And for each ``{step: BIND, field: PATH}``, against the ``output_schema`` of the tool that made BIND, when it
+declares one: ``bad-field-path`` when the path leaves the schema (a name not among declared ``properties`` of a schema
+that does not allow others, an index on something that is not a list, a name on a list).
+
+And for a server about to serve skills, :func:`check_prompts`: a skill whose SKILL.md names a workflow prompt
+(``metadata.workflow``) that the server does not offer is ``missing-workflow-prompt``.
+
+Every problem comes back at once, as data. Nothing here imports ``mcp``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .errors import Diagnostic, Span, error
+from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
+
+# A prompt argument's declared type -> the JSON types its value can have.
+ARG_JSON_TYPES = {"string": {"string"}, "integer": {"integer"}, "number": {"number", "integer"},
+                  "boolean": {"boolean"}}
+
+
+def as_tool(name: str, value: Any) -> Tool:
+    """A tool description as the model's :class:`Tool`: a ``Tool`` as is, an ``mcp_types.Tool`` (or anything with
+    the same attributes), or a bare input schema (a dict, or None)."""
+    if isinstance(value, Tool):
+        return value
+    if value is None or isinstance(value, dict):
+        return Tool(name=name, input_schema=value)
+    return from_listing(value)
+
+
+def from_listing(t: Any) -> Tool:
+    """A ``tools/list`` entry (an ``mcp_types.Tool``, duck-typed so the core need not import ``mcp``)."""
+    ann = getattr(t, "annotations", None)
+    if ann is not None and hasattr(ann, "model_dump"):
+        ann = ann.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return Tool(name=t.name, description=getattr(t, "description", None) or "",
+                input_schema=getattr(t, "input_schema", None), annotations=ann or None,
+                output_schema=getattr(t, "output_schema", None))
+
+
+def _label(wf: Workflow, step: Step) -> str:
+    """How a step is named in a message; a workflow built in code has no file position, so it is named too."""
+    if step.span.line:
+        return f"step '{step.name}'"
+    return f"workflow '{wf.name}', step '{step.name}'"
+
+
+def _at(span: Span, step: Step, wf: Workflow) -> Span:
+    if span.line:
+        return span
+    return step.span if step.span.line else Span(wf.source)
+
+
+def _suggest(word: str, options: Iterable[str]) -> str | None:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None
+
+
+def _properties(schema: Any) -> dict[str, Any]:
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    return props if isinstance(props, dict) else {}
+
+
+def _open_to(schema: dict[str, Any], name: str) -> bool:
+    """Whether an object schema with declared ``properties`` also accepts the name ``name``."""
+    extra = schema.get("additionalProperties")
+    if extra is True or isinstance(extra, dict) and extra != {"not": {}}:
+        return True
+    patterns = schema.get("patternProperties")
+    if isinstance(patterns, dict):
+        for rx in patterns:
+            try:
+                if re.search(rx, name):
+                    return True
+            except re.error:
+                return True  # a pattern Python cannot read: do not guess
+    return False
+
+
+def _types(schema: Any) -> set[str] | None:
+    """The JSON types a schema admits, or None when it does not say (no ``type``, or a branch without one)."""
+    if not isinstance(schema, dict):
+        return None
+    if "type" in schema:
+        declared = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        kinds = {t for t in declared if isinstance(t, str)}
+        if "number" in kinds:
+            kinds.add("integer")
+        return kinds
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list) and branches:
+            out: set[str] = set()
+            for b in branches:
+                kinds = _types(b)
+                if kinds is None:
+                    return None
+                out |= kinds
+            return out
+    return None
+
+
+def _type_words(kinds: set[str]) -> str:
+    shown = sorted(kinds - {"integer"} if "number" in kinds else kinds)
+    return " or ".join(shown)
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ------------------------------------------------------------------------------------------------- input schemas
+
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A JSON Schema validator for ``schema``, shared by every step of the run whose tool has the same schema (the
+    same tool is usually declared in several workflow files)."""
+    import jsonschema  # lazy: only a workflow with constants pays for the import
+    from jsonschema.validators import validator_for
+
+    key = json.dumps(schema, sort_keys=True, default=str)
+    found = _VALIDATORS.get(key)
+    if found is None:
+        if len(_VALIDATORS) > 1024:
+            _VALIDATORS.clear()
+        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+        found = _VALIDATORS[key] = cls(schema)
+    return found
+
+
+def _const_errors(schema: dict[str, Any], consts: dict[str, Any]) -> dict[str, str] | str:
+    """Validate every constant argument of one step at once against the tool's whole input schema (so ``$ref`` and
+    ``$defs`` resolve), keeping the errors under each argument's own name. Returns name -> first error message, or a
+    string when the schema itself is broken where the constants meet it.
+
+    The schema is not checked against its meta-schema first: that costs a hundred times the validation, for every
+    tool of every file. A schema that is broken where a constant is checked (an unknown type, an unresolvable
+    ``$ref``, a keyword with a value of the wrong kind) still stops the validator, and is reported."""
+    from jsonschema.exceptions import UnknownType
+
+    try:
+        validator = _validator(schema)
+        found: dict[str, str] = {}
+        for err in sorted(validator.iter_errors(consts), key=lambda e: (list(map(str, e.absolute_path)),
+                                                                        e.message)):
+            path = list(err.absolute_path)
+            if path and path[0] in consts and path[0] not in found:
+                found[str(path[0])] = err.message
+        return found
+    except UnknownType as exc:
+        return f"unknown type {exc.type!r}"
+    except Exception as exc:  # noqa: BLE001 - an unresolvable $ref, a keyword of the wrong kind: the schema's fault
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _describe(wf: Workflow, src: Source) -> str:
+    if isinstance(src, Const):
+        return f"the {_json_type(src.value)} {_show(src.value)}"
+    if isinstance(src, FromArg):
+        a = wf.argument(src.name)
+        return f"the input '{src.name}' ({(a.type if a and a.type else 'string')})"
+    return f"the result '{src.bind}'"
+
+
+def _check_arguments(wf: Workflow, step: Step, tool: Tool, broken: set[str]) -> list[Diagnostic]:
+    schema = tool.input_schema
+    if not isinstance(schema, dict):
+        return []
+    out: list[Diagnostic] = []
+    what = _label(wf, step)
+    props = _properties(schema)
+    given = step.args_dict
+    consts: dict[str, Any] = {}
+    for name, src in step.args:
+        where = _at(src.span, step, wf)
+        if props and name not in props and not _open_to(schema, name):
+            out.append(error(where, "unknown-parameter",
+                             f"{what} passes '{name}', which is not a parameter of the tool '{tool.name}'",
+                             _suggest(name, props) or f"its parameters: {', '.join(sorted(props))}"))
+            continue
+        prop = props.get(name)
+        if isinstance(src, Const) and not src.placeholders:
+            consts[name] = src.value
+            continue
+        if isinstance(src, FromStep):
+            continue  # a result's type is known only when the step has run
+        kinds = _types(prop)
+        if isinstance(src, Const):  # a string with {placeholders}: its text is known only at run time
+            gives = {"string"}
+        else:
+            a = wf.argument(src.name)
+            gives = ARG_JSON_TYPES.get((a.type if a else None) or "string", {"string"})
+        if kinds is not None and not gives & kinds:
+            if isinstance(src, Const):
+                hint = "a text with {placeholders} is a string; pass the input itself instead ({arg: NAME})"
+            else:
+                fits = [t for t in ("string", "integer", "number", "boolean") if ARG_JSON_TYPES[t] & kinds]
+                hint = (f"declare the argument with type: {fits[0]}" if fits else
+                        f"a prompt argument cannot carry {_type_words(kinds)}; pass a step result or a constant")
+            out.append(error(where, "parameter-type",
+                             f"{what} passes {_describe(wf, src)} as '{name}', but the tool '{tool.name}' takes "
+                             f"{_type_words(kinds)} there", hint))
+    if consts:
+        found = _const_errors(schema, consts)
+        if isinstance(found, str):
+            if tool.name not in broken:
+                broken.add(tool.name)
+                out.append(error(_at(tool.span, step, wf), "bad-input-schema",
+                                 f"the input schema of the tool '{tool.name}' is not a valid JSON Schema: {found}",
+                                 "fix the schema where the tool is declared (the file, or the server)"))
+        else:
+            for name, message in found.items():
+                src = given[name]
+                out.append(error(_at(src.span, step, wf), "parameter-type",
+                                 f"{what} passes {_describe(wf, src)} as '{name}', which the tool '{tool.name}' "
+                                 f"does not accept: {message}",
+                                 "give a constant that the parameter's schema accepts (quotes make a string)"))
+    for name in schema.get("required") or ():
+        if isinstance(name, str) and name not in given:
+            out.append(error(_at(step.span, step, wf), "missing-parameter",
+                             f"{what} does not give '{name}', which the tool '{tool.name}' requires",
+                             f"add it under args: {name}: {{arg: ...}}, {{step: ...}} or {{const: ...}}"))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ output schemas
+
+_MAX_REFS = 64
+
+
+def _deref(schema: Any, root: Any, budget: list[int]) -> Any:
+    """Follow local ``$ref``s (``#/...``); anything else, or a cycle, gives None (unknown)."""
+    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+        ref = schema["$ref"]
+        budget[0] -= 1
+        if budget[0] < 0 or not ref.startswith("#"):
+            return None
+        node: Any = root
+        for part in [p for p in ref[1:].split("/") if p]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return None
+        schema = node
+    return schema
+
+
+def field_problem(schema: Any, path: Sequence[str | int], root: Any = None, budget: list[int] | None = None
+                  ) -> str | None:
+    """Why ``path`` is not in ``schema`` (a message), or None when it is, or when the schema does not say."""
+    root = schema if root is None else root
+    budget = [_MAX_REFS] if budget is None else budget
+    done: list[str | int] = []
+    for i, part in enumerate(path):
+        schema = _deref(schema, root, budget)
+        if not isinstance(schema, dict):
+            return None
+        for key in ("anyOf", "oneOf", "allOf"):
+            branches = schema.get(key)
+            if isinstance(branches, list) and branches and not _properties(schema) and "items" not in schema:
+                problems = [field_problem(b, path[i:], root, budget) for b in branches]
+                if any(p is None for p in problems):
+                    return None
+                return problems[0]
+        where = f"'{'.'.join(map(str, done))}'" if done else "the result"
+        kinds = _types(schema)
+        if isinstance(part, int) and ("prefixItems" in schema or "items" in schema
+                                      or kinds is not None and "array" in kinds):
+            prefix = schema.get("prefixItems")
+            if isinstance(prefix, list) and part < len(prefix):
+                schema = prefix[part]
+            elif isinstance(schema.get("items"), dict):
+                schema = schema["items"]
+            elif schema.get("items") is False:
+                return f"{where} has no item {part}"
+            else:
+                return None
+        elif kinds is not None and "object" not in kinds and not (isinstance(part, int) and "array" in kinds):
+            return f"{where} is {_type_words(kinds)}, so it has no field '{part}'"
+        else:
+            props = _properties(schema)
+            name = str(part)
+            if name in props:
+                schema = props[name]
+            elif isinstance(schema.get("additionalProperties"), dict):
+                schema = schema["additionalProperties"]
+            elif props and not _open_to(schema, name):
+                close = _suggest(name, props)
+                return (f"{where} has no field '{name}'" + (f" ({close})" if close else "")
+                        + f"; its fields: {', '.join(sorted(props))}")
+            else:
+                return None
+        done.append(part)
+    return None
+
+
+def wraps_result(output_schema: Any) -> bool:
+    """Whether a tool's output schema is the SDKs' ``{"result": x}`` envelope for a result that is not an object.
+    A step saves ``x`` itself then (the server-side run unwraps it), so field paths start inside ``result``."""
+    return isinstance(output_schema, dict) and set(_properties(output_schema)) == {"result"}
+
+
+def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: dict[str, Step]
+                  ) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for key, src in step.sources():
+        if not (isinstance(src, FromStep) and src.field is not None):
+            continue
+        maker = made_by.get(src.bind)
+        tool = tools.get(maker.tool) if maker is not None and maker.tool else None
+        if tool is None or not isinstance(tool.output_schema, dict):
+            continue
+        schema = tool.output_schema
+        problem = field_problem(schema["properties"]["result"] if wraps_result(schema) else schema, src.path, schema)
+        if problem:
+            out.append(error(_at(src.span, step, wf), "bad-field-path",
+                             f"{_label(wf, step)}, '{key}', reads '{src.field}' of '{src.bind}', which the output "
+                             f"schema of the tool '{tool.name}' does not have: {problem}",
+                             "correct the field path, or correct the tool's output_schema"))
+    return out
+
+
+# -------------------------------------------------------------------------------------------------------- entry points
+
+
+def check_steps(wf: Workflow, tools: Mapping[str, Tool] | None = None) -> list[Diagnostic]:
+    """Every way ``wf``'s steps do not fit ``tools`` (name -> tool; by default the workflow's own ``tools:``).
+    Steps whose tool is not in ``tools`` are left to the caller, which knows where tools come from."""
+    if tools is None:
+        tools = {}
+        for t in wf.tools:
+            tools.setdefault(t.name, t)  # type: ignore[union-attr]
+    out: list[Diagnostic] = []
+    made_by: dict[str, Step] = {}
+    broken: set[str] = set()
+    for step in wf.steps:
+        tool = tools.get(step.tool) if step.tool else None
+        if tool is not None:
+            out.extend(_check_arguments(wf, step, tool, broken))
+        out.extend(_check_fields(wf, step, tools, made_by))
+        if step.bind:
+            made_by.setdefault(step.bind, step)
+    return out
+
+
+def check_workflows(workflows: Sequence[Workflow], tools: Mapping[str, Any], *, owner: str = "the server",
+                    hint: str = "") -> list[Diagnostic]:
+    """Every way the steps of ``workflows`` do not fit ``tools`` (name -> a :class:`Tool`, an ``mcp_types.Tool``
+    or a bare input schema), including ``unknown-tool`` for a step whose tool ``owner`` does not have.
+    ``hint`` leads the ``unknown-tool`` hint (say where tools are registered)."""
+    table = {name: as_tool(name, value) for name, value in tools.items()}
+    known = ", ".join(sorted(table)) or "none"
+    out: list[Diagnostic] = []
+    for wf in workflows:
+        for step in wf.steps:
+            if step.tool is not None and step.tool not in table:
+                close = _suggest(step.tool, table)
+                out.append(error(_at(step.span, step, wf), "unknown-tool",
+                                 f"{_label(wf, step)} calls the tool '{step.tool}', which {owner} does not have",
+                                 "; ".join(p for p in (close, hint, f"{owner}'s tools: {known}") if p)))
+        out.extend(check_steps(wf, table))
+    return sorted(out, key=Diagnostic.sort_key)
+
+
+def workflow_prompt(frontmatter: Any) -> str | None:
+    """The workflow prompt a skill's SKILL.md names (its ``metadata.workflow``), or None."""
+    meta = frontmatter.get("metadata") if isinstance(frontmatter, dict) else None
+    value = meta.get("workflow") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def check_prompts(skills: Iterable[tuple[str, str, Any]], offered: Iterable[str]) -> list[Diagnostic]:
+    """Every skill whose SKILL.md names a workflow prompt (``metadata.workflow``) that the server does not offer.
+    ``skills``: ``(where, skill name, frontmatter)``; ``offered``: the prompt names the server will have."""
+    names = set(offered)
+    out: list[Diagnostic] = []
+    for where, name, frontmatter in skills:
+        prompt = workflow_prompt(frontmatter)
+        if prompt is not None and prompt not in names:
+            out.append(error(Span(where), "missing-workflow-prompt",
+                             f"skill '{name}' names the workflow prompt '{prompt}' (its metadata.workflow), which "
+                             "this server does not offer; its SKILL.md would send a model looking for it",
+                             "serve the workflow too, or build the skills with `project-skill build --skills-only`, "
+                             "whose SKILL.md names no prompt"))
+    return out
+

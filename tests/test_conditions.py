@@ -1,0 +1,455 @@
+"""Step conditions (``when:`` / ``on_fail:``): the evaluator against an independent reference, the loader's and the
+builder's checks, the gate analysis, and the SKILL.md wording."""
+
+from __future__ import annotations
+
+import json
+import re
+from fractions import Fraction
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import EXAMPLES
+from projector import conditions
+from projector.builder import WorkflowBuilder, arg, condition, step
+from projector.errors import LoadError
+from projector.load import load_file, parse
+from projector.model import Condition, FromArg, FromStep
+from projector.render import project
+from projector.validate import missing_field
+
+# ------------------------------------------------------------------------------------ an independent reference
+
+_ABSENT = ("absent",)
+
+
+def _norm(v: Any) -> tuple:
+    """A JSON value as a tagged tuple whose plain equality is JSON equality (numbers exactly, by value)."""
+    if v is True or v is False:
+        return ("bool", v)
+    if type(v) in (int, float):
+        return ("num", Fraction(v))
+    if type(v) is str:
+        return ("str", v)
+    if v is None:
+        return ("null",)
+    if type(v) is list:
+        return ("list", tuple(_norm(x) for x in v))
+    return ("obj", tuple(sorted((k, _norm(x)) for k, x in v.items())))
+
+
+def _ref_lookup(kind: str, name: str, path: list[str], args: dict, results: dict) -> Any:
+    if kind == "arg":
+        return args[name] if name in args else _ABSENT
+    if name not in results:
+        return _ABSENT
+    cur = results[name]
+    for p in path:
+        if type(cur) is dict:
+            if p not in cur:
+                return _ABSENT
+            cur = cur[p]
+        elif type(cur) is list:
+            if not p.isdigit() or int(p) >= len(cur):
+                return _ABSENT
+            cur = cur[int(p)]
+        else:
+            return _ABSENT
+    return cur
+
+
+def _ref_holds(op: str, operand: Any, seen: Any) -> bool:
+    if seen is _ABSENT:
+        return op == "exists" and operand is False
+    if op == "exists":
+        return operand is True
+    matches = [_norm(seen) == _norm(x) for x in (operand if op in ("in", "not_in") else [operand])]
+    return {"equals": any(matches), "not_equals": not any(matches), "in": any(matches),
+            "not_in": not any(matches)}[op]
+
+
+# ------------------------------------------------------------------------------------------------- strategies
+
+SCALARS = st.sampled_from([None, None, True, False, 0, 1, 2, -1, 0.0, 1.0, 2.5, "", "1", "true", "a", "null"])
+JSON = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                     st.dictionaries(st.sampled_from(["a", "b", "0"]), inner,
+                                                                     max_size=3)), max_leaves=8)
+CONTAINERS = st.one_of(st.lists(JSON, min_size=1, max_size=3),
+                       st.dictionaries(st.sampled_from(["a", "b", "0"]), JSON, min_size=1, max_size=3))
+KEYS = st.sampled_from(["a", "b", "0", "1"])
+
+
+def _twins(v: Any) -> list[Any]:
+    """Values close to ``v`` that JSON equality must tell apart (or not): the same value, its numbers with the other
+    number type, booleans as numbers and numbers as booleans, its JSON text as a string, null."""
+    out = [v, None, json.dumps(v)]
+    if isinstance(v, bool):
+        out.append(int(v))
+    elif isinstance(v, int):
+        out += [float(v)] + ([bool(v)] if v in (0, 1) else [])
+    elif isinstance(v, float) and v.is_integer():
+        out.append(int(v))
+    elif isinstance(v, list):
+        out += [[t for t in _twins(x)[1:2]] for x in v[:1]] + [[_twins(x)[-1] for x in v]]
+    elif isinstance(v, dict):
+        out.append({k: _twins(x)[-1] for k, x in v.items()})
+    return out
+
+
+@st.composite
+def cases(draw) -> tuple[list[tuple[str, str, list[str], str, Any]], dict, dict]:
+    args = draw(st.dictionaries(st.sampled_from(["x", "y"]), JSON, min_size=1, max_size=2))
+    results = draw(st.dictionaries(st.sampled_from(["r", "s"]), st.one_of(CONTAINERS, JSON), min_size=1,
+                                   max_size=2))
+    conds = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["step", "arg"]))
+        given = sorted(args if kind == "arg" else results)
+        some = ["x", "y"] if kind == "arg" else ["r", "s", "t"]
+        name = draw(st.sampled_from(given)) if given and draw(st.integers(0, 4)) != 4 else draw(st.sampled_from(some))
+        path: list[str] = []
+        if kind == "step":
+            if draw(st.integers(0, 4)) != 4:  # mostly a path that exists, as far as it goes
+                cur = results.get(name)
+                while isinstance(cur, (dict, list)) and cur and draw(st.integers(0, 5)) != 5:
+                    key = draw(st.sampled_from(sorted(cur) if isinstance(cur, dict) else
+                                               [str(i) for i in range(len(cur))]))
+                    path.append(key)
+                    cur = cur[key] if isinstance(cur, dict) else cur[int(key)]
+                if isinstance(cur, (dict, list)) and draw(st.integers(0, 3)) == 3:  # one step too far
+                    path.append(str(len(cur)) if isinstance(cur, list) else "zz")
+            else:
+                path = draw(st.lists(KEYS, max_size=2))
+        seen = _ref_lookup(kind, name, path, args, results)
+        near = _twins(seen) if seen is not _ABSENT else [None]
+        value = st.one_of(JSON, st.sampled_from(near))
+        op = draw(st.sampled_from(conditions.OPERATORS))
+        if op == "exists":
+            operand = draw(st.booleans())
+        elif op in ("in", "not_in"):
+            operand = draw(st.lists(value, max_size=3))
+        else:
+            operand = draw(value)
+        conds.append((kind, name, path, op, operand))
+    return conds, args, results
+
+
+def _model(kind: str, name: str, path: list[str], op: str, operand: Any) -> Condition:
+    subject = FromArg(name) if kind == "arg" else FromStep(name, ".".join(path) if path else None)
+    return Condition(subject, op, operand)  # type: ignore[arg-type]
+
+
+@settings(max_examples=500, deadline=None)
+@given(cases())
+def test_the_evaluator_agrees_with_an_independent_reference(case):
+    conds, args, results = case
+    model = [_model(*c) for c in conds]
+    for c, m in zip(conds, model):  # each condition on its own
+        seen = _ref_lookup(c[0], c[1], c[2], args, results)
+        assert conditions.check(m, lambda s: conditions.subject_value(s, args, results)).ok is \
+            _ref_holds(c[3], c[4], seen), (c, seen)
+    # and the run's question: which one fails first
+    expected_first = next((i for i, c in enumerate(conds)
+                           if not _ref_holds(c[3], c[4], _ref_lookup(c[0], c[1], c[2], args, results))), None)
+    found = conditions.first_failure(model, args, results)
+    if expected_first is None:
+        assert found is None
+    else:
+        assert found is not None and found.condition is model[expected_first]
+        seen = _ref_lookup(conds[expected_first][0], conds[expected_first][1], conds[expected_first][2], args,
+                           results)
+        assert (found.seen is conditions.MISSING) == (seen is _ABSENT)
+        if seen is not _ABSENT:
+            assert _norm(found.seen) == _norm(seen)
+
+
+@pytest.mark.parametrize("a, b, equal", [
+    (1, 1.0, True), (True, 1, False), ("1", 1, False), (False, 0, False), (None, None, True), (None, False, False),
+    ([1, 2], [1.0, 2.0], True), ([1, 2], [2, 1], False), ({"a": 1}, {"a": 1.0}, True), ({"a": 1}, {"b": 1}, False),
+    ({"a": [True]}, {"a": [1]}, False), ("", None, False), ([], {}, False),
+])
+def test_values_compare_as_json_values(a, b, equal):
+    assert conditions.json_equal(a, b) is equal
+    assert conditions.json_equal(b, a) is equal
+
+
+def test_a_missing_value_fails_everything_but_exists_false():
+    for op, operand in (("equals", None), ("not_equals", 1), ("in", [None]), ("not_in", [1]), ("exists", True)):
+        assert conditions.holds(op, operand, conditions.MISSING) is False, op
+    assert conditions.holds("exists", False, conditions.MISSING) is True
+    assert conditions.holds("exists", True, None) is True  # null is a value
+    assert conditions.holds("exists", False, None) is False
+
+
+def test_failure_text_names_the_subject_the_value_seen_and_what_is_needed():
+    def text(subject, op, value, args, results):
+        found = conditions.first_failure([Condition(subject, op, value)], args, results)
+        assert found is not None
+        return conditions.failure_text(found)
+
+    elig = FromStep("eligibility", "eligible")
+    assert text(elig, "equals", True, {}, {"eligibility": {"eligible": False}}) == \
+        "`eligibility.eligible` is `false`, the step needs `true`"
+    assert text(elig, "equals", True, {}, {"eligibility": {}}) == \
+        "`eligibility.eligible` is missing, the step needs `true`"
+    assert text(FromArg("reason"), "exists", True, {}, {}) == "the argument `reason` was not given, the step needs it"
+    assert text(FromArg("mode"), "in", ["a", "b"], {"mode": "c"}, {}) == \
+        'the argument `mode` is `"c"`, the step needs one of `"a"`, `"b"`'
+    assert text(FromStep("r"), "not_in", [1], {}, {"r": 1.0}) == "`r` is `1.0`, the step needs none of `1`"
+    assert text(FromStep("r", "s"), "not_equals", "x", {}, {"r": {"s": "x"}}) == \
+        '`r.s` is `"x"`, the step needs anything but `"x"`'
+    assert text(FromStep("r", "s"), "exists", False, {}, {"r": {"s": None}}) == \
+        "`r.s` is `null`, the step needs it to be absent"
+    long = text(FromStep("r"), "equals", 1, {}, {"r": "x" * 500})
+    assert len(long) < 200 and "…" in long
+
+
+# --------------------------------------------------------------------------------------------- loading, errors
+
+GATED = EXAMPLES / "refunds-gated.yaml"
+
+
+def test_the_gated_example_loads_into_the_model():
+    wf = load_file(GATED)
+    assert wf.name == "refund_flow_gated"
+    refund = wf.steps[2]
+    assert refund.when == (Condition(FromStep("eligibility", "eligible"), "equals", True),)
+    assert refund.on_fail == "stop"
+    assert [s.when for s in wf.steps if s is not refund] == [(), (), ()]
+
+
+def test_one_condition_may_be_written_without_the_list():
+    base = "name: w\ndescription: d\ntools: [{name: t, annotations: {readOnlyHint: true}}]\nsteps:\n" \
+           "  - {name: a, tool: t, bind: r}\n  - name: b\n    tool: t\n"
+    one, d1 = parse(base + "    when: {step: r, field: ok, equals: 1}\n", "one.yaml")
+    listed, d2 = parse(base + "    when: [{step: r, field: ok, equals: 1}]\n", "two.yaml")
+    assert d1 == d2 == [] and one == listed
+
+
+def test_every_condition_problem_of_a_file_is_reported_in_one_run():
+    text = """name: w
+description: d
+arguments: [{name: reason}]
+tools: [{name: t, annotations: {readOnlyHint: true}}]
+steps:
+  - name: a
+    tool: t
+    bind: r
+    when: {step: r, exists: true}
+  - name: b
+    tool: t
+    when:
+      - {step: r, field: ok, equal: true}
+      - {step: r, equals: 1, in: [1]}
+      - {arg: reasn, exists: true}
+      - {step: later, equals: 1}
+      - {step: r, not_in: 3}
+      - {step: r, exists: "yes"}
+      - {step: r}
+      - {const: 1, equals: 1}
+    on_fail: ignore
+  - name: c
+    tool: t
+    bind: later
+    on_fail: skip
+"""
+    _, diags = parse(text, "many.yaml")
+    found = sorted((d.code, d.span.line, d.span.col) for d in diags)
+    assert found == sorted([
+        ("forward-binding", 9, 18),        # a condition on the step's own result
+        ("unknown-operator", 13, 30),
+        ("multiple-operators", 14, 30),
+        ("undeclared-argument", 15, 15),
+        ("forward-binding", 16, 16),
+        ("operator-needs-list", 17, 19),
+        ("wrong-type", 18, 19),
+        ("missing-operator", 19, 9),
+        ("bad-source", 20, 10),
+        ("bad-on-fail", 21, 14),
+        ("on-fail-without-when", 25, 14),
+    ]), found
+    by_code = {d.code: d for d in diags}
+    assert by_code["unknown-operator"].hint == "did you mean 'equals'?"
+    assert by_code["bad-on-fail"].hint is not None and "stop" in by_code["bad-on-fail"].hint
+    assert "this step saves itself" in [d for d in diags if d.span.line == 9][0].message
+
+
+def test_the_schema_accepts_and_refuses_what_the_loader_does():
+    import jsonschema
+
+    from test_schema import SCHEMA
+
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    validator.validate(yaml.safe_load(GATED.read_text("utf-8")))
+    step_ = {"name": "s", "tool": "t"}
+    for bad in ({"step": "r", "equals": 1, "in": [1]}, {"step": "r"}, {"arg": "a", "step": "r", "exists": True},
+                {"arg": "a", "field": "x", "exists": True}, {"step": "r", "in": 3}, {"step": "r", "equal": 1}):
+        doc = {"name": "w", "description": "d", "steps": [{**step_, "when": bad}]}
+        with pytest.raises(jsonschema.ValidationError):
+            validator.validate(doc)
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate({"name": "w", "description": "d", "steps": [{**step_, "on_fail": "ignore"}]})
+
+
+def gated_in_code():
+    from test_render import refunds_in_code
+
+    wf = refunds_in_code()
+    b = (WorkflowBuilder("refund_flow_gated",
+                         "Process a customer refund, only for an order the eligibility check finds eligible.")
+         .argument("order_id", "The order to refund", required=True, type="string")
+         .argument("reason", "Why the customer asked for the refund")
+         .instruction("system", "Refunds above the policy ceiling need a supervisor's approval."))
+    for t in wf.tools:
+        b.tool(t.name, t.description, input_schema=t.input_schema, annotations=t.annotations)
+    for s in wf.steps:
+        extra: dict[str, Any] = {}
+        if s.name == "issue_refund":
+            extra = {"when": [condition(step("eligibility", "eligible"), equals=True)], "on_fail": "stop"}
+        b.step(s.name, tool=s.tool, args=dict(s.args), bind=s.bind, guidance=s.guidance, resources=s.resources,
+               template=dict(s.template), **extra)
+    return b.build()
+
+
+def test_builder_and_yaml_agree_on_conditions():
+    from_yaml = load_file(GATED)
+    from_code = gated_in_code()
+    assert from_code == from_yaml
+    assert project(from_code).files == project(from_yaml).files
+
+
+def test_the_builder_checks_conditions_like_the_loader():
+    with pytest.raises(LoadError) as exc:
+        (WorkflowBuilder("w", "d").tool("t", annotations={"readOnlyHint": True})
+         .step("a", tool="t", bind="r", when=condition(arg("nope"), exists=True), on_fail="later")
+         .step("b", tool="t", when=[condition(step("r"), in_=5), condition(step("r"), between=[1, 2])])
+         .build())
+    assert sorted(d.code for d in exc.value.diagnostics) == ["bad-on-fail", "operator-needs-list",
+                                                              "undeclared-argument", "unknown-operator"]
+    with pytest.raises(TypeError):
+        condition(step("r"), equals=1, exists=True)
+    with pytest.raises(TypeError):
+        WorkflowBuilder("w", "d").step("a", tool="t", when=[{"step": "r"}])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("schema, path, missing", [
+    (None, ("a",), None),
+    ({"type": "object", "properties": {"eligible": {"type": "boolean"}}}, ("eligible",), None),
+    ({"type": "object", "properties": {"eligible": {"type": "boolean"}}}, ("eligble",), 0),
+    ({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {}}}}}, ("a", "c"), 1),
+    ({"type": "object", "properties": {"items": {"type": "array", "items": {
+        "type": "object", "properties": {"sku": {}}}}}}, ("items", 0, "sku"), None),
+    ({"type": "object", "properties": {"items": {"type": "array", "items": {
+        "type": "object", "properties": {"sku": {}}}}}}, ("items", 0, "skus"), 2),
+    ({"type": "object", "properties": {"a": {}}, "additionalProperties": True}, ("b",), None),
+    ({"type": "object", "properties": {"a": {}}, "anyOf": [{}]}, ("b",), None),
+    ({"type": "object"}, ("b",), None),
+])
+def test_field_paths_are_checked_against_a_declared_output_schema(schema, path, missing):
+    assert missing_field(schema, path) == missing
+
+
+# ----------------------------------------------------------------------------------------------- gate analysis
+
+def test_gate_on_side_effect_does_not_fire_on_a_step_with_when():
+    ungated = project(load_file(EXAMPLES / "refunds.yaml")).diagnostics
+    gated = project(load_file(GATED)).diagnostics
+    assert [d.code for d in ungated] == ["gate-on-side-effect"]
+    assert [(d.code, d.severity) for d in gated] == [("guidance-on-side-effect", "note")]
+    assert "enforces only the step's when: conditions" in gated[0].message
+
+
+def test_the_gate_hint_suggests_when_naming_the_saved_result():
+    [d] = project(load_file(EXAMPLES / "refunds.yaml")).diagnostics
+    assert d.hint is not None
+    assert d.hint.startswith("the guidance names the saved result 'eligibility'")
+    assert "when: {step: eligibility, field: FIELD, equals: VALUE}" in d.hint
+    # guidance that names no saved result keeps the old hint
+    wf = (WorkflowBuilder("w", "d").tool("t", annotations={"destructiveHint": True})
+          .step("s", tool="t", guidance="Only if the moon is full.").build())
+    [plain] = project(wf).diagnostics
+    assert plain.hint is not None and "when:" not in plain.hint and "make the tool enforce" in plain.hint
+
+
+def test_a_step_using_a_skippable_result_warns_and_can_be_acknowledged():
+    def wf(ack=None, guard=False):
+        b = (WorkflowBuilder("w", "d").argument("go", type="boolean")
+             .tool("t", annotations={"readOnlyHint": True})
+             .step("maybe", tool="t", bind="m", when=condition(arg("go"), equals=True), on_fail="skip"))
+        b.step("after", tool="t", args={"x": step("m", "id")}, acknowledge=ack,
+               when=condition(step("m"), exists=True) if guard else ())
+        return b.build()
+
+    [d] = project(wf()).diagnostics
+    assert (d.code, d.severity, d.acknowledged) == ("uses-skippable-result", "warning", None)
+    assert "step 1 'maybe'" in d.message and "'m'" in d.message
+    [acked] = project(wf({"uses-skippable-result": "after copes without it"})).diagnostics
+    assert acked.acknowledged == "after copes without it"
+    assert project(wf(guard=True)).diagnostics == []
+
+
+# ------------------------------------------------------------------------------------------------- the wording
+
+def _section(body: str, number: int) -> str:
+    return re.split(r"(?m)^### Step ", body.split("## Server-accelerated alternative")[0])[number]
+
+
+def test_the_gated_skill_states_the_condition_before_the_call():
+    body = project(load_file(GATED)).files["SKILL.md"].decode()
+    step3 = _section(body, 3)
+    sentence = ("**Condition:** call `issue_refund` only if the field `eligible` of `eligibility` (step 2) is `true`.")
+    assert sentence in step3
+    assert step3.index(sentence) < step3.index("Call the tool `issue_refund`")
+    assert "stop the procedure here, and tell the user which condition failed" in step3
+    assert "**Judgment:** Only issue the refund if" in step3  # guidance stays as the Judgment
+    assert "Decide this yourself" not in step3  # no longer a gate left to the reader alone
+    alternative = body.split("## Server-accelerated alternative")[1]
+    enforced, judgment = alternative.split("Beyond these conditions, it cannot apply the judgment of:")
+    assert "- Step 3, `issue_refund`: the field `eligible` of `eligibility` (step 2) is `true`. Otherwise it stops." \
+        in enforced
+    assert "Only issue the refund if" in judgment and "Only issue" not in enforced
+    assert "unconditionally" not in alternative
+
+
+SUBJECTS = st.sampled_from([("arg", "mode"), ("step", "res"), ("field", "res.status"), ("field", "res.items.0")])
+OPERANDS = st.one_of(st.booleans(), st.integers(-5, 5), st.sampled_from(["shipped", "a`b", "x y", ""]),
+                     st.none())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(SUBJECTS, st.sampled_from(conditions.OPERATORS), OPERANDS,
+                          st.lists(OPERANDS, min_size=1, max_size=3)), min_size=1, max_size=4),
+       st.sampled_from(["stop", "skip"]))
+def test_the_wording_names_every_condition(conds, on_fail):
+    model = []
+    for (kind, name), op, operand, items in conds:
+        subject = arg(name) if kind == "arg" else step(*name.split(".", 1)) if kind == "field" else step(name)
+        value = items if op in ("in", "not_in") else bool(operand) if op == "exists" else operand
+        model.append(condition(subject, **{"in_" if op == "in" else op: value}))
+    wf = (WorkflowBuilder("w", "d").argument("mode").tool("t", annotations={"readOnlyHint": True})
+          .step("first", tool="t", bind="res")
+          .step("second", tool="t", when=model, on_fail=on_fail).build())
+    body = project(wf).files["SKILL.md"].decode()
+    step2 = _section(body, 2)
+    call = step2.index("Call the tool `t`")
+    from projector.render import canonical_json, code, describe_condition
+    for c in model:
+        words = describe_condition(c, wf)
+        assert step2.index(words) < call
+        subject = c.subject
+        if isinstance(subject, FromArg):
+            assert f"the input `{subject.name}`" in words
+        elif subject.field is not None:
+            assert f"the field {code(subject.field)} of `res` (step 1)" in words
+        else:
+            assert "the result saved as `res` (step 1)" in words
+        operands = c.value if c.op in ("in", "not_in") else [] if c.op == "exists" else [c.value]
+        for v in operands:
+            assert code(canonical_json(v, indent=None)) in words
+        assert words in body.split("## Server-accelerated alternative")[1]
+    assert ("skip this step" in step2) is (on_fail == "skip")
+    assert ("stop the procedure here" in step2) is (on_fail == "stop")

@@ -1,0 +1,366 @@
+"""Steps against the tools they call (projector.fit): one implementation behind build, check, --tools-from and
+attach(). Each test here failed before the check moved into the core (build accepted every one of these files)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, snapshot_tree
+from projector.builder import WorkflowBuilder, arg, const, step
+from projector.errors import LoadError
+from projector.fit import field_problem
+from projector.load import load_file, parse
+
+COUNT = {"type": "object", "properties": {"n": {"type": "integer"}, "label": {"type": "string"}}, "required": ["n"]}
+
+
+def diags(text: str, file: str = "wf.yaml"):
+    _wf, found = parse(textwrap.dedent(text), file)
+    return [d for d in found if d.severity == "error"]
+
+
+def codes_at(found) -> list[tuple[str, int, int]]:
+    return sorted((d.code, d.span.line, d.span.col) for d in found)
+
+
+BAD = """\
+name: bad_calls
+description: Every way a step can miss its tool.
+arguments:
+  - {name: flag, type: boolean}
+  - {name: who}
+tools:
+  - name: count
+    input_schema: {type: object, properties: {n: {type: integer}, label: {type: string}}, required: [n]}
+    annotations: {readOnlyHint: true}
+steps:
+  - name: no_n
+    tool: count
+    args:
+      label: {arg: who}
+  - name: typo
+    tool: count
+    args:
+      n: {const: 3}
+      lable: {arg: who}
+  - name: quoted_number
+    tool: count
+    args:
+      n: {const: "72"}
+  - name: boolean_input
+    tool: count
+    args:
+      n: {arg: flag}
+"""
+
+
+def test_build_refuses_every_misfit_at_once_and_writes_nothing(cli, tmp_path):
+    wf = tmp_path / "bad.yaml"
+    wf.write_text(BAD, "utf-8")
+    out = tmp_path / "out"
+    run = cli("build", str(wf), "--out", str(out))
+    assert run.code == 1 and "Traceback" not in run.err
+    assert not out.exists()
+    shown = wf.as_posix()
+    assert f"{shown}:11:5: error[missing-parameter]: step 'no_n' does not give 'n', which the tool 'count' " \
+           "requires" in run.err
+    assert f"{shown}:19:20: error[unknown-parameter]: step 'typo' passes 'lable', which is not a parameter of the " \
+           "tool 'count'\n  hint: did you mean 'label'?" in run.err
+    assert f"{shown}:23:10: error[parameter-type]: step 'quoted_number' passes the string \"72\" as 'n', which the " \
+           "tool 'count' does not accept: '72' is not of type 'integer'" in run.err
+    assert f"{shown}:27:16: error[parameter-type]: step 'boolean_input' passes the input 'flag' (boolean) as 'n', " \
+           "but the tool 'count' takes integer there\n  hint: declare the argument with type: integer" in run.err
+    assert cli("check", str(wf), "--out", str(out)).code == 1
+
+
+def test_constants_are_checked_by_a_json_schema_validator():
+    schema = {"type": "object", "properties": {
+        "n": {"type": "integer", "minimum": 10},
+        "mode": {"enum": ["fast", "safe"]},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "ref": {"$ref": "#/$defs/Id"}},
+        "$defs": {"Id": {"type": "string", "pattern": "^A[0-9]+$"}}}
+    wf = (WorkflowBuilder("consts", "Constants against a schema.").tool("t", input_schema=schema,
+                                                                      annotations={"readOnlyHint": True}))
+    good = wf.step("ok", tool="t", args={"n": const(10), "mode": const("safe"), "tags": const(["a"]),
+                                         "ref": const("A1")})
+    good.build()  # valid constants, a $ref resolved against the whole schema
+    bad = (WorkflowBuilder("consts", "Constants against a schema.")
+           .tool("t", input_schema=schema, annotations={"readOnlyHint": True})
+           .step("bad", tool="t", args={"n": const(9), "mode": const("quick"), "tags": const(["a", 1]),
+                                        "ref": const("B1")}))
+    with pytest.raises(LoadError) as info:
+        bad.build()
+    found = {d.message.split("does not accept: ")[1] for d in info.value.diagnostics}
+    assert found == {"9 is less than the minimum of 10", "'quick' is not one of ['fast', 'safe']",
+                     "1 is not of type 'string'", "'B1' does not match '^A[0-9]+$'"}
+    assert {d.code for d in info.value.diagnostics} == {"parameter-type"}
+
+
+def test_open_schemas_accept_other_names_and_types_left_open_accept_anything():
+    ok = """\
+    name: open
+    description: d
+    arguments: [{name: x}]
+    tools:
+      - name: free
+        input_schema: {type: object, properties: {a: {type: string}}, additionalProperties: true}
+        annotations: {readOnlyHint: true}
+      - name: pattern
+        input_schema: {type: object, properties: {a: {type: string}}, patternProperties: {"^x_": {}}}
+        annotations: {readOnlyHint: true}
+      - name: bare
+        input_schema: {type: object}
+        annotations: {readOnlyHint: true}
+      - name: untyped
+        input_schema: {type: object, properties: {a: {description: anything}}}
+        annotations: {readOnlyHint: true}
+    steps:
+      - {name: s1, tool: free, args: {b: {arg: x}}}
+      - {name: s2, tool: pattern, args: {x_1: {arg: x}}}
+      - {name: s3, tool: bare, args: {whatever: {const: 1}}}
+      - {name: s4, tool: untyped, args: {a: {arg: x}}}
+    """
+    assert diags(ok) == []
+
+
+def test_a_broken_input_schema_is_reported_not_raised():
+    found = diags("""\
+    name: broken
+    description: d
+    tools:
+      - name: t
+        input_schema: {type: object, properties: {n: {type: integr}}}
+        annotations: {readOnlyHint: true}
+    steps:
+      - {name: s, tool: t, args: {n: {const: 1}}}
+    """)
+    assert codes_at(found) == [("bad-input-schema", 4, 5)]
+    assert "is not a valid JSON Schema" in found[0].message
+
+
+OUT = {"type": "object", "properties": {
+    "id": {"type": "string"},
+    "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}},
+    "meta": {"type": "object"},
+    "extra": {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"}}},
+    "$defs": {"Item": {"type": "object", "properties": {"sku": {"type": "string"}}}}}
+
+
+@pytest.mark.parametrize("path,problem", [
+    (("id",), None),
+    (("items", 0, "sku"), None),
+    (("meta", "anything"), None),            # an object that declares no properties: unknown, accepted
+    (("extra", "zzz"), None),                # additionalProperties is a schema
+    (("idd",), "the result has no field 'idd' (did you mean 'id'?); its fields: extra, id, items, meta"),
+    (("total",), "the result has no field 'total'; its fields: extra, id, items, meta"),
+    (("items", 0, "skus"), "'items.0' has no field 'skus' (did you mean 'sku'?); its fields: sku"),
+    (("id", "x"), "'id' is string, so it has no field 'x'"),
+])
+def test_field_paths_walk_the_output_schema(path, problem):
+    assert field_problem(OUT, path) == problem
+
+
+def test_bad_field_path_against_a_declared_output_schema():
+    found = diags("""\
+    name: fields
+    description: d
+    tools:
+      - name: get_order
+        input_schema: {type: object, properties: {}}
+        output_schema: {type: object, properties: {id: {type: string}, total: {type: number}}, required: [id]}
+        annotations: {readOnlyHint: true}
+      - name: show
+        annotations: {readOnlyHint: true}
+    steps:
+      - {name: fetch, tool: get_order, bind: order}
+      - name: use
+        tool: show
+        args:
+          a: {step: order, field: id}
+          b: {step: order, field: totl}
+    """)
+    assert codes_at(found) == [("bad-field-path", 16, 17)]
+    assert "reads 'totl' of 'order', which the output schema of the tool 'get_order' does not have: the result " \
+           "has no field 'totl' (did you mean 'total'?)" in found[0].message
+
+
+def test_attach_and_build_give_the_same_diagnostics(tmp_path):
+    """The same workflow against the same tools: build (tools declared in the file) and attach() (tools registered
+    on the server) report the same problems, because both call projector.fit."""
+    from mcp.server.mcpserver import MCPServer
+
+    from projector.server import _now, attach
+    from projector.server.errors import ServeError
+
+    server = MCPServer("x")
+
+    @server.tool(description="Count.")
+    def count(n: int, label: str = "") -> int:
+        return n
+
+    @server.tool(description="Order.", structured_output=True)
+    def get_order(id: str) -> dict[str, str]:
+        return {"id": id}
+
+    listed = {t.name: t for t in _now(server.list_tools())}
+    tools = [{"name": name, "input_schema": t.input_schema, **({"output_schema": t.output_schema}
+                                                                 if t.output_schema else {})}
+             for name, t in sorted(listed.items())]
+    text = "\n".join([
+        "name: same",
+        "description: Same diagnostics everywhere.",
+        "arguments: [{name: flag, type: boolean}, {name: who}]",
+        f"tools: {json.dumps(tools)}",
+        "steps:",
+        "  - {name: no_n, tool: count, args: {label: {arg: who}}}",
+        "  - {name: typo, tool: count, args: {n: {const: 3}, lable: {arg: who}}}",
+        "  - {name: quoted, tool: count, args: {n: {const: \"72\"}}}",
+        "  - {name: typed, tool: count, args: {n: {arg: flag}}}",
+        "  - {name: fetch, tool: get_order, args: {id: {arg: who}}, bind: order}",
+        "",
+    ])
+    wf = tmp_path / "same.yaml"
+    wf.write_text(text, "utf-8")
+    with pytest.raises(LoadError) as built:
+        load_file(wf)
+    with pytest.raises(ServeError) as served:
+        attach(server, None, [wf])
+    as_built = [(str(d.span), d.code, d.message, d.hint) for d in built.value.diagnostics]
+    as_served = [(str(d.span), d.code, d.message, d.hint) for d in served.value.diagnostics]
+    assert {c for _, c, _, _ in as_built} == {"missing-parameter", "unknown-parameter", "parameter-type"}
+    assert len(as_built) == 4
+    assert as_served == as_built
+
+
+def test_attach_takes_a_tool_the_file_does_not_list_from_the_server(tmp_path):
+    from mcp.server.mcpserver import MCPServer
+
+    from projector.server import attach
+
+    server = MCPServer("x")
+
+    @server.tool()
+    def count(n: int) -> int:
+        return n
+
+    wf = tmp_path / "w.yaml"
+    wf.write_text("name: w\ndescription: d\nsteps:\n  - {name: s, tool: count, args: {n: {const: 1}}}\n", "utf-8")
+    attach(server, None, [wf])  # no unknown-tool: the server has it, and the step fits its schema
+
+
+def test_tools_from_takes_unlisted_tools_from_the_server_and_checks_them(tmp_path):
+    from mcp.server.mcpserver import MCPServer
+
+    from projector.load import load_all
+    from projector.remote.tools import apply_tools_from
+
+    server = MCPServer("srv")
+
+    @server.tool(description="Count things.")
+    def count(n: int) -> int:
+        return n
+
+    good = tmp_path / "good" / "w.yaml"
+    good.parent.mkdir()
+    good.write_text("name: w\ndescription: d\nsteps:\n  - {name: s, tool: count, args: {n: {const: 1}}}\n", "utf-8")
+    with pytest.raises(LoadError) as plain:
+        load_all([good.as_posix()])  # without a server the tool is unknown; the hint names the other way
+    (d,) = plain.value.diagnostics
+    assert d.code == "unknown-tool" and "--tools-from SERVER" in d.hint and "attach()" not in d.hint
+    (wf,), warnings = apply_tools_from(load_all([good.as_posix()], tools_from_server=True), server, "srv")
+    assert warnings == [] and wf.tool("count").description == "Count things."
+
+    bad = tmp_path / "bad" / "w.yaml"
+    bad.parent.mkdir()
+    bad.write_text("name: w\ndescription: d\nsteps:\n  - {name: s, tool: count, args: {n: {const: \"1\"}}}\n",
+                   "utf-8")
+    with pytest.raises(LoadError) as info:
+        apply_tools_from(load_all([bad.as_posix()], tools_from_server=True), server, "srv")
+    assert [(d.code, d.span.line) for d in info.value.diagnostics] == [("parameter-type", 4)]
+
+
+def test_unknown_tool_hint_for_build_and_check_names_tools_from_not_attach(cli):
+    case = (ROOT / "tests" / "bad_inputs" / "unknown-tool.yaml").relative_to(ROOT).as_posix()
+    for command in ("build", "check"):
+        run = cli(command, case, "--out", "/nonexistent/out", cwd=ROOT)
+        assert run.code == 1 and "error[unknown-tool]" in run.err
+        assert "--tools-from SERVER" in run.err and "attach()" not in run.err
+
+
+def test_a_placeholder_naming_a_step_result_points_to_template_bindings():
+    found = diags("""\
+    name: ph
+    description: d
+    tools: [{name: t, annotations: {readOnlyHint: true}}]
+    steps:
+      - {name: a, tool: t, bind: order}
+      - {name: b, tool: t, args: {x: {const: "id {order.id}"}}}
+    """)
+    (d,) = found
+    assert d.code == "undeclared-argument" and (d.span.line, d.span.col) == (6, 34)
+    assert "names 'order.id', a step result; placeholders take prompt arguments only" in d.message
+    assert "{step: order, field: ...}" in d.hint and "template" in d.hint
+
+
+def test_jsonschema_is_imported_only_when_a_constant_needs_it(tmp_path):
+    probe = ("import sys\nfrom projector.load import load_file\nload_file(sys.argv[1])\n"
+             "print('jsonschema' in sys.modules)")
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("name: p\ndescription: d\ntools: [{name: t, input_schema: {type: object, properties: "
+                     "{x: {type: string}}}}]\narguments: [{name: a}]\nsteps: [{name: s, tool: t, args: {x: {arg: a}}}]\n",
+                     "utf-8")
+    consts = tmp_path / "consts.yaml"
+    consts.write_text(plain.read_text("utf-8").replace("{arg: a}", "{const: hi}"), "utf-8")
+    seen = {p.name: subprocess.run([sys.executable, "-c", probe, str(p)], capture_output=True, text=True,
+                                   cwd=ROOT).stdout.strip() for p in (plain, consts)}
+    assert seen == {"plain.yaml": "False", "consts.yaml": "True"}
+
+
+def test_builder_and_yaml_fit_the_same(tmp_path):
+    wf = (WorkflowBuilder("b", "d").argument("x").tool("t", input_schema=COUNT, annotations={"readOnlyHint": True})
+          .step("s", tool="t", args={"n": arg("x")}, bind="r")
+          .step("u", tool="t", args={"n": const(1), "label": step("r", "x")}))
+    with pytest.raises(LoadError) as info:
+        wf.build()
+    (d,) = info.value.diagnostics
+    assert d.code == "parameter-type" and d.message.startswith("workflow 'b', step 's' passes the input 'x'")
+
+
+def test_bad_inputs_leave_the_output_alone(cli, tmp_path):
+    out = tmp_path / "out"
+    assert cli("build", str(ROOT / "workflows"), "--out", str(out)).code == 0
+    before = snapshot_tree(out)
+    wf = tmp_path / "bad.yaml"
+    wf.write_text(BAD, "utf-8")
+    assert cli("build", str(wf), "--out", str(out)).code == 1
+    assert snapshot_tree(out) == before
+
+
+def test_a_wrapped_result_is_walked_from_inside_the_envelope():
+    """The SDKs wrap a non-object result as {"result": x} and the server-side run saves x: paths start inside."""
+    wrapped = {"type": "object", "properties": {"result": {"type": "array", "items": {
+        "type": "object", "properties": {"sku": {"type": "string"}}}}}, "required": ["result"]}
+    text = f"""\
+    name: wrapped
+    description: d
+    tools:
+      - name: list_items
+        output_schema: {json.dumps(wrapped)}
+        annotations: {{readOnlyHint: true}}
+      - name: show
+        annotations: {{readOnlyHint: true}}
+    steps:
+      - {{name: l, tool: list_items, bind: items}}
+      - {{name: a, tool: show, args: {{x: {{step: items, field: 0.sku}}}}}}
+      - {{name: b, tool: show, args: {{x: {{step: items, field: 0.skus}}}}}}
+    """
+    found = diags(text)
+    assert [(d.code, d.span.line) for d in found] == [("bad-field-path", 12)]
+    assert "'0' has no field 'skus' (did you mean 'sku'?)" in found[0].message
