@@ -4,8 +4,9 @@ Measures, in one run, with medians of several runs:
 
 a. cold-process wall time of ``project-skill build`` and ``check`` on the examples, against a floor process that only
    imports yaml, jinja2 and slugify (and against bare ``python -c pass``);
-b. build and check of 10, 1,000 and 10,000 synthetic workflows (bench/workgen.py, seeded): per-workflow cost and
-   whether it is linear;
+b. build and check of 10, 1,000 and 10,000 synthetic workflows (bench/workgen.py, seeded): a fresh build (empty
+   folder, no cache), a rebuild over a stale tree (every workflow changed), an up-to-date build, and check with a
+   warm cache and with ``--no-cache``; per-workflow cost and whether it is linear;
 c. peak memory (max RSS) of every process measured;
 d. over Streamable HTTP on loopback, against one ``project-skill serve --http`` process: requests per second and
    p50/p99 latency of skills/get plus resources/read, against plain resources/read of the same SKILL.md bytes;
@@ -18,6 +19,8 @@ f. FastMCP (the ``projector[fastmcp]`` extra): skills/get + resources/read throu
 ``--only PART`` runs some parts and merges them into the committed results (the other parts keep their numbers).
 
 It writes bench/results.json (every number) and bench/results.md (tables, targets with PASS/MISS, the machine).
+``--only targets`` measures just what the build and check targets need (a, and b at 1,000 and 10,000, with g) in a
+few minutes; ``--sizes`` picks other workflow counts.
 ``--quick`` shrinks everything for a smoke test (under a minute); its verdicts on size-bound targets are marked
 as not applicable. Only the project's own dependencies are needed.
 """
@@ -54,8 +57,10 @@ BENCH = ROOT / "bench"
 PY = sys.executable
 
 TARGETS = {
-    "check_vs_floor": 1.5,        # a cold check of the examples takes <= 1.5x the floor
-    "build_1000_s": 1.0,          # 1,000 workflows build in <= 1.0 s on a 2-core machine
+    "check_vs_floor": 1.5,        # a cold check of the examples (no cache yet, as in CI) takes <= 1.5x the floor
+    "build_1000_s": 1.0,          # 1,000 workflows build in <= 1.0 s on a 2-core machine: fresh, and over a stale tree
+    "check_1000_warm_s": 0.3,     # check of 1,000 unchanged workflows, warm cache, in <= 0.3 s
+    "stale_vs_fresh": 1.1,        # a rebuild over a stale tree costs <= 1.1x a fresh build
     "build_10000_vs_1000": 11.0,  # 10,000 in <= 11x the time of 1,000
     "skill_vs_plain": 0.9,        # skills/get + read at >= 0.9x the throughput of a plain read
     "list_memory_growth": 0.05,   # RSS after the last skills/list pass within 5 % of the first pass
@@ -120,6 +125,10 @@ def measure(cases: list[Case], runs: int, label: str) -> dict[str, dict[str, Any
         for c in cases:
             if c.before:
                 c.before()
+                # Untimed: flush what the preparation wrote (a restored tree, a removed folder), so its write-back
+                # does not land in the timed run.
+                if hasattr(os, "sync"):
+                    os.sync()
             s = run_once(c.argv)
             if r:
                 samples[c.name].append(s)
@@ -134,18 +143,30 @@ def remover(path: Path) -> Callable[[], None]:
 
 # ------------------------------------------------------------------------------------------------------ a, b, c
 
+CACHE = ".projector_cache"  # projector/cache.py: beside the workflows
+
+
 def bench_cold(work: Path, runs: int) -> dict[str, Any]:
     ps = project_skill()
-    examples = ROOT / "workflows"
+    examples = work / "examples"  # a copy: the build cache goes beside the workflows, never into the repository
+    shutil.copytree(ROOT / "workflows", examples, dirs_exist_ok=True)
+    cache = examples / CACHE
     out = work / "examples-out"
     run_once([*ps, "build", str(examples), "--out", str(out)])
     fresh = work / "examples-fresh"
+
+    def clean_fresh() -> None:
+        remover(fresh)()
+        remover(cache)()
+
     cases = [
         Case("python -c pass", [PY, "-c", "pass"]),
         Case("floor: import yaml, jinja2, slugify", [PY, "-c", "import yaml, jinja2, slugify"]),
-        Case("project-skill check (examples)", [*ps, "check", str(examples), "--out", str(out)]),
+        Case("project-skill check (examples, no cache yet)", [*ps, "check", str(examples), "--out", str(out)],
+             remover(cache)),
+        Case("project-skill check (examples, warm cache)", [*ps, "check", str(examples), "--out", str(out)]),
         Case("project-skill build (examples, fresh)", [*ps, "build", str(examples), "--out", str(fresh)],
-             remover(fresh)),
+             clean_fresh),
         Case("project-skill build (examples, up to date)", [*ps, "build", str(examples), "--out", str(out)]),
     ]
     return measure(cases, runs, "cold start")
@@ -160,25 +181,124 @@ def ensure_tree(work: Path, n: int, seed: int) -> tuple[Path, Path]:
     return src, out
 
 
+def ensure_stale(work: Path, n: int, seed: int) -> tuple[Path, Path]:
+    """A tree and a cache built from :func:`workgen.revise` of the set, at the set's own paths (so its cache entries
+    sit in the same slots): every workflow has changed since. Returns that tree and that cache, kept as pristine
+    copies that each run restores. The set's folder holds the unrevised files again afterwards."""
+    src, _ = ensure_tree(work, n, seed)
+    tree, cache = work / f"stale-out-{n}", work / f"stale-cache-{n}"
+    if not (tree / "skills.json").exists():
+        originals = workgen.generate(n, seed)
+        shutil.rmtree(src / CACHE, ignore_errors=True)
+        for name, data in workgen.revise(originals).items():
+            (src / name).write_bytes(data)
+        run_once([*project_skill(), "build", str(src), "--out", str(tree)])
+        shutil.move(str(src / CACHE), str(cache))
+        for name, data in originals.items():
+            (src / name).write_bytes(data)
+    return tree, cache
+
+
 def bench_scale(work: Path, sizes: tuple[int, ...], runs: dict[int, int], seed: int) -> dict[str, Any]:
+    """Per size, round-robin in this order (the cache state each case starts from is the one it names):
+
+    - *build*: into an empty folder, with no cache (a fresh clone): it writes the tree and fills the cache;
+    - *build over a stale tree*: over a tree built from the revised set, with that set's cache: every workflow changed;
+    - *build, up to date*: the tree and the cache are current (the previous case left both so);
+    - *check*: an unchanged tree with a warm cache;
+    - *check, no cache*: the same with ``--no-cache`` (every workflow compiled).
+    """
     ps = project_skill()
     results: dict[str, Any] = {}
     for n in sizes:
         src, out = ensure_tree(work, n, seed)
-        fresh = work / f"fresh-{n}"
+        stale_tree, stale_cache = ensure_stale(work, n, seed)
+        fresh, over = work / f"fresh-{n}", work / f"over-{n}"
+        cache = src / CACHE
+
+        def clean_fresh(fresh: Path = fresh, cache: Path = cache) -> None:
+            remover(fresh)()
+            remover(cache)()
+
+        def restore_stale(over: Path = over, cache: Path = cache) -> None:
+            remover(over)()
+            remover(cache)()
+            shutil.copytree(stale_tree, over, symlinks=True)
+            shutil.copytree(stale_cache, cache, symlinks=True)
+
         files = sum(1 for p in out.rglob("*") if p.is_file())
         cases = [
-            Case("build", [*ps, "build", str(src), "--out", str(fresh)], remover(fresh)),
+            Case("build", [*ps, "build", str(src), "--out", str(fresh)], clean_fresh),
+            Case("build over a stale tree", [*ps, "build", str(src), "--out", str(over)], restore_stale),
             Case("build, up to date", [*ps, "build", str(src), "--out", str(out)]),
             Case("check", [*ps, "check", str(src), "--out", str(out)]),
+            Case("check, no cache", [*ps, "check", str(src), "--out", str(out), "--no-cache"]),
         ]
         r = measure(cases, runs[n], f"{n} workflows")
-        shutil.rmtree(fresh, ignore_errors=True)
-        input_bytes = sum(p.stat().st_size for p in src.iterdir())
+        for path in (fresh, over):
+            shutil.rmtree(path, ignore_errors=True)
+        input_bytes = sum(p.stat().st_size for p in src.iterdir() if p.is_file())
         output_bytes = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
         results[str(n)] = {"workflows": n, "input_bytes": input_bytes, "output_files": files,
                            "output_bytes": output_bytes, **r}
     return results
+
+
+STAGE_SCRIPT = r"""
+import json, shutil, sys, time
+from pathlib import Path
+t0 = time.perf_counter()
+from projector import bundle as B, output as O
+from projector.cache import Cache
+from projector.load import discover, load_data, read_source
+from projector.render import project
+t_imports = time.perf_counter() - t0
+src, work = Path(sys.argv[1]), Path(sys.argv[2])
+opts = O.Options(())
+best = {}
+for _ in range(int(sys.argv[3])):
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    t = {}
+
+    def timed(label, fn):
+        a = time.perf_counter()
+        value = fn()
+        t[label] = time.perf_counter() - a
+        return value
+
+    found = timed("discover", lambda: discover([str(src)]))
+    datas = timed("read workflow files", lambda: [(read_source(p, d), d) for p, d in found])
+    wfs = timed("load: YAML, model, validate", lambda: [load_data(x, d) for x, d in datas])
+    projs = timed("project: gates, Jinja2, JSON", lambda: [project(w) for w in wfs])
+    bundles = timed("bundle: frontmatter, digests, entry", lambda: [B.bundle(x) for x in projs])
+    results = [(w.name, w.span, w.source, b, []) for w, b in zip(wfs, bundles)]
+    store = Cache(work / "cache", opts)
+    timed("cache: write entries", lambda: [store.put(d, store.key(d, x), r) for (x, d), r in zip(datas, results)])
+    timed("cache: read entries (a warm run)", lambda: [store.get(d, store.key(d, x)) for x, d in datas])
+    build = timed("cross-file checks, index", lambda: O._finish_files(results))
+    timed("write: stage and swap (empty folder)", lambda: O.write(build, work / "out"))
+    timed("compare with disk (check)", lambda: O.compare(build, work / "out"))
+    for b in build.bundles:  # untimed: make every bundle stale
+        with open(work / "out" / b.path / "SKILL.md", "ab") as f:
+            f.write(b"stale\n")
+    timed("write: over a stale tree", lambda: O.write(build, work / "out"))
+    for k, v in t.items():
+        best[k] = min(best.get(k, v), v)
+print(json.dumps({"imports_s": t_imports, "stages": best}))
+"""
+
+
+def stage_profile(work: Path, n: int, seed: int, runs: int) -> dict[str, Any]:
+    """Where a fresh build of ``n`` workflows spends its time: each stage timed alone, serially (one core) in one
+    process, best of ``runs``. The cache rows are not part of a --no-cache build; compare is ``check``'s."""
+    src, _ = ensure_tree(work, n, seed)
+    proc = subprocess.run([PY, "-c", STAGE_SCRIPT, str(src), str(work / f"stages-{n}"), str(runs)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=1800)
+    if proc.returncode:
+        raise SystemExit(f"bench: stage profile failed:\n{proc.stderr[-2000:]}")
+    shutil.rmtree(work / f"stages-{n}", ignore_errors=True)
+    return {"workflows": n, "runs": runs, **json.loads(proc.stdout)}
 
 
 def mcp_free(work: Path) -> dict[str, bool]:
@@ -189,7 +309,7 @@ def mcp_free(work: Path) -> dict[str, bool]:
     out: dict[str, bool] = {}
     for cmd in ("build", "check"):
         target = work / "examples-out" if cmd == "check" else work / "probe-out"
-        proc = subprocess.run([PY, "-c", probe, cmd, str(ROOT / "workflows"), "--out", str(target)], cwd=ROOT,
+        proc = subprocess.run([PY, "-c", probe, cmd, str(work / "examples"), "--out", str(target)], cwd=ROOT,
                               capture_output=True, text=True, timeout=120)
         out[cmd] = "MCP-LOADED=False" in proc.stderr
     return out
@@ -527,35 +647,52 @@ def verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("PASS" if ok else "MISS")
 
 
+CHECK_COLD = "project-skill check (examples, no cache yet)"
+FLOOR = "floor: import yaml, jinja2, slugify"
+
+
 def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
     rows = []
     cold = res.get("cold")
-    if cold:
-        floor = cold["floor: import yaml, jinja2, slugify"]["wall_s"]
-        check = cold["project-skill check (examples)"]["wall_s"]
-        best = (cold["project-skill check (examples)"]["wall_min_s"]
-                / cold["floor: import yaml, jinja2, slugify"]["wall_min_s"])
-        rows.append({"target": "cold check of the examples <= 1.5x the floor", "measured": f"{check / floor:.2f}x "
-                     f"({1000 * check:.0f} ms vs {1000 * floor:.0f} ms; fastest runs: {best:.2f}x)", "limit": "1.5x",
-                     "ok": check / floor <= TARGETS["check_vs_floor"]})
-    scale = res.get("scale", {})
+    if cold and CHECK_COLD in cold:  # (results of an older bench name their cases otherwise)
+        floor = cold[FLOOR]["wall_s"]
+        check = cold[CHECK_COLD]["wall_s"]
+        best = cold[CHECK_COLD]["wall_min_s"] / cold[FLOOR]["wall_min_s"]
+        rows.append({"target": "cold check of the examples (no cache yet, as in CI) / the import floor",
+                     "measured": f"{check / floor:.2f}x ({1000 * check:.0f} ms vs {1000 * floor:.0f} ms; fastest "
+                     f"runs: {best:.2f}x; warm cache: "
+                     f"{cold['project-skill check (examples, warm cache)']['wall_s'] / floor:.2f}x)",
+                     "limit": "1.5x", "ok": check / floor <= TARGETS["check_vs_floor"],
+                     "by": f"{check / floor / TARGETS['check_vs_floor']:.2f}x"})
+    scale = {n: r for n, r in res.get("scale", {}).items() if "build over a stale tree" in r}
     if "1000" in scale:
-        b1k = scale["1000"]["build"]["wall_s"]
-        u1k = scale["1000"]["build, up to date"]["wall_s"]
-        floor_s = res["cold"]["floor: import yaml, jinja2, slugify"]["wall_s"] if res.get("cold") else None
-        rows.append({"target": "1,000 workflows build in <= 1.0 s (2 cores)", "measured": f"{b1k:.2f} s"
-                     + (f" ({b1k / floor_s:.0f}x the floor)" if floor_s else "")
-                     + f"; up to date (nothing to write): {u1k:.2f} s",
-                     "limit": "1.0 s", "ok": b1k <= TARGETS["build_1000_s"]})
+        k = scale["1000"]
+        fresh, over, check = k["build"]["wall_s"], k["build over a stale tree"]["wall_s"], k["check"]["wall_s"]
+        rows.append({"target": "1,000 workflows, fresh build into an empty folder (2 cores)",
+                     "measured": f"{fresh:.2f} s (CPU {k['build']['cpu_s']:.2f} s)", "limit": "1.0 s",
+                     "ok": fresh <= TARGETS["build_1000_s"], "by": f"{fresh / TARGETS['build_1000_s']:.2f}x"})
+        rows.append({"target": "1,000 workflows, build over a stale tree (every workflow changed)",
+                     "measured": f"{over:.2f} s (CPU {k['build over a stale tree']['cpu_s']:.2f} s)",
+                     "limit": "1.0 s", "ok": over <= TARGETS["build_1000_s"],
+                     "by": f"{over / TARGETS['build_1000_s']:.2f}x"})
+        rows.append({"target": "1,000, check of an unchanged tree with a warm cache",
+                     "measured": f"{check:.2f} s (no cache: {k['check, no cache']['wall_s']:.2f} s; build, up to "
+                     f"date: {k['build, up to date']['wall_s']:.2f} s)", "limit": "0.3 s",
+                     "ok": check <= TARGETS["check_1000_warm_s"],
+                     "by": f"{check / TARGETS['check_1000_warm_s']:.2f}x"})
+        rows.append({"target": "1,000, rebuild over a stale tree / fresh build", "measured": f"{over / fresh:.2f}x",
+                     "limit": "1.1x", "ok": over / fresh <= TARGETS["stale_vs_fresh"],
+                     "by": f"{over / fresh / TARGETS['stale_vs_fresh']:.2f}x"})
     elif "scale" in res:
-        rows.append({"target": "1,000 workflows build in <= 1.0 s (2 cores)", "measured": "not run (--quick)",
-                     "limit": "1.0 s", "ok": None})
+        rows.append({"target": "1,000 workflows: fresh, over a stale tree, warm check", "measured":
+                     "not run (no 1,000 size)", "limit": "1.0 s, 1.0 s, 0.3 s", "ok": None})
     if "1000" in scale and "10000" in scale:
         r = scale["10000"]["build"]["wall_s"] / scale["1000"]["build"]["wall_s"]
-        rows.append({"target": "10,000 build in <= 11x the time of 1,000", "measured": f"{r:.2f}x",
-                     "limit": "11x", "ok": r <= TARGETS["build_10000_vs_1000"]})
+        rows.append({"target": "10,000 / 1,000 workflows, fresh build", "measured": f"{r:.2f}x",
+                     "limit": "11x", "ok": r <= TARGETS["build_10000_vs_1000"],
+                     "by": f"{r / TARGETS['build_10000_vs_1000']:.2f}x"})
     elif "scale" in res:
-        rows.append({"target": "10,000 build in <= 11x the time of 1,000", "measured": "not run (--quick)",
+        rows.append({"target": "10,000 / 1,000 workflows, fresh build", "measured": "not run (sizes)",
                      "limit": "11x", "ok": None})
     srv = res.get("server")
     if srv:
@@ -591,6 +728,35 @@ def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
     return rows
 
 
+def notes(res: dict[str, Any]) -> list[str]:
+    """What the stage profile says about each missed build or check target (from this run's numbers)."""
+    st, out = res["stages"]["stages"], []
+    cores = res["machine"].get("cpus_usable") or 1
+    parallel = sum(st[k] for k in st if k.startswith(("load", "project", "bundle")))
+    serial = sum(st[k] for k in st if k.startswith(("discover", "read", "cross-file", "write: stage", "cache: write")))
+    missed = {r["target"] for r in res.get("verdicts", []) if r["ok"] is False}
+    n = res["stages"]["workflows"]
+    if any("fresh build into an empty folder" in t for t in missed):
+        out.append(f"- **Fresh build of {n:,}.** Load, project and bundle take {fmt_ms(parallel)} of CPU on one core; "
+                   f"over {cores} cores at best {fmt_ms(parallel / cores)}. The main process adds "
+                   f"{fmt_ms(serial)} (reading, cross-file checks, the cache's writes and, the largest, writing the "
+                   f"tree: {fmt_ms(st['write: stage and swap (empty folder)'])}), and the imports "
+                   f"{fmt_ms(res['stages']['imports_s'])}: a floor of about "
+                   f"{fmt_ms(parallel / cores + serial + res['stages']['imports_s'])} before process start-up.")
+    if any("stale tree / fresh" in t or "build over a stale tree" in t for t in missed):
+        d = st["write: over a stale tree"] - st["write: stage and swap (empty folder)"]
+        out.append(f"- **Rebuild over a stale tree.** Writing over the old tree takes "
+                   f"{fmt_ms(st['write: over a stale tree'])} against "
+                   f"{fmt_ms(st['write: stage and swap (empty folder)'])} into an empty folder: {fmt_ms(d)} more, "
+                   "for walking the old tree and removing it after the atomic swap (projector/disk.py).")
+    if any("warm cache" in t and "check" in t for t in missed):
+        out.append(f"- **Warm check of {n:,}.** Imports {fmt_ms(res['stages']['imports_s'])}, reading the cache "
+                   f"{fmt_ms(st['cache: read entries (a warm run)'])}, comparing with the tree "
+                   f"{fmt_ms(st['compare with disk (check)'])}, reading the workflows "
+                   f"{fmt_ms(st['read workflow files'])}, on top of the interpreter's start.")
+    return out or ["Every build and check target measured in this run passes."]
+
+
 def fmt_ms(s: float) -> str:
     return f"{1000 * s:,.0f} ms" if s < 10 else f"{s:,.1f} s"
 
@@ -600,8 +766,9 @@ def render_md(res: dict[str, Any]) -> str:
     lines = ["# Performance", "",
              "Measured by `bench/bench.py`" + (" in `--quick` mode (reduced sizes: not a verdict)" if res["quick"]
                                                else "") + ". Reproduce with:", "",
-             "```sh", ".venv/bin/python bench/bench.py          # the full run: 10 to 15 minutes",
-             ".venv/bin/python bench/bench.py --quick  # a smoke test: under a minute", "```", "",
+             "```sh", ".venv/bin/python bench/bench.py                 # the full run: 10 to 15 minutes",
+             ".venv/bin/python bench/bench.py --only targets  # the build and check targets only: a few minutes",
+             ".venv/bin/python bench/bench.py --quick         # a smoke test: under a minute", "```", "",
              "Every time is the median of several cold runs of a fresh process, run round-robin so changes in machine "
              "load hit every case alike; CPU is user + system time of that process, and peak memory its maximum "
              "resident set. The workflow sets are synthetic and deterministic (`bench/workgen.py`, seed "
@@ -620,43 +787,52 @@ def render_md(res: dict[str, Any]) -> str:
              "| load average (1, 5, 15 min) at start / end | "
              + " / ".join(", ".join(f"{x:.2f}" for x in la) if la else "-"
                           for la in (m["loadavg_start"], res.get("loadavg_end"))) + " |",
+             *[f"| part {part}, measured by `--only` | {r['date']}, commit {r['commit']}, load average "
+               + " / ".join(", ".join(f"{x:.2f}" for x in la) if la else "-"
+                            for la in (r["loadavg_start"], r["loadavg_end"])) + " |"
+               for part, r in sorted(res.get("part_runs", {}).items())],
              "", "## Targets", "",
              "| target | measured | limit | verdict |", "|---|---|---|---|"]
     for row in res["verdicts"]:
-        lines.append(f"| {row['target']} | {row['measured']} | {row['limit']} | **{verdict(row['ok'])}** |")
+        by = f" by {row['by']}" if row.get("by") and row["ok"] is False else ""
+        lines.append(f"| {row['target']} | {row['measured']} | {row['limit']} | **{verdict(row['ok'])}**{by} |")
 
     cold = res.get("cold")
     if cold:
         floor = cold["floor: import yaml, jinja2, slugify"]
         lines += ["", "## a. Cold start", "",
                   "One process per run, as a pre-commit hook or CI step starts it. Output goes to /dev/null.", "",
-                  "| command | wall (median) | vs floor | min – max | CPU | peak RSS |", "|---|---:|---:|---:|---:|---:|"]
+                  "| command | wall (median) | vs floor | min – max | CPU | peak RSS |",
+                  "|---|---:|---:|---:|---:|---:|"]
         for name, r in cold.items():
             lines.append(f"| {name} | {fmt_ms(r['wall_s'])} | {r['wall_s'] / floor['wall_s']:.2f}x | "
                          f"{fmt_ms(r['wall_min_s'])} – {fmt_ms(r['wall_max_s'])} | {fmt_ms(r['cpu_s'])} | "
                          f"{r['maxrss_mb']:.0f} MiB |")
 
-    scale = res.get("scale")
+    scale = {n: r for n, r in res.get("scale", {}).items() if "build over a stale tree" in r}
     sizes = sorted(scale, key=int) if scale else []
     if scale:
         lines += ["", "## b, c. Scaling and memory", "",
-                  "*build* writes a fresh output folder each run (the whole tree is staged and swapped in, so this "
-                  "is also the cost of a rebuild after any change); *build, up to date* finds nothing to write; "
-                  "*check* compares against an up-to-date tree. Per workflow: the median divided by the number of "
-                  "workflows.", "",
-                  "| workflows | input | output files | build | per workflow | build, up to date | check | "
-                  "per workflow | peak RSS build / check |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "*build*: into an empty folder with no cache, as on a fresh clone (it also fills the cache). "
+                  "*over a stale tree*: over a tree and a cache built from the same workflows with every description "
+                  "reworded (`workgen.revise`), so every file is rewritten and every cache entry misses. *up to date*: "
+                  "`build` with nothing to write, warm cache. *check*: an unchanged tree, warm cache; *no cache*: "
+                  "`check --no-cache`. Per workflow: the fresh build's median divided by the number of workflows.", "",
+                  "| workflows | input | output files | build | per workflow | over a stale tree | up to date | "
+                  "check | check, no cache | peak RSS build / check |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for n in sizes:
             r = scale[n]
             lines.append(f"| {int(n):,} | {r['input_bytes'] / 1e6:.1f} MB | {r['output_files']:,} | "
                          f"{fmt_ms(r['build']['wall_s'])} | {1000 * r['build']['wall_s'] / int(n):.2f} ms | "
-                         f"{fmt_ms(r['build, up to date']['wall_s'])} | "
-                         f"{fmt_ms(r['check']['wall_s'])} | {1000 * r['check']['wall_s'] / int(n):.2f} ms | "
+                         f"{fmt_ms(r['build over a stale tree']['wall_s'])} | "
+                         f"{fmt_ms(r['build, up to date']['wall_s'])} | {fmt_ms(r['check']['wall_s'])} | "
+                         f"{fmt_ms(r['check, no cache']['wall_s'])} | "
                          f"{r['build']['maxrss_mb']:.0f} / {r['check']['maxrss_mb']:.0f} MiB |")
         if len(sizes) >= 2:
             a, b = sizes[-2], sizes[-1]
             na, nb = int(a), int(b)
-            for cmd in ("build", "build, up to date", "check"):
+            for cmd in ("build", "build over a stale tree", "check", "check, no cache"):
                 ta, tb = scale[a][cmd]["wall_s"], scale[b][cmd]["wall_s"]
                 marginal = 1000 * (tb - ta) / (nb - na)
                 lines.append("")
@@ -733,13 +909,28 @@ def render_md(res: dict[str, Any]) -> str:
         if cpu_p and cpu_d:
             lines += ["", f"Server CPU per request: {cpu_p:.2f} ms (projector) vs {cpu_d:.2f} ms (FastMCP's provider), "
                       f"so per CPU second projector serves {cpu_d / cpu_p:.2f}x the provider's requests."]
+    stages = res.get("stages")
+    if stages:
+        extra = ("cache: read", "compare", "write: over")
+        total = sum(v for k, v in stages["stages"].items() if not k.startswith(extra))
+        lines += ["", f"## g. Where the time goes: a fresh build of {stages['workflows']:,} workflows, stage by stage",
+                  "", "Each stage timed alone, serially on one core in one process (best of "
+                  f"{stages['runs']}); the share is of the stages a fresh build runs (the cache read, the compare "
+                  "and the write over a stale tree are a warm run's, `check`'s and a rebuild's). A build spreads "
+                  "load, project and bundle over the cores; the rest runs in the main process.", "",
+                  "| stage | time | share |", "|---|---:|---:|",
+                  f"| imports of the core | {fmt_ms(stages['imports_s'])} | |"]
+        for k, v in stages["stages"].items():
+            share = "" if k.startswith(extra) else f"{100 * v / total:.0f} %"
+            lines.append(f"| {k} | {fmt_ms(v)} | {share} |")
+        lines += ["", *notes(res)]
     lines += ["", "Raw numbers: `bench/results.json`."]
     return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------------------------------------ main
 
-PART_KEYS = {"cold": ("cold", "mcp_free"), "scale": ("scale",), "server": ("server", "server_skipped"),
+PART_KEYS = {"cold": ("cold", "mcp_free"), "scale": ("scale", "stages"), "server": ("server", "server_skipped"),
              "fastmcp": ("fastmcp", "fastmcp_skipped")}
 
 
@@ -764,9 +955,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=2640)
     ap.add_argument("--runs", type=int, help="timed runs per case (default: 7 quick cases, 5 at 1,000, 3 at 10,000)")
     ap.add_argument("--no-server", action="store_true", help="skip d and e")
-    ap.add_argument("--only", action="append", choices=("cold", "scale", "server", "fastmcp"),
-                    help="run only this part (a; b and c; d and e; f) and merge it into the committed results; "
-                         "repeatable")
+    ap.add_argument("--only", action="append", choices=("cold", "scale", "server", "fastmcp", "targets"),
+                    help="run only this part (a; b, c and g; d and e; f) and merge it into the committed results; "
+                         "repeatable. 'targets': a, and b at 1,000 and 10,000 workflows: every build and check "
+                         "target")
+    ap.add_argument("--sizes", help="workflow counts for b and c, comma-separated (default: 10,1000,10000; "
+                                    "with --quick: 10,100,300)")
     ap.add_argument("--out", help="folder for results.md and results.json (default: bench/; with --quick, a "
                                   "temporary folder, so a smoke test never overwrites the committed results)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (printed)")
@@ -778,6 +972,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sizes, runs_small, runs = (10, 1000, 10000), 15, {10: 7, 1000: 5, 10000: 3}
         http = {"requests": 1000, "rounds": 7, "workers": 8, "passes": 5}
+    if args.only and "targets" in args.only:
+        args.only = sorted({*args.only, "cold", "scale"} - {"targets"})
+        if not args.quick and not args.sizes:
+            sizes = (1000, 10000)
+    if args.sizes:
+        sizes = tuple(sorted({int(x) for x in args.sizes.split(",")}))
+        runs = {n: runs.get(n, 5 if n <= 1000 else 3) for n in sizes}
     if args.runs:
         runs_small = args.runs
         runs = {n: args.runs for n in sizes}
@@ -796,6 +997,9 @@ def main(argv: list[str] | None = None) -> int:
         if "scale" in parts:
             print("b, c. scaling", file=sys.stderr)
             res["scale"] = bench_scale(work, sizes, runs, args.seed)
+            n = 1000 if 1000 in sizes else max(sizes)
+            print(f"g. stages of a fresh build of {n}", file=sys.stderr)
+            res["stages"] = stage_profile(work, n, args.seed, 3)
         if args.no_server or "server" not in parts:
             res["server_skipped"] = "--no-server" if args.no_server else "--only " + " ".join(sorted(parts))
         else:
@@ -825,7 +1029,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else (Path(tempfile.gettempdir()) / "projector-bench-quick" if args.quick
                                            else BENCH)
     if args.only and (out / "results.json").is_file():
+        run = {"date": res["machine"]["date"], "commit": res["machine"]["commit"],
+               "loadavg_start": res["machine"]["loadavg_start"], "loadavg_end": res["loadavg_end"]}
         res = merge(json.loads((out / "results.json").read_text("utf-8")), res, parts)
+        res["part_runs"] = {**res.get("part_runs", {}), **{part: run for part in sorted(parts)}}
     res["targets"] = TARGETS
     res["verdicts"] = evaluate(res, args.quick)
     out.mkdir(parents=True, exist_ok=True)

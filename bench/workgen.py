@@ -196,6 +196,12 @@ def generate(n: int, seed: int = 2640) -> dict[str, bytes]:
     return {f"wf-{i:0{width}d}.yaml": workflow(rng, i).encode("utf-8") for i in range(n)}
 
 
+def revise(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The same workflows (same files, same names) with every description reworded: what a rebuild after an edit to
+    every workflow sees. Every SKILL.md, every references/tools.md and skills.json change."""
+    return {name: data.replace(b'description: "', b'description: "Revised: ') for name, data in files.items()}
+
+
 def write_set(n: int, out: Path, seed: int = 2640) -> Path:
     """Write a set of ``n`` workflows into ``out`` (created); returns ``out``."""
     out.mkdir(parents=True, exist_ok=True)

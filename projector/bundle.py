@@ -7,15 +7,17 @@ index can only say what the file says.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from . import naming
+from . import jsontext, naming
 from .errors import BuildError, Diagnostic, Span, error
-from .render import Projection
+
+if TYPE_CHECKING:  # render imports Jinja2, which a run answered by the cache never needs
+    from .render import Projection
 
 MAX_FILES = 512
 MAX_BYTES = 16 * 1024 * 1024
@@ -59,6 +61,12 @@ class Bundle:
     diagnostics: tuple[Diagnostic, ...] = ()
     span: Span = Span()  # where the workflow is: where a problem with the whole bundle is reported
 
+    @cached_property
+    def index_text(self) -> str:
+        """This bundle's entry as it stands in ``skills.json`` (indented for its place in the array), made once: the
+        worker that renders the bundle makes it, and the build cache keeps it."""
+        return "    " + dumps(self.entry).decode("utf-8")[:-1].replace("\n", "\n    ")
+
 
 def make_entry(path: str, files: dict[str, bytes]) -> dict[str, Any]:
     """The SEP-2640 entry: uri, frontmatter (parsed from the bytes), resources (SKILL.md first, then by path)."""
@@ -87,15 +95,22 @@ def bundle(projection: Projection) -> Bundle:
     problems = limit_problems(projection.path, projection.files, projection.workflow.span)
     if problems:
         raise BuildError(problems)
-    return Bundle(projection.name, projection.path, projection.files, make_entry(projection.path, projection.files),
-                  tuple(projection.diagnostics), projection.workflow.span)
+    b = Bundle(projection.name, projection.path, projection.files, make_entry(projection.path, projection.files),
+               tuple(projection.diagnostics), projection.workflow.span)
+    b.index_text  # noqa: B018 - made here, in the worker that rendered the bundle
+    return b
 
 
 def dumps(value: Any) -> bytes:
     """Stable JSON: fixed separators, keys in construction order, UTF-8, one trailing newline."""
-    return (json.dumps(value, indent=2, ensure_ascii=False, separators=(",", ": ")) + "\n").encode("utf-8")
+    return (jsontext.dumps(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
 
 
 def index(bundles: list[Bundle]) -> bytes:
-    """``skills.json``: exactly the ``skills`` array that ``skills/list`` serves, sorted by URI."""
-    return dumps({"skills": sorted((b.entry for b in bundles), key=lambda e: e["uri"])})
+    """``skills.json``: exactly the ``skills`` array that ``skills/list`` serves, sorted by URI. The same bytes as
+    ``dumps({"skills": [entries]})``, joined from each bundle's :attr:`Bundle.index_text` (the indenting encoder
+    is pure Python, and slow)."""
+    ordered = sorted(bundles, key=lambda b: b.entry["uri"])
+    if not ordered:
+        return dumps({"skills": []})
+    return ('{\n  "skills": [\n' + ",\n".join(b.index_text for b in ordered) + "\n  ]\n}\n").encode("utf-8")

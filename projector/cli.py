@@ -78,7 +78,10 @@ def _load_and_compile(args: argparse.Namespace):
     if not found:
         raise UsageError(f"no workflow files (*.yaml, *.yml) under {', '.join(paths)}")
     if not getattr(args, "tools_from", None):
-        return compile_files(found, prefix, args.jobs or None, skills_only=args.skills_only)
+        from .cache import location
+
+        cache = None if args.no_cache else location(paths, Path(args.out))
+        return compile_files(found, prefix, args.jobs or None, cache, skills_only=args.skills_only)
     from .remote.tools import apply_tools_from
 
     workflows, extra = apply_tools_from(load_all(paths, tools_from_server=True), args.tools_from)
@@ -170,6 +173,8 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skills-only", action="store_true",
                    help="for skills served without their workflows: SKILL.md names no workflow prompt "
                         "(no metadata.workflow, no server-accelerated alternative)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the build cache (.projector_cache/ in the first PATH's folder)")
     p.add_argument("--tools-from", metavar="SERVER",
                    help="take tool descriptions, schemas and annotations from a live server's tools/list "
                         "(a stdio command or an http(s)://.../mcp URL)")

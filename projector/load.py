@@ -690,14 +690,24 @@ def parse(data: bytes | str, file: str, *, tools_from_server: bool = False
     return wf, diags
 
 
-def load_file(path: Path | str, display: str | None = None, *, tools_from_server: bool = False) -> Workflow:
-    """Load and validate one workflow file, raising :class:`LoadError` with every problem found."""
-    file = display or Path(path).as_posix()
+def read_source(path: Path | str, file: str) -> bytes:
+    """A workflow file's bytes, read only when it is a regular file inside the scanned folders; :class:`LoadError`
+    (``outside-root`` or ``io``) otherwise."""
     if isinstance(path, OutsideRoot):
         raise LoadError(error(Span(file), "outside-root", "the file is a link to a file outside every folder being "
                               "compiled; it was not read",
                               "name the file on the command line to compile it anyway, or copy it into the folder"))
-    data = read_regular(Path(path), file)
+    return read_regular(Path(path), file)
+
+
+def load_file(path: Path | str, display: str | None = None, *, tools_from_server: bool = False) -> Workflow:
+    """Load and validate one workflow file, raising :class:`LoadError` with every problem found."""
+    file = display or Path(path).as_posix()
+    return load_data(read_source(path, file), file, tools_from_server=tools_from_server)
+
+
+def load_data(data: bytes, file: str, *, tools_from_server: bool = False) -> Workflow:
+    """:func:`load_file` for bytes already read from ``file``."""
     wf, diags = parse(data, file, tools_from_server=tools_from_server)
     errors = [d for d in diags if d.severity == "error"]
     if errors or wf is None:
@@ -732,6 +742,25 @@ def read_regular(path: Path, file: str) -> bytes:
 WORKFLOW_SUFFIXES = (".yaml", ".yml")
 
 
+def _walk(folder: Path) -> list[Path]:
+    """Workflow files under ``folder``, skipping dot-files and dot-folders without entering them (a
+    ``.projector_cache/`` holds thousands of files). Symlinked folders are not followed, as ``Path.rglob``."""
+    out: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        child = folder / entry.name
+        if entry.is_dir(follow_symlinks=False):
+            out.extend(_walk(child))
+        elif os.path.splitext(entry.name)[1] in WORKFLOW_SUFFIXES and entry.is_file():
+            out.append(child)
+    return out
+
+
 def discover(paths: list[str]) -> list[tuple[Path, str]]:
     """Expand files and folders into workflow files, sorted by POSIX path. Returns ``(path, display name)``.
 
@@ -746,12 +775,10 @@ def discover(paths: list[str]) -> list[tuple[Path, str]]:
         path = Path(p)
         if path.is_dir():
             roots.append(path.resolve())
-            for f in path.rglob("*"):  # does not descend into linked folders: only a file itself can be a link
-                if f.is_file() and f.suffix in WORKFLOW_SUFFIXES and not any(
-                        part.startswith(".") for part in f.relative_to(path).parts):
-                    found[f.as_posix()] = f
-                    if f.is_symlink():
-                        linked[f.as_posix()] = f
+            for f in _walk(path):  # does not descend into linked folders: only a file itself can be a link
+                found[f.as_posix()] = f
+                if f.is_symlink():
+                    linked[f.as_posix()] = f
         elif path.exists() or path.is_symlink():
             found[path.as_posix()] = path
             named.add(path.as_posix())

@@ -17,9 +17,9 @@ from .bundle import INDEX_FILE, Bundle, bundle, index
 from .disk import Plan, replace_tree
 from .errors import BuildError, Diagnostic, LoadError, Span, error
 from .model import Workflow
-from .load import discover, load_file
+from .cache import Cache
+from .load import discover, load_data, read_source
 from .validate import collisions, name_collisions
-from .render import project
 
 
 @dataclass
@@ -37,6 +37,8 @@ def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *
                       ) -> Build:
     """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits.
     ``skills_only``: bundles whose SKILL.md names no workflow prompt (see :func:`~projector.render.project`)."""
+    from .render import project
+
     problems = collisions(workflows)
     if problems:
         raise BuildError(problems)
@@ -67,19 +69,40 @@ def _assemble(bundles: list[Bundle]) -> Build:
 _Result = tuple[str, Span, str, "Bundle | None", list[Diagnostic]]
 
 
-def _compile_chunk(chunk: list[tuple[Path, str]], prefix: tuple[str, ...], skills_only: bool = False
-                   ) -> list[_Result]:
+@dataclass(frozen=True)
+class Options:
+    """Everything besides a workflow file's bytes and path that changes what it compiles to. The cache key hashes
+    the whole object (its ``repr``), so an option is in the key as soon as it is a field here: give every new
+    output-changing option a field, and read it from here in :func:`_compile_one` (tests/test_cache.py checks that
+    ``project()`` and ``compile_files()`` take nothing that is not a field)."""
+
+    prefix: tuple[str, ...] = ()
+    skills_only: bool = False
+
+
+def _compile_one(data: bytes, display: str, options: Options) -> _Result:
+    from .render import project  # here, not at the top: a run that the cache answers whole never needs Jinja2
+
+    try:
+        wf = load_data(data, display)
+    except LoadError as exc:
+        return ("", Span(display), display, None, exc.diagnostics)
+    try:
+        return (wf.name, wf.span, wf.source, bundle(project(wf, options.prefix, skills_only=options.skills_only)),
+                [])
+    except BuildError as exc:
+        return (wf.name, wf.span, wf.source, None, exc.diagnostics)
+
+
+def _compile_chunk(chunk: list[tuple[bytes, str, str | None]], options: Options,
+                   store: Cache | None = None) -> list[_Result]:
+    """Compile ``(bytes, display path, cache key)`` triples; each result goes into ``store`` under its key."""
     out: list[_Result] = []
-    for path, display in chunk:
-        try:
-            wf = load_file(path, display)
-        except LoadError as exc:
-            out.append(("", Span(display), display, None, exc.diagnostics))
-            continue
-        try:
-            out.append((wf.name, wf.span, wf.source, bundle(project(wf, prefix, skills_only=skills_only)), []))
-        except BuildError as exc:
-            out.append((wf.name, wf.span, wf.source, None, exc.diagnostics))
+    for data, display, key in chunk:
+        result = _compile_one(data, display, options)
+        if store is not None and key is not None:
+            store.put(display, key, result)
+        out.append(result)
     return out
 
 
@@ -122,33 +145,60 @@ def default_jobs(files: int) -> int:
     return max(1, min(cpus, 8, files // (PARALLEL_FROM // 2))) if files >= PARALLEL_FROM else 1
 
 
-def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None, *,
-                  skills_only: bool = False) -> Build:
+def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None,
+                  cache: Path | None = None, *, skills_only: bool = False) -> Build:
     """:func:`compile_files` over every workflow file under ``paths``."""
-    return compile_files(discover(paths), prefix, jobs, skills_only=skills_only)
+    return compile_files(discover(paths), prefix, jobs, cache, skills_only=skills_only)
 
 
-def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None, *,
-                  skills_only: bool = False) -> Build:
+def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None,
+                  cache: Path | None = None, *, skills_only: bool = False) -> Build:
     """Load and compile every workflow file under ``paths``: what ``project-skill build`` does.
 
-    Large sets are split over worker processes (``jobs``; by default one per usable core from
-    :data:`PARALLEL_FROM` files on, where ``fork`` is available). Each worker loads, projects and bundles whole
-    files and hands back only bundles, so the result, the diagnostics and the errors are the same as
-    ``compile_workflows(load_all(paths))`` to the byte (tests/test_bench_smoke.py checks this)."""
-    jobs = default_jobs(len(found)) if jobs is None else max(1, jobs)
+    With ``cache`` (a folder, see :mod:`projector.cache`), a file whose key is found there is not compiled again;
+    the cross-file checks (collisions, the index) still run over every file, from the cached results.
+    The files left to compile are split over worker processes when there are many (``jobs``; by default one per
+    usable core from :data:`PARALLEL_FROM` files on, where ``fork`` is available). Each worker loads, projects and
+    bundles whole files and hands back only bundles, so the result, the diagnostics and the errors are the same as
+    ``compile_workflows(load_all(paths))`` to the byte (tests/test_bench_smoke.py and tests/test_cache.py check
+    this)."""
+    options = Options(prefix, skills_only)
+    store = Cache(cache, options) if cache is not None else None
+    results: list[_Result | None] = [None] * len(found)
+    todo: list[tuple[int, bytes, str, str | None]] = []
+    for i, (path, display) in enumerate(found):
+        try:
+            data = read_source(path, display)
+        except LoadError as exc:
+            results[i] = ("", Span(display), display, None, exc.diagnostics)
+            continue
+        key = store.key(display, data) if store is not None else None
+        hit = store.get(display, key) if store is not None and key is not None else None
+        if hit is not None:
+            results[i] = hit
+        else:
+            todo.append((i, data, display, key))
+    work = [(data, display, key) for _, data, display, key in todo]
+    jobs = default_jobs(len(work)) if jobs is None else max(1, min(jobs, len(work) or 1))
     if jobs > 1 and _can_fork():
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        size = -(-len(found) // jobs)
-        chunks = [found[i:i + size] for i in range(0, len(found), size)]
+        size = -(-len(work) // jobs)
+        chunks = [work[i:i + size] for i in range(0, len(work), size)]
         with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork"),
                                  initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            results = [r for part in pool.map(_compile_chunk, chunks, [prefix] * len(chunks),
-                                              [skills_only] * len(chunks)) for r in part]
+            compiled = [r for part in pool.map(_compile_chunk, chunks, [options] * len(chunks),
+                                               [store] * len(chunks)) for r in part]
     else:
-        results = _compile_chunk(found, prefix, skills_only)
+        compiled = _compile_chunk(work, options, store)
+    for (i, *_), result in zip(todo, compiled):
+        results[i] = result
+    return _finish_files([r for r in results if r is not None])
+
+
+def _finish_files(results: list[_Result]) -> Build:
+    """The cross-file checks over every file's result, then the tree."""
     load_errors = [d for name, span, source, b, diags in results if not name for d in diags]
     named = [(name, span, source) for name, span, source, b, diags in results if name]
     clashes = name_collisions(named)
@@ -175,12 +225,23 @@ def _inside(rel: str, dirs: set[str]) -> bool:
 
 
 def _disk_files(out: Path) -> dict[str, Path]:
-    if not out.is_dir():
-        return {}
-    found = {}
-    for p in out.rglob("*"):
-        if p.is_file() or p.is_symlink():
-            found[p.relative_to(out).as_posix()] = p
+    """Every file and symlink under ``out`` (symlinked folders are not entered), by POSIX relative path, sorted."""
+    found: dict[str, Path] = {}
+
+    def walk(folder: Path, prefix: str) -> None:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            rel = prefix + entry.name
+            if entry.is_symlink() or entry.is_file():
+                found[rel] = folder / entry.name
+            elif entry.is_dir():
+                walk(folder / entry.name, rel + "/")
+
+    if out.is_dir():
+        walk(out, "")
     return dict(sorted(found.items()))
 
 
@@ -197,11 +258,12 @@ class Comparison:
 
 
 def compare(build: Build, out: Path, *, owned: set[str] | None = None,
-            disk: dict[str, Path] | None = None) -> Comparison:
-    """What differs between the derived tree and the one on disk, among the files this tool owns."""
+            disk: dict[str, Path] | None = None, diff: bool = True) -> Comparison:
+    """What differs between the derived tree and the one on disk, among the files this tool owns. The unified diff
+    of the stale files is built only when ``diff`` is true (``check`` prints it; ``write`` needs only the verdict)."""
     owned = (_owned_dirs(out) | build.bundle_dirs) if owned is None else owned
     disk = _disk_files(out) if disk is None else disk
-    stale, missing, diff = [], [], []
+    stale, missing, lines = [], [], []
     for rel, data in build.files.items():
         path = disk.get(rel)
         if path is None:
@@ -210,11 +272,23 @@ def compare(build: Build, out: Path, *, owned: set[str] | None = None,
         current = path.read_bytes()
         if current != data:
             stale.append(rel)
-            diff.extend(difflib.unified_diff(current.decode("utf-8", "replace").splitlines(keepends=True),
-                                             data.decode("utf-8").splitlines(keepends=True),
-                                             fromfile=f"a/{rel}", tofile=f"b/{rel}"))
+            if diff:
+                lines.extend(difflib.unified_diff(current.decode("utf-8", "replace").splitlines(keepends=True),
+                                              data.decode("utf-8").splitlines(keepends=True),
+                                              fromfile=f"a/{rel}", tofile=f"b/{rel}"))
     extra = [rel for rel in disk if rel not in build.files and (rel == INDEX_FILE or _inside(rel, owned))]
-    return Comparison(stale, missing, extra, "".join(diff))
+    return Comparison(stale, missing, extra, "".join(lines))
+
+
+def _same(build: Build, owned: set[str], disk: dict[str, Path]) -> bool:
+    """:func:`compare`'s ``clean``, stopping at the first difference and building no diff: what ``write`` needs."""
+    if any(rel not in build.files and (rel == INDEX_FILE or _inside(rel, owned)) for rel in disk):
+        return False
+    for rel, data in build.files.items():
+        path = disk.get(rel)
+        if path is None or path.read_bytes() != data:
+            return False
+    return True
 
 
 def conflicts(build: Build, root: Path, previous: set[str]) -> list[Diagnostic]:
@@ -250,7 +324,7 @@ def write(build: Build, out: Path) -> bool:
         if problems:
             raise BuildError(problems)
         owned = previous | build.bundle_dirs
-        if compare(build, root, owned=owned).clean:
+        if _same(build, owned, _disk_files(root)):  # no diff: only check prints one
             return None
         return Plan(build.files, owned | {INDEX_FILE})
 

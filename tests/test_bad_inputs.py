@@ -16,7 +16,7 @@ import pytest
 from conftest import ROOT, snapshot_tree
 
 CORPUS = ROOT / "tests" / "bad_inputs"
-CASES = sorted(p for p in CORPUS.iterdir() if p.suffix == ".yaml" or p.is_dir())
+CASES = sorted(p for p in CORPUS.iterdir() if not p.name.startswith(".") and (p.suffix == ".yaml" or p.is_dir()))
 EXPECT = re.compile(rb"# expect: (\S+)(?: (\d+):(\d+))?")
 
 

@@ -91,3 +91,18 @@ def test_parallel_build_is_byte_equal_to_serial(workgen, tmp_path: Path) -> None
         compile_paths([folder], jobs=3)
     assert one.value.diagnostics == many.value.diagnostics
     assert {d.code for d in one.value.diagnostics} == {"yaml-syntax", "slug-collision"}
+
+
+def test_revised_set_changes_every_workflow_and_keeps_every_name(workgen, tmp_path: Path) -> None:
+    """bench's "over a stale tree" case: the same workflows, every one reworded, all still valid."""
+    files = workgen.generate(30, seed=4)
+    revised = workgen.revise(files)
+    assert list(revised) == list(files) and all(revised[k] != files[k] for k in files)
+    for name, data in revised.items():
+        (tmp_path / name).write_bytes(data)
+    workflows = load_all([tmp_path.as_posix()])
+    originals = {wf.name for wf in load_all([workgen.write_set(30, tmp_path / "orig", seed=4).as_posix()])}
+    assert {wf.name for wf in workflows} == originals
+    old, new = compile_workflows(load_all([(tmp_path / "orig").as_posix()])), compile_workflows(workflows)
+    assert set(old.files) == set(new.files)
+    assert all(old.files[rel] != new.files[rel] for rel in old.files)  # every file of the tree is stale

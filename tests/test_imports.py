@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CORE_DISTRIBUTIONS = ("PyYAML", "Jinja2", "python-slugify")
+# orjson writes large JSON texts (projector/jsontext.py); a run with few texts does not import it.
+CORE_DISTRIBUTIONS = ("PyYAML", "Jinja2", "python-slugify", "orjson")
 
 # Runs the CLI in-process and writes every module it imported (name -> file) to the path in argv[1].
 PROBE = """
@@ -87,13 +88,26 @@ def test_build_and_check_never_import_mcp(tmp_path: Path, command: str) -> None:
 @pytest.mark.parametrize("command", ["build", "check"])
 def test_only_yaml_jinja2_and_slugify_are_imported(tmp_path: Path, command: str) -> None:
     out = (tmp_path / "out").as_posix() if command == "build" else "generated_skills"
-    code, modules = _imports(tmp_path, command, "workflows", "--out", out)
+    # --no-cache: the compile path itself (a run answered by the build cache never imports Jinja2)
+    code, modules = _imports(tmp_path, command, "workflows", "--out", out, "--no-cache")
     assert code == 0
     third = _third_party(modules)
     assert {"yaml", "jinja2", "slugify"} <= set(third), third
     allowed = _requirement_closure(CORE_DISTRIBUTIONS)
     foreign = {top: dists for top, dists in third.items() if not dists <= allowed}
     assert foreign == {}, f"project-skill {command} imported third-party modules beyond {CORE_DISTRIBUTIONS}"
+
+
+def test_a_run_answered_by_the_cache_imports_no_jinja2(tmp_path: Path) -> None:
+    src = tmp_path / "workflows"
+    src.mkdir()
+    for f in (ROOT / "workflows").glob("*.yaml"):
+        (src / f.name).write_bytes(f.read_bytes())
+    code, modules = _imports(tmp_path, "check", str(src), "--out", "generated_skills")  # cold: fills the cache
+    assert code == 0 and "jinja2" in modules
+    code, modules = _imports(tmp_path, "check", str(src), "--out", "generated_skills")
+    assert code == 0 and "projector.cache" in modules
+    assert "jinja2" not in modules and "projector.render" not in modules
 
 
 def test_slugify_module_comes_from_python_slugify(tmp_path: Path) -> None:

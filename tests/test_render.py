@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from conftest import EXAMPLES, GENERATED
@@ -285,3 +287,38 @@ def test_control_characters_in_a_description_are_refused(char):
         WorkflowBuilder("w", f"bad{char}text").tool("t", annotations={"readOnlyHint": True}).step(
             "s", tool="t").build()
     assert [d.code for d in exc.value.diagnostics] == ["control-character"]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8) | st.integers(-3, 3), inner,
+                                                                max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES)
+def test_canonical_json_is_the_json_modules_bytes(value):
+    """orjson takes the values it writes identically; the rest (floats, huge integers, int keys) go to json."""
+    import json
+
+    import orjson
+
+    from projector import jsontext
+    from projector.jsontext import dumps
+    from projector.render import canonical_json
+
+    jsontext._orjson = orjson  # past the first texts of a run, as in any large build
+
+    for indent, seps in ((2, (",", ": ")), (None, (",", ":"))):
+        for sort_keys in (True, False):
+            try:
+                expected = json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=False,
+                                      separators=seps)
+            except TypeError:  # keys of mixed types cannot be sorted: the json module refuses, and so must we
+                with pytest.raises(TypeError):
+                    dumps(value, indent=indent, sort_keys=sort_keys)
+                continue
+            assert dumps(value, indent=indent, sort_keys=sort_keys) == expected
+            if sort_keys:
+                assert canonical_json(value, indent) == expected
