@@ -540,6 +540,13 @@ def bench_list(server: Server, manifest: list[dict[str, Any]], passes: int) -> d
 
 def bench_server(work: Path, tree: Path, n: int, requests: int, rounds: int, workers: int, passes: int,
                  seed: int) -> dict[str, Any]:
+    # The synthetic workflows are not served as prompts (the demo's are), so their skills are built --skills-only:
+    # a SKILL.md must not name a workflow prompt the server does not offer (attach() refuses it).
+    served = work / f"served-{n}"
+    if not (served / "skills.json").exists():
+        src, _ = ensure_tree(work, n, seed)
+        run_once([*project_skill(), "build", str(src), "--skills-only", "--no-cache", "--out", str(served)])
+    tree = served
     manifest = json.loads((tree / "skills.json").read_text("utf-8"))["skills"]
     with Server(tree, ROOT / "workflows", work / "server.log") as server:
         idle = server.memory()
