@@ -3,6 +3,7 @@ symlinks, non-folders and I/O errors. The kills themselves are in test_crash.py.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -207,7 +208,9 @@ def test_a_special_file_in_the_folder_is_an_io_error_and_nothing_changes(cli, tm
     (out / "refund-flow" / "SKILL.md").write_text("stale")
     before = snapshot_tree(out)
     run = cli("build", str(EXAMPLES), "--out", str(out))
-    assert run.code == 1 and "error[io]" in run.err and "not a file, folder or symlink" in run.err
+    assert run.code == 1 and "error[io]" in run.err
+    assert "not a file, folder or symlink: it cannot be carried into the new tree" in run.err
+    assert "move it out of the output folder" in run.err
     assert snapshot_tree(out) == before and stat.S_ISFIFO((out / "pipe").lstat().st_mode)
     assert leftovers(tmp_path) == []
 
@@ -236,3 +239,77 @@ def test_renameat2_exchange_is_used_on_linux(tmp_path):
     assert (tmp_path / "b" / "x").read_text() == "a" and not (tmp_path / "a" / "x").exists()
     with pytest.raises(OSError):
         disk._exchange(tmp_path / "a", tmp_path / "missing")
+
+
+# ---------------------------------------------------------------- disk.py's own edges (they kill its mutants)
+
+def _diag(exc: pytest.ExceptionInfo) -> tuple[str, str, str, str | None]:
+    (d,) = exc.value.diagnostics
+    return d.span.file, d.code, d.message, d.hint
+
+
+@pytest.mark.parametrize("old", ["file", "folder"])
+def test_a_users_path_that_a_new_file_needs_is_an_output_conflict(tree, old):
+    """The plan's new files meet a path of the old tree that is not dropped: refused before anything is swapped."""
+    root = tree({"out/x/keep.md": "keep"} if old == "folder" else {"out/x": "keep"})
+    out = root / "out"
+    before = snapshot_tree(out)
+    with pytest.raises(disk.DiskError) as info:
+        disk.replace_tree(out, lambda r: disk.Plan({"x": b"new"}))
+    assert _diag(info) == ("out/x", "output-conflict", "this path is not this tool's, and the new tree needs it",
+                           "move or rename it, then run again; nothing was changed")
+    assert snapshot_tree(out) == before and leftovers(root) == []
+
+
+def test_a_users_file_where_a_new_file_goes_is_an_output_conflict_not_an_io_error(tree):
+    root = tree({"out/a/keep.md": "keep"})
+    out = root / "out"
+    with pytest.raises(disk.DiskError) as info:
+        disk.replace_tree(out, lambda r: disk.Plan({"a/keep.md": b"new"}))
+    assert _diag(info)[:2] == ("out/a/keep.md", "output-conflict")
+    assert (out / "a" / "keep.md").read_text() == "keep"
+
+
+def test_io_errors_name_the_folder_the_reason_and_the_path():
+    hint = "check that the folder's parent exists, is a folder and is writable; nothing was changed"
+    d = disk._io(OSError("no reason code"), Path("o")).diagnostics[0]
+    assert (d.span.file, d.code, d.message, d.hint) == ("o", "io", "cannot write the output folder: no reason code",
+                                                         hint)
+    d = disk._io(OSError(13, "Permission denied", "/x/y"), Path("o")).diagnostics[0]
+    assert d.message == "cannot write the output folder: Permission denied: /x/y" and d.hint == hint
+
+
+def test_exchange_without_renameat2_does_nothing_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(disk, "_renameat2", lambda: None)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert disk._exchange(tmp_path / "a", tmp_path / "b") is False
+
+
+@pytest.mark.parametrize("err", [errno.ENOSYS, errno.EINVAL, errno.EBUSY])
+def test_exchange_falls_back_where_refused_and_raises_other_errors(tmp_path, monkeypatch, err):
+    import ctypes
+
+    def refused(*args):
+        ctypes.set_errno(err)
+        return -1
+
+    monkeypatch.setattr(disk, "_renameat2", lambda: refused)
+    a, b = tmp_path / "a", tmp_path / "b"
+    if err != errno.EBUSY:  # the system cannot exchange: the caller takes two renames
+        assert disk._exchange(a, b) is False
+        return
+    with pytest.raises(OSError) as info:
+        disk._exchange(a, b)
+    e = info.value
+    assert (e.errno, e.strerror, e.filename, e.filename2) == (errno.EBUSY, os.strerror(errno.EBUSY), str(a), str(b))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_the_owner_of_a_carried_folder_is_kept(cli, tree):
+    root = tree({"out/notes/keep.md": "keep"})
+    out = root / "out"
+    os.chown(out / "notes", 12345, 23456)
+    assert cli("build", str(EXAMPLES), "--out", str(out)).code == 0
+    st = (out / "notes").stat()
+    assert (st.st_uid, st.st_gid) == (12345, 23456)
