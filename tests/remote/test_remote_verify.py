@@ -605,7 +605,8 @@ def test_describe_value_names_the_type_and_escapes_and_cuts_the_text():
     assert describe_value([1, 2]) == "sequence [1, 2]" and describe_value((1,)) == "sequence [1]"
     assert describe_value(b"x") == 'value "b\'x\'"'
     assert describe_value(list(range(30))) == "sequence " + str(list(range(30)))[:60] + "..."
-    assert describe_value([1, 2], limit=3) == "sequence [1,..."
+    assert describe_value([1, 2], limit=3) == "sequence [1,..." and describe_value([1, 2], limit=6) == "sequence [1, 2]"
+    assert describe_value("aX'") == "string 'aX\\''"  # only the quote and the backslash are escaped
 
 
 def test_value_diff_follows_mappings_and_names_each_path():
@@ -614,7 +615,8 @@ def test_value_diff_follows_mappings_and_names_each_path():
     assert value_diff({"a": 1}, {"a": 1}) == []
     assert value_diff({"a": 1, "m": {"x": 1, "y": 2}}, {"a": 2, "m": {"x": 1, "z": 3}}) == [
         ("a", 1, 2), ("m.y", 2, _MISSING), ("m.z", _MISSING, 3)]
-    assert value_diff({"a": None}, {}) == []  # null and missing are equal here: the key sets are compared before
+    assert value_diff({"a": None}, {}) == value_diff({}, {"a": None}) == []  # the key sets are compared before
+    assert value_diff(1, 1) == value_diff("x", "x") == []
     assert value_diff({"m": {"x": [1]}}, {"m": {"x": [2]}}) == [("m.x", [1], [2])]
     assert value_diff(1, 2) == [("", 1, 2)] and value_diff(1, 2, "p") == [("p", 1, 2)]
     assert value_diff({"a": 1}, [1]) == [("", {"a": 1}, [1])]
