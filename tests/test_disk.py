@@ -313,3 +313,29 @@ def test_the_owner_of_a_carried_folder_is_kept(cli, tree):
     assert cli("build", str(EXAMPLES), "--out", str(out)).code == 0
     st = (out / "notes").stat()
     assert (st.st_uid, st.st_gid) == (12345, 23456)
+
+
+def test_the_root_and_two_old_copies_are_io_errors_with_their_words(tmp_path):
+    with pytest.raises(disk.DiskError) as info:
+        disk.target(Path("/"))
+    assert _diag(info) == ("/", "io", "the root folder cannot be replaced", "name a folder inside it")
+    root = tmp_path / "out"
+    for tag in ("0123456789ab", "ba9876543210"):
+        (tmp_path / f".out.old-{tag}").mkdir()
+    with pytest.raises(disk.DiskError) as info:
+        disk.recover(root)
+    assert _diag(info) == (str(root), "io", "the folder is missing and 2 interrupted swaps left old copies of it: "
+                           ".out.old-0123456789ab, .out.old-ba9876543210",
+                           "rename the one to keep back to the folder's name, then run again")
+
+
+def test_side_folder_names_carry_twelve_hex_digits(tmp_path):
+    import re
+
+    assert re.fullmatch(r"\.out\.stage-[0-9a-f]{12}", disk.side_folder(tmp_path / "out", "stage").name)
+
+
+def test_a_file_with_a_side_folders_name_does_not_stop_the_build(cli, tmp_path):
+    (tmp_path / ".out.stage-0123456789ab").write_text("not a folder")
+    assert cli("build", str(EXAMPLES), "--out", str(tmp_path / "out")).code == 0
+    assert snapshot_tree(tmp_path / "out") == snapshot_tree(GENERATED)

@@ -123,3 +123,46 @@ def test_a_new_prefixed_bundle_on_a_hand_written_folder_is_a_conflict_with_its_h
     (d,) = output.conflicts(build, tmp_path / "out", set())
     assert d.code == "output-conflict" and "out/acme/alpha is already there" in d.message
     assert d.hint == "rename the workflow, or move that folder away; nothing was written"
+
+
+def test_a_bundle_over_the_limits_is_a_build_error_in_both_entry_points(tmp_path, monkeypatch):
+    from projector import bundle
+
+    monkeypatch.setattr(bundle, "MAX_FILES", 0)
+    with pytest.raises(BuildError) as info:
+        output.compile_workflows([_wf("alpha"), _wf("beta")])
+    assert [d.code for d in info.value.diagnostics] == ["too-many-files", "too-many-files"]
+    (tmp_path / "a.yaml").write_text(WF.format("alpha"))
+    with pytest.raises(BuildError) as info:
+        output.compile_paths([str(tmp_path)])
+    assert [d.code for d in info.value.diagnostics] == ["too-many-files"]
+
+
+def test_a_build_with_warnings_is_not_an_error(tmp_path):
+    (tmp_path / "a.yaml").write_text(WF.format("alpha").replace("readOnlyHint: true", "destructiveHint: true")
+                                     + "    guidance: Only if asked.\n")
+    build = output.compile_paths([str(tmp_path)])
+    assert [d.code for d in build.diagnostics] == ["gate-on-side-effect"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is Linux's start method here")
+@pytest.mark.parametrize("jobs", [1, 2, 5])
+def test_jobs_chooses_where_the_files_are_compiled(tmp_path, monkeypatch, jobs):
+    """jobs=1 compiles here; more compiles in that many workers, never more than there are files."""
+    seen = tmp_path / "pids"
+    seen.mkdir()
+    real = output._compile_one
+
+    def spy(data, display, options):
+        (seen / f"{os.getpid()}-{Path(display).name}").write_text("")
+        return real(data, display, options)
+
+    monkeypatch.setattr(output, "_compile_one", spy)
+    (tmp_path / "wf").mkdir()
+    for n in ("alpha", "beta", "gamma"):
+        (tmp_path / "wf" / f"{n}.yaml").write_text(WF.format(n))
+    build = output.compile_paths([str(tmp_path / "wf")], jobs=jobs)
+    assert sorted(b.name for b in build.bundles) == ["alpha", "beta", "gamma"]
+    pids = {p.name.split("-")[0] for p in seen.iterdir()}
+    assert len(list(seen.iterdir())) == 3
+    assert (pids == {str(os.getpid())}) if jobs == 1 else (len(pids) == min(jobs, 3) and str(os.getpid()) not in pids)
