@@ -56,6 +56,13 @@ def test_every_unreadable_file_is_a_load_error_at_its_own_path(tmp_path):
     assert all(d.code == "io" for d in info.value.diagnostics)
 
 
+def test_a_file_that_does_not_load_is_a_load_error_not_a_build_error(tmp_path):
+    (tmp_path / "a.yaml").write_text("name: [unclosed\n")
+    with pytest.raises(LoadError) as info:
+        output.compile_paths([str(tmp_path)])
+    assert [d.span.file for d in info.value.diagnostics] == [(tmp_path / "a.yaml").as_posix()]
+
+
 def test_default_jobs(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
     assert [output.default_jobs(n) for n in (0, 1, 199, 200, 299, 300, 650, 1000, 10**6)] == \
@@ -104,7 +111,7 @@ def test_compare_diffs_a_stale_file_that_is_not_utf8(tmp_path):
     cmp = output.compare(build, out)
     assert cmp.stale == ["alpha/SKILL.md"]
     assert cmp.diff.startswith("--- a/alpha/SKILL.md\n+++ b/alpha/SKILL.md\n@@ ")
-    assert "-\ufffd\n" in cmp.diff
+    assert "-\ufffd\n" in cmp.diff and "\n+---\n+name: alpha\n" in cmp.diff
 
 
 def test_write_is_a_no_op_when_only_the_users_files_are_beside_the_tree(tmp_path):
