@@ -173,3 +173,29 @@ def test_jobs_chooses_where_the_files_are_compiled(tmp_path, monkeypatch, jobs):
     pids = {p.name.split("-")[0] for p in seen.iterdir()}
     assert len(list(seen.iterdir())) == 3
     assert (pids == {str(os.getpid())}) if jobs == 1 else (len(pids) == min(jobs, 3) and str(os.getpid()) not in pids)
+
+
+def _in_child(fn) -> int:
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 99
+        try:
+            code = fn()
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_worker_asks_to_be_killed_with_its_parent():
+    import ctypes
+    import signal
+
+    def worker() -> int:
+        output.die_with_parent(os.getppid())
+        sig = ctypes.c_int(0)
+        ctypes.CDLL(None, use_errno=True).prctl(2, ctypes.byref(sig))  # PR_GET_PDEATHSIG
+        return sig.value
+
+    assert _in_child(worker) == signal.SIGKILL
+    assert _in_child(lambda: output.die_with_parent(os.getppid() + 1) or 0) == 1  # its parent is gone already
