@@ -339,3 +339,21 @@ def test_a_file_with_a_side_folders_name_does_not_stop_the_build(cli, tmp_path):
     (tmp_path / ".out.stage-0123456789ab").write_text("not a folder")
     assert cli("build", str(EXAMPLES), "--out", str(tmp_path / "out")).code == 0
     assert snapshot_tree(tmp_path / "out") == snapshot_tree(GENERATED)
+
+
+def test_replace_tree_makes_missing_parents_says_whether_it_wrote_and_names_out_in_io_errors(tmp_path):
+    out = tmp_path / "a" / "b" / "out"
+    assert disk.replace_tree(out, lambda r: disk.Plan({"x/y.md": b"y"})) is True
+    assert (out / "x" / "y.md").read_bytes() == b"y"
+    assert disk.replace_tree(out, lambda r: None) is False
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(disk.DiskError) as info:
+        disk.replace_tree(tmp_path / "file" / "out", lambda r: disk.Plan({}))
+    assert _diag(info)[:2] == (str(tmp_path / "file" / "out"), "io")
+
+
+def test_out_holding_the_current_folder_says_why(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(disk.UsageError) as info:
+        disk.target(tmp_path)
+    assert str(info.value).endswith("so it cannot be the current folder or one that holds it; name a folder inside it")
