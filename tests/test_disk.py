@@ -357,3 +357,13 @@ def test_out_holding_the_current_folder_says_why(tmp_path, monkeypatch):
     with pytest.raises(disk.UsageError) as info:
         disk.target(tmp_path)
     assert str(info.value).endswith("so it cannot be the current folder or one that holds it; name a folder inside it")
+
+
+def test_a_special_file_names_itself_and_says_what_to_do(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "pipe")
+    with pytest.raises(disk.DiskError) as info:
+        disk.replace_tree(out, lambda r: disk.Plan({"a.md": b"a"}))
+    assert _diag(info) == (str(out / "pipe"), "io", "not a file, folder or symlink: it cannot be carried into the "
+                           "new tree", "move it out of the output folder")

@@ -202,3 +202,34 @@ def test_a_worker_asks_to_be_killed_with_its_parent():
 
     assert _in_child(worker) == signal.SIGKILL
     assert _in_child(lambda: output.die_with_parent(os.getppid() + 1) or 0) == 1  # its parent is gone already
+
+
+def test_default_jobs_without_sched_getaffinity_counts_cpus(monkeypatch):
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert [output.default_jobs(n) for n in (199, 10**6)] == [1, 4]
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # unknown: one
+    assert output.default_jobs(10**6) == 1
+
+
+def test_default_jobs_is_a_whole_number():
+    assert all(type(output.default_jobs(n)) is int for n in (0, 199, 200, 250, 650, 10**6))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is Linux's start method here")
+def test_workers_are_forked_and_die_with_the_build(tmp_path, monkeypatch):
+    import concurrent.futures
+
+    started = []
+    real = concurrent.futures.ProcessPoolExecutor
+
+    def pool(*args, **kwargs):
+        started.append((args, kwargs["mp_context"].get_start_method(), kwargs.get("initializer"),
+                        kwargs.get("initargs")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", pool)
+    (tmp_path / "a.yaml").write_text(WF.format("alpha"))
+    (tmp_path / "b.yaml").write_text(WF.format("beta"))
+    output.compile_paths([str(tmp_path)], jobs=2)
+    assert started == [((2,), "fork", output.die_with_parent, (os.getpid(),))]
