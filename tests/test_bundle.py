@@ -3,6 +3,7 @@ JSON bytes (they kill the mutants of ``bundle.py``; scripts/mutation)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 
@@ -75,6 +76,8 @@ def test_bundle_and_a_refused_bundle():
     assert (b.name, b.path, b.files) == ("s", "p/s", proj.files)
     assert [d.code for d in b.diagnostics] == ["gate-on-side-effect"] and b.diagnostics == tuple(proj.diagnostics)
     assert b.entry == bundle.make_entry("p/s", proj.files)
+    placed = dataclasses.replace(proj, workflow=dataclasses.replace(proj.workflow, span=Span("w.yaml", 3, 1)))
+    assert bundle.bundle(placed).span == Span("w.yaml", 3, 1)  # where an output-conflict of the bundle is reported
     big = type(proj)(proj.workflow, proj.name, proj.path, {**proj.files, "big": b"x" * bundle.MAX_BYTES})
     with pytest.raises(BuildError) as info:
         bundle.bundle(big)
@@ -88,3 +91,7 @@ def test_dumps_and_index_bytes():
     data = bundle.index([b1, b2])
     assert [e["uri"] for e in json.loads(data)["skills"]] == ["skill://alpha/SKILL.md", "skill://zeta/SKILL.md"]
     assert data == bundle.dumps({"skills": [b2.entry, b1.entry]}) and data.endswith(b"}\n")
+
+
+def test_the_index_of_no_skills():
+    assert bundle.index([]) == b'{\n  "skills": []\n}\n'

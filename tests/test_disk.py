@@ -3,6 +3,7 @@ symlinks, non-folders and I/O errors. The kills themselves are in test_crash.py.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -207,7 +208,9 @@ def test_a_special_file_in_the_folder_is_an_io_error_and_nothing_changes(cli, tm
     (out / "refund-flow" / "SKILL.md").write_text("stale")
     before = snapshot_tree(out)
     run = cli("build", str(EXAMPLES), "--out", str(out))
-    assert run.code == 1 and "error[io]" in run.err and "not a file, folder or symlink" in run.err
+    assert run.code == 1 and "error[io]" in run.err
+    assert "not a file, folder or symlink: it cannot be carried into the new tree" in run.err
+    assert "move it out of the output folder" in run.err
     assert snapshot_tree(out) == before and stat.S_ISFIFO((out / "pipe").lstat().st_mode)
     assert leftovers(tmp_path) == []
 
@@ -236,3 +239,131 @@ def test_renameat2_exchange_is_used_on_linux(tmp_path):
     assert (tmp_path / "b" / "x").read_text() == "a" and not (tmp_path / "a" / "x").exists()
     with pytest.raises(OSError):
         disk._exchange(tmp_path / "a", tmp_path / "missing")
+
+
+# ---------------------------------------------------------------- disk.py's own edges (they kill its mutants)
+
+def _diag(exc: pytest.ExceptionInfo) -> tuple[str, str, str, str | None]:
+    (d,) = exc.value.diagnostics
+    return d.span.file, d.code, d.message, d.hint
+
+
+@pytest.mark.parametrize("old", ["file", "folder"])
+def test_a_users_path_that_a_new_file_needs_is_an_output_conflict(tree, old):
+    """The plan's new files meet a path of the old tree that is not dropped: refused before anything is swapped."""
+    root = tree({"out/x/keep.md": "keep"} if old == "folder" else {"out/x": "keep"})
+    out = root / "out"
+    before = snapshot_tree(out)
+    with pytest.raises(disk.DiskError) as info:
+        disk.replace_tree(out, lambda r: disk.Plan({"x": b"new"}))
+    assert _diag(info) == ("out/x", "output-conflict", "this path is not this tool's, and the new tree needs it",
+                           "move or rename it, then run again; nothing was changed")
+    assert snapshot_tree(out) == before and leftovers(root) == []
+
+
+def test_a_users_file_where_a_new_file_goes_is_an_output_conflict_not_an_io_error(tree):
+    root = tree({"out/a/keep.md": "keep"})
+    out = root / "out"
+    with pytest.raises(disk.DiskError) as info:
+        disk.replace_tree(out, lambda r: disk.Plan({"a/keep.md": b"new"}))
+    assert _diag(info)[:2] == ("out/a/keep.md", "output-conflict")
+    assert (out / "a" / "keep.md").read_text() == "keep"
+
+
+def test_io_errors_name_the_folder_the_reason_and_the_path():
+    hint = "check that the folder's parent exists, is a folder and is writable; nothing was changed"
+    d = disk._io(OSError("no reason code"), Path("o")).diagnostics[0]
+    assert (d.span.file, d.code, d.message, d.hint) == ("o", "io", "cannot write the output folder: no reason code",
+                                                         hint)
+    d = disk._io(OSError(13, "Permission denied", "/x/y"), Path("o")).diagnostics[0]
+    assert d.message == "cannot write the output folder: Permission denied: /x/y" and d.hint == hint
+
+
+def test_exchange_without_renameat2_does_nothing_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(disk, "_renameat2", lambda: None)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert disk._exchange(tmp_path / "a", tmp_path / "b") is False
+
+
+@pytest.mark.parametrize("err", [errno.ENOSYS, errno.EINVAL, errno.EBUSY])
+def test_exchange_falls_back_where_refused_and_raises_other_errors(tmp_path, monkeypatch, err):
+    import ctypes
+
+    def refused(*args):
+        ctypes.set_errno(err)
+        return -1
+
+    monkeypatch.setattr(disk, "_renameat2", lambda: refused)
+    a, b = tmp_path / "a", tmp_path / "b"
+    if err != errno.EBUSY:  # the system cannot exchange: the caller takes two renames
+        assert disk._exchange(a, b) is False
+        return
+    with pytest.raises(OSError) as info:
+        disk._exchange(a, b)
+    e = info.value
+    assert (e.errno, e.strerror, e.filename, e.filename2) == (errno.EBUSY, os.strerror(errno.EBUSY), str(a), str(b))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_the_owner_of_a_carried_folder_is_kept(cli, tree):
+    root = tree({"out/notes/keep.md": "keep"})
+    out = root / "out"
+    os.chown(out / "notes", 12345, 23456)
+    assert cli("build", str(EXAMPLES), "--out", str(out)).code == 0
+    st = (out / "notes").stat()
+    assert (st.st_uid, st.st_gid) == (12345, 23456)
+
+
+def test_the_root_and_two_old_copies_are_io_errors_with_their_words(tmp_path):
+    with pytest.raises(disk.DiskError) as info:
+        disk.target(Path("/"))
+    assert _diag(info) == ("/", "io", "the root folder cannot be replaced", "name a folder inside it")
+    root = tmp_path / "out"
+    for tag in ("0123456789ab", "ba9876543210"):
+        (tmp_path / f".out.old-{tag}").mkdir()
+    with pytest.raises(disk.DiskError) as info:
+        disk.recover(root)
+    assert _diag(info) == (str(root), "io", "the folder is missing and 2 interrupted swaps left old copies of it: "
+                           ".out.old-0123456789ab, .out.old-ba9876543210",
+                           "rename the one to keep back to the folder's name, then run again")
+
+
+def test_side_folder_names_carry_twelve_hex_digits(tmp_path):
+    import re
+
+    assert re.fullmatch(r"\.out\.stage-[0-9a-f]{12}", disk.side_folder(tmp_path / "out", "stage").name)
+
+
+def test_a_file_with_a_side_folders_name_does_not_stop_the_build(cli, tmp_path):
+    (tmp_path / ".out.stage-0123456789ab").write_text("not a folder")
+    assert cli("build", str(EXAMPLES), "--out", str(tmp_path / "out")).code == 0
+    assert snapshot_tree(tmp_path / "out") == snapshot_tree(GENERATED)
+
+
+def test_replace_tree_makes_missing_parents_says_whether_it_wrote_and_names_out_in_io_errors(tmp_path):
+    out = tmp_path / "a" / "b" / "out"
+    assert disk.replace_tree(out, lambda r: disk.Plan({"x/y.md": b"y"})) is True
+    assert (out / "x" / "y.md").read_bytes() == b"y"
+    assert disk.replace_tree(out, lambda r: None) is False
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(disk.DiskError) as info:
+        disk.replace_tree(tmp_path / "file" / "out", lambda r: disk.Plan({}))
+    assert _diag(info)[:2] == (str(tmp_path / "file" / "out"), "io")
+
+
+def test_out_holding_the_current_folder_says_why(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(disk.UsageError) as info:
+        disk.target(tmp_path)
+    assert str(info.value).endswith("so it cannot be the current folder or one that holds it; name a folder inside it")
+
+
+def test_a_special_file_names_itself_and_says_what_to_do(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "pipe")
+    with pytest.raises(disk.DiskError) as info:
+        disk.replace_tree(out, lambda r: disk.Plan({"a.md": b"a"}))
+    assert _diag(info) == (str(out / "pipe"), "io", "not a file, folder or symlink: it cannot be carried into the "
+                           "new tree", "move it out of the output folder")

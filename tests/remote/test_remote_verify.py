@@ -586,3 +586,38 @@ def test_the_depth_limit_is_exact():
 
     parse_frontmatter(fm(MAX_FRONTMATTER_DEPTH - 1), "w")
     assert code_of(parse_frontmatter, fm(MAX_FRONTMATTER_DEPTH), "w") == "bad-frontmatter"
+
+
+def test_describe_value_names_the_type_and_escapes_and_cuts_the_text():
+    from projector.remote.verify import _MISSING, describe_value
+
+    assert describe_value(_MISSING) == "missing"
+    assert describe_value(None) == "null"
+    assert [describe_value(v) for v in (True, False)] == ["boolean true", "boolean false"]
+    assert describe_value(15) == "integer 15" and describe_value(1.5) == "number 1.5"
+    assert describe_value("yes") == "string 'yes'"
+    assert describe_value("a'b\\c\x1b") == "string 'a\\'b\\\\c\\x1b'"
+    assert describe_value("x" * 61) == f"string '{'x' * 60}...'" and describe_value("x" * 60) == f"string '{'x' * 60}'"
+    assert describe_value("abcd", limit=2) == "string 'ab...'"
+    assert describe_value(datetime.datetime(2024, 1, 2, 3, 4, 5)) == "timestamp 2024-01-02T03:04:05"
+    assert describe_value(datetime.date(2024, 1, 2)) == "date 2024-01-02"
+    assert describe_value({"b": 1, "a": "é"}) == 'mapping {"a": "\\u00e9", "b": 1}'
+    assert describe_value([1, 2]) == "sequence [1, 2]" and describe_value((1,)) == "sequence [1]"
+    assert describe_value(b"x") == 'value "b\'x\'"'
+    assert describe_value(list(range(30))) == "sequence " + str(list(range(30)))[:60] + "..."
+    assert describe_value([1, 2], limit=3) == "sequence [1,..." and describe_value([1, 2], limit=6) == "sequence [1, 2]"
+    assert describe_value("aX'") == "string 'aX\\''"  # only the quote and the backslash are escaped
+
+
+def test_value_diff_follows_mappings_and_names_each_path():
+    from projector.remote.verify import _MISSING, value_diff
+
+    assert value_diff({"a": 1}, {"a": 1}) == []
+    assert value_diff({"a": 1, "m": {"x": 1, "y": 2}}, {"a": 2, "m": {"x": 1, "z": 3}}) == [
+        ("a", 1, 2), ("m.y", 2, _MISSING), ("m.z", _MISSING, 3)]
+    assert value_diff({"a": None}, {}) == value_diff({}, {"a": None}) == []  # the key sets are compared before
+    assert value_diff(1, 1) == value_diff("x", "x") == []
+    assert value_diff({"m": {"x": [1]}}, {"m": {"x": [2]}}) == [("m.x", [1], [2])]
+    assert value_diff(1, 2) == [("", 1, 2)] and value_diff(1, 2, "p") == [("p", 1, 2)]
+    assert value_diff({"a": 1}, [1]) == [("", {"a": 1}, [1])]
+    assert value_diff({1: "a", "1": "b"}, {"1": "a"}) == [("", {1: "a", "1": "b"}, {"1": "a"})]  # clashing keys

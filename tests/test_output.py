@@ -1,0 +1,236 @@
+"""output.py's edges, pinned: how the compile entry points pass their options on, how files that cannot be read
+are reported, the worker count, compare's and write's verdicts, and output-conflict's wording (they kill the
+mutants of ``output.py``; scripts/mutation)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from projector import output
+from projector.builder import WorkflowBuilder
+from projector.errors import BuildError, LoadError
+
+WF = ("name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\n"
+      "steps:\n  - name: s\n    tool: t\n")
+
+
+def _wf(name: str = "alpha"):
+    return WorkflowBuilder(name, "d").tool("t", annotations={"readOnlyHint": True}).step("s", tool="t").build()
+
+
+def test_compile_workflows_passes_the_prefix_and_serves_the_prompt_by_default():
+    plain = output.compile_workflows([_wf()])
+    assert plain.files == output.compile_workflows([_wf()], skills_only=False).files
+    assert plain.files != output.compile_workflows([_wf()], skills_only=True).files
+    assert "p/alpha/SKILL.md" in output.compile_workflows([_wf()], ("p",)).files
+
+
+def test_compile_workflows_refuses_a_name_collision():
+    with pytest.raises(BuildError) as info:
+        output.compile_workflows([_wf(), _wf()])
+    assert info.value.diagnostics and all(d.severity == "error" for d in info.value.diagnostics)
+
+
+def test_compile_paths_passes_every_option_on(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(output, "compile_files", lambda *a, **k: seen.append((a, k)))
+    (tmp_path / "a.yaml").write_text(WF.format("alpha"))
+    output.compile_paths([str(tmp_path)], ("p",), 3, tmp_path / "c", skills_only=True)
+    output.compile_paths([str(tmp_path)])
+    (found, *rest), kw = seen[0]
+    assert [d for _, d in found] == [(tmp_path / "a.yaml").as_posix()]
+    assert (rest, kw) == ([("p",), 3, tmp_path / "c"], {"skills_only": True})
+    assert (seen[1][0][1:], seen[1][1]) == (((), None, None), {"skills_only": False})
+
+
+def test_every_unreadable_file_is_a_load_error_at_its_own_path(tmp_path):
+    found = [(tmp_path / "gone-1.yaml", "wf/gone-1.yaml"), (tmp_path / "gone-2.yaml", "wf/gone-2.yaml")]
+    with pytest.raises(LoadError) as info:
+        output.compile_files(found)
+    assert [d.span.file for d in info.value.diagnostics] == ["wf/gone-1.yaml", "wf/gone-2.yaml"]
+    assert all(d.code == "io" for d in info.value.diagnostics)
+
+
+def test_a_file_that_does_not_load_is_a_load_error_not_a_build_error(tmp_path):
+    (tmp_path / "a.yaml").write_text("name: [unclosed\n")
+    with pytest.raises(LoadError) as info:
+        output.compile_paths([str(tmp_path)])
+    assert [d.span.file for d in info.value.diagnostics] == [(tmp_path / "a.yaml").as_posix()]
+
+
+def test_default_jobs(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert [output.default_jobs(n) for n in (0, 1, 199, 200, 299, 300, 650, 1000, 10**6)] == \
+        [1, 1, 1, 2, 2, 3, 6, 8, 8]
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert [output.default_jobs(n) for n in (199, 200, 10**6)] == [1, 2, 2]
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert output.default_jobs(10**6) == 1
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is Linux's start method here")
+def test_fork_is_available_on_linux():
+    assert output._can_fork() is True
+
+
+def _built(tmp_path: Path) -> tuple[output.Build, Path]:
+    (tmp_path / "wf").mkdir()
+    (tmp_path / "wf" / "a.yaml").write_text(WF.format("alpha"))
+    build = output.compile_paths([str(tmp_path / "wf")])
+    out = tmp_path / "out"
+    assert output.write(build, out) is True
+    return build, out
+
+
+def test_compare_uses_the_owned_set_and_the_listing_it_is_given(tmp_path):
+    build, out = _built(tmp_path)
+    (out / "alpha" / "stray.md").write_text("x")
+    assert output.compare(build, out).extra == ["alpha/stray.md"]
+    assert output.compare(build, out, owned=set()).extra == []  # not this tool's, then
+    assert output.compare(build, out, disk={}).missing == sorted(build.files)
+
+
+def test_compare_counts_what_the_previous_index_lists_as_owned(tmp_path):
+    build, out = _built(tmp_path)
+    (out / "gone").mkdir()
+    (out / "gone" / "SKILL.md").write_text("old")
+    index = json.loads((out / "skills.json").read_text())
+    index["skills"].append({"uri": "skill://gone/SKILL.md"})
+    (out / "skills.json").write_text(json.dumps(index))
+    assert output.compare(build, out).extra == ["gone/SKILL.md"]
+
+
+def test_compare_diffs_a_stale_file_that_is_not_utf8(tmp_path):
+    build, out = _built(tmp_path)
+    (out / "alpha" / "SKILL.md").write_bytes(b"\xff\n")
+    cmp = output.compare(build, out)
+    assert cmp.stale == ["alpha/SKILL.md"]
+    assert cmp.diff.startswith("--- a/alpha/SKILL.md\n+++ b/alpha/SKILL.md\n@@ ")
+    assert "-\ufffd\n" in cmp.diff and "\n+---\n+name: alpha\n" in cmp.diff
+
+
+def test_write_is_a_no_op_when_only_the_users_files_are_beside_the_tree(tmp_path):
+    build, out = _built(tmp_path)
+    (out / "notes.md").write_text("mine")
+    assert output.write(build, out) is False
+    (out / "alpha" / "stray.md").write_text("x")
+    assert output.write(build, out) is True and not (out / "alpha" / "stray.md").exists()
+
+
+def test_a_new_prefixed_bundle_on_a_hand_written_folder_is_a_conflict_with_its_hint(tmp_path):
+    (tmp_path / "wf").mkdir()
+    (tmp_path / "wf" / "a.yaml").write_text(WF.format("alpha"))
+    (tmp_path / "out" / "acme" / "alpha").mkdir(parents=True)
+    build = output.compile_paths([str(tmp_path / "wf")], ("acme",))
+    (d,) = output.conflicts(build, tmp_path / "out", set())
+    assert d.code == "output-conflict" and "out/acme/alpha is already there" in d.message
+    assert d.hint == "rename the workflow, or move that folder away; nothing was written"
+
+
+def test_a_bundle_over_the_limits_is_a_build_error_in_both_entry_points(tmp_path, monkeypatch):
+    from projector import bundle
+
+    monkeypatch.setattr(bundle, "MAX_FILES", 0)
+    with pytest.raises(BuildError) as info:
+        output.compile_workflows([_wf("alpha"), _wf("beta")])
+    assert [d.code for d in info.value.diagnostics] == ["too-many-files", "too-many-files"]
+    (tmp_path / "a.yaml").write_text(WF.format("alpha"))
+    with pytest.raises(BuildError) as info:
+        output.compile_paths([str(tmp_path)])
+    assert [d.code for d in info.value.diagnostics] == ["too-many-files"]
+
+
+def test_a_build_with_warnings_is_not_an_error(tmp_path):
+    (tmp_path / "a.yaml").write_text(WF.format("alpha").replace("readOnlyHint: true", "destructiveHint: true")
+                                     + "    guidance: Only if asked.\n")
+    build = output.compile_paths([str(tmp_path)])
+    assert [d.code for d in build.diagnostics] == ["gate-on-side-effect"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is Linux's start method here")
+@pytest.mark.parametrize("jobs", [1, 2, 5])
+def test_jobs_chooses_where_the_files_are_compiled(tmp_path, monkeypatch, jobs):
+    """jobs=1 compiles here; more compiles in worker processes, never more than there are files."""
+    seen = tmp_path / "pids"
+    seen.mkdir()
+    real = output._compile_one
+
+    def spy(data, display, options):
+        (seen / f"{os.getpid()}-{Path(display).name}").write_text("")
+        return real(data, display, options)
+
+    monkeypatch.setattr(output, "_compile_one", spy)
+    (tmp_path / "wf").mkdir()
+    for n in ("alpha", "beta", "gamma"):
+        (tmp_path / "wf" / f"{n}.yaml").write_text(WF.format(n))
+    build = output.compile_paths([str(tmp_path / "wf")], jobs=jobs)
+    assert sorted(b.name for b in build.bundles) == ["alpha", "beta", "gamma"]
+    pids = {p.name.split("-")[0] for p in seen.iterdir()}
+    assert len(list(seen.iterdir())) == 3
+    if jobs == 1:
+        assert pids == {str(os.getpid())}
+    else:  # which worker takes which chunk is the pool's choice: at most one worker per chunk
+        assert str(os.getpid()) not in pids and 1 <= len(pids) <= min(jobs, 3)
+
+
+def _in_child(fn) -> int:
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 99
+        try:
+            code = fn()
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_worker_asks_to_be_killed_with_its_parent():
+    import ctypes
+    import signal
+
+    def worker() -> int:
+        output.die_with_parent(os.getppid())
+        sig = ctypes.c_int(0)
+        ctypes.CDLL(None, use_errno=True).prctl(2, ctypes.byref(sig))  # PR_GET_PDEATHSIG
+        return sig.value
+
+    assert _in_child(worker) == signal.SIGKILL
+    assert _in_child(lambda: output.die_with_parent(os.getppid() + 1) or 0) == 1  # its parent is gone already
+
+
+def test_default_jobs_without_sched_getaffinity_counts_cpus(monkeypatch):
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert [output.default_jobs(n) for n in (199, 10**6)] == [1, 4]
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # unknown: one
+    assert output.default_jobs(10**6) == 1
+
+
+def test_default_jobs_is_a_whole_number(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert all(type(output.default_jobs(n)) is int for n in (0, 199, 200, 250, 650, 10**6))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is Linux's start method here")
+def test_workers_are_forked_and_die_with_the_build(tmp_path, monkeypatch):
+    import concurrent.futures
+
+    started = []
+    real = concurrent.futures.ProcessPoolExecutor
+
+    def pool(*args, **kwargs):
+        started.append((args, kwargs["mp_context"].get_start_method(), kwargs.get("initializer"),
+                        kwargs.get("initargs")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", pool)
+    (tmp_path / "a.yaml").write_text(WF.format("alpha"))
+    (tmp_path / "b.yaml").write_text(WF.format("beta"))
+    output.compile_paths([str(tmp_path)], jobs=2)
+    assert started == [((2,), "fork", output.die_with_parent, (os.getpid(),))]
