@@ -532,6 +532,11 @@ class _Builder:
             return None
         if kind == "arg":
             return FromArg(ref.value, span=ref.span)
+        return self.from_step(m, ref, what)
+
+    def from_step(self, m: dict[str, Y], ref: Y, what: str) -> FromStep | None:
+        """``{step: BIND}`` or ``{step: BIND, field: PATH}`` (a list index may be written as a number); None, with
+        the error reported, when ``field`` is neither. Shared by data sources and condition subjects."""
         field = None
         if "field" in m:
             f = m["field"]
@@ -651,17 +656,10 @@ class _Builder:
         if kinds[0] == "arg":
             subject = FromArg(ref.value, span=ref.span)
         else:
-            field = None
-            if "field" in m:
-                f = m["field"]
-                if isinstance(f.value, int) and not isinstance(f.value, bool):
-                    field = str(f.value)
-                elif isinstance(f.value, str):
-                    field = f.value
-                else:
-                    self.err(f.span, "wrong-type", f"'field' of {what} must be a dot path string")
-                    return None
-            subject = FromStep(ref.value, field, span=ref.span)
+            step = self.from_step(m, ref, what)
+            if step is None:
+                return None
+            subject = step
         if not sound:
             return None
         op = ops[0]
