@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 
 from projector import gates
-from projector.gates import find_gate
+from projector.errors import Span
+from projector.gates import asks_user, find_gate, named_result
 from projector.load import parse
+from projector.model import Argument, Condition, FromArg, FromStep, Step, Tool, Workflow
 
 
 @pytest.mark.parametrize("text, family, phrase", [
@@ -132,3 +134,228 @@ def test_every_field_of_every_finding():
 def test_a_step_without_guidance_or_tool_raises_nothing():
     wf, _ = parse(WORKFLOW, "gates.yaml")
     assert all(d.extra.get("step") != "resource_only" for d in gates.check(wf))
+
+
+# The findings about saved results and inputs (issue 12's analysis): a step using a result that on_fail: skip may
+# leave out, the gate hint that names a saved result, the note on an optional input a side effect requires, and the
+# wording of each in both builds (served with the workflow prompt, and --skills-only).
+MORE = """\
+name: more
+description: The findings about saved results and inputs.
+arguments:
+  - {name: go, type: boolean}
+  - {name: who}
+  - {name: order_id, required: true}
+  - {name: amount}
+tools:
+  - {name: look, annotations: {readOnlyHint: true}}
+  - name: pay
+    annotations: {destructiveHint: true}
+    input_schema:
+      type: object
+      properties: {to: {}, amount: {}, order: {}, note: {}, ref: {}}
+      required: [to, amount, order]
+  - name: peek
+    annotations: {readOnlyHint: true}
+    input_schema: {type: object, properties: {to: {}, a: {}, b: {}}, required: [to]}
+steps:
+  - name: fetch-order
+    tool: look
+    bind: the_order
+  - name: maybe_check
+    tool: look
+    bind: check
+    when: {arg: go, equals: true}
+    on_fail: skip
+  - name: peek_it
+    tool: peek
+    args:
+      to: {arg: who}
+      a: {step: check, field: id}
+      b: {step: check}
+    guidance: Only if asked.
+  - name: pay_it
+    tool: pay
+    args:
+      to: {arg: who}
+      amount: {arg: amount}
+      order: {arg: order_id}
+      note: {arg: who}
+    guidance: Given the fetch order, only pay if the check passed.
+  - name: pay_when
+    tool: pay
+    args:
+      to: {arg: order_id}
+      amount: {step: check, field: total}
+      order: {arg: order_id}
+    when: {step: check, exists: true}
+    on_fail: skip
+    guidance: Pay the usual way.
+  - name: pay_plain
+    tool: pay
+    args:
+      to: {arg: order_id}
+      amount: {step: the_order, field: total}
+      order: {step: check}
+    guidance: Use the default currency.
+    acknowledge: {uses-skippable-result: the tool copes}
+"""
+
+_USES = ("the result of step 2 'maybe_check', which is skipped when its condition fails (on_fail: skip); ")
+_USES_HINT = ("make step 'maybe_check' stop instead (on_fail: stop), give this step a condition on 'check' (when: "
+              "{step: check, exists: true}, on_fail: skip), or acknowledge the warning")
+_ASK = ("which the side-effecting tool 'pay' requires: the skill tells the model to ask the user for it and never to "
+        "work it out itself")
+_ASK_HINT = "make the argument required if the step cannot run without it"
+_GATE_HINT = ("the guidance names the saved result 'check': state the condition as data, when: {step: check, field: "
+              "FIELD, equals: VALUE}, and {then}; or make the tool enforce the condition itself and acknowledge the "
+              "warning on the step (acknowledge: {gate-on-side-effect: why}), or end the workflow before this step")
+
+
+def _more_expected(skills_only: bool) -> list[dict]:
+    served = not skills_only
+    no_value = ("the server-side run then has no value for it: it leaves an optional argument out, and hands the step "
+                "over when the tool requires it" if served else "the model then has no value for it")
+    then = ("the server-side run enforces it" if served else "the skill states it as an exact check before the call "
+            "(served with its workflow prompt, the server-side run enforces it too)")
+    why = ("Guidance prose cannot stop a server-side run: the 'more' workflow prompt will run this step anyway"
+           if served else "Only the model's judgment applies it: no workflow prompt is served (--skills-only), and "
+           "nothing on the server stops the call if the model decides wrong")
+    guided = ("the server-side prompt shows the guidance but does not act on it" if served else
+              "only the model's judgment applies it: no workflow prompt is served")
+    with_when = (" (it enforces only the step's when: conditions)" if served else
+                 " (the skill states its when: conditions as checks before the call)")
+    return [
+        {"file": "more.yaml", "line": 28, "col": 5, "severity": "warning", "code": "uses-skippable-result",
+         "message": f"step 3 'peek_it' uses 'check', {_USES}{no_value}", "hint": _USES_HINT,
+         "extra": {"step": "peek_it"}},
+        {"file": "more.yaml", "line": 42, "col": 15, "severity": "warning", "code": "gate-on-side-effect",
+         "message": f"step 4 'pay_it' calls the side-effecting tool 'pay' under gate-like guidance (\"only pay if\"). "
+                    f"{why}", "hint": _GATE_HINT.replace("{then}", then), "extra": {"step": "pay_it"}},
+        {"file": "more.yaml", "line": 38, "col": 17, "severity": "note", "code": "ask-for-input",
+         "message": f"step 4 'pay_it' passes the optional input 'who' as 'to', {_ASK}", "hint": _ASK_HINT,
+         "extra": {"step": "pay_it"}},
+        {"file": "more.yaml", "line": 39, "col": 21, "severity": "note", "code": "ask-for-input",
+         "message": f"step 4 'pay_it' passes the optional input 'amount' as 'amount', {_ASK}", "hint": _ASK_HINT,
+         "extra": {"step": "pay_it"}},
+        {"file": "more.yaml", "line": 51, "col": 15, "severity": "note", "code": "guidance-on-side-effect",
+         "message": f"step 5 'pay_when' calls the side-effecting tool 'pay' with guidance; {guided}{with_when}",
+         "extra": {"step": "pay_when"}},
+        {"file": "more.yaml", "line": 58, "col": 15, "severity": "note", "code": "guidance-on-side-effect",
+         "message": f"step 6 'pay_plain' calls the side-effecting tool 'pay' with guidance; {guided}",
+         "extra": {"step": "pay_plain"}},
+        {"file": "more.yaml", "line": 52, "col": 5, "severity": "warning", "code": "uses-skippable-result",
+         "message": f"step 6 'pay_plain' uses 'check', {_USES}{no_value}", "hint": _USES_HINT,
+         "acknowledged": "the tool copes", "extra": {"step": "pay_plain"}},
+    ]
+
+
+@pytest.mark.parametrize("skills_only", [False, True], ids=["served", "skills-only"])
+def test_every_field_of_the_saved_result_and_input_findings(skills_only):
+    """Step 3: a read-only tool (no gate, no ask) using a skippable result twice (one warning). Step 4: the gate
+    names 'fetch order' before the gate and 'check' after it, so the hint names 'check'; two optional inputs feed
+    required parameters of a side effect, a required input and an unrequired parameter do not. Step 5: guarded by
+    its own condition on the skippable result. Step 6: an acknowledged use, next to a use of an unskippable one."""
+    wf, diags = parse(MORE, "more.yaml")
+    assert diags == []
+    found = []
+    for d in gates.check(wf, skills_only=skills_only):
+        j = d.to_json()
+        j["extra"] = d.extra
+        found.append(j)
+    assert found == _more_expected(skills_only)
+
+
+def _wf(*steps: Step, tools=(), arguments=()) -> Workflow:
+    return Workflow("w", "d", arguments=tuple(arguments), tools=tuple(tools), steps=tuple(steps))
+
+
+NAMED = _wf(Step("first", tool="t", bind="first_result"), Step("zzz", tool="t"),
+            Step("__", tool="t", bind="q"),  # a name with no words is passed over, not the end of the search
+            Step("fetch-order", tool="t", bind="order"), Step("own", tool="t", bind="own_result"),
+            Step("later", tool="t", bind="later_result"))
+
+
+@pytest.mark.parametrize("text, after, bind", [
+    ("the first result", 0, "first_result"),
+    ("the first_result", 0, "first_result"),
+    ("THE FIRST-RESULT", 0, "first_result"),
+    ("the fetch order", 0, "order"),             # by the step's name, split on '-'
+    ("the Fetch_Order", 0, "order"),
+    ("fetch \t order", 0, "order"),
+    ("the order", 0, "order"),                   # by the bind
+    ("the fetchorder", 0, None),                 # words need a separator
+    ("prefetch order", 0, "order"),              # 'order' alone still names the bind
+    ("the orders", 0, None),                     # whole words only
+    ("the zzz step", 0, None),                   # a step without a bind saves no result
+    ("the own result", 0, None),                 # the step itself is not before itself
+    ("the later result", 0, None),
+    ("the q", 0, "q"),
+    ("order, then first result", 0, "order"),    # the leftmost
+    ("order, then first result", 12, "first_result"),  # the first one named from `after` on
+    ("order, first result", 7, "first_result"),  # exactly at `after` counts as after it
+    ("order, then first result", 100, "order"),  # none after: the first one named
+    ("first result, order", 0, "first_result"),
+])
+def test_named_result(text, after, bind):
+    assert named_result(NAMED, 5, text, after) == bind
+
+
+def test_named_result_skips_a_wordless_name_and_goes_on():
+    wf = _wf(Step("__", tool="t", bind="q"), Step("b", tool="t", bind="later_one"))
+    assert named_result(wf, 3, "the later one", 0) == "later_one"
+
+
+PAY = Tool("pay", annotations={"destructiveHint": True}, input_schema={"type": "object", "required": ["to"]})
+
+
+@pytest.mark.parametrize("tool, arguments, key, src, asks", [
+    (PAY, [Argument("who")], "to", FromArg("who"), True),
+    (PAY, [Argument("who")], "cc", FromArg("who"), False),                     # not a required parameter
+    (PAY, [Argument("who", required=True)], "to", FromArg("who"), False),      # a required input is given
+    (PAY, [], "to", FromArg("who"), False),                                    # not a declared input
+    (PAY, [Argument("who")], "to", FromStep("who"), False),                    # not an input at all
+    (Tool("pay", annotations={"readOnlyHint": True}, input_schema=PAY.input_schema), [Argument("who")], "to",
+     FromArg("who"), False),                                                   # no side effect
+    (Tool("pay", annotations={"destructiveHint": True}), [Argument("who")], "to", FromArg("who"), False),
+    (Tool("pay", annotations={"destructiveHint": True}, input_schema=["to"]), [Argument("who")], "to",
+     FromArg("who"), False),                                                   # a schema that is not an object
+    (Tool("pay", annotations={"destructiveHint": True}, input_schema={"required": "to"}), [Argument("who")], "to",
+     FromArg("who"), False),                                                   # 'required' that is not a list
+])
+def test_asks_user(tool, arguments, key, src, asks):
+    st = Step("s", tool="pay", args=((key, src),))
+    assert asks_user(_wf(st, tools=[tool], arguments=arguments), st, key, src) is asks
+    other = Step("s", tool="other", args=((key, src),))                        # a tool the workflow does not declare
+    assert asks_user(_wf(other, tools=[tool], arguments=arguments), other, key, src) is False
+
+
+def test_an_input_without_a_position_is_reported_at_its_step():
+    st = Step("s", tool="pay", args=(("to", FromArg("who")),), span=Span("w.yaml", 7, 5))
+    [d] = gates.check(_wf(st, tools=[PAY], arguments=[Argument("who")]))
+    assert (d.code, d.span) == ("ask-for-input", Span("w.yaml", 7, 5))
+    placed = Step("s", tool="pay", args=(("to", FromArg("who", Span("w.yaml", 8, 11))),), span=Span("w.yaml", 7, 5))
+    [d] = gates.check(_wf(placed, tools=[PAY], arguments=[Argument("who")]))
+    assert (d.code, d.span) == ("ask-for-input", Span("w.yaml", 8, 11))
+
+
+READ = Tool("t", annotations={"readOnlyHint": True})
+_MAYBE = dict(tool="t", when=(Condition(FromArg("go"), "equals", True),))
+
+
+@pytest.mark.parametrize("earlier, fires", [
+    (Step("maybe", bind="m", on_fail="skip", **_MAYBE), True),
+    (Step("maybe", bind="m", on_fail="stop", **_MAYBE), False),                # a failed condition ends the run
+    (Step("maybe", tool="t", bind="m", on_fail="skip"), False),                # no condition: never skipped
+])
+def test_only_a_conditional_step_that_skips_leaves_its_result_out(earlier, fires):
+    user = Step("user", tool="t", args=(("x", FromStep("m", "id")),))
+    found = [d.code for d in gates.check(_wf(earlier, user, tools=[READ]))]
+    assert found == (["uses-skippable-result"] if fires else [])
+
+
+def test_only_an_earlier_step_can_leave_a_result_out():
+    """The check looks back only: a step after this one (or the step itself) is not a result it can be missing."""
+    user = Step("user", tool="t", args=(("x", FromStep("m", "id")),))
+    later = Step("maybe", bind="m", on_fail="skip", **_MAYBE)
+    assert gates.check(_wf(user, later, tools=[READ])) == []
