@@ -119,8 +119,9 @@ def die_with_parent(parent: int) -> None:
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: Linux kills us with it
-    except (ImportError, OSError, AttributeError):  # pragma: no cover - not Linux: watch the parent instead
+        if ctypes.CDLL(None).prctl(1, signal.SIGKILL) != 0:  # PR_SET_PDEATHSIG: Linux kills us with it
+            raise OSError  # refused: nobody reads why, the fallback below takes over
+    except (ImportError, OSError, AttributeError):  # not Linux, or refused: watch the parent instead
         import threading
         import time
 

@@ -105,6 +105,26 @@ def test_compare_counts_what_the_previous_index_lists_as_owned(tmp_path):
     assert output.compare(build, out).extra == ["gone/SKILL.md"]
 
 
+def test_the_previous_index_is_read_as_utf8_whatever_the_locale(tmp_path):
+    """skills.json is UTF-8 (a description may hold any text): read under an ASCII locale, it must still list the
+    folders this tool owns, or a rebuild would take its own stale files for the user's."""
+    import locale
+
+    build, out = _built(tmp_path)
+    (out / "gone").mkdir()
+    (out / "gone" / "SKILL.md").write_text("old")
+    index = json.loads((out / "skills.json").read_text("utf-8"))
+    index["skills"].append({"uri": "skill://gone/SKILL.md", "description": "caf\u00e9 \u2014 d\u00e9j\u00e0 vu"})
+    (out / "skills.json").write_text(json.dumps(index, ensure_ascii=False), "utf-8")
+    before = locale.setlocale(locale.LC_CTYPE)
+    try:
+        locale.setlocale(locale.LC_CTYPE, "C")
+        assert locale.getencoding().lower() != "utf-8"  # the case under test: not a UTF-8 locale
+        assert output.compare(build, out).extra == ["gone/SKILL.md"]
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+
+
 def test_compare_diffs_a_stale_file_that_is_not_utf8(tmp_path):
     build, out = _built(tmp_path)
     (out / "alpha" / "SKILL.md").write_bytes(b"\xff\n")
@@ -202,6 +222,94 @@ def test_a_worker_asks_to_be_killed_with_its_parent():
 
     assert _in_child(worker) == signal.SIGKILL
     assert _in_child(lambda: output.die_with_parent(os.getppid() + 1) or 0) == 1  # its parent is gone already
+
+
+class _Exited(Exception):
+    pass
+
+
+def _no_exit(monkeypatch) -> list[int]:
+    """os._exit made harmless for an in-process call: it records the code and raises instead."""
+    codes: list[int] = []
+
+    def fake_exit(code: int) -> None:
+        codes.append(code)
+        raise _Exited
+
+    monkeypatch.setattr(os, "_exit", fake_exit)
+    return codes
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_die_with_parent_in_this_process_sets_the_death_signal_and_keeps_running(monkeypatch):
+    """The worker's call made in the test process itself (the forked case is above; a mutation tool sees only
+    in-process calls). The death signal is put back afterwards."""
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def death_signal() -> int:
+        sig = ctypes.c_int(-1)
+        assert libc.prctl(2, ctypes.byref(sig)) == 0  # PR_GET_PDEATHSIG
+        return sig.value
+
+    before = death_signal()
+    codes = _no_exit(monkeypatch)
+    try:
+        libc.prctl(1, 0)
+        output.die_with_parent(os.getppid())
+        assert (death_signal(), codes) == (signal.SIGKILL, [])
+        libc.prctl(1, 0)
+        with pytest.raises(_Exited):  # the parent is not who it should be: gone already
+            output.die_with_parent(os.getppid() + 1)
+        assert (death_signal(), codes) == (signal.SIGKILL, [1])
+    finally:
+        libc.prctl(1, before)
+
+
+class _RefusingLibc:
+    def __init__(self, name):
+        assert name is None
+
+    def prctl(self, option, value):
+        return -1
+
+
+def _no_libc(*args, **kwargs):
+    raise OSError("no C library here")
+
+
+@pytest.mark.parametrize("libc", [_no_libc, _RefusingLibc], ids=["no-prctl", "prctl-refused"])
+def test_without_prctl_a_thread_watches_the_parent(monkeypatch, libc):
+    """Where prctl is missing (not Linux) or fails, a daemon thread polls the parent every half second and ends the
+    worker when it changes. Run here by hand: the thread is captured, not started."""
+    import ctypes
+    import threading
+    import time
+
+    threads: list = []
+
+    class Thread:
+        def __init__(self, *, target, daemon):
+            threads.append([target, daemon, False])
+
+        def start(self):
+            threads[-1][2] = True
+
+    ppids = iter([100, 100, 100, 7])  # die_with_parent's own check, then the watch: alive, alive, gone
+    sleeps: list[float] = []
+    monkeypatch.setattr(ctypes, "CDLL", libc)
+    monkeypatch.setattr(threading, "Thread", Thread)
+    monkeypatch.setattr(os, "getppid", lambda: next(ppids))
+    monkeypatch.setattr(time, "sleep", sleeps.append)
+    codes = _no_exit(monkeypatch)
+    output.die_with_parent(100)
+    [[watch, daemon, started]] = threads
+    assert (daemon, started, codes, sleeps) == (True, True, [], [])
+    with pytest.raises(_Exited):
+        watch()
+    assert (codes, sleeps) == ([1], [0.5, 0.5])
 
 
 def test_default_jobs_without_sched_getaffinity_counts_cpus(monkeypatch):
