@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__
-from .errors import Diagnostic, ProjectorError, UsageError, format_text, plural
+from .errors import Diagnostic, ProjectorError, UsageError, format_text, plural, printable
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -23,15 +23,21 @@ def _github(d: Diagnostic) -> str:
     level = {"error": "error", "warning": "warning", "note": "notice"}[d.severity]
     if d.acknowledged is not None:
         level = "notice"
-    props = [f"file={d.span.file}"]
+    # GitHub's workflow-command escaping: '%', CR and LF in the message; also ':' and ',' in a property. Control
+    # characters are escaped first (printable), as in the text format: the log is a terminal too.
+    props = [f"file={_github_escape(printable(d.span.file), prop=True)}"]
     if d.span.line:
         props += [f"line={d.span.line}", f"col={d.span.col}"]
     props.append(f"title={d.code}")
     msg = d.message + (f" (acknowledged: {d.acknowledged})" if d.acknowledged is not None else "")
     if d.hint:
         msg += f" Hint: {d.hint}"
-    msg = msg.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return f"::{level} {','.join(props)}::{msg}"
+    return f"::{level} {','.join(props)}::{_github_escape(printable(msg))}"
+
+
+def _github_escape(text: str, *, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
 
 def report(diags: list[Diagnostic], fmt: str) -> None:

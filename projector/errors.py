@@ -132,9 +132,11 @@ def error(span: Span, code: str, message: str, hint: str | None = None) -> Diagn
 
 
 def format_text(d: Diagnostic) -> str:
-    head = f"{d.span}: {d.severity}[{d.code}]: {d.message}"
+    """One diagnostic for a terminal. Every part is passed through :func:`printable`: a message may quote what a
+    remote server sent or a file held, and none of it may move the cursor, ring, or fake a line of its own."""
+    head = f"{printable(str(d.span))}: {d.severity}[{d.code}]: {printable(d.message)}"
     if d.acknowledged is not None:
-        head += f" (acknowledged: {d.acknowledged})"
+        head += f" (acknowledged: {printable(d.acknowledged)})"
     if d.hint:
-        head += f"\n  hint: {d.hint}"
+        head += f"\n  hint: {printable(d.hint)}"
     return head

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from .bundle import INDEX_FILE, Bundle, bundle, index
 from .disk import Plan, replace_tree
-from .errors import BuildError, Diagnostic, LoadError, Span, error
+from .errors import BuildError, Diagnostic, LoadError, Span, error, printable
 from .model import Workflow
 from .cache import Cache
 from .load import discover, load_data, read_source
@@ -274,11 +274,22 @@ def compare(build: Build, out: Path, *, owned: set[str] | None = None,
         if current != data:
             stale.append(rel)
             if diff:
-                lines.extend(difflib.unified_diff(current.decode("utf-8", "replace").splitlines(keepends=True),
-                                              data.decode("utf-8").splitlines(keepends=True),
-                                              fromfile=f"a/{rel}", tofile=f"b/{rel}"))
+                lines.extend(_diff_line(line) for line in difflib.unified_diff(
+                    current.decode("utf-8", "replace").splitlines(keepends=True),
+                    data.decode("utf-8").splitlines(keepends=True), fromfile=f"a/{rel}", tofile=f"b/{rel}"))
     extra = [rel for rel in disk if rel not in build.files and (rel == INDEX_FILE or _inside(rel, owned))]
     return Comparison(stale, missing, extra, "".join(lines))
+
+
+def _diff_line(line: str) -> str:
+    """One line of ``check``'s diff, safe for a terminal or a CI log: what a file on disk holds (a pull request may
+    have put escape sequences there) is escaped, each line ends in one newline, and a last line without one is
+    marked as git marks it."""
+    if line.endswith("\n"):
+        return printable(line[:-1]) + "\n"
+    if line and len((line + "x").splitlines()) > 1:  # ends in another line break (\r, \x0b, \u2028...): escaped
+        return printable(line) + "\n"
+    return printable(line) + "\n\\ No newline at end of file\n"
 
 
 def _same(build: Build, owned: set[str], disk: dict[str, Path]) -> bool:

@@ -297,6 +297,20 @@ def test_printable_escapes_controls_separators_and_bidi():
     assert printable("plain ünïcödé ✓") == "plain ünïcödé ✓"
 
 
+def test_every_printed_part_of_a_diagnostic_is_escaped():
+    """Whatever a diagnostic carries (a remote server's error text, a file name, a hint quoting a file), the text
+    and GitHub formats print no control character raw, and a GitHub property cannot end early."""
+    from projector.cli import _github
+    from projector.errors import Diagnostic, Span, format_text
+
+    d = Diagnostic(Span("a\x1b[31m,b:c.yaml", 3, 4), "warning", "x-code", "said \x1b]0;t\x07\nfake: line 100%",
+                   "do \x9b this\u202e", acknowledged="ok\r\x07")
+    assert format_text(d) == ("a\\x1b[31m,b:c.yaml:3:4: warning[x-code]: said \\x1b]0;t\\x07\\nfake: line 100% "
+                              "(acknowledged: ok\\r\\x07)\n  hint: do \\x9b this\\u202e")
+    assert _github(d) == ("::notice file=a\\x1b[31m%2Cb%3Ac.yaml,line=3,col=4,title=x-code::said \\x1b]0;t\\x07"
+                          "\\nfake: line 100%25 (acknowledged: ok\\r\\x07) Hint: do \\x9b this\\u202e")
+
+
 def test_file_names_are_escaped_in_diagnostics(cli, tmp_path):
     f = tmp_path / "a\x1b[31m.yaml"
     f.write_text("name: [", encoding="utf-8")

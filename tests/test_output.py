@@ -134,6 +134,22 @@ def test_compare_diffs_a_stale_file_that_is_not_utf8(tmp_path):
     assert "-\ufffd\n" in cmp.diff and "\n+---\n+name: alpha\n" in cmp.diff
 
 
+def test_the_diff_prints_nothing_from_disk_raw(tmp_path):
+    """A stale file may hold anything (a pull request can put escape sequences in it, and CI prints check's diff):
+    control characters are escaped, a line break other than \\n shows, and a last line without a newline is marked
+    as git marks it, so the next file's header still starts a line of its own."""
+    build, out = _built(tmp_path)
+    skill = out / "alpha" / "SKILL.md"
+    (out / "skills.json").write_bytes(b"{}")
+    skill.write_bytes(build.files["alpha/SKILL.md"] + b"\x1b[2J\x07ring\r\nno end\x0bhere")
+    cmp = output.compare(build, out)
+    assert cmp.stale == ["alpha/SKILL.md", "skills.json"]
+    assert not any(c in cmp.diff for c in "\x1b\x07\r\x0b")
+    assert "\n-\\x1b[2J\\x07ring\\r\n-no end\\x0b\n-here\n\\ No newline at end of file\n" in cmp.diff
+    assert "\n-{}\n\\ No newline at end of file\n" in cmp.diff  # skills.json: no newline, then the next hunk
+    assert all(line.startswith(("---", "+++", "@@", " ", "-", "+", "\\")) for line in cmp.diff.splitlines())
+
+
 def test_write_is_a_no_op_when_only_the_users_files_are_beside_the_tree(tmp_path):
     build, out = _built(tmp_path)
     (out / "notes.md").write_text("mine")

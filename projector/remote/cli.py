@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from ..errors import ProjectorError, format_text, plural
+from ..errors import ProjectorError, format_text, plural, printable
 from .errors import DynamicDeclined, LockError, ServerError, VerificationError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -149,7 +149,7 @@ async def resolve(remote: Any, targets: Sequence[str], everything: bool) -> list
 def _entry_line(e: Any) -> str:
     size = "dynamic" if e.dynamic else f"{plural(len(e.resources), 'file')}, {plural(e.total_size, 'byte')}"
     desc = " ".join(e.description.split())
-    return f"{e.uri}  ({size})  {desc}".rstrip()
+    return printable(f"{e.uri}  ({size})  {desc}".rstrip())  # a server's words: nothing reaches the terminal raw
 
 
 async def cmd_list(args: argparse.Namespace) -> int:
@@ -228,7 +228,7 @@ async def cmd_load(args: argparse.Namespace) -> int:
             n, size = len(s.files), sum(len(b) for b in s.files.values())
             how = "verified" if s.verified else "loaded UNVERIFIED (dynamic)"
             extra = " after refreshing its entry" if s.refreshed else ""
-            print(f"{how} {s.uri}: {n} file{'s' * (n != 1)}, {size} bytes{extra}")
+            print(f"{how} {printable(s.uri)}: {n} file{'s' * (n != 1)}, {size} bytes{extra}")
         if args.out:
             print(f"wrote {plural(len(written), 'skill folder')} under {args.out}")
     if refused:
@@ -236,7 +236,7 @@ async def cmd_load(args: argparse.Namespace) -> int:
             for d in exc.diagnostics:
                 print(format_text(d), file=sys.stderr)
         print(f"project-skill remote: refused {plural(len(refused), 'skill')}: "
-              f"{', '.join(uri for uri, _ in refused)}; "
+              f"{', '.join(printable(uri) for uri, _ in refused)}; "
               f"{'wrote the other ' + plural(len(written), 'skill') if args.out else 'loaded the others'}",
               file=sys.stderr)
         return EXIT_FINDINGS
@@ -261,7 +261,7 @@ async def cmd_pin(args: argparse.Namespace) -> int:
     pins = [pin_entry(args.server, entry) for entry, _ in targets]
     write_lock(args.lock, lock.updated(args.server, pins, replace_server=not args.targets))
     for p in pins:
-        print(f"pinned {p.uri}: {len(p.files)} file{'s' * (len(p.files) != 1)}, manifest {p.manifest}")
+        print(f"pinned {printable(p.uri)}: {len(p.files)} file{'s' * (len(p.files) != 1)}, manifest {p.manifest}")
     print(f"{args.lock}: {len(pins)} skill{'s' * (len(pins) != 1)} of {args.server} pinned; no file read")
     return EXIT_OK
 
@@ -289,7 +289,7 @@ def main(name: str, argv: list[str]) -> int:
     except ProjectorError as exc:
         for d in exc.diagnostics:
             if d.code == "error" and d.span.file == "<projector>":
-                print(f"project-skill {name}: {d.message}", file=sys.stderr)
+                print(f"project-skill {name}: {printable(d.message)}", file=sys.stderr)
             else:
                 print(format_text(d), file=sys.stderr)
         if exc.exit_code == EXIT_FINDINGS:

@@ -71,6 +71,28 @@ def test_cli_list_text_and_json(cli):
     assert rec.reads == []
 
 
+def test_cli_list_prints_no_server_text_raw(cli):
+    """A hostile server's descriptions and URIs reach the terminal escaped: no escape sequence, bell or line of its
+    own. The JSON form keeps the exact text (JSON escapes it)."""
+    servers, run = cli
+
+    def patch(result):
+        result["skills"][0]["frontmatter"]["description"] = "clear\x1b[2J\x07 ok\u202eevil\nfake: line"
+        result["skills"][1]["uri"] = f"{SCHEME}hello\x1b]0;title\x07/SKILL.md"
+
+    servers["hostile"], _ = serve(list_patch=patch)
+    rc, out, err = run("remote", "list", "hostile")
+    assert rc == 0 and "\x1b" not in out + err and "\x07" not in out + err and "\u202e" not in out + err
+    lines = out.splitlines()
+    assert len(lines) == 4
+    assert lines[0].endswith("clear\\x1b[2J\\x07 ok\\u202eevil fake: line")
+    assert lines[1].startswith(f"{SCHEME}hello\\x1b]0;title\\x07/SKILL.md  (")
+    rc, out, _ = run("remote", "list", "hostile", "--format", "json")
+    import json
+
+    assert json.loads(out)["skills"][0]["frontmatter"]["description"] == "clear\x1b[2J\x07 ok\u202eevil\nfake: line"
+
+
 def test_cli_load_all_out_writes_the_same_bytes(cli, tmp_path):
     servers, run = cli
     servers["honest"], rec = serve()
