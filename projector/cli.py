@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__
-from .errors import Diagnostic, ProjectorError, UsageError, format_text, plural, printable
+from .errors import Diagnostic, ProjectorError, UsageError, format_text, plural
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -23,16 +23,16 @@ def _github(d: Diagnostic) -> str:
     level = {"error": "error", "warning": "warning", "note": "notice"}[d.severity]
     if d.acknowledged is not None:
         level = "notice"
-    # GitHub's workflow-command escaping: '%', CR and LF in the message; also ':' and ',' in a property. Control
-    # characters are escaped first (printable), as in the text format: the log is a terminal too.
-    props = [f"file={_github_escape(printable(d.span.file), prop=True)}"]
+    # GitHub's workflow-command escaping: '%', CR and LF in the message; also ':' and ',' in a property, or a file
+    # named "a,line=1.yaml" would set the line. (Control characters were escaped when the diagnostic was made.)
+    props = [f"file={_github_escape(d.span.file, prop=True)}"]
     if d.span.line:
         props += [f"line={d.span.line}", f"col={d.span.col}"]
     props.append(f"title={d.code}")
     msg = d.message + (f" (acknowledged: {d.acknowledged})" if d.acknowledged is not None else "")
     if d.hint:
         msg += f" Hint: {d.hint}"
-    return f"::{level} {','.join(props)}::{_github_escape(printable(msg))}"
+    return f"::{level} {','.join(props)}::{_github_escape(msg)}"
 
 
 def _github_escape(text: str, *, prop: bool = False) -> str:

@@ -132,11 +132,9 @@ def error(span: Span, code: str, message: str, hint: str | None = None) -> Diagn
 
 
 def format_text(d: Diagnostic) -> str:
-    """One diagnostic for a terminal. Every part is passed through :func:`printable`: a message may quote what a
-    remote server sent or a file held, and none of it may move the cursor, ring, or fake a line of its own."""
-    head = f"{printable(str(d.span))}: {d.severity}[{d.code}]: {printable(d.message)}"
+    head = f"{d.span}: {d.severity}[{d.code}]: {d.message}"
     if d.acknowledged is not None:
-        head += f" (acknowledged: {printable(d.acknowledged)})"
+        head += f" (acknowledged: {d.acknowledged})"
     if d.hint:
-        head += f"\n  hint: {printable(d.hint)}"
+        head += f"\n  hint: {d.hint}"
     return head

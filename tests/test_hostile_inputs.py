@@ -299,7 +299,8 @@ def test_printable_escapes_controls_separators_and_bidi():
 
 def test_every_printed_part_of_a_diagnostic_is_escaped():
     """Whatever a diagnostic carries (a remote server's error text, a file name, a hint quoting a file), the text
-    and GitHub formats print no control character raw, and a GitHub property cannot end early."""
+    and GitHub formats print no control character raw (the diagnostic escapes them when it is made), and a file
+    name cannot end a GitHub property early and set another ("a,line=1" or a ':')."""
     from projector.cli import _github
     from projector.errors import Diagnostic, Span, format_text
 

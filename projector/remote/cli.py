@@ -289,7 +289,7 @@ def main(name: str, argv: list[str]) -> int:
     except ProjectorError as exc:
         for d in exc.diagnostics:
             if d.code == "error" and d.span.file == "<projector>":
-                print(f"project-skill {name}: {printable(d.message)}", file=sys.stderr)
+                print(f"project-skill {name}: {d.message}", file=sys.stderr)
             else:
                 print(format_text(d), file=sys.stderr)
         if exc.exit_code == EXIT_FINDINGS:
