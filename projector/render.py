@@ -103,6 +103,7 @@ _BLOCK_OPENER = re.compile(r"^((?:[ \t]*(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t])
 # multi-line regular expressions on \r, U+2028 and U+2029. In the output each is a line break, written as \n.
 LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 _LINE_BREAKS = re.compile(f"({LINE_BREAK.pattern})")  # the same, kept by re.split
+_OTHER_BREAKS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # every one of them but \n
 
 
 def inert(text: str) -> str:
@@ -348,8 +349,10 @@ def _finish(text: str) -> bytes:
     only (``\\r\\n`` in a checkout that converts them) and :func:`inert` makes each break of a multi-line text a
     ``\\n``, so any other break comes from a one-line text (a name, a key, a URI); the line it starts is made
     :func:`inert` too. No filter runs after this one, so none can find a line that was not checked."""
-    pieces = _LINE_BREAKS.split(text)  # line, break, line, break, ..., line
-    lines = [pieces[0], *(line if brk in ("\n", "\r\n") else inert(line)
-                          for brk, line in zip(pieces[1::2], pieces[2::2]))]
+    if any(c in text for c in _OTHER_BREAKS):  # rare: \r\n templates, or a one-line text that holds a break
+        pieces = _LINE_BREAKS.split(text)  # line, break, line, break, ..., line
+        text = "\n".join([pieces[0], *(line if brk in ("\n", "\r\n") else inert(line)
+                                       for brk, line in zip(pieces[1::2], pieces[2::2]))])
     # Only ASCII blanks: str.rstrip() would also cut U+00A0 and friends out of a quoted YAML scalar in the frontmatter.
-    return ("\n".join(line.rstrip(" \t") for line in lines).rstrip("\n") + "\n").encode("utf-8")
+    lines = [line.rstrip(" \t") for line in text.split("\n")]
+    return ("\n".join(lines).rstrip("\n") + "\n").encode("utf-8")

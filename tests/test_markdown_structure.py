@@ -240,3 +240,14 @@ def test_frontmatter_reads_the_same_in_yaml_1_1_and_1_2_readers():
         texts.append(fm_text)
         expected.append(want)
     assert _eemeli_yaml(texts) == expected
+
+
+@pytest.mark.parametrize("brk", OTHER_BREAKS[1:])
+def test_the_last_step_writes_every_line_break_as_a_newline_and_escapes_the_line_it_starts(brk):
+    """A break that is not \\n can reach the last step only from a one-line text; the line it starts is made inert.
+    \\r\\n (templates in a checkout that converts line endings) is a \\n."""
+    from projector.render import _finish
+
+    assert _finish(f"---\nname: x\n---\n\n# T\n\nStep: a{brk}## Fake  {brk}b \n") == \
+        b"---\nname: x\n---\n\n# T\n\nStep: a\n\\## Fake\nb\n"
+    assert _finish("# T\r\n\r\n## Inputs\r\n===\r\n") == b"# T\n\n## Inputs\n===\n"
