@@ -22,6 +22,11 @@ if TYPE_CHECKING:  # render imports Jinja2, which a run answered by the cache ne
 MAX_FILES = 512
 MAX_BYTES = 16 * 1024 * 1024
 INDEX_FILE = "skills.json"
+# How large a skills.json is read back from a tree (serve; build and check read the previous one). SEP-2640 bounds
+# each skill (MAX_FILES, MAX_BYTES), not the index: an entry of a skill of a few files is under 1 KiB (about 700
+# bytes for the examples), so this holds some 90,000 skills. Build and check also read up to twice the index they
+# derive (projector.output), so a larger build still reads back what it wrote.
+MAX_INDEX_BYTES = 64 * 1024 * 1024
 
 
 def digest(data: bytes) -> str:

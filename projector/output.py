@@ -8,12 +8,12 @@ leaves the old tree byte-for-byte as it was. Only bundles this tool generated (t
 from __future__ import annotations
 
 import difflib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .bundle import INDEX_FILE, Bundle, bundle, index
+from .bounded import BadJSON, Unreadable, loads, read_regular
+from .bundle import INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, Bundle, bundle, index
 from .disk import Plan, replace_tree
 from .errors import BuildError, Diagnostic, LoadError, Span, error, printable
 from .model import Workflow
@@ -211,13 +211,26 @@ def _finish_files(results: list[_Result]) -> Build:
     return _assemble([b for *_, b, _ in results if b is not None])
 
 
-def _owned_dirs(out: Path) -> set[str]:
-    """Bundle folders the previous build generated, from its skills.json. Unreadable index: none."""
+def _index_limit(build: Build) -> int:
+    """How large a previous skills.json is read: :data:`~projector.bundle.MAX_INDEX_BYTES`, or twice the new one,
+    so a build of more skills than that limit foresees still reads back the index it wrote."""
+    return max(MAX_INDEX_BYTES, 2 * len(build.files[INDEX_FILE]))
+
+
+def _owned_dirs(out: Path, limit: int) -> tuple[set[str], str]:
+    """Bundle folders the previous build generated, from its skills.json, read with bounds (at most ``limit``
+    bytes, a regular file, no link followed, bounded JSON). An index that cannot be read lists none, and the second
+    item says why; it is empty when the index is read, or missing."""
+    path = out / INDEX_FILE
+    if not os.path.lexists(path):
+        return set(), ""
     try:
-        data = json.loads((out / INDEX_FILE).read_text("utf-8"))
-        return {e["uri"].removeprefix("skill://").removesuffix("/SKILL.md") for e in data["skills"]}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return set()
+        data = loads(read_regular(path, limit))
+        return {e["uri"].removeprefix("skill://").removesuffix("/SKILL.md") for e in data["skills"]}, ""
+    except (Unreadable, BadJSON) as exc:
+        return set(), str(exc)
+    except (KeyError, TypeError, AttributeError):
+        return set(), "it is not a skills index"
 
 
 def _inside(rel: str, dirs: set[str]) -> bool:
@@ -226,7 +239,8 @@ def _inside(rel: str, dirs: set[str]) -> bool:
 
 
 def _disk_files(out: Path) -> dict[str, Path]:
-    """Every file and symlink under ``out`` (symlinked folders are not entered), by POSIX relative path, sorted."""
+    """Everything under ``out`` that is not a folder (files, symlinks, FIFOs, devices...; symlinked folders are not
+    entered), by POSIX relative path, sorted."""
     found: dict[str, Path] = {}
 
     def walk(folder: Path, prefix: str) -> None:
@@ -236,10 +250,10 @@ def _disk_files(out: Path) -> dict[str, Path]:
             return
         for entry in entries:
             rel = prefix + entry.name
-            if entry.is_symlink() or entry.is_file():
-                found[rel] = folder / entry.name
-            elif entry.is_dir():
+            if entry.is_dir(follow_symlinks=False):
                 walk(folder / entry.name, rel + "/")
+            else:
+                found[rel] = folder / entry.name
 
     if out.is_dir():
         walk(out, "")
@@ -252,33 +266,50 @@ class Comparison:
     missing: list[str]
     extra: list[str]
     diff: str
+    unread: dict[str, str] = field(default_factory=dict)  # a stale file that was not read -> why not
 
     @property
     def clean(self) -> bool:
         return not (self.stale or self.missing or self.extra)
 
 
+def _on_disk(path: Path, limit: int) -> tuple[bytes | None, str]:
+    """A file of the output tree, read with bounds: its bytes, or None and why not. The build writes regular files
+    only, so anything else (a link, a FIFO, a device) is not what it writes, and is not opened for reading."""
+    try:
+        return read_regular(path, limit), ""
+    except Unreadable as exc:
+        return None, str(exc)
+
+
 def compare(build: Build, out: Path, *, owned: set[str] | None = None,
             disk: dict[str, Path] | None = None, diff: bool = True) -> Comparison:
     """What differs between the derived tree and the one on disk, among the files this tool owns. The unified diff
-    of the stale files is built only when ``diff`` is true (``check`` prints it; ``write`` needs only the verdict)."""
-    owned = (_owned_dirs(out) | build.bundle_dirs) if owned is None else owned
+    of the stale files is built only when ``diff`` is true (``check`` prints it; ``write`` needs only the verdict).
+    A file is read up to the size the build writes or SEP-2640's 16 MiB, whichever is larger: past that it is stale
+    unread, like a file that is not a regular file (:attr:`Comparison.unread` says why)."""
+    owned = (_owned_dirs(out, _index_limit(build))[0] | build.bundle_dirs) if owned is None else owned
     disk = _disk_files(out) if disk is None else disk
-    stale, missing, lines = [], [], []
+    stale, missing, lines, unread = [], [], [], {}
     for rel, data in build.files.items():
         path = disk.get(rel)
         if path is None:
             missing.append(rel)
             continue
-        current = path.read_bytes()
-        if current != data:
-            stale.append(rel)
+        current, why = _on_disk(path, max(len(data), MAX_BYTES))
+        if current == data:
+            continue
+        stale.append(rel)
+        if current is None:
+            unread[rel] = why
             if diff:
-                lines.extend(_diff_line(line) for line in difflib.unified_diff(
-                    current.decode("utf-8", "replace").splitlines(keepends=True),
-                    data.decode("utf-8").splitlines(keepends=True), fromfile=f"a/{rel}", tofile=f"b/{rel}"))
+                lines.append(printable(f"a/{rel} is not what the build writes: {why}") + "\n")
+        elif diff:
+            lines.extend(_diff_line(line) for line in difflib.unified_diff(
+                current.decode("utf-8", "replace").splitlines(keepends=True),
+                data.decode("utf-8").splitlines(keepends=True), fromfile=f"a/{rel}", tofile=f"b/{rel}"))
     extra = [rel for rel in disk if rel not in build.files and (rel == INDEX_FILE or _inside(rel, owned))]
-    return Comparison(stale, missing, extra, "".join(lines))
+    return Comparison(stale, missing, extra, "".join(lines), unread)
 
 
 def _diff_line(line: str) -> str:
@@ -298,14 +329,19 @@ def _same(build: Build, owned: set[str], disk: dict[str, Path]) -> bool:
         return False
     for rel, data in build.files.items():
         path = disk.get(rel)
-        if path is None or path.read_bytes() != data:
+        if path is None or _on_disk(path, len(data))[0] != data:  # a longer file is not read: it differs
             return False
     return True
 
 
-def conflicts(build: Build, root: Path, previous: set[str]) -> list[Diagnostic]:
+def conflicts(build: Build, root: Path, previous: set[str], unread: str = "") -> list[Diagnostic]:
     """New bundle folders that would overwrite what the previous build did not write: a folder (or file) at the
-    bundle's path that the previous ``skills.json`` does not list, or a non-folder on the way to it."""
+    bundle's path that the previous ``skills.json`` does not list, or a non-folder on the way to it. ``unread``:
+    why the previous ``skills.json`` could not be read, when it could not (then it lists nothing)."""
+    why, fix = ((f"the previous {INDEX_FILE}, which would list it, is not read: {unread}",
+                 f"restore {root.name}/{INDEX_FILE} as the build wrote it, or move that folder away")
+                if unread else (f"the previous {INDEX_FILE} does not list it", "rename the workflow, or move that "
+                                "folder away"))
     problems = []
     for b in build.bundles:
         if b.path in previous:
@@ -318,9 +354,8 @@ def conflicts(build: Build, root: Path, previous: set[str]) -> list[Diagnostic]:
                 continue
             problems.append(error(b.span, "output-conflict",
                                   f"the skill '{b.name}' goes to {root.name}/{b.path}/, but {root.name}/{rel} is "
-                                  "already there and is not a bundle this tool wrote (the previous skills.json does "
-                                  "not list it)", "rename the workflow, or move that folder away; nothing was "
-                                  "written"))
+                                  f"already there and is not a bundle this tool wrote ({why})",
+                                  f"{fix}; nothing was written"))
             break
     return problems
 
@@ -331,8 +366,8 @@ def write(build: Build, out: Path) -> bool:
     folder this tool did not write."""
 
     def plan(root: Path) -> Plan | None:
-        previous = _owned_dirs(root)
-        problems = conflicts(build, root, previous)
+        previous, unread = _owned_dirs(root, _index_limit(build))
+        problems = conflicts(build, root, previous, unread)
         if problems:
             raise BuildError(problems)
         owned = previous | build.bundle_dirs

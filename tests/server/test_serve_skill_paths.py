@@ -32,6 +32,8 @@ def tree(tmp_path_factory):
     os.symlink("../../inside.md", root / "hello-world/references/inside.md")
     (base / "outside.md").write_text("x")
     os.symlink(base / "outside.md", root / "hello-world/references/outside.md")
+    os.symlink("references", root / "hello-world/linked")  # a folder reached through a link, inside the root
+    os.mkfifo(root / "hello-world/references/pipe.md")
     entry = next(e for e in json.loads((root / "skills.json").read_text("utf-8"))["skills"] if e["uri"] == SKILL)
     return root.resolve(), entry
 
@@ -61,6 +63,9 @@ def cases(base: dict) -> dict:
         "listed twice": {**base, "resources": [*res, res[0]]},
         "missing file": {**base, "resources": [*res, r("skill://hello-world/none.md")]},
         "link outside the root": {**base, "resources": [*res, r("skill://hello-world/references/outside.md")]},
+        "link inside the root": {**base, "resources": [*res, r("skill://hello-world/references/inside.md")]},
+        "under a linked folder": {**base, "resources": [*res, r("skill://hello-world/linked/tools.md")]},
+        "a FIFO": {**base, "resources": [*res, r("skill://hello-world/references/pipe.md")]},
         "a folder": {**base, "resources": [*res, r("skill://hello-world/references")]},
         "wrong size": {**base, "resources": [res[0], {**res[1], "size": 5}]},
         "wrong digest": {**base, "resources": [res[0], {**res[1], "digest": "sha256:" + "0" * 64}]},
@@ -127,9 +132,24 @@ EXPECTED = {
         'skill://hello-world/references/outside.md: {root}/hello-world/references/outside.md does n'
         'ot exist inside the tree',
         'rebuild the tree with `project-skill build`'),
+    'link inside the root': ('missing-file',
+        'skill://hello-world/references/inside.md: {root}/hello-world/references/inside.md is reached through a '
+        'symbolic link, which is not followed',
+        'rebuild the tree with `project-skill build`'),
+    'under a linked folder': ('missing-file',
+        'skill://hello-world/linked/tools.md: {root}/hello-world/linked/tools.md is reached through a symbolic link, '
+        'which is not followed',
+        'rebuild the tree with `project-skill build`'),
     'a folder': ('missing-file',
-        'skill://hello-world/references: cannot read {root}/hello-world/references: Is a directory',
-        None),
+        'skill://hello-world/references: cannot read {root}/hello-world/references: it is a folder, not a regular '
+        'file',
+        'a skill is regular files of at most 16777216 bytes in all (SEP-2640); rebuild the tree with `project-skill '
+        'build`'),
+    'a FIFO': ('missing-file',
+        'skill://hello-world/references/pipe.md: cannot read {root}/hello-world/references/pipe.md: it is a FIFO, '
+        'not a regular file',
+        'a skill is regular files of at most 16777216 bytes in all (SEP-2640); rebuild the tree with `project-skill '
+        'build`'),
     'no SKILL.md': ('bad-entry', 'skill://hello-world/SKILL.md: the entry does not list its own SKILL.md', None),
 }
 
@@ -162,12 +182,28 @@ def test_a_file_that_differs_from_its_manifest_line(tree, case, size, digest):
         "rebuild the tree with `project-skill build`, or restore the committed files")
 
 
-def test_the_honest_entry_and_a_link_inside_the_root_load(tree):
+def test_the_honest_entry_loads(tree):
     root, base = tree
     skill = _load_skill(root, copy.deepcopy(base), "w")
     assert [f.rel for f in skill.files] == ["SKILL.md", "references/tools.md"]
-    linked = {**base, "resources": [*base["resources"], r("skill://hello-world/references/inside.md")]}
-    assert _load_skill(root, linked, "w").files[-1].data == b"x"
+
+
+def test_no_file_is_read_past_the_sep_limit_of_its_skill(tree, monkeypatch):
+    """The files of one skill hold at most 16 MiB together (SEP-2640): each is read with what is left, never more."""
+    from projector.server import skills
+
+    root, base = tree
+    sizes = [r["size"] for r in base["resources"]]
+    limits = []
+    real = skills.read_regular
+    monkeypatch.setattr(skills, "read_regular", lambda p, limit: limits.append(limit) or real(p, limit))
+    monkeypatch.setattr(skills, "MAX_BYTES", sum(sizes))
+    _load_skill(root, copy.deepcopy(base), "w")
+    assert limits == [sum(sizes), sizes[1]]
+    monkeypatch.setattr(skills, "MAX_BYTES", sum(sizes) - 1)
+    d = _refusal(root, base)
+    assert (d.code, d.message) == ("missing-file", f"{TOOLS}: cannot read {root.as_posix()}/hello-world/references/"
+                                   f"tools.md: it is {sizes[1]} bytes, over the limit of {sizes[1] - 1}")
 
 
 @pytest.mark.parametrize("rel, ok", [("a", True), ("a/b.md", True), ("a b/c~d", True), ("", False), ("a/", False),
