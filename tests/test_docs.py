@@ -268,3 +268,26 @@ def test_mkdocs_build_strict(tmp_path: Path):
     assert "WARNING" not in proc.stderr
     for page in ("index", "matrix", "format", "warnings", "catalog", "quickstart", "performance"):
         assert (tmp_path / "site" / f"{page}.html").is_file()
+
+
+@pytest.mark.parametrize("kind", ["dev-zero-link", "fifo"])
+def test_catalog_reads_the_tree_with_a_bound(tree: Path, capsys, kind):
+    """A SKILL.md that is a link to /dev/zero or a FIFO is refused with its name, not read forever."""
+    skill = tree / "generated_skills" / "hello-world" / "SKILL.md"
+    skill.unlink()
+    if kind == "fifo":
+        import os
+        os.mkfifo(skill)
+    else:
+        skill.symlink_to("/dev/zero")
+    assert run(tree) == 1
+    err = capsys.readouterr().err
+    assert "generated_skills/hello-world/SKILL.md is not read: it is" in err, err
+
+
+def test_catalog_refuses_an_index_path_outside_the_tree(tree: Path, capsys):
+    index = tree / "generated_skills" / "skills.json"
+    index.write_text(index.read_text("utf-8").replace('"skill://hello-world/SKILL.md"',
+                                                      '"skill://../../README.md"'), "utf-8")
+    assert run(tree) == 1
+    assert "which is not a path inside the tree" in capsys.readouterr().err
