@@ -187,12 +187,15 @@ def test_990_segments_are_refused_not_a_traceback(cli, tmp_path):
     """main: ``remote load --out`` died in a RecursionError; without ``--out`` it loaded the skill."""
     servers, run = cli
     servers["deep"], rec = serve(mutate=lambda s: move(s, "hello-world", deep_root(1000)))
-    for extra in ((), ("--out", str(tmp_path / "out"))):
-        rc, out, err = run("remote", "load", "deep", "hello-world", *extra)
-        assert rc == 1 and out == "" and "Traceback" not in err
-        uri = f"skill://{deep_root(1000)}/SKILL.md"
-        assert (f"{uri[:120]}...: error[bad-manifest-uri]: the URI '{uri[:120]}...' has 1001 path segments; at most "
-                f"{MAX_URI_SEGMENTS} are accepted") in err
+    uri = f"skill://{deep_root(1000)}/SKILL.md"
+    rc, out, err = run("remote", "load", "deep", "hello-world")
+    assert rc == 1 and out == "" and "Traceback" not in err
+    assert (f"{uri[:120]}...: error[bad-manifest-uri]: the URI '{uri[:120]}...' has 1001 path segments; at most "
+            f"{MAX_URI_SEGMENTS} are accepted") in err
+    rc, out, err = run("remote", "load", "deep", "hello-world", "--out", str(tmp_path / "out"))
+    assert rc == 1 and out == "" and "Traceback" not in err
+    assert (f"{uri[:120]}...: error[bad-output-path]: the URI has 1001 path segments; at most {MAX_URI_SEGMENTS} "
+            "are accepted") in err
     assert rec.reads == [] and not (tmp_path / "out").exists()
     rc, _, err = run("pin", "deep", "--lock", str(tmp_path / "l.lock"))
     assert rc == 1 and "error[bad-manifest-uri]" in err and not (tmp_path / "l.lock").exists()
@@ -288,3 +291,189 @@ def test_a_separator_in_a_would_be_closing_line_is_refused():
     with pytest.raises(VerificationError) as info:
         check_frontmatter(entry, data)
     assert info.value.message == "SKILL.md frontmatter holds U+2028 LINE SEPARATOR at line 4, column 4"
+
+
+# ------------------------------------------------------------------------------------------------ 2: --out names
+
+def rename(served: Served, name: str, new: str) -> None:
+    """Serve the skill ``name`` as ``new``: at ``skill://{new}/``, its frontmatter name ``new`` (entry and file), so
+    that name identity holds and only the folder name is in question."""
+    e = served.entry(name)
+    skill_md = f"{SCHEME}{name}/SKILL.md"
+    text = served.data[skill_md].decode("utf-8").replace(f"name: {name}\n", f"name: {json.dumps(new)}\n", 1)
+    served.set_file(skill_md, text.encode("utf-8"), recompute=True)
+    e["frontmatter"]["name"] = new
+    move(served, name, new)
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_server_cannot_replace_dot_git(cli, tmp_path):
+    """main: ``skill://.git/SKILL.md`` replaced ``DIR/.git`` whole, exit 0."""
+    out = tmp_path / "out"
+    (out / ".git").mkdir(parents=True)
+    (out / ".git" / "config").write_bytes(b"[core]\n")
+    servers, run = cli
+    servers["git"], rec = serve(mutate=lambda s: rename(s, "hello-world", ".git"))
+    rc, stdout, err = run("remote", "load", "git", "--all", "--out", str(out))
+    assert rc == 1 and stdout == ""
+    assert ("skill://.git/SKILL.md: error[bad-output-path]: '.git' cannot name a folder: a dot-name (hidden, or "
+            "another tool's folder such as .git)") in err
+    assert "hint: remote load --out writes only folders whose names pass the Agent Skills name rule" in err
+    assert "nothing was written" in err
+    assert files_under(out) == {".git/config": b"[core]\n"} and sorted(p.name for p in out.iterdir()) == [".git"]
+    assert rec.reads == []  # refused from its URI, before a byte of it was read
+
+
+def test_a_server_cannot_delete_the_users_files(cli, tmp_path):
+    """main: ``skill://notes/SKILL.md`` replaced ``DIR/notes`` whole and deleted the user's ``diary.md``."""
+    out = tmp_path / "out"
+    (out / "notes").mkdir(parents=True)
+    (out / "notes" / "diary.md").write_bytes(b"dear diary")
+    servers, run = cli
+    servers["notes"], _ = serve(mutate=lambda s: rename(s, "hello-world", "notes"))
+    rc, stdout, err = run("remote", "load", "notes", "--all", "--out", str(out))
+    assert rc == 1
+    assert ("skill://notes/SKILL.md: error[output-conflict]: the skill 'skill://notes/SKILL.md' goes to out/notes/, "
+            "but out/notes is already there and is not a bundle this tool wrote (the previous skills.json does not "
+            "list it)\n  hint: move that path away, or load into another --out folder; nothing was written") in err
+    assert files_under(out) == {"notes/diary.md": b"dear diary"} and sorted(p.name for p in out.iterdir()) == ["notes"]
+
+
+def test_a_file_in_the_way_is_a_conflict_too(cli, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "hello-world").write_bytes(b"mine")
+    servers, run = cli
+    servers["honest"], _ = serve()
+    rc, _, err = run("remote", "load", "honest", "hello-world", "--out", str(out))
+    assert rc == 1 and "error[output-conflict]: the skill 'skill://hello-world/SKILL.md' goes to out/hello-world/" in err
+    assert files_under(out) == {"hello-world": b"mine"}
+
+
+@pytest.mark.parametrize("segment, uri_segment, why", [
+    ("~", "~", "not a skill name (lowercase ASCII letters, digits and single hyphens, at most 64 characters)"),
+    ("$HOME", "$HOME", "not a skill name (lowercase ASCII letters, digits and single hyphens, at most 64 characters)"),
+    ("my notes", "my%20notes", "not a skill name (lowercase ASCII letters, digits and single hyphens, at most 64 "
+                               "characters)"),
+    ("Notes", "Notes", "not a skill name (lowercase ASCII letters, digits and single hyphens, at most 64 characters)"),
+    ("a--b", "a--b", "not a skill name (lowercase ASCII letters, digits and single hyphens, at most 64 characters)"),
+    ("-a", "-a", "not a skill name (lowercase ASCII letters, digits and single hyphens, at most 64 characters)"),
+    ("a" * 65, "a" * 65, "not a skill name (lowercase ASCII letters, digits and single hyphens, at most 64 "
+                         "characters)"),
+    (".hidden", ".hidden", "a dot-name (hidden, or another tool's folder such as .git)"),
+    ("..", "%2e%2e", "not a skill name (lowercase ASCII letters, digits and single hyphens, at most 64 characters)"),
+])
+def test_folder_names_must_pass_the_skill_name_rule(tmp_path, segment, uri_segment, why):
+    from projector.remote.client import LoadedSkill
+    from projector.remote.errors import OutputError
+    from projector.remote.output import write_bundles
+
+    uri = f"skill://{uri_segment}/SKILL.md"
+    s = LoadedSkill(entry_of(uri, {"name": uri_segment}), {uri: b"x"}, {})
+    with pytest.raises(OutputError) as info:
+        write_bundles(tmp_path / "o", [s])
+    e = info.value
+    assert (e.code, e.where) == ("bad-output-path", uri)
+    shown = uri_segment if len(uri_segment) <= 64 else uri_segment[:64] + "..."
+    assert e.message == f"{shown!r} cannot name a folder: {why}"
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("prefix, ok", [("acme/billing", True), ("acme/Billing", False), ("acme/.git", False),
+                                        ("acme/~", False), ("a" * 70, True)])
+def test_prefix_segments_follow_the_uri_prefix_rule(tmp_path, prefix, ok):
+    """The prefix folders take naming.SEGMENT_RULE (what ``build --uri-prefix`` accepts, no length cap); the skill's
+    own folder NAME_RULE."""
+    from projector.remote.client import LoadedSkill
+    from projector.remote.errors import OutputError
+    from projector.remote.output import write_bundles
+
+    uri = f"skill://{prefix}/hello/SKILL.md"
+    s = LoadedSkill(entry_of(uri, {"name": "hello"}), {uri: b"x"}, {})
+    if ok:
+        assert write_bundles(tmp_path / "o", [s]) == [f"{prefix}/hello"]
+    else:
+        with pytest.raises(OutputError) as info:
+            write_bundles(tmp_path / "o", [s])
+        assert info.value.code == "bad-output-path" and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("rel", [".hooks/pre-commit", "references/.env", "a/%2e%2e/b"])
+def test_file_names_inside_a_skill_refuse_dot_names(tmp_path, rel):
+    from projector.remote.client import LoadedSkill
+    from projector.remote.errors import OutputError
+    from projector.remote.output import write_bundles
+
+    uri = "skill://hello/SKILL.md"
+    s = LoadedSkill(entry_of(uri, {"name": "hello"}), {uri: b"x", f"skill://hello/{rel}": b"y"}, {})
+    with pytest.raises(OutputError) as info:
+        write_bundles(tmp_path / "o", [s])
+    assert info.value.code == "bad-output-path" and info.value.where == f"skill://hello/{rel}"
+    assert not (tmp_path / "o").exists()
+
+
+def test_only_skill_uris_name_folders(tmp_path):
+    from projector.remote.client import LoadedSkill
+    from projector.remote.errors import OutputError
+    from projector.remote.output import write_bundles
+
+    uri = "file://hello/SKILL.md"
+    s = LoadedSkill(entry_of(uri, {"name": "hello"}), {uri: b"x"}, {})
+    with pytest.raises(OutputError) as info:
+        write_bundles(tmp_path / "o", [s])
+    assert (info.value.code, info.value.message) == ("bad-output-path",
+                                                     "only a skill://…/SKILL.md URI names a skill folder")
+
+
+def test_ownership_is_the_index_it_wrote(cli, tmp_path):
+    """A folder is the tool's while its skills.json lists it, as with build: loaded again, it is replaced; with the
+    index gone (or one that is not an index), it is the user's."""
+    out = tmp_path / "out"
+    servers, run = cli
+    servers["honest"], _ = serve()
+    assert run("remote", "load", "honest", "hello-world", "--out", str(out))[0] == 0
+    index = json.loads((out / "skills.json").read_text("utf-8"))
+    assert [e["uri"] for e in index["skills"]] == ["skill://hello-world/SKILL.md"]
+    (out / "hello-world" / "stray.md").write_bytes(b"x")
+    assert run("remote", "load", "honest", "refund-flow", "--out", str(out))[0] == 0
+    assert [e["uri"] for e in json.loads((out / "skills.json").read_text("utf-8"))["skills"]] == [
+        "skill://hello-world/SKILL.md", "skill://refund-flow/SKILL.md"]  # the earlier entry kept
+    assert run("remote", "load", "honest", "hello-world", "--out", str(out))[0] == 0
+    assert not (out / "hello-world" / "stray.md").exists()  # its own folder: replaced whole
+    (out / "skills.json").unlink()
+    rc, _, err = run("remote", "load", "honest", "hello-world", "--out", str(out))
+    assert rc == 1 and "error[output-conflict]" in err
+    (out / "skills.json").write_bytes(b'{"mine": true}\n')
+    rc, _, err = run("remote", "load", "honest", "code-mode", "--out", str(out))
+    assert rc == 1 and (f"out/skills.json: error[output-conflict]: this path is not an index this tool wrote (no "
+                        "'skills' array of entries), and the new tree needs it") in err
+    assert (out / "skills.json").read_bytes() == b'{"mine": true}\n' and not (out / "code-mode").exists()
+
+
+def test_an_index_path_that_is_a_folder_is_left_alone(tmp_path):
+    from projector.remote.client import LoadedSkill
+    from projector.remote.errors import OutputError
+    from projector.remote.output import write_bundles
+
+    (tmp_path / "o" / "skills.json").mkdir(parents=True)
+    (tmp_path / "o" / "skills.json" / "keep").write_bytes(b"k")
+    uri = "skill://hello/SKILL.md"
+    with pytest.raises(OutputError) as info:
+        write_bundles(tmp_path / "o", [LoadedSkill(entry_of(uri, {"name": "hello"}), {uri: b"x"}, {})])
+    assert info.value.code == "output-conflict"
+    assert info.value.message == ("this path is not an index this tool wrote (it is a folder, not a regular file), "
+                                  "and the new tree needs it")
+    assert files_under(tmp_path / "o") == {"skills.json/keep": b"k"}
+
+
+def test_keep_going_refuses_a_bad_folder_name_and_writes_the_rest(cli, tmp_path):
+    out = tmp_path / "out"
+    servers, run = cli
+    servers["home"], rec = serve(mutate=lambda s: rename(s, "hello-world", "$HOME"))
+    rc, _, err = run("remote", "load", "home", "--all", "--keep-going", "--out", str(out))
+    assert rc == 1 and "skill://$HOME/SKILL.md: error[bad-output-path]: '$HOME' cannot name a folder" in err
+    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "refund-flow", "refund-flow-gated", "skills.json"]
+    assert not any("$HOME" in uri for uri in rec.reads)
