@@ -145,7 +145,7 @@ def write_bundles(out: str | Path, skills: list[LoadedSkill]) -> list[str]:
     write."""
     from ..bundle import dumps
     from ..disk import Plan, replace_tree
-    from ..output import _owned_dirs, conflicts
+    from ..output import conflicts
 
     plan = sorted(((skill_dir(s), bundle_files(s), s) for s in skills), key=lambda p: p[0])
     for i, (a, _, _) in enumerate(plan):
@@ -159,7 +159,7 @@ def write_bundles(out: str | Path, skills: list[LoadedSkill]) -> list[str]:
 
     def check(real: Path) -> Plan:
         previous_entries = _previous_entries(real, out)
-        previous = _owned_dirs(real) if previous_entries else set()
+        previous = _owned(real) if previous_entries else set()
         folders = _Folders([_Folder("/".join(root), s.uri, Span(s.uri)) for root, _, s in plan])
         problems = conflicts(folders, real, previous)  # type: ignore[arg-type]
         if problems:
@@ -172,6 +172,20 @@ def write_bundles(out: str | Path, skills: list[LoadedSkill]) -> list[str]:
 
     replace_tree(Path(out), check)
     return roots
+
+
+def _owned(real: Path) -> set[str]:
+    """The folders the index in ``real`` lists, as :func:`projector.output._owned_dirs` (the one reader of what the
+    tool owns) reads them. It takes a size limit and also returns why it could not read the index on a main that
+    bounds its reads (issue 17, item 9); here the index has just been read, with bounds, by
+    :func:`_previous_entries`."""
+    import inspect
+
+    from ..output import _owned_dirs
+
+    if len(inspect.signature(_owned_dirs).parameters) > 1:
+        return _owned_dirs(real, MAX_INDEX_BYTES)[0]  # type: ignore[call-arg,index]
+    return _owned_dirs(real)  # type: ignore[call-arg,no-any-return]
 
 
 def _dir_of(uri: str) -> str:
