@@ -10,7 +10,7 @@ import sys
 from typing import Any, Sequence
 
 from ..errors import ProjectorError, format_text, plural, printable
-from .errors import DynamicDeclined, LockError, ServerError, VerificationError
+from .errors import DynamicDeclined, LockError, OutputError, ServerError, VerificationError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -170,7 +170,7 @@ async def cmd_list(args: argparse.Namespace) -> int:
 async def cmd_load(args: argparse.Namespace) -> int:
     from ..bundle import dumps
     from .client import connect
-    from .output import write_bundles
+    from .output import skill_dir_of, write_bundles
     from .pins import manifest_digest, read_lock
 
     if not args.targets and not args.all and not args.locked:
@@ -200,6 +200,8 @@ async def cmd_load(args: argparse.Namespace) -> int:
         refused: list[tuple[str, ProjectorError]] = []
         for entry, files in targets:
             try:
+                if args.out:
+                    skill_dir_of(entry.uri)  # a folder name the server chose: checked before anything is read
                 pin = None
                 if lock is not None:
                     pin = lock.find(args.server, entry.uri)
@@ -208,7 +210,7 @@ async def cmd_load(args: argparse.Namespace) -> int:
                                         f"{args.server}", "pin it first: project-skill pin SERVER NAME --lock FILE")
                 loaded.append(await remote.load(entry, files=files, pin=pin, lock_path=args.locked or "skills.lock",
                                                 allow_dynamic=args.allow_dynamic))
-            except (VerificationError, DynamicDeclined, LockError, ServerError) as exc:
+            except (VerificationError, DynamicDeclined, LockError, ServerError, OutputError) as exc:
                 if not args.keep_going:
                     raise
                 refused.append((entry.uri, exc))

@@ -38,6 +38,7 @@ from mcp.shared.exceptions import MCPError
 
 from .errors import DynamicDeclined, RemoteError, ServerError, VerificationError
 from .pins import Pin, compare
+from .transport import MAX_LISTING, MAX_MESSAGE, MAX_READ, Budget, bounded_http_client, bounded_stdio_client, read_limit
 from .verify import (SKILL_FILE, SKILLS_EXT, SkillEntry, check_frontmatter, check_manifest, parse_entry,
                      relative_path, verify_bytes)
 
@@ -95,22 +96,53 @@ class LoadedSkill:
 
 @dataclass
 class RemoteSkills:
-    """A connection to one skills server. Use ``async with connect(spec) as remote``."""
+    """A connection to one skills server. Use ``async with connect(spec) as remote``.
+
+    Over a URL or a command line (stdio), every message is bounded where its bytes arrive (:mod:`.transport`): a
+    ``resources/read`` by the manifest's size for that file, any other message by ``max_message`` bytes, and all
+    pages of one ``skills/list`` by ``max_listing``. A message past its limit is ``response-too-large``, and the
+    connection is closed. Other targets (an in-process server, a transport of the caller's) are the caller's to
+    bound."""
 
     server: Any
     label: str = "<server>"
     timeout: float | None = 60.0  # seconds to wait for each response; None waits forever
+    max_message: int = MAX_MESSAGE
+    max_listing: int = MAX_LISTING
     _client: Client | None = field(default=None, init=False, repr=False)
+    _budget: Budget = field(default_factory=Budget, init=False, repr=False)
+
+    def _transport(self, target: Any) -> Any:
+        self._budget = Budget(self.label, self.max_message, "the handshake")
+        if isinstance(target, str):
+            return bounded_http_client(target, self._budget)
+        if isinstance(target, StdioServerParameters):
+            return bounded_stdio_client(target, self._budget)
+        return target
+
+    def _expect(self, limit: int, what: str, where: str) -> None:
+        """Bound the next answer; refuse at once when an earlier one went past its limit (the connection is
+        closed)."""
+        if self._budget.tripped is not None:
+            raise ServerError("server-error", where, f"{what}: the connection was closed after an earlier answer "
+                              "passed its limit") from None
+        self._budget.expect(limit, what, where)
+
+    def _tripped(self) -> None:
+        """After a failed request: the budget's error, when that is why it failed."""
+        if self._budget.tripped is not None:
+            raise self._budget.tripped from None
 
     async def __aenter__(self) -> "RemoteSkills":
         target = parse_server(self.server) if isinstance(self.server, str) else self.server
         # No response cache: a refresh must reach the server, and a verifying host keeps no unverified copies.
-        client = Client(target, cache=None, read_timeout_seconds=self.timeout)
+        client = Client(self._transport(target), cache=None, read_timeout_seconds=self.timeout)
         try:
             await client.__aenter__()
         except RemoteError:
             raise
         except Exception as exc:  # transports raise many kinds: OSError, httpx errors, exception groups
+            self._tripped()
             raise ServerError("server-error", self.label, f"cannot connect: {_describe(exc)}",
                               "give an http(s)://…/mcp URL or a command line that starts an MCP server on stdio"
                               ) from None
@@ -147,9 +179,11 @@ class RemoteSkills:
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         req = mcp_types.Request[dict[str, Any] | None, str](method=method, params=params)
+        self._expect(self.max_message, method, params.get("uri") or self.label)
         try:
             return await self.client.session.send_request(req, _RAW)
         except MCPError as exc:
+            self._tripped()
             if exc.code == METHOD_NOT_FOUND and method.startswith("skills/"):
                 raise ServerError("not-a-skills-server", self.label, f"the server does not implement {method}",
                                   f"it does not serve the {SKILLS_EXT} extension") from None
@@ -158,6 +192,7 @@ class RemoteSkills:
         except RemoteError:
             raise
         except Exception as exc:
+            self._tripped()
             raise ServerError("server-error", self.label, f"{method} failed: {_describe(exc)}") from None
 
     def _require_skills(self) -> None:
@@ -172,8 +207,13 @@ class RemoteSkills:
         seen_uris: set[str] = set()
         seen_cursors: set[str] = set()
         cursor: str | None = None
-        for _ in range(MAX_PAGES):
+        start = self._budget.received
+        for page in range(MAX_PAGES):
             result = await self.request("skills/list", {"cursor": cursor} if cursor is not None else {})
+            if self._budget.received - start > self.max_listing:
+                raise ServerError("response-too-large", self.label,
+                                  f"skills/list passed {self.max_listing} bytes in {page + 1} pages, the limit for "
+                                  "one listing; the rest was not read")
             skills = result.get("skills")
             if not isinstance(skills, list):
                 raise ServerError("server-error", self.label, "skills/list returned no 'skills' array")
@@ -204,14 +244,21 @@ class RemoteSkills:
             raise ServerError("server-error", uri, f"skills/get answered for another skill, {entry.uri}")
         return entry
 
-    async def _read(self, uri: str) -> bytes:
-        """``resources/read`` of one URI, as bytes. Callers verify them before any use."""
+    async def _read(self, uri: str, size: int | None) -> bytes:
+        """``resources/read`` of one URI, as bytes, its answer bounded by :func:`~.transport.read_limit` of ``size``
+        (the manifest's; None: a dynamic SKILL.md, bounded as a 16 MiB file). Callers verify them before any use."""
+        if size is None:
+            self._expect(MAX_READ, "resources/read of a file no manifest lists (at most 16 MiB)", uri)
+        else:
+            self._expect(read_limit(size), f"resources/read of a file the manifest lists as {size} bytes", uri)
         try:
             result = await self.client.read_resource(uri)
         except MCPError as exc:
+            self._tripped()
             raise VerificationError("read-failed", uri,
                                     f"resources/read failed: JSON-RPC error {exc.code}: {exc.error.message}") from None
         except Exception as exc:
+            self._tripped()
             raise ServerError("server-error", uri, f"resources/read failed: {_describe(exc)}") from None
         contents = list(getattr(result, "contents", None) or [])
         matching = [c for c in contents if str(c.uri) == uri]
@@ -241,7 +288,7 @@ class RemoteSkills:
         if ref is None:
             raise VerificationError("unlisted-file", uri, f"the manifest of {entry.uri} does not list this file",
                                     "a host reads only the files a skill's manifest lists")
-        data = await self._read(uri)
+        data = await self._read(uri, ref.size)
         verify_bytes(ref, data)
         return data
 
@@ -255,7 +302,7 @@ class RemoteSkills:
                                       "the skill's resources are \"dynamic\": no manifest, so nothing can be verified",
                                       "pass --allow-dynamic (allow_dynamic=True) to load its SKILL.md unverified")
             check_manifest(entry)
-            data = await self._read(entry.uri)
+            data = await self._read(entry.uri, None)
             fm = check_frontmatter(entry, data)
             return LoadedSkill(entry, {entry.uri: data}, fm, verified=False)
         check_manifest(entry)
@@ -298,12 +345,14 @@ class RemoteSkills:
             return LoadedSkill(loaded.entry, loaded.files, loaded.frontmatter, loaded.verified, refreshed=True)
 
 
-def connect(server: Any, label: str | None = None, *, timeout: float | None = 60.0) -> RemoteSkills:
+def connect(server: Any, label: str | None = None, *, timeout: float | None = 60.0, max_message: int = MAX_MESSAGE,
+            max_listing: int = MAX_LISTING) -> RemoteSkills:
     """A :class:`RemoteSkills` for ``server`` (a spec string, or anything :class:`mcp.Client` accepts).
-    ``timeout``: seconds to wait for each response (None: no limit)."""
+    ``timeout``: seconds to wait for each response (None: no limit). ``max_message``: bytes in any message but a
+    file's read; ``max_listing``: bytes of all pages of one ``skills/list``."""
     if label is None:
         label = server if isinstance(server, str) else type(server).__name__
-    return RemoteSkills(server, label, timeout)
+    return RemoteSkills(server, label, timeout, max_message, max_listing)
 
 
 def skill_of(entries: list[SkillEntry], file_uri: str) -> SkillEntry | None:

@@ -3,14 +3,23 @@
 ``RemoteError`` is a :class:`~projector.errors.ProjectorError`, so the CLI maps every one of them to exit 1. The codes:
 
 - verification (:class:`VerificationError`): ``size-mismatch``, ``digest-mismatch``, ``frontmatter-mismatch``,
-  ``frontmatter-ambiguous``, ``bad-frontmatter``, ``unlisted-file``, ``bad-manifest-uri``, ``bad-manifest``, ``bad-entry``, ``too-many-files``,
-  ``too-large``, ``bad-content``, ``read-failed``
+  ``frontmatter-ambiguous`` (also U+0085, U+2028 or U+2029 in the frontmatter block), ``bad-frontmatter``,
+  ``unlisted-file``, ``bad-manifest-uri`` (also a URI over 2048 characters or 64 segments), ``bad-manifest``,
+  ``bad-entry``, ``name-mismatch`` (the frontmatter ``name`` is not the last segment of the skill's URI),
+  ``too-many-files``, ``too-large``, ``bad-content``, ``read-failed``
 - policy: ``dynamic-declined``
-- pins (:class:`LockError`): ``lock-mismatch``, ``bad-lock``, ``not-pinned``
-- the server (:class:`ServerError`): ``server-error``, ``not-a-skills-server``, ``unknown-skill``, ``ambiguous-skill``
+- pins (:class:`LockError`): ``lock-mismatch``, ``bad-lock`` (also a lock too deep, too large, with a huge integer, a
+  ``version`` that is not exactly the integer 1, or a file pinned twice), ``not-pinned``
+- the server (:class:`ServerError`): ``server-error``, ``not-a-skills-server``, ``unknown-skill``, ``ambiguous-skill``,
+  ``response-too-large`` (an answer past its limit, refused before it was buffered whole; the connection is closed)
 - tools from a live server: ``unknown-tool`` (raised as :class:`~projector.errors.LoadError`)
-- output: ``bad-output-path``, ``overlapping-skills``; and from :mod:`projector.disk`, which writes the folder for
-  ``build`` too, ``io`` and ``output-conflict`` (:class:`~projector.errors.DiskError`)
+- output (:class:`OutputError`): ``bad-output-path`` (also a folder name that is not a skill name, or a dot-name),
+  ``overlapping-skills``, ``output-conflict`` (a skill's folder is taken by something this tool did not write); and
+  from :mod:`projector.disk`, which writes the folder for ``build`` too, ``io``
+  (:class:`~projector.errors.DiskError`)
+
+Each new kind of refusal has a hostile input under ``tests/bad_inputs/`` named after its code (``name-mismatch.entry.json``,
+``response-too-large.server.py``, ``bad-lock.*.lock.json``), driven by tests/remote/.
 """
 
 from __future__ import annotations

@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from .. import bounded
 from ..bundle import dumps
 from ..errors import plural
 from .errors import LockError
-from .verify import DIGEST_RULE, FileRef, SkillEntry, check_manifest
+from .verify import DIGEST_RULE, FileRef, SkillEntry, check_manifest, clip
 
 LOCK_VERSION = 1
 
@@ -134,11 +135,20 @@ def _bad(path: str, message: str) -> LockError:
 
 
 def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
+    """A lock file's bytes as a :class:`Lock`, or ``bad-lock``. The JSON is read with bounds
+    (:func:`projector.bounded.loads`: nesting depth, integer digits, no NaN, no duplicate key); ``version`` is exactly
+    the integer :data:`LOCK_VERSION` (not ``true``, not ``1.0``); no pin lists a file twice."""
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise _bad(path, f"not a JSON lock file ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("version") != LOCK_VERSION or not isinstance(doc.get("skills"), list):
+    try:
+        doc = bounded.loads(text)
+    except bounded.BadJSON as exc:
+        at = f" at line {exc.line}, column {exc.col}" if exc.line else ""
+        raise _bad(path, f"not a JSON lock file ({exc}{at})") from None
+    version = doc.get("version") if isinstance(doc, dict) else None
+    if type(version) is not int or version != LOCK_VERSION or not isinstance(doc.get("skills"), list):
         raise _bad(path, f"not a version {LOCK_VERSION} lock file (expected {{\"version\": {LOCK_VERSION}, "
                          f"\"skills\": [...]}})")
     pins = []
@@ -149,12 +159,16 @@ def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
         if not isinstance(s.get("files"), list):
             raise _bad(path, f"{where} needs a 'files' list")
         files = []
+        seen: set[str] = set()
         for f in s["files"]:
             ok = (isinstance(f, dict) and isinstance(f.get("uri"), str) and isinstance(f.get("digest"), str)
                   and DIGEST_RULE.fullmatch(f["digest"]) and isinstance(f.get("size"), int)
                   and not isinstance(f.get("size"), bool) and f["size"] >= 0)
             if not ok:
                 raise _bad(path, f"{where} has a file without a valid uri, digest and size")
+            if f["uri"] in seen:
+                raise _bad(path, f"{where} ({clip(s['uri'])}) lists the file {clip(f['uri'])} twice")
+            seen.add(f["uri"])
             files.append(FileRef(f["uri"], f["digest"], f["size"]))
         if manifest_digest(files) != s["manifest"]:
             raise _bad(path, f"{where} ({s['uri']}): its manifest digest does not match its own files; "
@@ -166,17 +180,23 @@ def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
     return Lock(pins)
 
 
+MAX_LOCK_BYTES = 64 * 1024 * 1024  # room for thousands of pinned skills of 512 files each
+
+
 def read_lock(path: str | Path, *, missing_ok: bool = False) -> Lock:
+    """Read a lock file (a regular file of at most :data:`MAX_LOCK_BYTES`, read by :func:`projector.bounded.
+    read_regular`; a symbolic link to one is followed, as the user named it). ``missing_ok``: no file is an empty
+    lock."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
+    if not os.path.exists(p):
         if missing_ok:
             return Lock()
         raise LockError("bad-lock", str(path), "the lock file does not exist",
-                        "write one with: project-skill pin SERVER --lock FILE") from None
-    except OSError as exc:
-        raise LockError("bad-lock", str(path), f"cannot read the lock file: {exc.strerror}") from None
+                        "write one with: project-skill pin SERVER --lock FILE")
+    try:
+        data = bounded.read_regular(p, MAX_LOCK_BYTES, follow_links=True)
+    except bounded.Unreadable as exc:
+        raise LockError("bad-lock", str(path), f"cannot read the lock file: {exc}") from None
     return parse_lock(data, str(path))
 
 

@@ -2,13 +2,16 @@
 
 The order a host must follow, and the functions that do each part:
 
-1. :func:`parse_entry` checks the entry's shape; :func:`check_manifest` checks every manifest URI and the limits
-   (512 files, 16 MiB) before anything is read.
+1. :func:`parse_entry` checks the entry's shape; :func:`check_manifest` checks the skill's name (its frontmatter
+   ``name`` is the last segment of its URI), every manifest URI (at most :data:`MAX_URI_LENGTH` characters and
+   :data:`MAX_URI_SEGMENTS` segments each) and the limits (512 files, 16 MiB) before anything is read.
 2. :func:`verify_bytes` checks the size, then the sha256 digest, of every file read.
 3. :func:`check_frontmatter` parses SKILL.md's YAML frontmatter with the YAML 1.2 core schema, as the reference SDK
    and the conformance suite do, and compares it field by field with the entry's, as YAML values
    (:func:`yaml_equal`). The 1.1 reading is not accepted as well: a file that only a YAML 1.1 reader sees as equal to
-   its entry shows every YAML 1.2 host something else.
+   its entry shows every YAML 1.2 host something else. Frontmatter that YAML readers read differently is refused
+   before it is parsed (``frontmatter-ambiguous``): U+0085, U+2028 and U+2029 (line breaks to YAML 1.1, text to
+   YAML 1.2), duplicate keys, anchors, aliases, merge keys and tags.
 """
 
 from __future__ import annotations
@@ -131,11 +134,22 @@ def parse_entry(raw: Any, where: str = "<server>") -> SkillEntry:
 
 
 _BAD_ENCODED = ("%2e", "%2f", "%5c", "%00")
+MAX_URI_LENGTH = 2048  # characters in one URI: far beyond any real skill path, and within every OS's path limit
+MAX_URI_SEGMENTS = 64  # path segments in one URI (authority included): deep enough for any prefix, and no deeper
+
+
+def clip(text: str, limit: int = 120) -> str:
+    """``text`` cut to ``limit`` characters for a message or a span (a hostile URI may be megabytes long)."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def uri_segments(uri: str, where: str) -> tuple[str, list[str]]:
     """``scheme://a/b/c`` -> (scheme, [a, b, c]), refusing anything that could step outside its folder:
-    empty, ``.`` or ``..`` segments (also percent-encoded), backslashes, control characters, queries and fragments."""
+    empty, ``.`` or ``..`` segments (also percent-encoded), backslashes, control characters, queries and fragments;
+    and anything longer than :data:`MAX_URI_LENGTH` characters or deeper than :data:`MAX_URI_SEGMENTS` segments."""
+    if len(uri) > MAX_URI_LENGTH:
+        raise VerificationError("bad-manifest-uri", clip(where), f"the URI {clip(uri)!r} is {len(uri)} characters "
+                                f"long; at most {MAX_URI_LENGTH} are accepted")
     m = SCHEME.match(uri)
     if not m:
         raise VerificationError("bad-manifest-uri", where, f"{uri!r} is not a scheme://path URI")
@@ -148,6 +162,9 @@ def uri_segments(uri: str, where: str) -> tuple[str, list[str]]:
         if bad in lowered:
             raise VerificationError("bad-manifest-uri", where, f"{uri!r} holds a percent-encoded '.', '/', '\\' or NUL")
     segments = rest.split("/")
+    if len(segments) > MAX_URI_SEGMENTS:
+        raise VerificationError("bad-manifest-uri", clip(where), f"the URI {clip(uri)!r} has {len(segments)} path "
+                                f"segments; at most {MAX_URI_SEGMENTS} are accepted")
     for seg in segments:
         try:
             decoded = unquote(seg, errors="strict") if "%" in seg else seg
@@ -160,10 +177,25 @@ def uri_segments(uri: str, where: str) -> tuple[str, list[str]]:
     return scheme, segments
 
 
+def check_name(entry: SkillEntry) -> None:
+    """The skill's name is one: the entry's frontmatter ``name`` is the last segment of the skill URI (and the file's
+    frontmatter, compared with the entry's by :func:`check_frontmatter`, says the same), as ``serve`` requires of a
+    tree. Else ``name-mismatch``: a skill served at ``skill://evil`` must not load as ``hello-world``."""
+    last = entry.root.rsplit("/", 1)[-1]
+    name = entry.frontmatter.get("name", _MISSING)
+    if not isinstance(name, str) or name != last:
+        raise VerificationError("name-mismatch", entry.uri, f"the entry's frontmatter name is "
+                                f"{describe_value(name)}, but the last segment of its URI is {describe_value(last)}",
+                                "a skill's frontmatter name and the last segment of its URI are one and the same; "
+                                "a host must not load a skill under another name than the one it is served at")
+
+
 def check_manifest(entry: SkillEntry) -> None:
-    """Everything that can be checked before a single file is read: the SKILL.md URI, every manifest URI (inside the
-    skill root, no dot segments, same scheme), no duplicates, SKILL.md listed, and the limits."""
+    """Everything that can be checked before a single file is read: the SKILL.md URI, the skill's name
+    (:func:`check_name`), every manifest URI (inside the skill root, no dot segments, same scheme), no duplicates,
+    SKILL.md listed, and the limits."""
     scheme, root_segs = uri_segments(entry.uri, entry.uri)
+    check_name(entry)
     if entry.resources is None:
         return
     n = len(entry.resources)
@@ -222,6 +254,7 @@ def parse_frontmatter(data: bytes, where: str) -> dict[str, Any]:
     m = FRONTMATTER.match(text)
     if not m:
         raise VerificationError("bad-frontmatter", where, "SKILL.md has no '---' frontmatter block")
+    refuse_line_breaks(text, m.end(), where)
     refuse_ambiguous(m.group(1), where)
     try:
         value = load_core(m.group(1))
@@ -232,6 +265,30 @@ def parse_frontmatter(data: bytes, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise VerificationError("bad-frontmatter", where, "SKILL.md frontmatter is not a mapping")
     return value
+
+
+# Line breaks to a YAML 1.1 reader (PyYAML, and so this module's own parser) and ordinary text to a YAML 1.2 reader
+# (eemeli/yaml, which the conformance suite uses, and js-yaml): a file holding one reads as two different mappings.
+YAML11_ONLY_BREAKS = {"\x85": "NEXT LINE (NEL)", "\u2028": "LINE SEPARATOR", "\u2029": "PARAGRAPH SEPARATOR"}
+_YAML11_ONLY_BREAK = re.compile("[\x85\u2028\u2029]")
+
+
+def refuse_line_breaks(text: str, end: int, where: str) -> None:
+    """Refuse ``frontmatter-ambiguous`` when ``text[:end]`` (SKILL.md up to the end of its frontmatter block) holds
+    U+0085, U+2028 or U+2029, naming the character and its line and column in SKILL.md (lines counted at ``\n``,
+    columns from 1)."""
+    m = _YAML11_ONLY_BREAK.search(text, 0, end)
+    if m is None:
+        return
+    i = m.start()
+    line = text.count("\n", 0, i) + 1
+    col = i - (text.rfind("\n", 0, i) + 1) + 1
+    ch = m.group()
+    raise VerificationError("frontmatter-ambiguous", where,
+                            f"SKILL.md frontmatter holds U+{ord(ch):04X} {YAML11_ONLY_BREAKS[ch]} at line {line}, "
+                            f"column {col}", "YAML 1.1 readers take it for a line break and YAML 1.2 readers "
+                            "(eemeli/yaml, js-yaml) for text, so hosts would read different frontmatter; write it "
+                            "as an escape in a double-quoted string (\"\\u2028\"), or leave it out")
 
 
 _AMBIGUOUS_HINT = ("YAML parsers disagree on such frontmatter (which duplicate wins, what a tag means), so a host "

@@ -22,7 +22,7 @@ def test_keep_going_writes_what_verified_and_names_what_was_refused(cli, tmp_pat
     out = tmp_path / "out"
     rc, stdout, err = run("remote", "load", "tampered", "--all", "--keep-going", "--out", str(out))
     assert rc == 1 and "Traceback" not in err
-    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow-gated"]
+    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow-gated", "skills.json"]
     for name in ("code-mode", "hello-world", "refund-flow-gated"):
         assert (out / name / "SKILL.md").read_bytes() == (GENERATED / name / "SKILL.md").read_bytes()
     assert "error[frontmatter-mismatch]" in err
@@ -56,4 +56,4 @@ def test_keep_going_with_nothing_refused_exits_0(cli, tmp_path):
     rc, _, err = run("remote", "load", "honest", "--all", "--keep-going", "--out", str(tmp_path / "o"))
     assert rc == 0, err
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["code-mode", "hello-world", "refund-flow",
-                                                                  "refund-flow-gated"]
+                                                                  "refund-flow-gated", "skills.json"]

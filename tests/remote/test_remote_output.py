@@ -20,8 +20,10 @@ def skill(uri: str, files: dict[str, bytes]) -> LoadedSkill:
     return LoadedSkill(entry, {f"{root}/{rel}": b for rel, b in files.items()}, {})
 
 
-def tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+def tree(root: Path, index: bool = False) -> dict[str, bytes]:
+    """The files under ``root``; the index (skills.json) only when ``index``."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and (index or p.relative_to(root).as_posix() != "skills.json")}
 
 
 def test_prefixed_and_encoded_paths(tmp_path):
@@ -33,8 +35,9 @@ def test_prefixed_and_encoded_paths(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(STAGE_PREFIX)]
 
 
-def test_existing_skill_folder_is_replaced_whole_and_others_kept(tmp_path):
-    (tmp_path / "hello").mkdir()
+def test_a_skill_folder_it_wrote_is_replaced_whole_and_others_kept(tmp_path):
+    """As build does: a folder the previous skills.json lists is the tool's, and replaced whole."""
+    write_bundles(tmp_path, [skill("skill://hello/SKILL.md", {"SKILL.md": b"old"})])
     (tmp_path / "hello" / "old.md").write_bytes(b"old")
     (tmp_path / "keep").mkdir()
     (tmp_path / "keep" / "SKILL.md").write_bytes(b"k")

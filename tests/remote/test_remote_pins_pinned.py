@@ -85,8 +85,8 @@ def test_read_lock(tmp_path):
     with pytest.raises(LockError) as info:
         read_lock(tmp_path)
     e = info.value
-    assert (e.code, e.where, e.message, e.hint) == ("bad-lock", str(tmp_path), "cannot read the lock file: Is a "
-                                                   "directory", None)
+    assert (e.code, e.where, e.message, e.hint) == ("bad-lock", str(tmp_path), "cannot read the lock file: it is a "
+                                                   "folder, not a regular file", None)
     (tmp_path / "x.lock").write_bytes(b"nope")
     with pytest.raises(LockError) as info:
         read_lock(tmp_path / "x.lock")

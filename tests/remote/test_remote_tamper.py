@@ -3,6 +3,7 @@ refused with the right error, with nothing written and nothing read that should 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -99,7 +100,7 @@ def test_cli_load_all_out_writes_the_same_bytes(cli, tmp_path):
     out = tmp_path / "out"
     rc, stdout, err = run("remote", "load", "honest", "--all", "--out", str(out))
     assert rc == 0, err
-    expected = {k: v for k, v in tree(GENERATED).items() if k != "skills.json"}
+    expected = tree(GENERATED)  # skills.json included: the index it writes is the one build wrote, to the byte
     assert tree(out) == expected
     assert "verified skill://refund-flow/SKILL.md: 2 files" in stdout
     # a second load replaces each skill folder whole (a stray file goes) and leaves no staging folder behind
@@ -107,7 +108,8 @@ def test_cli_load_all_out_writes_the_same_bytes(cli, tmp_path):
     rc, _, err = run("remote", "load", "honest", "refund-flow", "--out", str(out))
     assert rc == 0, err
     assert tree(out) == expected
-    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow", "refund-flow-gated"]
+    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow", "refund-flow-gated",
+                                                     "skills.json"]
 
 
 def test_cli_load_by_name_uri_and_unknown(cli):
@@ -285,7 +287,9 @@ def test_file_missing_from_the_manifest_is_never_read_nor_written(cli, tmp_path)
     out = tmp_path / "out"
     rc, _, err = run("remote", "load", "partial", "refund-flow", "--out", str(out))
     assert rc == 0, err
-    assert tree(out) == {"refund-flow/SKILL.md": (GENERATED / "refund-flow/SKILL.md").read_bytes()}
+    assert tree(out).keys() == {"refund-flow/SKILL.md", "skills.json"}
+    assert tree(out)["refund-flow/SKILL.md"] == (GENERATED / "refund-flow/SKILL.md").read_bytes()
+    assert [r["uri"] for e in json.loads(tree(out)["skills.json"])["skills"] for r in e["resources"]] == [SKILL]
     assert TOOLS not in rec.reads
     rc, _, err = run("remote", "load", "partial", TOOLS, "--out", str(tmp_path / "out2"))
     assert rc == 1 and "error[unlisted-file]" in err and not (tmp_path / "out2").exists()
@@ -298,7 +302,7 @@ def test_one_file_uri_reads_skill_md_and_that_file_only(cli, tmp_path):
     rc, stdout, err = run("remote", "load", "honest", TOOLS, "--out", str(tmp_path / "o"))
     assert rc == 0, err
     assert rec.reads == [SKILL, TOOLS]
-    assert sorted(tree(tmp_path / "o")) == ["refund-flow/SKILL.md", "refund-flow/references/tools.md"]
+    assert sorted(tree(tmp_path / "o")) == ["refund-flow/SKILL.md", "refund-flow/references/tools.md", "skills.json"]
 
 
 @pytest.mark.anyio
@@ -358,7 +362,10 @@ def test_dynamic_declined_unless_allowed(cli, tmp_path):
     rc, stdout, err = run("remote", "load", "dyn", "refund-flow", "--allow-dynamic", "--out", str(tmp_path / "o"))
     assert rc == 0, err
     assert "UNVERIFIED" in stdout
-    assert tree(tmp_path / "o") == {"refund-flow/SKILL.md": (GENERATED / "refund-flow/SKILL.md").read_bytes()}
+    written = tree(tmp_path / "o")
+    assert written.keys() == {"refund-flow/SKILL.md", "skills.json"}
+    assert written["refund-flow/SKILL.md"] == (GENERATED / "refund-flow/SKILL.md").read_bytes()
+    assert json.loads(written["skills.json"])["skills"][0]["resources"] == "dynamic"
     rc, out, _ = run("remote", "list", "dyn")
     assert "(dynamic)" in out
 

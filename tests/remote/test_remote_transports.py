@@ -25,7 +25,8 @@ def tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-EXPECTED = {k: v for k, v in tree(GENERATED).items() if k != "skills.json"}
+FULL = tree(GENERATED)
+EXPECTED = {k: v for k, v in FULL.items() if k != "skills.json"}
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +64,7 @@ def test_stdio_list_and_load(tmp_path):
     assert json.loads(listed.stdout) == json.loads((GENERATED / "skills.json").read_text("utf-8"))
     loaded = cli("remote", "load", SERVE_STDIO, "--all", "--out", str(tmp_path / "out"))
     assert loaded.returncode == 0, loaded.stderr
-    assert tree(tmp_path / "out") == EXPECTED
+    assert tree(tmp_path / "out") == FULL  # the index too: what build wrote, to the byte
 
 
 def test_http_pin_then_locked_load(http_url, tmp_path):
@@ -74,7 +75,7 @@ def test_http_pin_then_locked_load(http_url, tmp_path):
     assert {s["server"] for s in doc["skills"]} == {http_url} and len(doc["skills"]) == 4
     loaded = cli("remote", "load", http_url, "--locked", str(lock), "--out", str(tmp_path / "out"))
     assert loaded.returncode == 0, loaded.stderr
-    assert tree(tmp_path / "out") == EXPECTED
+    assert tree(tmp_path / "out") == FULL
     # a lock whose pin differs (as if the server had changed since) refuses before any read
     doc["skills"][0]["files"][0]["digest"] = "sha256:" + "0" * 64
     from projector.remote.pins import manifest_digest

@@ -1,0 +1,245 @@
+"""Bounded client transports: no message from a server is buffered past its limit, on either transport the client
+supports. Imports ``mcp`` and ``httpx2``.
+
+The ``mcp`` SDK's own transports buffer without a limit: its stdio reader joins chunks until a newline comes, and
+its Streamable HTTP transport reads a JSON body whole (``response.aread()``). So the bound sits where the bytes
+arrive:
+
+- **stdio** (:func:`bounded_stdio_client`): the SDK's stdio client with the reader replaced by one that counts the
+  bytes of the line it is collecting, and stops at the limit. Process start and shutdown are the SDK's own.
+- **Streamable HTTP** (:func:`bounded_http_client`): the SDK's transport over an ``httpx2`` client whose response
+  hook wraps every response body in a byte-counting stream: a JSON body is counted whole, an SSE body event by event
+  (the bytes since the last blank line). The client asks for ``Accept-Encoding: identity``; a compressed body cannot
+  be counted before it is decoded, so one is refused.
+
+The limit is the :class:`Budget` the client sets before each request (:meth:`Budget.expect`): a ``resources/read``
+may take :func:`read_limit` of the manifest's size for that file, any other message (the handshake, every page of
+``skills/list``, ``skills/get``, ``tools/list``) :data:`MAX_MESSAGE`. A message past its limit trips the budget:
+the transport stops reading, the connection is closed (the stdio reader ends the session's stream; every later HTTP
+body is refused at once), and the client raises ``response-too-large`` instead of the transport's error.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import anyio
+import anyio.lowlevel
+import httpx2
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.message import SessionMessage
+
+from ..bundle import MAX_BYTES
+from .errors import ServerError
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE = 16 * 1024 * 1024  # bytes in any message but a file's content: a listing page, an entry, the handshake
+READ_EXPANSION = 6  # JSON text escapes one byte as at most six (\u0000); base64 takes four for three
+READ_OVERHEAD = 64 * 1024  # a read's envelope: JSON-RPC, the URI, the MIME type, _meta
+MAX_LISTING = 64 * 1024 * 1024  # bytes of every skills/list page of one listing together
+_SSE_BOUNDARIES = (b"\n\n", b"\r\r", b"\n\r\n")  # a blank line ends an SSE event (\r\n\r\n holds \n\r\n)
+_HINT = ("a file's read is bounded by its size in the manifest (6 times it, plus 64 KiB, for JSON escaping), any other "
+         "message by 16 MiB")
+
+
+def read_limit(size: int) -> int:
+    """The most bytes the answer to a ``resources/read`` of a file of ``size`` bytes may take."""
+    return READ_EXPANSION * size + READ_OVERHEAD
+
+
+MAX_READ = read_limit(MAX_BYTES)  # the largest limit ever set: a 16 MiB file
+
+
+@dataclass
+class Budget:
+    """The limit of the message awaited now, shared by a transport (which counts) and the client (which sets it).
+    ``received`` counts every byte of every message; ``tripped`` is the error once a message went past its limit."""
+
+    where: str = "<server>"
+    limit: int = MAX_MESSAGE
+    what: str = "a message"
+    received: int = 0
+    tripped: ServerError | None = None
+
+    def expect(self, limit: int, what: str, where: str) -> None:
+        """Set the limit (and, for the message, what is awaited and the URI it is about) of the next answer."""
+        self.limit, self.what, self.where = limit, what, where
+
+    def trip(self, reason: str | None = None) -> ServerError:
+        """Record (once) and return the error of the message that went past its limit."""
+        if self.tripped is None:
+            message = reason or (f"the answer to {self.what} passed {self.limit} bytes, its limit; it was refused "
+                                 "before being buffered whole, and the connection was closed")
+            self.tripped = ServerError("response-too-large", self.where, message, _HINT if reason is None else None)
+        return self.tripped
+
+
+# ------------------------------------------------------------------------------------------------------ stdio
+
+
+def _parse(line: bytes, server: StdioServerParameters) -> SessionMessage | Exception:
+    from mcp.client import stdio as sdk
+
+    try:
+        text = line.decode(server.encoding, server.encoding_error_handler)
+    except UnicodeDecodeError as exc:
+        return exc
+    return sdk._parse_line(text)
+
+
+async def _pump(stdout: Any, writer: Any, server: StdioServerParameters, budget: Budget) -> None:
+    """Newline-delimited messages from ``stdout`` to ``writer``, the line being collected never past
+    ``budget.limit``. Returns at end of input, when the session is gone, or when the budget trips."""
+    pending = bytearray()
+    async for chunk in stdout:
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            end = len(chunk) if nl < 0 else nl
+            if len(pending) + (end - start) > budget.limit:
+                budget.trip()
+                return
+            pending += chunk[start:end]
+            if nl < 0:
+                break
+            line = bytes(pending)
+            pending.clear()
+            start = nl + 1
+            budget.received += len(line) + 1
+            try:
+                await writer.send(_parse(line, server))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+
+
+@asynccontextmanager
+async def bounded_stdio_client(server: StdioServerParameters, budget: Budget,
+                               errlog: TextIO = sys.stderr) -> AsyncIterator[Any]:
+    """:func:`mcp.client.stdio.stdio_client` with a bounded reader (:func:`_pump`). The process is started, and
+    stopped (stdin closed, a grace period, then the whole process tree killed), by the SDK's own functions."""
+    from mcp.client import stdio as sdk
+
+    command = await sdk._get_executable_command(server.command)
+    process = await sdk._create_platform_compatible_process(
+        command=command, args=server.args, env=sdk.get_default_environment() | (server.env or {}), errlog=errlog,
+        cwd=server.cwd)
+    read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    shutting_down = False
+    writer_done = anyio.Event()
+
+    async def stdout_reader() -> None:
+        assert process.stdout, "Opened process is missing stdout"
+        try:
+            try:
+                async with read_stream_writer:  # closed before the drain: the session sees the end at once
+                    await _pump(process.stdout, read_stream_writer, server, budget)
+            finally:
+                await sdk._drain_stdout(process)  # discards, buffering nothing, until shutdown closes the pipe
+        except anyio.ClosedResourceError:
+            pass
+        except (anyio.BrokenResourceError, ConnectionError):
+            if not shutting_down:
+                logger.exception("Reading from the MCP server's stdout failed mid-session")
+
+    async def stdin_writer() -> None:
+        assert process.stdin, "Opened process is missing stdin"
+        try:
+            async with write_stream_reader:
+                async for session_message in write_stream_reader:
+                    json = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    await process.stdin.send((json + "\n").encode(server.encoding, server.encoding_error_handler))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_stream_writer.aclose()
+        finally:
+            writer_done.set()
+
+    async def shutdown() -> None:
+        read_stream.close()
+        write_stream.close()
+        with anyio.move_on_after(sdk._WRITER_FLUSH_TIMEOUT):
+            await writer_done.wait()
+        await sdk._stop_server_process(process)
+        await sdk._aclose_all(read_stream, write_stream, read_stream_writer, write_stream_reader)
+        await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stdout_reader)
+        tg.start_soon(stdin_writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            shutting_down = True
+            with anyio.CancelScope(shield=True):
+                await shutdown()
+            tg.cancel_scope.cancel()
+
+
+# ------------------------------------------------------------------------------------------------------ HTTP
+
+
+class Refused(httpx2.StreamError, httpx2.SSEError):
+    """Raised inside a response body past its limit. Both kinds, so that the SDK's JSON path (which catches a
+    ``StreamError``) and its SSE path (an ``SSEError``) each answer the waiting request with an error at once."""
+
+    def __init__(self, message: str) -> None:
+        httpx2.StreamError.__init__(self, message)
+
+
+class BoundedBody(httpx2.AsyncByteStream):
+    """A response body that counts its bytes: all of them (``sse=False``), or those since the last blank line (an
+    SSE event). Past ``budget.limit`` it trips the budget and raises :class:`Refused`; once the budget has tripped,
+    every body is refused at its first byte."""
+
+    def __init__(self, inner: Any, budget: Budget, *, sse: bool) -> None:
+        self.inner, self.budget, self.sse = inner, budget, sse
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self.budget.tripped is not None:
+            raise Refused(self.budget.tripped.message)
+        since = 0  # bytes of the current message (the whole body, or the current SSE event)
+        tail = b""
+        async for chunk in self.inner:
+            if self.sse:
+                window = tail + chunk
+                end = max((window.rfind(b) + len(b) if window.rfind(b) >= 0 else -1) for b in _SSE_BOUNDARIES)
+                since = len(window) - end if end > len(tail) else since + len(chunk)
+                tail = window[-2:]
+            else:
+                since += len(chunk)
+            if since > self.budget.limit:
+                raise Refused(self.budget.trip().message)
+            self.budget.received += len(chunk)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@asynccontextmanager
+async def bounded_http_client(url: str, budget: Budget) -> AsyncIterator[Any]:
+    """:func:`mcp.client.streamable_http.streamable_http_client` over an ``httpx2`` client (the SDK's defaults) whose
+    every response body is a :class:`BoundedBody`."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async def bound(response: httpx2.Response) -> None:
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity"):
+            budget.trip(f"the server sent a compressed body (Content-Encoding: {encoding[:40]}) although the client "
+                        "asked for none; its size cannot be bounded before it is decoded, so it was refused and the "
+                        "connection was closed")
+        sse = response.headers.get("content-type", "").lower().startswith("text/event-stream")
+        response.stream = BoundedBody(response.stream, budget, sse=sse)
+
+    http = create_mcp_http_client(headers={"Accept-Encoding": "identity"})
+    http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks.get("response", []), bound]}
+    async with http:
+        async with streamable_http_client(url, http_client=http, max_sse_event_size=MAX_READ) as streams:
+            yield streams
