@@ -176,16 +176,10 @@ def write_bundles(out: str | Path, skills: list[LoadedSkill]) -> list[str]:
 
 def _owned(real: Path) -> set[str]:
     """The folders the index in ``real`` lists, as :func:`projector.output._owned_dirs` (the one reader of what the
-    tool owns) reads them. It takes a size limit and also returns why it could not read the index on a main that
-    bounds its reads (issue 17, item 9); here the index has just been read, with bounds, by
-    :func:`_previous_entries`."""
-    import inspect
-
+    tool owns) reads them."""
     from ..output import _owned_dirs
 
-    if len(inspect.signature(_owned_dirs).parameters) > 1:
-        return _owned_dirs(real, MAX_INDEX_BYTES)[0]  # type: ignore[call-arg,index]
-    return _owned_dirs(real)  # type: ignore[call-arg,no-any-return]
+    return _owned_dirs(real, MAX_INDEX_BYTES)[0]
 
 
 def _dir_of(uri: str) -> str:
