@@ -47,7 +47,9 @@ from ..fit import check_steps, from_listing, from_wire
 from ..model import Tool, Workflow
 from .verify import describe_value, value_diff
 
-_SCHEMA_ANNOTATIONS = frozenset({"title", "description", "examples", "$comment"})
+# JSON Schema's annotation keywords (the meta-data vocabulary and $comment): they do not change what a schema accepts.
+_SCHEMA_ANNOTATIONS = frozenset({"title", "description", "examples", "$comment", "default", "deprecated", "readOnly",
+                                 "writeOnly"})
 _NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 MAX_PAGES = 1000
 SNAPSHOT_LIMIT = 16 * 1024 * 1024  # bytes of a snapshot file
@@ -136,9 +138,13 @@ def snapshot_bytes(entries: Sequence[Mapping[str, Any]]) -> bytes:
     return (jsontext.dumps({"tools": tools}, indent=2, sort_keys=False) + "\n").encode("utf-8")
 
 
+class _Key(str):
+    """The last part of a path that names a key itself (an unknown key), not its value."""
+
+
 def _locate(text: str, path: Sequence[str | int]) -> tuple[int, int]:
-    """The line and column of the value at ``path`` in a JSON text (JSON is YAML, and PyYAML keeps positions);
-    1:1 when it cannot be told. Only called for a snapshot already known to be bounded JSON."""
+    """The line and column of the value at ``path`` (of the key, for a :class:`_Key`) in a JSON text (JSON is YAML,
+    and PyYAML keeps positions); 1:1 when it cannot be told. Only called for a snapshot known to be bounded JSON."""
     import yaml
 
     try:
@@ -147,7 +153,7 @@ def _locate(text: str, path: Sequence[str | int]) -> tuple[int, int]:
             if isinstance(part, int) and isinstance(node, yaml.SequenceNode) and part < len(node.value):
                 node = node.value[part]
             elif isinstance(part, str) and isinstance(node, yaml.MappingNode):
-                node = next(v for k, v in node.value if k.value == part)
+                node = next(k if isinstance(part, _Key) else v for k, v in node.value if k.value == part)
             else:
                 break
         return node.start_mark.line + 1, node.start_mark.column + 1
@@ -160,7 +166,7 @@ def _shape(doc: Any) -> list[tuple[tuple[str | int, ...], str]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("tools"), list):
         return [((), 'a tools snapshot is a JSON object {"tools": [...]}')]
     out: list[tuple[tuple[str | int, ...], str]] = [
-        ((k,), f"the key '{k}' is not part of a tools snapshot (only 'tools')") for k in doc if k != "tools"]
+        ((_Key(k),), f"the key '{k}' is not part of a tools snapshot (only 'tools')") for k in doc if k != "tools"]
     names: set[str] = set()
     for i, t in enumerate(doc["tools"]):
         at: tuple[str | int, ...] = ("tools", i)
