@@ -34,8 +34,9 @@ from .validate import DESCRIPTION_PLACEHOLDER
 from .yaml12 import CORE, QUOTE_TOO
 
 SCHEMA_COMMENT = "yaml-language-server: $schema=workflow.schema.json"
-ARG_TYPES = ("string", "integer", "number", "boolean")
+ARG_TYPES = ("string", "number", "integer", "boolean")
 _COMMENT_WIDTH = 110
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a workflow name init accepts: also a safe file name
 _PATTERNS = [re.compile(rx) for _tag, rx, _first in (*CORE, *QUOTE_TOO)]
 
 
@@ -52,7 +53,10 @@ def arg_type(schema: Any) -> str | None:
     kinds = _types(schema)
     if kinds is None:
         return "string"
-    return next((t for t in ARG_TYPES if ARG_JSON_TYPES[t] & kinds), None)
+    # The type whose values the parameter takes all of (number for a number, integer for an integer), else one that
+    # the parameter takes some of.
+    return next((t for t in ARG_TYPES if ARG_JSON_TYPES[t] <= kinds),
+                next((t for t in ARG_TYPES if ARG_JSON_TYPES[t] & kinds), None))
 
 
 def _required(schema: Any) -> list[str]:
@@ -90,7 +94,10 @@ def _optional_comment(tool: Tool) -> str | None:
 def plan(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) -> tuple[dict[str, Any], dict[int, str]]:
     """The workflow as plain data (key order as written), and the optional-parameter comment of each step (by
     index). Raises :class:`UsageError` for a bad name, an unknown tool, or a parameter no argument can carry."""
-    problem = naming.name_problem(name) if name.strip() else ("empty-name", "the workflow name is empty")
+    if not NAME.fullmatch(name):
+        raise UsageError(f"init: the name {name!r} must be ASCII letters, digits, '_', '-' or '.', starting with a "
+                         "letter or a digit (it names the file workflows/NAME.yaml too)")
+    problem = naming.name_problem(name)
     if problem:
         raise UsageError(f"init: the name {name!r}: {problem[1]}")
     if not chosen:
