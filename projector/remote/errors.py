@@ -8,7 +8,9 @@
 - policy: ``dynamic-declined``
 - pins (:class:`LockError`): ``lock-mismatch``, ``bad-lock``, ``not-pinned``
 - the server (:class:`ServerError`): ``server-error``, ``not-a-skills-server``, ``unknown-skill``, ``ambiguous-skill``
-- tools from a live server: ``unknown-tool`` (raised as :class:`~projector.errors.LoadError`)
+- tools from a live server or a tools snapshot: ``unknown-tool``, and for a snapshot that is not one
+  ``bad-snapshot`` (not bounded JSON, or a tool of the wrong shape) or ``io`` (unreadable), all raised as
+  :class:`~projector.errors.LoadError` at ``file:line:col``
 - output: ``bad-output-path``, ``overlapping-skills``; and from :mod:`projector.disk`, which writes the folder for
   ``build`` too, ``io`` and ``output-conflict`` (:class:`~projector.errors.DiskError`)
 """
