@@ -164,15 +164,15 @@ def cmd_tools(args: argparse.Namespace) -> int:
     to commit (tools.json), so build, check and the pre-commit hook can run offline with --tools-from tools.json."""
     import difflib
 
-    from .remote.tools import tools_snapshot
+    from .remote.tools import SNAPSHOT_LIMIT, tools_snapshot
 
     data = tools_snapshot(args.server)
-    count = data.count(b'\n    {\n      "name": ')
+    count = len(json.loads(data)["tools"])
     if args.check:
         from . import bounded
 
         try:
-            old = bounded.read_regular(args.check, len(data) * 4 + (1 << 20))
+            old = bounded.read_regular(args.check, SNAPSHOT_LIMIT)
         except bounded.Unreadable as exc:
             old = f"(cannot read it: {exc})\n".encode()
         if old == data:

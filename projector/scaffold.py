@@ -91,9 +91,7 @@ def _optional_comment(tool: Tool) -> str | None:
     return "\n".join([_one_line(head, _COMMENT_WIDTH), *lines])
 
 
-def plan(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) -> tuple[dict[str, Any], dict[int, str]]:
-    """The workflow as plain data (key order as written), and the optional-parameter comment of each step (by
-    index). Raises :class:`UsageError` for a bad name, an unknown tool, or a parameter no argument can carry."""
+def _check_request(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) -> None:
     if not NAME.fullmatch(name):
         raise UsageError(f"init: the name {name!r} must be ASCII letters, digits, '_', '-' or '.', starting with a "
                          "letter or a digit (it names the file workflows/NAME.yaml too)")
@@ -110,52 +108,59 @@ def plan(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) -> tuple[d
         raise UsageError(f"init: the tools' source has no tool {', '.join(repr(t) for t in missing)}"
                          + (f" (did you mean '{close[0]}'?)" if close else "")
                          + f"; its tools: {', '.join(sorted(tools)) or 'none'}")
+
+
+def _wire(tool: Tool, step: str, arguments: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A step's ``args``: each required parameter from an argument of its type, added to ``arguments`` when new
+    (a parameter of the same name and type as an earlier one shares its argument)."""
+    args: dict[str, Any] = {}
+    props = _properties(tool.input_schema)
+    for param in _required(tool.input_schema):
+        prop = props.get(param, {})
+        kind = arg_type(prop)
+        if kind is None:
+            raise UsageError(f"init: the tool '{tool.name}' requires '{param}', which takes "
+                             f"{' or '.join(sorted(_types(prop) or ()))}: no prompt argument can carry it; "
+                             "leave that tool out, and write its step by hand with a {step: ...} or "
+                             "{const: ...} source")
+        arg = param if arguments.get(param, {}).get("type", kind) == kind else f"{step}_{param}"
+        if arg not in arguments:
+            about = (prop.get("description") or prop.get("title")) if isinstance(prop, dict) else None
+            arguments[arg] = {"name": arg, "description": _one_line(about or param.replace("_", " "), 200),
+                              "required": True, "type": kind}
+        args[param] = {"arg": arg}
+    return args
+
+
+def _declaration(tool: Tool) -> dict[str, Any]:
+    decl: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        decl["description"] = tool.description
+    for key in ("input_schema", "output_schema", "annotations"):
+        if getattr(tool, key) is not None:
+            decl[key] = getattr(tool, key)
+    return decl
+
+
+def plan(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) -> tuple[dict[str, Any], dict[int, str]]:
+    """The workflow as plain data (key order as written), and the optional-parameter comment of each step (by
+    index). Raises :class:`UsageError` for a bad name, an unknown tool, or a parameter no argument can carry."""
+    _check_request(name, tools, chosen)
     arguments: dict[str, dict[str, Any]] = {}
     steps: list[dict[str, Any]] = []
     comments: dict[int, str] = {}
-    step_names: set[str] = set()
     for tool_name in chosen:
-        tool = tools[tool_name]
-        step = tool_name
-        n = 2
-        while step in step_names:
+        step, n = tool_name, 2
+        while any(s["name"] == step for s in steps):
             step, n = f"{tool_name}_{n}", n + 1
-        step_names.add(step)
-        args: dict[str, Any] = {}
-        props = _properties(tool.input_schema)
-        for param in _required(tool.input_schema):
-            prop = props.get(param, {})
-            kind = arg_type(prop)
-            if kind is None:
-                raise UsageError(f"init: the tool '{tool_name}' requires '{param}', which takes "
-                                 f"{' or '.join(sorted(_types(prop) or ()))}: no prompt argument can carry it; "
-                                 "leave that tool out, and write its step by hand with a {step: ...} or "
-                                 "{const: ...} source")
-            arg = param if arguments.get(param, {}).get("type", kind) == kind else f"{step}_{param}"
-            if arg not in arguments:
-                about = prop.get("description") or prop.get("title") if isinstance(prop, dict) else None
-                arguments[arg] = {"name": arg, "description": _one_line(about or param.replace("_", " "), 200),
-                                  "required": True, "type": kind}
-            args[param] = {"arg": arg}
-        entry: dict[str, Any] = {"name": step, "tool": tool_name, "args": args}
-        comment = _optional_comment(tool)
+        comment = _optional_comment(tools[tool_name])
         if comment:
             comments[len(steps)] = comment
-        steps.append(entry)
-    declared = []
-    for tool_name in dict.fromkeys(chosen):
-        tool = tools[tool_name]
-        decl: dict[str, Any] = {"name": tool.name}
-        if tool.description:
-            decl["description"] = tool.description
-        for key in ("input_schema", "output_schema", "annotations"):
-            if getattr(tool, key) is not None:
-                decl[key] = getattr(tool, key)
-        declared.append(decl)
+        steps.append({"name": step, "tool": tool_name, "args": _wire(tools[tool_name], step, arguments)})
     data: dict[str, Any] = {"name": name, "description": DESCRIPTION_PLACEHOLDER}
     if arguments:
         data["arguments"] = list(arguments.values())
-    data["tools"] = declared
+    data["tools"] = [_declaration(tools[t]) for t in dict.fromkeys(chosen)]
     data["steps"] = steps
     return data, comments
 
