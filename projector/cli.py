@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__
-from .errors import Diagnostic, ProjectorError, UsageError, format_text, plural
+from .errors import Diagnostic, DiskError, ProjectorError, Span, UsageError, format_text, plural
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -159,6 +159,81 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_tools(args: argparse.Namespace) -> int:
+    """Print (or write with --out, or compare with --check) a server's tools/list as a tools snapshot: stable JSON
+    to commit (tools.json), so build, check and the pre-commit hook can run offline with --tools-from tools.json."""
+    import difflib
+
+    from .remote.tools import SNAPSHOT_LIMIT, tools_snapshot
+
+    data = tools_snapshot(args.server)
+    count = len(json.loads(data)["tools"])
+    if args.check:
+        from . import bounded
+
+        try:
+            old = bounded.read_regular(args.check, SNAPSHOT_LIMIT)
+        except bounded.Unreadable as exc:
+            old = f"(cannot read it: {exc})\n".encode()
+        if old == data:
+            print(f"{args.check} is up to date: {plural(count, 'tool')}")
+            return EXIT_OK
+        diff = difflib.unified_diff(old.decode("utf-8", "replace").splitlines(keepends=True),
+                                    data.decode("utf-8").splitlines(keepends=True),
+                                    f"a/{args.check}", f"b/{args.check}")
+        sys.stdout.writelines(diff)
+        print(f"{args.check} is out of date; run: {_tools_command(args.server, args.check)}")
+        return EXIT_FINDINGS
+    if args.out:
+        from .disk import write_file
+
+        try:
+            write_file(args.out, data)
+        except OSError as exc:
+            raise DiskError(Diagnostic(Span(args.out), "error", "io",
+                                       f"cannot write the tools snapshot: {exc.strerror or exc}")) from None
+        print(f"wrote {args.out}: {plural(count, 'tool')}", file=sys.stderr)
+        return EXIT_OK
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+    return EXIT_OK
+
+
+def _tools_command(server: str, out: str) -> str:
+    import shlex
+
+    return shlex.join(["project-skill", "tools", server, "--out", out])
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write a new workflow file that calls the given tools in order, their declarations copied from a server or a
+    tools snapshot. Never over an existing file. Replace the description placeholder, then build."""
+    from .remote.tools import load_tools
+    from .scaffold import scaffold
+
+    out = Path(args.out or f"workflows/{args.name}.yaml")
+    if out.exists() or out.is_symlink():
+        raise UsageError(f"init: {out.as_posix()} already exists; choose another --out (nothing was written)")
+    tools, _source = load_tools(args.tools_from)
+    text = scaffold(args.name, tools, args.tool)
+    from .disk import write_file
+
+    try:
+        write_file(out, text.encode("utf-8"), exclusive=True)
+    except FileExistsError:
+        raise UsageError(f"init: {out.as_posix()} already exists; choose another --out (nothing was written)"
+                         ) from None
+    except OSError as exc:
+        raise DiskError(Diagnostic(Span(out.as_posix()), "error", "io",
+                                   f"cannot write the workflow file: {exc.strerror or exc}")) from None
+    print(f"wrote {out.as_posix()}: {plural(len(args.tool), 'step')}; replace its description, then run: "
+          f"project-skill build {out.parent.as_posix()}", file=sys.stderr)
+    if not (out.parent / "workflow.schema.json").exists():
+        print(f"for your editor, save the schema beside it: project-skill schema > "
+              f"{(out.parent / 'workflow.schema.json').as_posix()}", file=sys.stderr)
+    return EXIT_OK
+
+
 def rebuild_command(args: argparse.Namespace) -> str:
     """The ``build`` command that brings the tree up to date: the paths and flags the user gave ``check``, exactly,
     quoted for a POSIX shell."""
@@ -181,9 +256,11 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
                         "(no metadata.workflow, no server-accelerated alternative)")
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the build cache (.projector_cache/ in the first PATH's folder)")
-    p.add_argument("--tools-from", metavar="SERVER",
+    p.add_argument("--tools-from", metavar="SERVER|FILE",
                    help="take tool descriptions, schemas and annotations from a live server's tools/list "
-                        "(a stdio command or an http(s)://.../mcp URL)")
+                        "(a stdio command or an http(s)://.../mcp URL), or from a tools snapshot that "
+                        "`project-skill tools SERVER --out tools.json` wrote (a path ending in .json: offline); "
+                        "not cached")
 
 
 # Commands that need more than the core register here lazily: name -> (module, help).
@@ -215,6 +292,22 @@ def parser() -> argparse.ArgumentParser:
                                     "your workflows and point the yaml-language-server comment at it: "
                                     "project-skill schema > workflow.schema.json")
     sc.set_defaults(func=cmd_schema)
+    t = sub.add_parser("tools", help="print a server's tools/list as a tools snapshot (tools.json) to commit",
+                       description=cmd_tools.__doc__)
+    t.add_argument("server", metavar="SERVER", help="a stdio command line or an http(s)://.../mcp URL")
+    mode = t.add_mutually_exclusive_group()
+    mode.add_argument("--out", metavar="FILE", help="write the snapshot to FILE atomically instead of printing it")
+    mode.add_argument("--check", metavar="FILE", help="exit 1 with a diff when FILE is not the server's snapshot")
+    t.set_defaults(func=cmd_tools)
+    i = sub.add_parser("init", help="write a new workflow file from a server's tools (or a tools snapshot)",
+                       description=cmd_init.__doc__)
+    i.add_argument("name", metavar="NAME", help="the workflow's name (also its prompt's; the skill is its slug)")
+    i.add_argument("--tools-from", metavar="SERVER|FILE", required=True,
+                   help="a stdio command line, an http(s)://.../mcp URL, or a tools snapshot (.json)")
+    i.add_argument("--tool", metavar="T", action="append", required=True,
+                   help="a tool to call, one step each, in the order given (repeat the option)")
+    i.add_argument("--out", metavar="FILE", help="the file to write (default: workflows/NAME.yaml); never replaced")
+    i.set_defaults(func=cmd_init)
     for name, (_module, help_text) in LAZY_COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)  # listed in --help; main() dispatches it
     return ap

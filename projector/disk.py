@@ -277,6 +277,37 @@ def replace_tree(out: Path, plan: Callable[[Path], Plan | None]) -> bool:
         raise _io(exc, out) from None
 
 
+def write_file(path: Path | str, data: bytes, *, exclusive: bool = False) -> None:
+    """Write one file atomically: the bytes go to a temporary file beside it (``.NAME.XXXXXXXX.tmp``), which then
+    takes the name, so a reader never sees half a file and a kill leaves the old file (or none) in place. With
+    ``exclusive`` the name is taken only if nothing has it (a hard link, which refuses an existing name as
+    ``O_EXCL`` does; where links are refused, the file is created with ``O_EXCL`` and written in place): an existing
+    file is never replaced, and :class:`FileExistsError` is raised. Other problems raise :class:`OSError`."""
+    path = Path(path)
+    if exclusive and os.path.lexists(path):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    _write(tmp, data)
+    try:
+        if not exclusive:
+            os.replace(tmp, path)
+            return
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            if exc.errno not in _UNSUPPORTED | {errno.EXDEV, errno.EMLINK}:
+                raise
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
 # ------------------------------------------------------------------- the file-system changes (crash tests wrap these)
 
 def _write(path: Path, data: bytes) -> None:

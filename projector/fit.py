@@ -63,6 +63,14 @@ def from_listing(t: Any) -> Tool:
                 output_schema=getattr(t, "output_schema", None))
 
 
+def from_wire(entry: Mapping[str, Any]) -> Tool:
+    """A ``tools/list`` entry as its JSON carries it (``inputSchema``, ``outputSchema``, ``annotations``): what a
+    tools snapshot holds, and what a live server's listing is turned into, so both are read by the same code."""
+    return Tool(name=entry["name"], description=entry.get("description") or "",
+                input_schema=entry.get("inputSchema"), annotations=entry.get("annotations") or None,
+                output_schema=entry.get("outputSchema"))
+
+
 def _label(wf: Workflow, step: Step) -> str:
     """How a step is named in a message; a workflow built in code has no file position, so it is named too."""
     if step.span.line:

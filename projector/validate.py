@@ -15,6 +15,9 @@ from .errors import Diagnostic, Span, error
 from .model import PLACEHOLDER, Const, FromArg, FromStep, Step, Tool, Workflow
 
 MAX_DESCRIPTION = 1024
+# What ``project-skill init`` writes for the description, and the mark that refuses it until the author replaces it.
+PLACEHOLDER_MARK = "TODO(project-skill init)"
+DESCRIPTION_PLACEHOLDER = f"{PLACEHOLDER_MARK}: say what this workflow does and when to use it"
 
 
 def _suggest(word: str, options: list[str]) -> str | None:
@@ -40,6 +43,10 @@ def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnosti
     if not wf.description.strip():
         err(wf.description_span, "empty-description", "the workflow description is empty",
             "a skill needs a description of 1 to 1024 characters")
+    elif PLACEHOLDER_MARK in wf.description:
+        err(wf.description_span, "placeholder-description", "the description is still the placeholder that "
+            "`project-skill init` wrote", "replace it with what the workflow does and when to use it: it becomes "
+            "the skill's description, which a model reads to decide whether to load the skill")
     elif len(wf.description) > MAX_DESCRIPTION:
         err(wf.description_span, "description-too-long",
             f"the description is {len(wf.description)} characters; a skill description allows {MAX_DESCRIPTION}",

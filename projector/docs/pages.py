@@ -291,6 +291,8 @@ CLI_COMMANDS: tuple[tuple[str, str, str | None, tuple[str, ...]], ...] = (
     ("project-skill build", "projector.cli", None, ("build",)),
     ("project-skill check", "projector.cli", None, ("check",)),
     ("project-skill schema", "projector.cli", None, ("schema",)),
+    ("project-skill tools", "projector.cli", None, ("tools",)),
+    ("project-skill init", "projector.cli", None, ("init",)),
     ("project-skill serve", "projector.server.cli", "serve", ()),
     ("project-skill remote list", "projector.remote.cli", "remote", ("list",)),
     ("project-skill remote load", "projector.remote.cli", "remote", ("load",)),

@@ -154,6 +154,8 @@ constant is valid against its parameter's schema, and a typed argument has a typ
 of the tool that made the result, when it declares one, read inside the SDKs' `{{result: x}}` envelope where the
 schema is that envelope (`bad-field-path`). With `--tools-from SERVER` the schemas are the server's, and a step may
 call a tool that `tools` does not list. Each such problem is reported as `file:line:col` with a code and a hint.
+A description that still holds the placeholder `project-skill init` wrote (it contains `TODO(project-skill init)`)
+is refused (`placeholder-description`) until it says what the workflow does.
 
 A file is plain YAML holding JSON values. Refused, each at its place: anchors and aliases (`alias`), a tag that
 changes a value's type other than to a string, number, boolean or null, and any tag on a key or a collection

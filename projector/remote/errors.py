@@ -12,7 +12,9 @@
   ``version`` that is not exactly the integer 1, or a file pinned twice), ``not-pinned``
 - the server (:class:`ServerError`): ``server-error``, ``not-a-skills-server``, ``unknown-skill``, ``ambiguous-skill``,
   ``response-too-large`` (an answer past its limit, refused before it was buffered whole; the connection is closed)
-- tools from a live server: ``unknown-tool`` (raised as :class:`~projector.errors.LoadError`)
+- tools from a live server or a tools snapshot: ``unknown-tool``, and for a snapshot that is not one
+  ``bad-snapshot`` (not bounded JSON, or a tool of the wrong shape) or ``io`` (unreadable), all raised as
+  :class:`~projector.errors.LoadError` at ``file:line:col``
 - output (:class:`OutputError`): ``bad-output-path`` (also a folder name that is not a skill name, or a dot-name),
   ``overlapping-skills``, ``output-conflict`` (a skill's folder is taken by something this tool did not write); and
   from :mod:`projector.disk`, which writes the folder for ``build`` too, ``io``

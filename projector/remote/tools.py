@@ -1,34 +1,63 @@
-"""``project-skill build|check --tools-from SERVER``: take each tool's description, input schema and annotations from
-a live server's ``tools/list`` instead of from the workflow file, so the gate warnings rest on what the server really
-declares.
+"""Tools from a server or from a snapshot of it: ``project-skill tools SERVER`` and ``build|check --tools-from``.
 
-- A tool that a step calls but the server lacks is an error (``unknown-tool`` at the step, raised as
+``project-skill tools SERVER`` freezes a server's ``tools/list`` (every page, within :data:`MAX_PAGES`) into a tools
+snapshot, stable JSON for committing as ``tools.json``::
+
+    {"tools": [{"name": ..., "title": ..., "description": ..., "inputSchema": {...}, "outputSchema": {...},
+                "annotations": {...}, ...}, ...]}
+
+Tools are sorted by name (the first of a name wins, as a client takes it); each tool's keys come in that fixed order,
+then any others by name; every nested mapping has its keys sorted; indent 2, UTF-8, one trailing newline.
+
+``--tools-from SOURCE`` takes each tool's description, input and output schema and annotations from SOURCE instead
+of from the workflow file, so the gate warnings and the argument checks rest on what the server really declares.
+SOURCE is a snapshot file (a path that exists and ends in ``.json``; read offline, without ``mcp``) or a server
+(a stdio command line or an ``http(s)://`` URL). A live server's listing is written as snapshot bytes and read back
+by the very code that reads a snapshot file, so the two can never be compared differently.
+
+- A tool that a step calls but SOURCE lacks is an error (``unknown-tool`` at the step, raised as
   :class:`~projector.errors.LoadError`, every one at once). A tool that a step calls and the file does not list is
-  taken from the server, so a workflow file may name its tools and nothing else.
-- The steps' arguments and field paths are then checked against the server's schemas
+  taken from SOURCE, so a workflow file may name its tools and nothing else.
+- The steps' arguments and field paths are then checked against SOURCE's schemas
   (:func:`projector.fit.check_steps`, as ``build`` checks the file's): every problem is raised at once too.
-- A file's ``tools:`` entry that disagrees with the server is a warning (``tool-mismatch``) at the tool, naming the
-  file, the server and both values. Fields the file leaves out are not disagreements.
-- JSON Schema annotation keywords (``title``, ``description``, ``examples``, ``$comment``) and the default
-  ``additionalProperties: true`` do not count when comparing input schemas; values compare as YAML values (1 == 1.0).
+- Drift: a file's ``tools:`` entry that disagrees with SOURCE is a warning (``tool-mismatch``) at the declaration,
+  one per differing field (``description``, ``input_schema``, ``output_schema``, ``annotations``), naming the
+  paths inside it and both values; its hint says how to refresh the snapshot. ``--strict`` fails on it. Fields the
+  file leaves out are not disagreements. JSON Schema annotation keywords (``title``, ``description``,
+  ``examples``, ``$comment``) and the default ``additionalProperties: true`` do not count when comparing schemas;
+  values compare as YAML values (1 == 1.0).
+- A snapshot that is not one (unreadable: ``io``; not bounded JSON, or a tool of the wrong shape:
+  ``bad-snapshot``) is an error at ``file:line:col``.
 
-``mcp`` is imported only when this module's functions run (the core imports this module only for ``--tools-from``).
+``mcp`` is imported only when a server is asked (the core imports this module only for ``--tools-from``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from typing import Any
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
+from .. import bounded, jsontext
 from ..errors import Diagnostic, LoadError, Span
-from ..fit import check_steps, from_listing
+from ..fit import check_steps, from_listing, from_wire
 from ..model import Tool, Workflow
-from .verify import yaml_equal
+from .verify import describe_value, value_diff
 
-_SCHEMA_ANNOTATIONS = frozenset({"title", "description", "examples", "$comment"})
+# JSON Schema's annotation keywords (the meta-data vocabulary and $comment): they do not change what a schema accepts.
+_SCHEMA_ANNOTATIONS = frozenset({"title", "description", "examples", "$comment", "default", "deprecated", "readOnly",
+                                 "writeOnly"})
 _NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 MAX_PAGES = 1000
+SNAPSHOT_LIMIT = 16 * 1024 * 1024  # bytes of a snapshot file
+SNAPSHOT_FILE = "tools.json"
+# The keys of a snapshot's tool, in the order written; any others follow, by name.
+TOOL_KEYS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+_SHOWN_PATHS = 3
 
 
 def _schema_core(value: Any) -> Any:
@@ -50,9 +79,157 @@ def _schema_core(value: Any) -> Any:
     return value
 
 
-def _compact(value: Any, limit: int = 160) -> str:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+# ------------------------------------------------------------------------------------------------------ the source
+
+
+@dataclass(frozen=True)
+class ToolSource:
+    """Where tools come from, for messages: a live server (its spec) or a snapshot file (its path)."""
+
+    name: str
+    snapshot: bool = False
+
+    @property
+    def words(self) -> str:
+        return f"the snapshot {self.name}" if self.snapshot else f"the server {self.name}"
+
+    @property
+    def refresh(self) -> str:
+        """The command that writes the snapshot again."""
+        server = "SERVER" if self.snapshot else shlex.quote(self.name)
+        out = shlex.quote(self.name) if self.snapshot else SNAPSHOT_FILE
+        return f"project-skill tools {server} --out {out}"
+
+
+def is_snapshot(spec: Any) -> bool:
+    """Whether ``--tools-from`` names a snapshot file: a path that exists and ends in ``.json``."""
+    return isinstance(spec, str) and spec.endswith(".json") and os.path.lexists(spec)
+
+
+def _source(spec: Any, label: str | None) -> ToolSource:
+    if isinstance(spec, ToolSource):
+        return spec
+    return ToolSource(label or (spec if isinstance(spec, str) else type(spec).__name__))
+
+
+# ---------------------------------------------------------------------------------------------------- the snapshot
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _canonical(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def canonical_tool(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """One ``tools/list`` entry (JSON) with the snapshot's key order."""
+    first = {k: _canonical(entry[k]) for k in TOOL_KEYS if k in entry}
+    return first | {k: _canonical(entry[k]) for k in sorted(entry) if k not in first}
+
+
+def snapshot_bytes(entries: Sequence[Mapping[str, Any]]) -> bytes:
+    """The snapshot of a ``tools/list`` result: sorted by name (the first of each name kept), fixed formatting."""
+    seen: dict[str, Mapping[str, Any]] = {}
+    for e in entries:
+        seen.setdefault(str(e.get("name")), e)
+    tools = [canonical_tool(seen[name]) for name in sorted(seen)]
+    return (jsontext.dumps({"tools": tools}, indent=2, sort_keys=False) + "\n").encode("utf-8")
+
+
+class _Key(str):
+    """The last part of a path that names a key itself (an unknown key), not its value."""
+
+
+def _locate(text: str, path: Sequence[str | int]) -> tuple[int, int]:
+    """The line and column of the value at ``path`` (of the key, for a :class:`_Key`) in a JSON text (JSON is YAML,
+    and PyYAML keeps positions); 1:1 when it cannot be told. Only called for a snapshot known to be bounded JSON."""
+    import yaml
+
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        for part in path:
+            if isinstance(part, int) and isinstance(node, yaml.SequenceNode) and part < len(node.value):
+                node = node.value[part]
+            elif isinstance(part, str) and isinstance(node, yaml.MappingNode):
+                node = next(k if isinstance(part, _Key) else v for k, v in node.value if k.value == part)
+            else:
+                break
+        return node.start_mark.line + 1, node.start_mark.column + 1
+    except Exception:  # noqa: BLE001 - a position is a courtesy; the problem itself is reported anyway
+        return 1, 1
+
+
+def _shape(doc: Any) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every way ``doc`` is not a tools snapshot: ``(path, problem)``."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("tools"), list):
+        return [((), 'a tools snapshot is a JSON object {"tools": [...]}')]
+    out: list[tuple[tuple[str | int, ...], str]] = [
+        ((_Key(k),), f"the key '{k}' is not part of a tools snapshot (only 'tools')") for k in doc if k != "tools"]
+    names: set[str] = set()
+    for i, t in enumerate(doc["tools"]):
+        at: tuple[str | int, ...] = ("tools", i)
+        if not isinstance(t, dict):
+            out.append((at, f"tools[{i}] is not an object"))
+            continue
+        name = t.get("name")
+        if not isinstance(name, str) or not name.strip():
+            out.append((at, f"tools[{i}] has no 'name' string"))
+        elif name in names:
+            out.append(((*at, "name"), f"the tool '{name}' is listed twice"))
+        else:
+            names.add(name)
+        what = f"tools[{i}]" + (f" ('{name}')" if isinstance(name, str) else "")
+        for key, kind in (("title", str), ("description", str), ("inputSchema", dict), ("outputSchema", dict),
+                          ("annotations", dict)):
+            if key == "inputSchema" and key not in t:
+                out.append((at, f"{what} has no 'inputSchema' (every MCP tool has one)"))
+            elif key in t and not isinstance(t[key], kind):
+                out.append(((*at, key), f"{what}: '{key}' must be {'a string' if kind is str else 'an object'}"))
+        ann = t.get("annotations")
+        if isinstance(ann, dict):
+            out.extend(((*at, "annotations", h), f"{what}: annotation '{h}' must be true or false")
+                       for h in _HINTS if h in ann and not isinstance(ann[h], bool))
+    return out
+
+
+def parse_snapshot(data: bytes, file: str, *, code: str = "bad-snapshot") -> dict[str, Tool]:
+    """The tools of a snapshot's bytes, name -> :class:`Tool`. Raises :class:`LoadError` (``code``, every problem
+    at its ``file:line:col``) for anything that is not a bounded JSON tools snapshot."""
+    hint = (f"write it again with: {ToolSource(file, snapshot=True).refresh}" if code == "bad-snapshot" else
+            "the server's tools/list result is not what MCP says it is")
+    try:
+        doc = bounded.loads(data)
+    except bounded.BadJSON as exc:
+        raise LoadError(Diagnostic(Span(file, exc.line or 1, exc.col or 1), "error", code,
+                                   f"not a tools snapshot: {exc}", hint)) from None
+    problems = _shape(doc)
+    if problems:
+        text = data.decode("utf-8")
+        raise LoadError([Diagnostic(Span(file, *_locate(text, path)), "error", code, message, hint)
+                         for path, message in problems])
+    return {t["name"]: from_wire(t) for t in doc["tools"]}
+
+
+def read_snapshot(path: str | Path) -> dict[str, Tool]:
+    """The tools of the snapshot file ``path``: read with a bound, never following a link. Raises
+    :class:`LoadError` (``io`` when it cannot be read, ``bad-snapshot`` when it is not a snapshot)."""
+    file = Path(path).as_posix()
+    try:
+        data = bounded.read_regular(path, SNAPSHOT_LIMIT)
+    except bounded.Unreadable as exc:
+        raise LoadError(Diagnostic(Span(file), "error", "io", f"cannot read the tools snapshot: {exc}",
+                                   f"write it with: {ToolSource(file, snapshot=True).refresh}")) from None
+    return parse_snapshot(data, file)
+
+
+# ------------------------------------------------------------------------------------------------------ the server
+
+
+def wire_tool(t: Any) -> dict[str, Any]:
+    """An ``mcp_types.Tool`` as its ``tools/list`` JSON."""
+    return t.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
 def server_tool(t: Any) -> Tool:
@@ -60,12 +237,13 @@ def server_tool(t: Any) -> Tool:
     return from_listing(t)
 
 
-async def list_server_tools(server: Any, label: str | None = None) -> dict[str, Tool]:
-    """Every page of ``tools/list`` from ``server`` (a spec string or anything :class:`mcp.Client` takes)."""
-    from .client import connect
+async def fetch_snapshot(server: Any, label: str | None = None) -> bytes:
+    """The snapshot bytes of every page of ``tools/list`` from ``server`` (a spec string or anything
+    :class:`mcp.Client` takes), within :data:`MAX_PAGES` pages."""
+    from .client import _describe, connect
     from .errors import ServerError
 
-    out: dict[str, Tool] = {}
+    entries: list[dict[str, Any]] = []
     async with connect(server, label) as remote:
         cursor: str | None = None
         seen: set[str] = set()
@@ -73,74 +251,134 @@ async def list_server_tools(server: Any, label: str | None = None) -> dict[str, 
             try:
                 page = await remote.client.list_tools(cursor=cursor)
             except Exception as exc:
-                from .client import _describe
-
                 raise ServerError("server-error", remote.label, f"tools/list failed: {_describe(exc)}") from None
-            for t in page.tools:
-                out.setdefault(t.name, server_tool(t))
+            entries.extend(wire_tool(t) for t in page.tools)
             cursor = page.next_cursor
             if cursor is None:
-                return out
+                return snapshot_bytes(entries)
             if cursor in seen:
                 raise ServerError("server-error", remote.label, "tools/list repeated a cursor")
             seen.add(cursor)
     raise ServerError("server-error", str(label), f"tools/list did not end within {MAX_PAGES} pages")
 
 
+async def list_server_tools(server: Any, label: str | None = None) -> dict[str, Tool]:
+    """Every tool of ``server``, read back from its snapshot bytes exactly as a snapshot file is read."""
+    label = _source(server, label).name
+    return parse_snapshot(await fetch_snapshot(server, label), label, code="server-error")
+
+
+async def load_tools_async(spec: Any, label: str | None = None) -> tuple[dict[str, Tool], ToolSource]:
+    """The tools of ``spec`` (a snapshot path, a server spec or a server object), and how to name it."""
+    if is_snapshot(spec):
+        return read_snapshot(spec), ToolSource(Path(spec).as_posix(), snapshot=True)
+    if isinstance(spec, str) and spec.endswith(".json") and not any(c.isspace() for c in spec):
+        raise LoadError(Diagnostic(Span(spec), "error", "io", "the tools snapshot does not exist",
+                                   f"write it with: project-skill tools SERVER --out {shlex.quote(spec)}"))
+    source = _source(spec, label)
+    return await list_server_tools(spec, source.name), source
+
+
+def load_tools(spec: Any, label: str | None = None) -> tuple[dict[str, Tool], ToolSource]:
+    """The synchronous :func:`load_tools_async`; a snapshot is read without an event loop, and without ``mcp``."""
+    if is_snapshot(spec):
+        return read_snapshot(spec), ToolSource(Path(spec).as_posix(), snapshot=True)
+    import anyio
+
+    return anyio.run(load_tools_async, spec, label)
+
+
+def tools_snapshot(server: Any, label: str | None = None) -> bytes:
+    """``project-skill tools SERVER``: the snapshot bytes (checked by reading them back, as ``--tools-from`` will)."""
+    import anyio
+
+    data = anyio.run(fetch_snapshot, server, label)
+    parse_snapshot(data, label or str(server), code="server-error")
+    return data
+
+
+# --------------------------------------------------------------------------------------------------------- drift
+
+
 def _where(span: Span, wf: Workflow) -> Span:
     return span if span.line else Span(wf.source)
 
 
-def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], server_label: str
+def drift(declared: Tool, actual: Tool) -> list[tuple[str, list[tuple[str, Any, Any]]]]:
+    """Each field a declaration gives that ``actual`` disagrees on, with where inside it: ``(field, [(path,
+    declared value, actual value)])``. Fields the declaration leaves out do not count."""
+    out: list[tuple[str, list[tuple[str, Any, Any]]]] = []
+    if declared.description and declared.description.strip() != actual.description.strip():
+        out.append(("description", [("", declared.description, actual.description)]))
+    for name in ("input_schema", "output_schema"):
+        mine, theirs = getattr(declared, name), getattr(actual, name)
+        if mine is not None:
+            if diff := value_diff(_schema_core(mine), _schema_core(theirs)):
+                out.append((name, diff))
+    if declared.annotations is not None:
+        if diff := value_diff(declared.annotations, actual.annotations or {}):
+            out.append(("annotations", diff))
+    return out
+
+
+def _detail(diff: list[tuple[str, Any, Any]], other: str) -> str:
+    shown = [(f"'{path}' " if path else "") + f"(file: {describe_value(a)}, {other}: {describe_value(b)})"
+             for path, a, b in diff[:_SHOWN_PATHS]]
+    more = len(diff) - _SHOWN_PATHS
+    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+
+
+def _drift_warnings(wf: Workflow, ft: Tool, st: Tool, source: ToolSource) -> list[Diagnostic]:
+    other = "snapshot" if source.snapshot else "server"
+    hint = (f"if the server changed, refresh the snapshot ({source.refresh}) and bring this declaration in line, or "
+            f"leave the field out to take the {other}'s")
+    if not source.snapshot:
+        hint = (f"if the server changed on purpose, bring this declaration in line (or leave the field out to take "
+                f"the server's), and refresh the snapshot: {source.refresh}")
+    return [Diagnostic(_where(ft.span, wf), "warning", "tool-mismatch",
+                       f"tool '{ft.name}': {field} differs between {wf.source} and {source.words}: "
+                       f"{_detail(diff, other)}; the {other}'s declaration is used", hint)
+            for field, diff in drift(ft, st)]
+
+
+def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], source: str | ToolSource
                 ) -> tuple[list[Workflow], list[Diagnostic]]:
-    """Pure: each workflow with its tools replaced by the server's, plus the warnings; raises for missing tools."""
+    """Pure: each workflow with its tools replaced by ``source``'s, plus the drift warnings; raises for missing
+    tools. ``source``: a :class:`ToolSource`, or a server's name."""
+    source = source if isinstance(source, ToolSource) else ToolSource(source)
     errors: list[Diagnostic] = []
     warnings: list[Diagnostic] = []
     result: list[Workflow] = []
+    known = ", ".join(sorted(tools)) or "none"
     for wf in workflows:
         for step in wf.steps:
             if step.tool is not None and step.tool not in tools:
-                known = ", ".join(sorted(tools)) or "none"
                 errors.append(Diagnostic(_where(step.span, wf), "error", "unknown-tool",
-                                         f"step '{step.name}' calls the tool '{step.tool}', which the server "
-                                         f"{server_label} does not have", f"the server's tools: {known}"))
+                                         f"step '{step.name}' calls the tool '{step.tool}', which {source.words} "
+                                         f"does not have", f"{source.words}'s tools: {known}"
+                                         + (f"; if the server has it now, refresh the snapshot: {source.refresh}"
+                                            if source.snapshot else "")))
         new_tools = []
         for ft in wf.tools:
             st = tools.get(ft.name)
             if st is None:
                 if not any(s.tool == ft.name for s in wf.steps):
                     warnings.append(Diagnostic(_where(ft.span, wf), "warning", "tool-mismatch",
-                                               f"tool '{ft.name}' is declared in {wf.source} but the server "
-                                               f"{server_label} does not have it; no step calls it"))
+                                               f"tool '{ft.name}' is declared in {wf.source} but {source.words} "
+                                               f"does not have it; no step calls it",
+                                               f"remove the declaration, or refresh the snapshot: {source.refresh}"))
                 new_tools.append(ft)
                 continue
-            differs = []
-            if ft.description and ft.description.strip() != st.description.strip():
-                differs.append(("description", ft.description, st.description))
-            if ft.input_schema is not None and not yaml_equal(_schema_core(ft.input_schema),
-                                                              _schema_core(st.input_schema)):
-                differs.append(("input_schema", ft.input_schema, st.input_schema))
-            if ft.output_schema is not None and not yaml_equal(_schema_core(ft.output_schema),
-                                                               _schema_core(st.output_schema)):
-                differs.append(("output_schema", ft.output_schema, st.output_schema))
-            if ft.annotations is not None and not yaml_equal(ft.annotations, st.annotations or {}):
-                differs.append(("annotations", ft.annotations, st.annotations))
-            if differs:
-                fields = ", ".join(f for f, _, _ in differs)
-                detail = "; ".join(f"{f}: file {_compact(a)} vs server {_compact(b)}" for f, a, b in differs)
-                warnings.append(Diagnostic(_where(ft.span, wf), "warning", "tool-mismatch",
-                                           f"tool '{ft.name}': {wf.source} and the server {server_label} disagree "
-                                           f"on {fields}; the server's declaration is used",
-                                           detail))
+            warnings.extend(_drift_warnings(wf, ft, st, source))
             new_tools.append(dataclasses.replace(st, span=ft.span))
-        # A tool that a step calls but the file does not list is taken from the server, in the order steps use it.
+        # A tool that a step calls but the file does not list is taken from the source, in the order steps use it.
         listed = {t.name for t in new_tools}
         for step in wf.steps:
             if step.tool is not None and step.tool in tools and step.tool not in listed:
                 new_tools.append(dataclasses.replace(tools[step.tool], span=Span(wf.source)))
                 listed.add(step.tool)
         merged = dataclasses.replace(wf, tools=tuple(new_tools))
-        errors.extend(check_steps(merged))  # the steps against the server's schemas, as build checks declared ones
+        errors.extend(check_steps(merged))  # the steps against the source's schemas, as build checks declared ones
         result.append(merged)
     if errors:
         raise LoadError(errors)
@@ -149,14 +387,13 @@ def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], server_label:
 
 async def apply_tools_from_async(workflows: list[Workflow], server: Any, label: str | None = None
                                  ) -> tuple[list[Workflow], list[Diagnostic]]:
-    label = label or (server if isinstance(server, str) else type(server).__name__)
-    tools = await list_server_tools(server, label)
-    return merge_tools(workflows, tools, label)
+    tools, source = await load_tools_async(server, label)
+    return merge_tools(workflows, tools, source)
 
 
 def apply_tools_from(workflows: list[Workflow], server: Any, label: str | None = None
                      ) -> tuple[list[Workflow], list[Diagnostic]]:
-    """The synchronous entry point ``project-skill build|check --tools-from`` calls."""
-    import anyio
-
-    return anyio.run(apply_tools_from_async, workflows, server, label)
+    """The synchronous entry point ``project-skill build|check --tools-from`` calls: ``server`` is a snapshot path,
+    a server spec or a server object."""
+    tools, source = load_tools(server, label)
+    return merge_tools(workflows, tools, source)

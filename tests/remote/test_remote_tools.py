@@ -77,15 +77,18 @@ def test_gate_warnings_rest_on_what_the_server_declares():
     (w,) = codes(warnings, "tool-mismatch")
     assert w.severity == "warning"
     assert w.span == wf.tool("issue_refund").span and w.span.line > 0
-    assert "refunds.yaml" in w.message and "the server lying" in w.message and "annotations" in w.message
-    assert '"destructiveHint": true' in w.hint and '"readOnlyHint": true' in w.hint
+    assert "refunds.yaml" in w.message and "the server lying" in w.message and "annotations differs" in w.message
+    assert "'destructiveHint' (file: boolean true, server: missing)" in w.message
+    assert "'readOnlyHint' (file: boolean false, server: boolean true)" in w.message
+    assert "project-skill tools lying --out tools.json" in w.hint
 
 
 def test_a_description_disagreement_names_both():
     wf = load_file(WORKFLOWS / "refunds.yaml")
     (new,), warnings = apply_tools_from([wf], lying_server(describe="Fetch an order."), "lying")
     (w,) = warnings
-    assert "description" in w.message and "Look up an order by id." in w.hint and "Fetch an order." in w.hint
+    assert "description differs" in w.message and "Look up an order by id." in w.message
+    assert "Fetch an order." in w.message
     assert new.tool("get_order").description == "Fetch an order."
 
 
