@@ -17,6 +17,7 @@ not waited for). A client that closes stdin and then waits for the server to exi
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from typing import Any, BinaryIO
 
 import anyio
@@ -95,12 +96,12 @@ class _Lines:
         self.limit = limit
         self.write: Any = None
         self.ready = anyio.Event()
-        self.pending: set[int | str] = set()  # the ids of the requests handed to the SDK and not answered yet
+        self.pending: Counter[int | str] = Counter()  # the ids of the requests handed to the SDK, not answered yet
         self._drained = anyio.Event()
 
     def _track(self, message: Any) -> None:
         if isinstance(message, types.JSONRPCRequest) and message.method not in _OPEN_ENDED:
-            self.pending.add(message.id)
+            self.pending[message.id] += 1
         elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
             rid = (message.params or {}).get("requestId")
             if isinstance(rid, (int, str)):
@@ -108,7 +109,10 @@ class _Lines:
 
     def answered(self, rid: Any) -> None:
         """A response with this id is on its way out."""
-        self.pending.discard(rid)
+        if self.pending[rid] > 1:
+            self.pending[rid] -= 1
+        else:
+            self.pending.pop(rid, None)
         if not self.pending:
             self._drained.set()
 

@@ -351,3 +351,10 @@ def test_stdio_answers_a_burst_of_requests_before_end_of_input():
     assert sorted(m["id"] for m in got if m.get("id") is not None) == [*range(50), 99]
     assert all("greet" in json.dumps(m["result"]) for m in got if isinstance(m.get("id"), int) and m["id"] < 50)
     assert [m["error"]["code"] for m in got if m.get("id") is None] == [types.PARSE_ERROR]
+
+
+def test_stdio_does_not_wait_at_end_of_input_for_a_request_the_client_cancelled():
+    request = {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": ENVELOPE}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5, "_meta": ENVELOPE}}
+    got = _stdio_run(json.dumps(request).encode() + b"\n" + json.dumps(cancel).encode() + b"\n" + PING)
+    assert 2 in [m.get("id") for m in got]  # the ping after it is answered, and the server exits by itself
