@@ -4,7 +4,7 @@
 
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations
-    from projector.server import attach
+    from projector.server import attach, serve_http
 
     server = MCPServer("greeter")
 
@@ -15,7 +15,7 @@
 
     # the skills of the workflows this server runs: project-skill build workflows/hello-world.yaml --out greeter_skills
     attach(server, skills="greeter_skills", workflows=["workflows/hello-world.yaml"])
-    server.run("streamable-http", host="127.0.0.1", port=8000)
+    serve_http(server, host="127.0.0.1", port=8000)  # Host/Origin allow-list and connection bound: projector.server.http
 
 :func:`attach` adds
 
@@ -49,12 +49,13 @@ from ..errors import Diagnostic, Span, error
 from ..model import PLACEHOLDER, Workflow
 from .bootstrap import BootstrapPrompt, bootstrap_name
 from .errors import ServeError
+from .http import serve_http, serve_http_async
 from .skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, SkillsExtension, SkillTree,
                      legacy_extensions_middleware)
 from .workflow import WorkflowPrompt
 
 __all__ = ["SKILLS_EXTENSION", "ServeError", "SkillTree", "SkillsExtension", "attach", "attach_async", "build_server",
-           "bootstrap_name", "check_workflows", "load_workflows"]
+           "bootstrap_name", "check_workflows", "load_workflows", "serve_http", "serve_http_async"]
 
 Workflows = str | Path | Sequence[Workflow | str | Path] | None
 

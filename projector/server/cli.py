@@ -3,6 +3,8 @@ the demo tools, on mcp's MCPServer (the default) or on FastMCP.
 
 stdio is the default. ``--http`` serves Streamable HTTP at ``http://HOST:PORT/mcp``, stateless (any request may reach
 any process, so it scales out behind a load balancer); HOST defaults to 127.0.0.1. Where it listens goes to stderr.
+Over HTTP, a request whose Host or Origin names another server is refused (DNS rebinding); ``--allow-host`` and
+``--allow-origin`` add the names a real deployment is reached by (:mod:`projector.server.http`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,25 @@ def _positive(value: str) -> int:
     return n
 
 
+def _allowed_host(value: str) -> str:
+    from .http import parse_host
+
+    try:
+        parse_host(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def _allowed_origin(value: str) -> str:
+    from .http import parse_origin
+
+    try:
+        return parse_origin(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def parser(name: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog=f"project-skill {name}",
@@ -53,6 +74,13 @@ def parser(name: str) -> argparse.ArgumentParser:
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
     mode.add_argument("--http", metavar="[HOST:]PORT", type=parse_address,
                       help=f"serve Streamable HTTP at http://HOST:PORT/mcp (HOST defaults to {DEFAULT_HOST})")
+    ap.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]", type=_allowed_host,
+                    help="HTTP: also accept requests whose Host header is NAME (on any port, or on PORT only), and "
+                         "the origins http(s)://NAME; repeatable. The loopback names and the bound address are "
+                         "always accepted; any other Host is refused with 421")
+    ap.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN", type=_allowed_origin,
+                    help="HTTP: also accept requests sent by a browser page of ORIGIN (e.g. https://app.example.com); "
+                         "repeatable. Any other Origin is refused with 403")
     ap.add_argument("--framework", choices=("mcp", "fastmcp"), default="mcp",
                     help="the server framework: mcp's MCPServer (the default) or FastMCP (needs the "
                          "projector[fastmcp] extra)")
@@ -108,10 +136,9 @@ def main(name: str = "serve", argv: list[str] | None = None) -> int:
             shown = f"[{host}]" if _is_v6(host) else host
             print(f"project-skill {name}: serving MCP at http://{shown}:{port}/mcp ({args.framework})",
                   file=sys.stderr, flush=True)
-            if args.framework == "fastmcp":
-                server.run("http", host=host, port=port, path="/mcp", stateless_http=True, show_banner=False)
-            else:
-                server.run("streamable-http", host=host, port=port, stateless_http=True)
+            from .http import serve_http
+
+            serve_http(server, host, port, allow_hosts=args.allow_host, allow_origins=args.allow_origin)
     except KeyboardInterrupt:  # pragma: no cover
         return EXIT_OK
     return EXIT_OK

@@ -25,12 +25,17 @@ import copy
 import json
 import math
 import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
@@ -150,52 +155,118 @@ MAX_BYTES = 256 * 1024  # of the rows, as JSON: the most one answer carries
 MAX_VALUE_BYTES = 64 * 1024  # SQLite refuses to make a longer string or blob, so no query builds a huge one
 MAX_COLUMNS = 100  # with MAX_VALUE_BYTES, bounds what one row can hold in memory before it is measured
 MAX_STEPS = 2_000_000  # SQLite VM instructions per query, so a runaway query cannot hang the server
+MAX_SECONDS = 5.0  # and a deadline, for steps that each take long
+_CHECK_EVERY = 1000  # VM instructions between two checks of the budget and the deadline
 
 _ALLOWED = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+_TOO_BIG = f"a value would be longer than {MAX_VALUE_BYTES} bytes"
+
+
+class _Refused(Exception):
+    """Raised inside a SQL function; the query fails with ``reason``."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 class DemoDatabase:
     """The demo shop, in memory, readable only: a SQLite authorizer refuses everything but reads, and
-    ``PRAGMA query_only`` is on as a second lock."""
+    ``PRAGMA query_only`` is on as a second lock.
 
-    def __init__(self) -> None:
+    What one query may cost is bounded: :data:`MAX_STEPS` VM instructions and :data:`MAX_SECONDS` (by ``clock``),
+    checked every thousand instructions; no value longer than :data:`MAX_VALUE_BYTES`; rows as in :meth:`query`.
+    The VM checks nothing while one function call runs, so the one built-in function whose single call can run for
+    long, ``printf`` (alias ``format``: ``printf('%.*c', 2147483647, 'x')`` appends one character two billion times,
+    each refused by the length limit), is replaced by one that refuses any width or precision above
+    :data:`MAX_VALUE_BYTES` (no field can be longer than a value) and then calls the built-in. Queries run one at a
+    time (the connection is shared); the server runs them off its event loop (see :func:`add_demo_tools`)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         sql = resources.files("projector.server").joinpath("demo.sql").read_text("utf-8")
-        self.conn = sqlite3.connect(":memory:", check_same_thread=False)
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.conn = _connect()
         self.conn.executescript(sql)
         self.conn.execute("PRAGMA query_only = ON")
-        self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-        self.conn.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
         self.schema = ";\n\n".join(row[0] for row in self.conn.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'table' ORDER BY name")) + ";\n"
+        self._builtin = _connect()  # no tables: where the checked printf calls the built-in one
+        self._refusal: str | None = None
+        for name in ("printf", "format"):
+            self.conn.create_function(name, -1, self._printf, deterministic=True)
         self.conn.set_authorizer(self._authorize)
 
     @staticmethod
     def _authorize(action: int, *_: Any) -> int:
         return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
 
+    def _as_int(self, value: Any) -> int:
+        """``value`` as SQLite reads an integer argument (``sqlite3_value_int64``); a non-finite float counts as
+        too big."""
+        if value is None:
+            return 0
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float):
+            return int(value) if math.isfinite(value) else MAX_VALUE_BYTES + 1
+        return int(self._builtin.execute("SELECT CAST(? AS INTEGER)", (value,)).fetchone()[0] or 0)
+
+    def _printf(self, fmt: Any, *args: Any) -> Any:
+        try:
+            text = fmt.decode("utf-8", "replace") if isinstance(fmt, bytes) else fmt
+            if isinstance(text, str):
+                for size in printf_sizes(text, args, self._as_int):
+                    if size > MAX_VALUE_BYTES:
+                        raise _Refused(f"{_TOO_BIG} (a printf width or precision of {size})")
+            marks = ", ".join("?" * (1 + len(args)))
+            value = self._builtin.execute(f"SELECT printf({marks})", (fmt, *args)).fetchone()[0]
+            if value is None and fmt is not None:  # the built-in gives NULL when the result would be too long
+                raise _Refused(f"{_TOO_BIG} (string or blob too big)")
+            return value
+        except _Refused as exc:
+            self._refusal = exc.reason
+            raise
+        except sqlite3.Error as exc:
+            self._refusal = str(exc)
+            raise
+
     def query(self, sql: str) -> dict[str, Any]:
         """The rows of one SELECT: at most :data:`MAX_ROWS` rows and :data:`MAX_BYTES` bytes of them (as JSON).
         When it stops early, ``truncated`` is true and ``note`` says which limit stopped it."""
-        steps = 0
+        with self.lock:
+            return self._query(sql)
+
+    def _query(self, sql: str) -> dict[str, Any]:
+        checks = 0
+        deadline = self.clock() + MAX_SECONDS
+        stopped: list[str] = []
 
         def budget() -> int:
-            nonlocal steps
-            steps += 1
-            return 1 if steps > MAX_STEPS // 1000 else 0
+            nonlocal checks
+            checks += 1
+            if checks > MAX_STEPS // _CHECK_EVERY:
+                stopped.append(f"more than {MAX_STEPS} steps")
+            elif self.clock() > deadline:
+                stopped.append(f"more than {MAX_SECONDS:g} s")
+            return 1 if stopped else 0
 
-        self.conn.set_progress_handler(budget, 1000)
+        self._refusal = None
+        self.conn.set_progress_handler(budget, _CHECK_EVERY)
         try:
             cur = self.conn.execute(sql)
             columns = [d[0] for d in cur.description or ()]
             rows, note = _take_rows(cur)
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
-            if "not authorized" in msg:
+            if self._refusal is not None:
+                msg = self._refusal
+            elif "not authorized" in msg:
                 msg = "only a single read-only SELECT statement is allowed (not authorized)"
             elif "interrupted" in msg:
-                msg = "the query ran too long and was stopped"
+                msg = f"the query ran too long and was stopped ({stopped[0] if stopped else 'interrupted'})"
             elif "too big" in msg:
-                msg = f"a value would be longer than {MAX_VALUE_BYTES} bytes (string or blob too big)"
+                msg = f"{_TOO_BIG} (string or blob too big)"
             elif "too many columns" in msg:
                 msg = f"more than {MAX_COLUMNS} columns (too many columns)"
             raise DemoError(f"query failed: {msg}") from None
@@ -203,10 +274,102 @@ class DemoDatabase:
             raise DemoError(f"query failed: {exc}") from None
         finally:
             self.conn.set_progress_handler(None, 0)
+            self._refusal = None
         out: dict[str, Any] = {"columns": columns, "rows": rows, "row_count": len(rows), "truncated": note is not None}
         if note is not None:
             out["note"] = note
         return out
+
+
+def _connect() -> sqlite3.Connection:
+    conn = sqlite3.connect(":memory:", check_same_thread=False)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_COLUMN, MAX_COLUMNS)
+    return conn
+
+
+_FLAGS = frozenset("-+ #!0,")
+_ONE_ARGUMENT = frozenset("dicouxXpfeEgGsqQwzr")  # conversions that take an argument (SQLite's fmtinfo table)
+
+
+def printf_sizes(fmt: str, args: Sequence[Any], as_int: Callable[[Any], int]) -> Iterator[int]:
+    """Every field width and precision of SQLite's ``printf(fmt, *args)``, read the way SQLite's own formatter
+    reads them (``sqlite3_str_vappendf``): flags, a width of digits or ``*`` (the next argument), a precision of
+    ``.`` digits or ``.*``, ``l``/``ll``, a conversion that takes the next argument, ``%%``; an unknown conversion
+    ends the formatting. ``*`` values are read with ``as_int`` and given as absolute values; digit runs as written
+    (SQLite wraps long ones, so this may only be larger)."""
+    n, i, k = len(fmt), 0, 0
+
+    def at(j: int) -> str:
+        return fmt[j] if j < n else ""
+
+    def take() -> Any:
+        nonlocal k
+        k += 1
+        return args[k - 1] if k <= len(args) else None
+
+    def digits(j: int) -> int:
+        while "0" <= at(j) <= "9":
+            j += 1
+        return j
+
+    while i < n:
+        if fmt[i] != "%":
+            i += 1
+            continue
+        i += 1
+        c = at(i)
+        if not c:
+            return
+        while True:
+            done = False
+            if c in _FLAGS:
+                pass
+            elif c == "l":
+                i += 1
+                if at(i) == "l":
+                    i += 1
+                c, done = at(i), True
+            elif "1" <= c <= "9":
+                j = digits(i)
+                yield int(fmt[i:j])
+                if at(j) not in (".", "l"):
+                    i, c, done = j, at(j), True
+                else:
+                    i = j - 1
+            elif c == "*":
+                yield abs(as_int(take()))
+                if at(i + 1) not in (".", "l"):
+                    i += 1
+                    c, done = at(i), True
+            elif c == ".":
+                i += 1
+                if at(i) == "*":
+                    yield abs(as_int(take()))
+                    i += 1
+                else:
+                    j = digits(i)
+                    yield int(fmt[i:j] or "0")
+                    i = j
+                if at(i) == "l":
+                    i -= 1
+                else:
+                    c, done = at(i), True
+            else:
+                done = True
+            if done:
+                break
+            i += 1
+            c = at(i)
+            if not c:
+                return
+        if not c:
+            return
+        if c in _ONE_ARGUMENT:
+            take()
+        elif c not in ("%", "n"):
+            return
+        i += 1
 
 
 def _cell(value: Any) -> Any:
@@ -259,8 +422,14 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
     async def greet(name: str) -> str:
         return f"Hello, {name}!"
 
+    sql_worker: list[Any] = []
+
     async def query(sql: str) -> dict[str, Any]:
-        return db.query(sql)
+        # off the event loop, so a slow query holds up only the queries queued behind it (one at a time, through
+        # a limiter of its own, so that no other work waits for a thread)
+        if not sql_worker:
+            sql_worker.append(anyio.CapacityLimiter(1))
+        return await anyio.to_thread.run_sync(db.query, sql, limiter=sql_worker[0])
 
     read_only = ToolAnnotations(read_only_hint=True)
     # MCPServer.add_tool(fn, name=...) and FastMCP.tool(fn, name=...) take the same keywords

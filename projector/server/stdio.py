@@ -7,11 +7,17 @@ error), JSON nested deeper than the parser's fixed limit with ``-32600`` (no rec
 that is not a JSON-RPC message with ``-32600``, and a request whose id is not a string or integer (which the SDK
 would take for a notification and never answer) with ``-32600``; each as a JSON-RPC error response with the
 request's id when one can be read, else ``null``. The server keeps serving. Valid lines go to the SDK untouched.
+
+At end of input the server answers every request it has already read before it exits: the SDK stops serving as soon
+as its input ends, cancelling what is still in hand, so the end of input is passed on only once each request read so
+far has its response on the way out (a request the client cancelled, and an open-ended ``subscriptions/listen``, are
+not waited for). A client that closes stdin and then waits for the server to exit gets every answer.
 """
 
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from typing import Any, BinaryIO
 
 import anyio
@@ -54,24 +60,32 @@ def classify(line: bytes) -> str | Answer | None:
     """One stdio line: the text to hand to the SDK, or the error to answer instead, or None (a blank line).
 
     Never raises: whatever the line holds, the answer is a value."""
+    return _classify(line)[0]
+
+
+def _classify(line: bytes) -> tuple[str | Answer | None, Any]:
+    """:func:`classify`, and the JSON-RPC message when the line is one for the SDK."""
     text = line.decode("utf-8", errors="replace")
     if not text.strip():
-        return None
+        return None, None
     try:
         message = types.jsonrpc_message_adapter.validate_json(text, by_name=False)
     except (ValidationError, ValueError, RecursionError):
         value = _parse(text)
         if value is _TOO_DEEP:
-            return None, types.INVALID_REQUEST, TOO_DEEP
+            return (None, types.INVALID_REQUEST, TOO_DEEP), None
         if value is _NOT_JSON:
-            return None, types.PARSE_ERROR, PARSE
-        return _request_id(value), types.INVALID_REQUEST, NOT_JSONRPC
+            return (None, types.PARSE_ERROR, PARSE), None
+        return (_request_id(value), types.INVALID_REQUEST, NOT_JSONRPC), None
     if isinstance(message, types.JSONRPCNotification):
         value = _parse(text)
         if isinstance(value, dict) and "id" in value:
             # mcp 2.3 takes {"id": {}} (or [], true, 1.5, null) for a notification and answers nothing.
-            return None, types.INVALID_REQUEST, BAD_ID
-    return text
+            return (None, types.INVALID_REQUEST, BAD_ID), None
+    return text, message
+
+
+_OPEN_ENDED = frozenset({"subscriptions/listen"})  # answered only when the stream ends, so never waited for
 
 
 class _Lines:
@@ -82,6 +96,30 @@ class _Lines:
         self.limit = limit
         self.write: Any = None
         self.ready = anyio.Event()
+        self.pending: Counter[int | str] = Counter()  # the ids of the requests handed to the SDK, not answered yet
+        self._drained = anyio.Event()
+
+    def _track(self, message: Any) -> None:
+        if isinstance(message, types.JSONRPCRequest) and message.method not in _OPEN_ENDED:
+            self.pending[message.id] += 1
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            rid = (message.params or {}).get("requestId")
+            if isinstance(rid, (int, str)):
+                self.answered(rid)
+
+    def answered(self, rid: Any) -> None:
+        """A response with this id is on its way out."""
+        if self.pending[rid] > 1:
+            self.pending[rid] -= 1
+        else:
+            self.pending.pop(rid, None)
+        if not self.pending:
+            self._drained.set()
+
+    async def _drain(self) -> None:
+        while self.pending:
+            self._drained = anyio.Event()
+            await self._drained.wait()
 
     def _readline(self) -> tuple[bytes | None, bool]:
         line = self.raw.readline(self.limit + 1)
@@ -101,13 +139,15 @@ class _Lines:
         while True:
             line, too_long = await anyio.to_thread.run_sync(self._readline, abandon_on_cancel=True)
             if line is None:
+                await self._drain()  # the SDK stops at end of input: first let it answer what it has read
                 raise StopAsyncIteration
             if too_long:
                 await self._answer(None, types.INVALID_REQUEST,
                                    f"Invalid Request: the line is longer than {self.limit} bytes")
                 continue
-            verdict = classify(line)
+            verdict, message = _classify(line)
             if isinstance(verdict, str):
+                self._track(message)
                 return verdict
             if verdict is not None:
                 await self._answer(*verdict)
@@ -118,6 +158,30 @@ class _Lines:
         await self.write.send(SessionMessage(error))
 
 
+class _Answers:
+    """The SDK's write stream, telling :class:`_Lines` which requests have their response on the way out."""
+
+    def __init__(self, inner: Any, lines: _Lines):
+        self.inner = inner
+        self.lines = lines
+
+    async def send(self, item: SessionMessage) -> None:
+        await self.inner.send(item)
+        message = item.message
+        if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id is not None:
+            self.lines.answered(message.id)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> _Answers:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self.inner.__aexit__(*exc)
+
+
 async def serve_stdio(server: MCPServer, max_line_bytes: int = MAX_LINE_BYTES) -> None:
     """Run ``server`` on this process's stdin and stdout, the way ``MCPServer.run("stdio")`` does, through
     :class:`_Lines`."""
@@ -126,4 +190,4 @@ async def serve_stdio(server: MCPServer, max_line_bytes: int = MAX_LINE_BYTES) -
         lines.write = write_stream
         lines.ready.set()
         lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, with our stdin in front
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        await lowlevel.run(read_stream, _Answers(write_stream, lines), lowlevel.create_initialization_options())

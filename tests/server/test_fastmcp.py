@@ -416,8 +416,9 @@ def test_the_readme_examples_run_as_written(index, framework, monkeypatch, tmp_p
     code = readme_examples()[index]
     assert len(readme_examples()) == 2
     runs: list = []
-    monkeypatch.setattr(MCPServer, "run", lambda self, *a, **k: runs.append((a, k)))  # serve nothing, record it
-    monkeypatch.setattr(FastMCP, "run", lambda self, *a, **k: runs.append((a, k)))
+    import projector.server
+
+    monkeypatch.setattr(projector.server, "serve_http", lambda server, *a, **k: runs.append((a, k)))  # record it
     # A project of the reader's own: the example workflow, then the README's shell step, as written.
     (tmp_path / "workflows").mkdir()
     shutil.copy(ROOT / "workflows" / "hello-world.yaml", tmp_path / "workflows" / "hello-world.yaml")
