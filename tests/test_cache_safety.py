@@ -169,6 +169,51 @@ def test_no_home_at_all_means_no_cache(tmp_path, monkeypatch, wf):
     _no_cache_was_used(wf, monkeypatch)
 
 
+def test_a_full_disk_at_the_keys_creation_means_no_cache_and_no_leftover(tmp_path, monkeypatch, wf):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+
+    def full(fd, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cache_mod.os, "write", full)
+    assert build(wf) == outcome(wf, None)
+    assert listing(tmp_path / "xdg") == {"project-skill": "dir"}  # no key, no temporary file
+    assert not (wf / CACHE_DIR).exists()
+
+
+def test_two_runs_making_the_key_at_once_agree_on_the_first(tmp_path, monkeypatch):
+    """The key is published by a hard link, which never replaces: the run that loses takes the winner's key."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    real_link = os.link
+
+    def raced(src, dst, **kwargs):
+        (tmp_path / "xdg" / "project-skill" / "cache-key").write_bytes(b"w" * 32)  # the other run, just before
+        os.chmod(tmp_path / "xdg" / "project-skill" / "cache-key", 0o600)
+        return real_link(src, dst, **kwargs)
+
+    monkeypatch.setattr(cache_mod.os, "link", raced)
+    assert cache_mod.user_key() == b"w" * 32
+    assert sorted(os.listdir(tmp_path / "xdg" / "project-skill")) == ["cache-key"]
+    monkeypatch.setattr(cache_mod.os, "link", real_link)
+    assert cache_mod.user_key() == b"w" * 32
+
+
+def test_read_regular_reads_relative_to_a_folder_descriptor(tmp_path):
+    (tmp_path / "f").write_bytes(b"data")
+    (tmp_path / "link").symlink_to(tmp_path / "f")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert bounded.read_regular("f", 4, dir_fd=fd) == b"data"
+        with pytest.raises(bounded.Unreadable, match="symbolic link"):
+            bounded.read_regular("link", 4, dir_fd=fd)
+        with pytest.raises(bounded.Unreadable, match="over the limit of 3"):
+            bounded.read_regular("f", 3, dir_fd=fd)
+        with pytest.raises(bounded.Unreadable, match="No such file"):
+            bounded.read_regular("missing", 3, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def test_entries_under_another_key_are_misses_and_rewritten(tmp_path, monkeypatch, wf):
     assert build(wf) == outcome(wf, None)
     written = {p.name: p.read_bytes() for p in entries(wf / CACHE_DIR)}
@@ -288,12 +333,6 @@ def test_a_sealed_entry_with_an_absolute_path_writes_nothing_outside_out(cli, tm
         assert slot.read_bytes().split(b"\n", 2)[2] != payload  # the miss was rewritten with the real result
 
 
-def test_the_header_json_is_bounded():
-    deep = b"[" * 100 + b"]" * 100
-    with pytest.raises(bounded.BadJSON):
-        cache_mod.decode(b"%d\n%s" % (len(deep), deep))
-
-
 # ------------------------------------------------------------------------------------------------ item 1: links
 
 def test_every_cache_file_is_made_fresh_under_a_random_name(tmp_path, monkeypatch, wf):
@@ -302,9 +341,13 @@ def test_every_cache_file_is_made_fresh_under_a_random_name(tmp_path, monkeypatc
     made, renamed = [], []
     real_open, real_replace = os.open, os.replace
 
+    folders = set()
+
     def spy_open(path, flags, mode=0o777, *, dir_fd=None):
         if flags & os.O_CREAT:
             made.append((path, flags, mode, dir_fd))
+        elif flags & os.O_DIRECTORY:
+            folders.add((os.path.basename(path), flags, dir_fd is None))
         return real_open(path, flags, mode, dir_fd=dir_fd)
 
     def spy_replace(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
@@ -327,6 +370,10 @@ def test_every_cache_file_is_made_fresh_under_a_random_name(tmp_path, monkeypatc
                                                old_slot((wf / "b.yaml").as_posix())]
     for src, dst, a, b in renamed:
         assert TEMP.fullmatch(src) and isinstance(a, int) and a == b
+    real = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC  # a parent named by the user: followed
+    mine = real | os.O_NOFOLLOW  # a folder of the cache's own: never a link
+    assert folders == {("new-user", real, True), ("project-skill", mine, False), ("wf", real, True),
+                       (CACHE_DIR, mine, False), ("entries", mine, False)}
     store = wf / CACHE_DIR
     assert stat.S_IMODE(store.lstat().st_mode) == 0o700
     assert stat.S_IMODE((store / "entries").lstat().st_mode) == 0o700
@@ -413,6 +460,17 @@ def test_a_planted_cache_folder_is_ignored_and_nothing_is_written(tmp_path, wf, 
     assert (elsewhere.read_bytes() if elsewhere.is_file() else None) == after_elsewhere
     if kind == "dangling-gitignore":
         assert not os.path.lexists(elsewhere)
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o711, 0o700, 0o750])
+def test_a_cache_folder_readable_by_others_is_used(monkeypatch, wf, mode):
+    """Folders made by earlier versions (mode 0755 under the usual umask) stay in use: only write bits matter."""
+    assert build(wf) == outcome(wf, None)
+    (wf / CACHE_DIR).chmod(mode)
+    (wf / CACHE_DIR / "entries").chmod(mode)
+    plain = outcome(wf, None)
+    forbid_compiling(monkeypatch)
+    assert build(wf) == plain
 
 
 @pytest.mark.parametrize("who", ["cache", "entries"])
