@@ -646,3 +646,22 @@ def test_keys_and_slots_of_odd_names_are_distinct():
     assert len({c.key(d, b"x") for d in odd}) == len({c.slot(d) for d in odd}) == 4  # \xff is \udcff
     assert c.slot("wf/a.yaml").name == old_slot("wf/a.yaml")
 
+
+
+def test_a_cache_with_an_open_folder_goes_to_workers(tmp_path, monkeypatch):
+    """Worker processes get the cache pickled, without the folder descriptor of the main process (each opens and
+    checks its own), and the secret with it."""
+    import pickle
+
+    src = make_tree(tmp_path, {f"wf/w{i}.yaml": GOOD.format(name=f"w{i}") for i in range(12)}) / "wf"
+    assert outcome(src, src / CACHE_DIR, jobs=3) == outcome(src, None)
+    for i in range(0, 12, 2):
+        (src / f"w{i}.yaml").write_text(GOOD.format(name=f"w{i}x"), "utf-8")
+    assert outcome(src, src / CACHE_DIR, jobs=3) == outcome(src, None)  # hits in the main process, misses in workers
+    c = Cache(src / CACHE_DIR, Options(()))
+    assert c.get((src / "w1.yaml").as_posix(), c.key((src / "w1.yaml").as_posix(), (src / "w1.yaml").read_bytes()))
+    copy = pickle.loads(pickle.dumps(c))
+    assert copy._fd is None and c._fd is not None and copy._secret == c._secret == cache_mod.user_key()
+    plain = outcome(src, None)
+    forbid_compiling(monkeypatch)
+    assert outcome(src, src / CACHE_DIR, jobs=3) == plain
