@@ -55,15 +55,16 @@ def kind_of(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def read_regular(path: Path | str, limit: int, *, follow_links: bool = False) -> bytes:
-    """The bytes of ``path``, a regular file of at most ``limit`` bytes. Raises :class:`Unreadable`."""
+def read_regular(path: Path | str, limit: int, *, follow_links: bool = False, dir_fd: int | None = None) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes. Raises :class:`Unreadable`. With
+    ``dir_fd``, ``path`` is relative to that open folder (``os.open``'s ``dir_fd``)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     if not follow_links:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags, dir_fd=dir_fd)
     except OSError as exc:
-        if not follow_links and os.path.islink(path):
+        if not follow_links and _is_link(path, dir_fd):
             raise Unreadable("it is a symbolic link, which is not followed") from None
         raise Unreadable(exc.strerror or str(exc)) from None
     try:
@@ -90,6 +91,13 @@ def read_regular(path: Path | str, limit: int, *, follow_links: bool = False) ->
         raise Unreadable(exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
+
+
+def _is_link(path: Path | str, dir_fd: int | None) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(path, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _refuse_constant(name: str) -> Any:

@@ -9,37 +9,67 @@ validated and rendered again.
   mtime; the size and mtime of every source file, template and schema of the ``projector`` package, so any change to
   the code invalidates every entry, as ``.pyc`` files are checked), the compile options (``repr`` of the whole
   :class:`~projector.output.Options` object, so a new option is in the key as soon as it is a field there), the
-  file's display path (it appears in spans and messages) and the file's bytes.
+  file's display path (it appears in spans and messages; a name that is not UTF-8 is taken with its surrogate
+  escapes) and the file's bytes.
 - **Entries.** One file per (workflow file, options): ``entries/<slot>``, where the slot hashes the display path
-  and the options. It holds the full key, the SHA-256 of the payload, and the payload: the file's compile result as
-  a JSON header and the bundle's file bytes after it (never pickle: a cache folder may come from anywhere). An
-  entry that is unreadable, truncated, for another key, fails its checksum or does not decode is a miss; the compile
+  and the options. It holds the full key, a checksum, and the payload: the file's compile result as a JSON header
+  and the bundle's file bytes after it (never pickle: a cache folder may come from anywhere). An entry that is
+  unreadable, truncated, for another key, fails its checksum, does not decode, or names a path that is not a plain
+  relative path inside its bundle (and a bundle folder outside the options' URI prefix) is a miss; the compile
   result replaces it. Entries of deleted workflows stay until the folder is deleted, which is always safe.
-- **Writes** go to a temporary file in the same folder (named for the process and the slot), then ``os.replace``:
-  two builds racing on one cache each leave a whole entry, and a reader checks the key, so it never takes one that
-  is not its own. A cache that cannot be written (read-only folder, full disk) costs only its speed-up; the build
-  never fails for it.
+- **Trust.** A cache folder may come with a checkout (committed by mistake, or planted), so an entry this machine did
+  not write is never used: the checksum is an HMAC-SHA256 of key and payload under a 32-byte secret kept outside
+  every checkout, ``$XDG_CACHE_HOME/project-skill/cache-key`` (by default ``~/.cache/...``), made once, mode 0600.
+  Without that key (no home; a link, another user's folder, a key of the wrong size or mode) there is no cache.
+- **No link followed.** All happens relative to folder descriptors opened without following a link: the cache
+  folder and ``entries/`` must be real folders of the current user that neither group nor others can write, the
+  ``.gitignore`` a regular file; entries are read with :func:`projector.bounded.read_regular`. Anything else there
+  turns the cache off for the run, with nothing written; a link, FIFO or folder in place of an entry is a miss, left
+  alone.
+- **Writes** go to a new file of a random name (``.tmp-`` and 32 hex digits; ``O_CREAT|O_EXCL|O_NOFOLLOW``, 0600),
+  written whole, then ``os.replace``: racing builds each leave a whole entry, and a reader checks the key. The
+  ``.gitignore`` too, rewritten whenever it is not exactly ours. What killed runs left (our temporary names, regular
+  files, older than :data:`STALE_AFTER` seconds) the next run removes. A cache that cannot be written (read-only
+  folder, full disk) costs only its speed-up; the build never fails for it.
 - ``--tools-from`` runs bypass the cache: their input is the server's answer, fetched anew each run.
 
 The cache never changes output bytes: a hit gives back exactly what a miss computes (tests/test_cache.py checks
-builds with and without it against each other, for the examples and for random edits).
+builds with and without it against each other, for the examples and for random edits; tests/test_cache_safety.py
+checks the cache against a hostile checkout).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import re
+import secrets
+import stat
 import sys
+import time
+import weakref
+from contextlib import suppress
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .bundle import Bundle
+from . import bounded
+from .bundle import MAX_BYTES, Bundle
 from .errors import Diagnostic, Span
 
 CACHE_DIR = ".projector_cache"
-FORMAT = 2  # bump when the entry layout below changes
+FORMAT = 3  # bump when the entry layout below changes
+GITIGNORE = b"# Created by project-skill: the build cache is never committed.\n*\n"
+KEY_SIZE = 32  # bytes of the per-user secret
+MAX_ENTRY = 4 * MAX_BYTES  # the largest bundle, with room for its header
+STALE_AFTER = 600  # seconds after which a temporary file is a killed run's: a live write takes milliseconds
+_TEMP = re.compile(r"\.tmp-(?:[0-9a-f]{32}|[0-9]+-[0-9a-f]{40})")  # ours, and the names of cache format 2
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_SUPPORTED = (hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY") and os.listdir in os.supports_fd
+              and {os.open, os.stat, os.mkdir, os.unlink, os.rename, os.link} <= os.supports_dir_fd)
 PACKAGE = Path(__file__).resolve().parent
 _SOURCE_SUFFIXES = (".py", ".j2", ".json", ".sql")
 
@@ -139,7 +169,8 @@ ENCODED_FIELDS = {"Bundle": ("name", "path", "files", "entry", "diagnostics", "s
 
 
 def encode(result: Result) -> bytes:
-    """A result as bytes: a JSON header (everything but the bundle's file bytes), then those bytes, raw."""
+    """A result as bytes: a JSON header (everything but the bundle's file bytes; ASCII, so a display path with
+    surrogate escapes survives), then those bytes, raw."""
     name, span, source, b, diags = result
     meta: dict[str, Any] = {"name": name, "span": _span(span), "source": source, "diags": [_diag(d) for d in diags],
                             "bundle": None}
@@ -149,27 +180,48 @@ def encode(result: Result) -> bytes:
                           "diagnostics": [_diag(d) for d in b.diagnostics], "span": _span(b.span),
                           "files": [[rel, len(data)] for rel, data in b.files.items()]}
         blobs = list(b.files.values())
-    head = json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    head = json.dumps(meta, ensure_ascii=True, separators=(",", ":")).encode("ascii")
     return b"%d\n%s%s" % (len(head), head, b"".join(blobs))
 
 
-def decode(data: bytes) -> Result:
-    """:func:`encode` reversed. Raises ValueError (or KeyError, TypeError...) for bytes it did not write."""
+def plain_path(path: Any) -> bool:
+    """Whether a path read from an entry names a place inside its folder, as a path from a server must: a relative
+    POSIX path with no empty, ``.`` or ``..`` segment (so not absolute either), no backslash and no NUL."""
+    return (isinstance(path, str) and "\\" not in path and "\0" not in path
+            and all(seg not in ("", ".", "..") for seg in path.split("/")))
+
+
+def _bundle_files(b: dict[str, Any], rest: bytes, at: int, prefix: tuple[str, ...]) -> dict[str, bytes]:
+    """The bundle's files from the bytes after the header, every path checked."""
+    path = b["path"]
+    if not plain_path(path) or tuple(path.split("/")[:-1]) != prefix:
+        raise ValueError(f"the bundle path {path!r} is not a skill folder under the URI prefix")
+    files: dict[str, bytes] = {}
+    for rel, length in b["files"]:
+        if not plain_path(rel):
+            raise ValueError(f"the file path {rel!r} is not a plain relative path")
+        if rel in files:
+            raise ValueError(f"the file {rel!r} is listed twice")
+        if length < 0 or at + length > len(rest):
+            raise ValueError("truncated entry")
+        files[rel] = rest[at:at + length]
+        at += length
+    if at != len(rest):
+        raise ValueError("trailing bytes in entry")
+    return files
+
+
+def decode(data: bytes, prefix: tuple[str, ...] = ()) -> Result:
+    """:func:`encode` reversed, for a build with the URI ``prefix``, on a payload whose HMAC was checked. Raises
+    ValueError (or KeyError, TypeError...) for bytes it did not write, and for a path that is not a plain relative
+    path inside its bundle."""
     size, _, rest = data.partition(b"\n")
     n = int(size)
-    meta = json.loads(rest[:n])
+    meta = json.loads(rest[:n])  # after its HMAC: bytes this user's builds wrote (bounded.loads costs a warm run 40 %)
     b = meta["bundle"]
     bundle = None
     if b is not None:
-        files: dict[str, bytes] = {}
-        at = n
-        for rel, length in b["files"]:
-            if length < 0 or at + length > len(rest):
-                raise ValueError("truncated entry")
-            files[rel] = rest[at:at + length]
-            at += length
-        if at != len(rest):
-            raise ValueError("trailing bytes in entry")
+        files = _bundle_files(b, rest, n, prefix)
         bundle = Bundle(b["name"], b["path"], files, b["entry"], tuple(_undiag(d) for d in b["diagnostics"]),
                         Span(*b["span"]))
         if not isinstance(b["index_text"], str):
@@ -180,7 +232,187 @@ def decode(data: bytes) -> Result:
     return meta["name"], Span(*meta["span"]), meta["source"], bundle, [_undiag(d) for d in meta["diags"]]
 
 
+# ------------------------------------------------------------------------------------------------ folders and files
+
+class _Off(OSError):
+    """What is there is not the cache's own (a link, a FIFO, another user's folder...): the cache is not used."""
+
+
+def _folder(parent: int, name: str, create: bool) -> int | None:
+    """``name`` in the open folder ``parent``, opened without following a link: a real folder of the current user
+    that neither group nor others can write (made, mode 0700, when ``create``). None when it is not there."""
+    if create:
+        with suppress(FileExistsError):
+            os.mkdir(name, 0o700, dir_fd=parent)
+    try:
+        fd = os.open(name, _FOLDER | os.O_NOFOLLOW, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    except OSError:  # a link (ELOOP), a file (ENOTDIR), ...
+        raise _Off(f"{name} is not a folder") from None
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        os.close(fd)
+        raise _Off(f"{name} is another user's, or others can write it")
+    return fd
+
+
+def _new_file(folder: int, data: bytes) -> str:
+    """A new file of a random name in ``folder`` holding ``data``, whole; its name. Removed again on failure."""
+    name = f".tmp-{secrets.token_hex(16)}"
+    fd = os.open(name, _NEW_FILE, 0o600, dir_fd=folder)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    except BaseException:
+        _unlink(folder, name)
+        raise
+    return name
+
+
+def _write_whole(folder: int, name: str, data: bytes) -> None:
+    """``name`` in ``folder`` holds ``data``, whole, or is left as it was."""
+    tmp = _new_file(folder, data)
+    try:
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        _unlink(folder, tmp)
+        raise
+
+
+def _unlink(folder: int, name: str) -> None:
+    with suppress(OSError):
+        os.unlink(name, dir_fd=folder)
+
+
+def _sweep(folder: int) -> None:
+    """Remove what killed runs left in ``folder``: regular files of our temporary names, older than
+    :data:`STALE_AFTER` (a live run's file is younger; were it removed, that run would only miss one entry)."""
+    now = time.time()
+    for name in sorted(os.listdir(folder)):
+        if _TEMP.fullmatch(name):
+            try:
+                st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and now - st.st_mtime > STALE_AFTER:
+                    os.unlink(name, dir_fd=folder)
+            except OSError:
+                pass
+
+
+def _gitignore(top: int) -> None:
+    """The cache folder's ``.gitignore``: exactly :data:`GITIGNORE`, written whole when it is missing or differs.
+    Anything but a regular file there turns the cache off."""
+    try:
+        st = os.stat(".gitignore", dir_fd=top, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if not stat.S_ISREG(st.st_mode):
+            raise _Off(".gitignore is not a regular file")
+        try:
+            if bounded.read_regular(".gitignore", len(GITIGNORE), dir_fd=top) == GITIGNORE:
+                return
+        except bounded.Unreadable:
+            pass  # longer than ours: rewritten
+    try:
+        _write_whole(top, ".gitignore", GITIGNORE)
+    except OSError:
+        pass  # a read-only or full disk: the next run repairs it
+
+
+def _store(root: Path, create: bool) -> int | None:
+    """The open ``entries/`` folder of the cache folder ``root``, after its checks (and its repairs); None when the
+    cache folder is not there yet (``create`` false)."""
+    parent = os.open(root.parent, _FOLDER)  # the workflows' folder: followed, as the workflows are read from it
+    try:
+        top = _folder(parent, root.name, create)
+    finally:
+        os.close(parent)
+    if top is None:
+        return None
+    try:
+        _gitignore(top)
+        _sweep(top)
+        entries = _folder(top, "entries", create)
+    finally:
+        os.close(top)
+    if entries is not None:
+        _sweep(entries)
+    return entries
+
+
+# ------------------------------------------------------------------------------------------------ the secret
+
+def key_file() -> Path | None:
+    """Where the per-user secret lives: ``$XDG_CACHE_HOME/project-skill/cache-key``, ``~/.cache/...`` when that is
+    unset or not absolute (as the XDG spec says); None when there is no absolute home either."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        home = os.path.expanduser("~")
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    return Path(base) / "project-skill" / "cache-key"
+
+
+def _read_key(folder: int) -> bytes | None:
+    try:
+        st = os.stat("cache-key", dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077 or st.st_size != KEY_SIZE:
+        raise _Off("the cache key is not a private file of the right size")
+    data = bounded.read_regular("cache-key", KEY_SIZE, dir_fd=folder)
+    if len(data) != KEY_SIZE:
+        raise _Off("the cache key changed while it was read")
+    return data
+
+
+def _make_key(folder: int) -> bytes | None:
+    """A new secret, published whole (written under a random name, then hard-linked, which never replaces): when
+    two runs race, both take the one that was linked first."""
+    tmp = _new_file(folder, secrets.token_bytes(KEY_SIZE))
+    try:
+        os.link(tmp, "cache-key", src_dir_fd=folder, dst_dir_fd=folder)
+    except FileExistsError:
+        pass
+    finally:
+        _unlink(folder, tmp)
+    return _read_key(folder)
+
+
+def user_key() -> bytes | None:
+    """This user's cache secret, made on first use; None when it cannot be had (then the cache is not used)."""
+    where = key_file()
+    if where is None or not _SUPPORTED:
+        return None
+    try:
+        os.makedirs(where.parent.parent, 0o700, exist_ok=True)
+        parent = os.open(where.parent.parent, _FOLDER)
+        try:
+            folder = _folder(parent, where.parent.name, True)
+        finally:
+            os.close(parent)
+        if folder is None:
+            return None
+        try:
+            return _read_key(folder) or _make_key(folder)
+        finally:
+            os.close(folder)
+    except OSError:
+        return None
+
+
 # ------------------------------------------------------------------------------------------------ the store
+
+def _text(s: str) -> bytes:
+    """A display path as bytes, total: the surrogate escapes of a name that is not UTF-8 included."""
+    return s.encode("utf-8", "surrogatepass")
+
 
 class Cache:
     """The entries of one cache folder for one set of compile options."""
@@ -189,59 +421,78 @@ class Cache:
         self.root = root
         self.entries = root / "entries"
         self.options = repr(options)
+        self.prefix = tuple(options.prefix)
         # Plain bytes, not a hashlib object: a Cache goes to worker processes (pickled).
-        self._base = f"{environment_digest()}\0{self.options}\0".encode()
-        self._ready = False
+        self._base = _text(f"{environment_digest()}\0{self.options}\0")
+        self._secret = user_key()
+        self._off = self._secret is None  # set for good once the cache folder is found not to be the cache's own
+        self._fd: int | None = None  # the open entries/ folder, once checked (each process opens its own)
+        self._closer: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_fd": None, "_closer": None}
 
     def key(self, display: str, data: bytes) -> str:
-        d = display.encode()
+        d = _text(display)
         return hashlib.sha256(b"%s%d\0%s\0%s" % (self._base, len(d), d, data)).hexdigest()
 
+    def _slot_name(self, display: str) -> str:
+        return hashlib.sha256(_text(f"{self.options}\0{display}")).hexdigest()[:40]
+
     def slot(self, display: str) -> Path:
-        name = hashlib.sha256(f"{self.options}\0{display}".encode()).hexdigest()[:40]
-        return self.entries / name
+        return self.entries / self._slot_name(display)
+
+    def seal(self, key: str, payload: bytes) -> bytes:
+        """The checksum line of an entry: HMAC-SHA256 of the key and the payload under this user's secret."""
+        if self._secret is None:
+            raise _Off("no cache key")
+        return hmac.new(self._secret, b"%s\n%s" % (key.encode("ascii"), payload), hashlib.sha256).hexdigest().encode()
+
+    def _folder(self, create: bool) -> int | None:
+        """The checked ``entries/`` folder, open; None when the cache is off or (for a read) not there yet."""
+        if self._fd is not None or self._off:
+            return self._fd
+        try:
+            fd = _store(self.root, create)
+        except _Off:
+            self._off = True
+            return None
+        except OSError:  # the folder could not be made (a read-only disk, a file in its place...)
+            self._off = create
+            return None
+        if fd is not None:
+            self._fd = fd
+            self._closer = weakref.finalize(self, os.close, fd)
+        return fd
 
     def get(self, display: str, key: str) -> Result | None:
         """The cached result for ``key``, or None for a miss of any kind (absent, torn, foreign, corrupt)."""
         try:
-            raw = self.slot(display).read_bytes()
-            head_key, head_sum, payload = raw.split(b"\n", 2)
-            if head_key.decode("ascii") != key or hashlib.sha256(payload).hexdigest() != head_sum.decode("ascii"):
+            folder = self._folder(False)
+            if folder is None:
                 return None
-            result = decode(payload)
+            raw = bounded.read_regular(self._slot_name(display), MAX_ENTRY, dir_fd=folder)
+            head_key, head_sum, payload = raw.split(b"\n", 2)
+            if head_key != key.encode("ascii") or not hmac.compare_digest(head_sum, self.seal(key, payload)):
+                return None
+            return decode(payload, self.prefix)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, UnicodeError):
             return None
-        return result
 
     def put(self, display: str, key: str, result: Result) -> None:
-        """Store ``result`` under ``key``, atomically; any failure to write is ignored."""
+        """Store ``result`` under ``key``, whole; any failure to write is ignored. A slot that holds anything but a
+        regular file (a link, a FIFO, a folder) is not the cache's: it is left alone."""
         try:
+            folder = self._folder(True)
+            if folder is None:
+                return
             payload = encode(result)
-            self._prepare()
-            slot = self.slot(display)
-            # Unique to this process and slot (no two writers share it), one write, then the atomic rename.
-            tmp = slot.with_name(f".tmp-{os.getpid()}-{slot.name}")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            name = self._slot_name(display)
             try:
-                try:
-                    os.write(fd, b"%s\n%s\n%s" % (key.encode(), hashlib.sha256(payload).hexdigest().encode(), payload))
-                finally:
-                    os.close(fd)
-                os.replace(tmp, slot)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+                if not stat.S_ISREG(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+                    return
+            except FileNotFoundError:
+                pass
+            _write_whole(folder, name, b"%s\n%s\n%s" % (key.encode("ascii"), self.seal(key, payload), payload))
         except (OSError, ValueError, TypeError):
             pass
-
-    def _prepare(self) -> None:
-        if self._ready:
-            return
-        self.entries.mkdir(parents=True, exist_ok=True)
-        ignore = self.root / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# Created by project-skill: the build cache is never committed.\n*\n", "utf-8")
-        self._ready = True

@@ -75,3 +75,14 @@ def _stable_env(monkeypatch):
     # Nothing may depend on the locale or the time zone: run every test under unusual ones.
     monkeypatch.setenv("TZ", "Pacific/Kiritimati")
     monkeypatch.setenv("LC_ALL", os.environ.get("LC_ALL", "C.UTF-8"))
+
+
+@pytest.fixture(scope="session")
+def _user_cache_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("xdg-cache-home")
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_key(_user_cache_home, monkeypatch):
+    # The build cache keeps its key in $XDG_CACHE_HOME/project-skill/: never the real home's in a test run.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_user_cache_home))
