@@ -266,10 +266,9 @@ class _Reader:
             self._refuse_depth(mark)
             return Y(None, self.file, mark)
         if seen is not None:  # only when the text can hold aliases: they bring back a node already built
-            if id(node) in seen:  # reported by _refuse_anchors
+            if id(node) in seen:  # an alias, reported by _refuse_anchors: never followed, so nothing is expanded
                 return Y(None, self.file, mark)
-            if not isinstance(node, yaml.ScalarNode):
-                seen = seen | {id(node)}
+            seen.add(id(node))  # one set for the document: every node of the text is converted at most once
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Y] = {}
             key_marks: dict[str, Any] = {}
