@@ -39,7 +39,9 @@ def test_corpus_has_every_class():
                 "when-bad-field-path",
                 "missing-parameter", "unknown-parameter", "parameter-type", "bad-field-path", "bad-input-schema",
                 "yaml-tag", "yaml-tag-collection", "bad-number", "bad-number-huge-integer", "too-deep",
-                "control-character", "line-break", "outside-root"}
+                "control-character", "line-break", "outside-root",
+                "reserved-name",
+                }
     assert required <= names
 
 
