@@ -462,3 +462,23 @@ def test_a_gated_step_looks_its_guidance_up_once_in_one_pass_over_its_words(monk
     assert len(calls) == len(gated) == 20
     assert "the guidance names the saved result" not in gated[0].hint  # step 1 has no result before it
     assert "the guidance names the saved result 'r1'" in gated[1].hint
+
+
+def test_the_steps_bench_workflow_is_valid_and_gated():
+    """bench/steps.py times this workflow at 2,000 and 20,000 steps; it must stay a valid one that fires the gates."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_steps", bench / "steps.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(bench))
+    wf, diags = parse(module.workflow(40), "many_steps.yaml")
+    assert wf is not None and len(wf.steps) == 40
+    assert [d for d in diags if d.severity == "error"] == []
+    assert len([d for d in gates.check(wf) if d.code == "guidance-on-side-effect"]) == 20
