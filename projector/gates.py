@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from .errors import Diagnostic
 from .model import FromArg, FromStep, Step, Workflow
@@ -68,22 +69,80 @@ CODES = {
 ACKNOWLEDGEABLE = ("gate-on-side-effect", "unverifiable-step", "guidance-on-side-effect", "uses-skippable-result")
 
 
+_SEPARATORS = re.compile(r"[\s_-]+")
+_TOKEN = re.compile(r"[^\W_]+")  # a run of letters and digits
+
+
+def _name_key(name: str) -> tuple[str, ...] | None:
+    """How a step's name or bind is looked for in a text: its runs of letters and digits, case-folded, and the text
+    between them with every run of whitespace, ``_`` and ``-`` as one space, alternately. None for a name without a
+    letter or digit, or one that starts or ends with other punctuation: such a name is never looked for."""
+    core = _SEPARATORS.sub(" ", name).strip(" ")
+    tokens = list(_TOKEN.finditer(core))
+    if not tokens or tokens[0].start() != 0 or tokens[-1].end() != len(core):
+        return None
+    key: list[str] = []
+    for i, m in enumerate(tokens):
+        if i:
+            key.append(core[tokens[i - 1].end():m.start()])
+        key.append(m.group(0).casefold())
+    return tuple(key)
+
+
+class ResultNames:
+    """The saved results that earlier steps make, looked up by their binds and step names in a text.
+
+    A name is named where the text holds its words (runs of letters and digits, case-insensitively) as whole words,
+    joined by whitespace, ``_`` or ``-`` where the name has any of these, and by the same punctuation where the name
+    has other punctuation: ``fetch order``, ``Fetch_Order`` and ``fetch-order`` all name the step ``fetch-order``,
+    ``prefetch order`` names only a bind ``order``. Built step by step (:meth:`add`), and looked up in one pass over
+    the text's words (:meth:`named`), so the gate check stays linear in the number of steps."""
+
+    def __init__(self) -> None:
+        self._trie: dict[str, Any] = {}  # token -> {gap -> {token -> ...}}; "" -> the least bind ending there
+
+    def add(self, name: str, bind: str) -> None:
+        key = _name_key(name)
+        if key is None:
+            return
+        node = self._trie
+        for part in key:
+            node = node.setdefault(part, {})
+        node[""] = min(node.get("", bind), bind)  # same words, same places in every text: the least bind wins
+
+    def named(self, text: str, after: int = 0) -> str | None:
+        """The bind named in ``text``: the first one named at or after the offset ``after``, else the first one
+        named; a tie goes to the least bind. Each name counts at its first place in the text only."""
+        words = list(_TOKEN.finditer(text))
+        gaps = [_SEPARATORS.sub(" ", text[a.end():b.start()]) for a, b in zip(words, words[1:])]
+        first: dict[int, tuple[int, str]] = {}  # id of the name's node -> (start, bind)
+        for i, word in enumerate(words):
+            if word.start() and text[word.start() - 1] == "_":  # "_order" does not name "order": no word boundary
+                continue
+            node = self._trie.get(word.group(0).casefold())
+            j = i
+            while node is not None:
+                end = words[j].end()
+                if "" in node and id(node) not in first and not text.startswith("_", end):
+                    first[id(node)] = (word.start(), node[""])
+                if j + 1 == len(words):
+                    break
+                node = node.get(gaps[j])
+                node = node.get(words[j + 1].group(0).casefold()) if node is not None else None
+                j += 1
+        found = [(0 if start >= after else 1, start, bind) for start, bind in first.values()]
+        return min(found)[2] if found else None
+
+
 def named_result(wf: Workflow, index: int, text: str, after: int = 0) -> str | None:
     """The saved result (a bind of a step before step ``index``, 1-based) that ``text`` names, by its bind or its
-    step's name, words split on ``_`` and ``-``: the first one named from ``after`` on, else the first one named."""
-    names: list[tuple[str, str]] = []
+    step's name (:class:`ResultNames`): the first one named from ``after`` on, else the first one named."""
+    names = ResultNames()
     for s in wf.steps[:index - 1]:
         if s.bind:
-            names += [(s.bind, s.bind), (s.name, s.bind)]
-    found: list[tuple[int, int, str]] = []
-    for order, (name, bind) in enumerate(names):
-        words = [w for w in re.split(r"[_\-\s]+", name) if w]
-        if not words:
-            continue
-        m = re.search(r"\b" + r"[\s_-]+".join(re.escape(w) for w in words) + r"\b", text, re.IGNORECASE)
-        if m:
-            found.append((0 if m.start() >= after else 1, m.start(), bind))
-    return min(found)[2] if found else None
+            names.add(s.bind, s.bind)
+            names.add(s.name, s.bind)
+    return names.named(text, after)
 
 
 def asks_user(wf: Workflow, step: Step, key: str, src: object) -> bool:
@@ -113,6 +172,8 @@ def check(wf: Workflow, *, skills_only: bool = False) -> list[Diagnostic]:
     say what happens there: the model's judgment is all that applies the guidance, and a ``when:`` condition
     becomes a check the skill states before the call, not one a server-side run enforces."""
     out: list[Diagnostic] = []
+    names = ResultNames()  # the results saved before the current step, by bind and step name
+    skippable: dict[str, tuple[int, Step]] = {}  # bind -> the earlier step that on_fail: skip may leave out
     for index, step in enumerate(wf.steps, 1):
         fired: set[str] = set()
         tool = wf.tool(step.tool) if step.tool else None
@@ -135,7 +196,7 @@ def check(wf: Workflow, *, skills_only: bool = False) -> list[Diagnostic]:
                 out.append(_diag(step, "gate-on-side-effect",
                                  f"{label} calls the side-effecting tool '{tool.name}' under gate-like guidance "
                                  f"(\"{gate.phrase}\"). {why}",
-                                 _gate_hint(wf, index, step.guidance, gate, skills_only)))
+                                 _gate_hint(wf, names, step.guidance, gate, skills_only)))
                 fired.add("gate-on-side-effect")
             else:
                 if skills_only:
@@ -148,7 +209,7 @@ def check(wf: Workflow, *, skills_only: bool = False) -> list[Diagnostic]:
                 out.append(_diag(step, "guidance-on-side-effect",
                                  f"{label} calls the side-effecting tool '{tool.name}' with guidance; {what}", None))
                 fired.add("guidance-on-side-effect")
-        for code in _skippable_uses(wf, index, step, label, skills_only):
+        for code in _skippable_uses(skippable, step, label, skills_only):
             out.append(code)
             fired.add(code.code)
         for key, src in step.args:
@@ -165,13 +226,18 @@ def check(wf: Workflow, *, skills_only: bool = False) -> list[Diagnostic]:
                 out.append(Diagnostic(step.span, "warning", "unused-acknowledgement",
                                       f"{label} acknowledges '{code}', which does not fire here ({reason})",
                                       "remove the stale acknowledgement"))
+        if step.bind:
+            names.add(step.bind, step.bind)
+            names.add(step.name, step.bind)
+            if step.when and step.on_fail == "skip":
+                skippable[step.bind] = (index, step)
     return out
 
 
-def _gate_hint(wf: Workflow, index: int, guidance: str, gate: GateMatch, skills_only: bool = False) -> str:
+def _gate_hint(wf: Workflow, names: ResultNames, guidance: str, gate: GateMatch, skills_only: bool = False) -> str:
     tail = ("make the tool enforce the condition itself and acknowledge the warning on the step "
             "(acknowledge: {gate-on-side-effect: why}), or end the workflow before this step")
-    bind = named_result(wf, index, guidance, gate.start)
+    bind = names.named(guidance, gate.start)
     if bind is None:
         return tail
     then = ("the skill states it as an exact check before the call (served with its workflow prompt, the "
@@ -180,11 +246,10 @@ def _gate_hint(wf: Workflow, index: int, guidance: str, gate: GateMatch, skills_
             f"when: {{step: {bind}, field: FIELD, equals: VALUE}}, and {then}; or " + tail)
 
 
-def _skippable_uses(wf: Workflow, index: int, step: Step, label: str, skills_only: bool = False
+def _skippable_uses(skippable: dict[str, tuple[int, Step]], step: Step, label: str, skills_only: bool = False
                     ) -> list[Diagnostic]:
-    """``uses-skippable-result``: ``step`` uses the result of an earlier step that ``on_fail: skip`` may leave out."""
-    skippable = {s.bind: (i, s) for i, s in enumerate(wf.steps[:index - 1], 1)
-                 if s.bind and s.when and s.on_fail == "skip"}
+    """``uses-skippable-result``: ``step`` uses the result of an earlier step that ``on_fail: skip`` may leave out
+    (``skippable``: bind -> that step and its number, of the steps before this one)."""
     guarded = {c.subject.bind for c in step.when if isinstance(c.subject, FromStep)}  # the author decided
     used: list[str] = []
     for _key, src in step.sources():

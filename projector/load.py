@@ -18,8 +18,10 @@ from typing import Any
 import yaml
 
 from .errors import Diagnostic, LoadError, Span, error, printable_quote
+from .conditions import literal
 from .model import Argument, Condition, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .validate import collisions, validate
+from .yaml12 import reads_differently
 
 try:  # libyaml's parser is several times faster; results are identical (tests/test_load.py checks both).
     from yaml import CSafeLoader as _BaseLoader
@@ -92,13 +94,17 @@ class Y:
     Positions are kept as the parser's marks and become :class:`Span` objects only when asked for: most values of a
     valid file never need one."""
 
-    __slots__ = ("value", "_file", "_mark", "_key_marks")
+    __slots__ = ("value", "_file", "_mark", "_key_marks", "odd")
 
-    def __init__(self, value: Any, file: str, mark: Any, key_marks: dict[str, Any] | None = None):
+    def __init__(self, value: Any, file: str, mark: Any, key_marks: dict[str, Any] | None = None,
+                 odd: Any = None):
         self.value = value
         self._file = file
         self._mark = mark
         self._key_marks = key_marks
+        # A plain scalar that YAML 1.2 reads differently (:func:`projector.yaml12.reads_differently`): its text and
+        # the 1.2 value; on a mapping, ``{key: (text, 1.2 value)}`` for such keys. None for everything else.
+        self.odd = odd
 
     @property
     def span(self) -> Span:
@@ -254,6 +260,16 @@ class _Reader:
             return False, None
         return True, value
 
+    def _odd(self, node: yaml.ScalarNode, value: Any) -> tuple[str, Any] | None:
+        """``(text, YAML 1.2 value)`` when ``node`` is a plain scalar that YAML 1.2 reads other than as ``value``
+        (what PyYAML, YAML 1.1, read), else None. An explicit ``!!str`` means the text under both versions."""
+        if node.style not in (None, ""):
+            return None
+        if self.tagged and node.tag == _STR and self.text.startswith("!", node.start_mark.index):
+            return None
+        differs, value_1_2 = reads_differently(node.value, value)
+        return (node.value, value_1_2) if differs else None
+
     def _convert(self, node: yaml.Node, loader: Any, seen: set[int] | None, depth: int) -> Y:
         mark = node.start_mark
         if self.tagged:
@@ -266,13 +282,13 @@ class _Reader:
             self._refuse_depth(mark)
             return Y(None, self.file, mark)
         if seen is not None:  # only when the text can hold aliases: they bring back a node already built
-            if id(node) in seen:  # reported by _refuse_anchors
+            if id(node) in seen:  # an alias, reported by _refuse_anchors: never followed, so nothing is expanded
                 return Y(None, self.file, mark)
-            if not isinstance(node, yaml.ScalarNode):
-                seen = seen | {id(node)}
+            seen.add(id(node))  # one set for the document: every node of the text is converted at most once
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Y] = {}
             key_marks: dict[str, Any] = {}
+            odd_keys: dict[str, tuple[str, Any]] | None = None
             for knode, vnode in node.value:
                 if knode.tag == "tag:yaml.org,2002:merge":
                     self.diags.append(error(self.span(knode.start_mark), "alias",
@@ -300,10 +316,14 @@ class _Reader:
                     continue
                 out[key] = self._convert(vnode, loader, seen, depth + 1)
                 key_marks[key] = knode.start_mark
-            return Y(out, self.file, mark, key_marks)
+                if odd := self._odd(knode, key):
+                    odd_keys = odd_keys or {}
+                    odd_keys[key] = odd
+            return Y(out, self.file, mark, key_marks, odd_keys)
         if isinstance(node, yaml.SequenceNode):
             return Y([self._convert(n, loader, seen, depth + 1) for n in node.value], self.file, mark)
-        return Y(self._scalar_value(node, loader)[1], self.file, mark)
+        ok, value = self._scalar_value(node, loader)
+        return Y(value, self.file, mark, odd=self._odd(node, value) if ok else None)
 
 
 _STR = "tag:yaml.org,2002:str"
@@ -400,6 +420,30 @@ class _Builder:
             self.err(y.span, "wrong-type", f"'{key}' of {what} must be a string, not {_type_name(y.value)}", hint)
             return default
         return y.value
+
+    def same_in_1_2(self, y: Y, what: str) -> None:
+        """``ambiguous-scalar`` for every plain scalar of ``y`` (a condition's operand, a constant, a field path)
+        that YAML 1.1 and YAML 1.2 read differently, in document order: what a gate checks, or a tool gets, must not
+        depend on which YAML a reader speaks."""
+        if y.odd is not None and not isinstance(y.value, dict):
+            self._ambiguous(y.span, what, *y.odd, y.value)
+        if isinstance(y.value, dict):
+            for key, child in y.value.items():
+                if y.odd is not None and key in y.odd:
+                    self._ambiguous(y.key_span(key), f"a key in {what}", *y.odd[key], key)
+                self.same_in_1_2(child, what)
+        elif isinstance(y.value, list):
+            for item in y.value:
+                self.same_in_1_2(item, what)
+
+    def _ambiguous(self, span: Span, what: str, text: str, value_1_2: Any, value_1_1: Any) -> None:
+        values = [v for v in (value_1_1, value_1_2) if not isinstance(v, str)]
+        kind = "the boolean" if isinstance(values[0], bool) else "a number" if len(values) > 1 else "the number"
+        alternatives = " or ".join(literal(v) for v in values)
+        self.err(span, "ambiguous-scalar",
+                 f"{what} is the unquoted {printable_quote(text)}: YAML 1.1 reads it as {literal(value_1_1)}, "
+                 f"YAML 1.2 as {literal(value_1_2)}",
+                 f"quote it to mean the text: {literal(text)}; or write {alternatives} for {kind}")
 
     def listing(self, m: dict[str, Y], key: str, what: str) -> list[Y]:
         y = m.get(key)
@@ -525,6 +569,7 @@ class _Builder:
             return None
         kind = kinds[0]
         if kind == "const":
+            self.same_in_1_2(m["const"], f"the constant of {what}")
             return Const(m["const"].plain(), span=y.span)
         ref = m[kind]
         if not isinstance(ref.value, str):
@@ -540,6 +585,7 @@ class _Builder:
         field = None
         if "field" in m:
             f = m["field"]
+            self.same_in_1_2(f, f"'field' of {what}")
             if isinstance(f.value, int) and not isinstance(f.value, bool):
                 field = str(f.value)
             elif isinstance(f.value, str):
@@ -663,6 +709,7 @@ class _Builder:
         if not sound:
             return None
         op = ops[0]
+        self.same_in_1_2(m[op], f"'{op}' in {what}")
         return Condition(subject, op, m[op].plain(), span=y.key_span(op))  # type: ignore[arg-type]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, Union
 
 from .errors import Span
@@ -172,20 +173,35 @@ class Workflow:
     # Where the workflow came from, for diagnostics and for `skills.json` ordering; never rendered.
     source: str = field(default="<python>", compare=False)
 
-    def tool(self, name: str) -> Tool | None:
+    # Lookups by name, built once per workflow (the first of a repeated name wins, as a scan would find it): every
+    # step looks up its tool and its sources, so a scan per lookup would make compiling quadratic in the steps.
+    @cached_property
+    def _tools_by_name(self) -> dict[str, Tool]:
+        found: dict[str, Tool] = {}
         for t in self.tools:
-            if t.name == name:
-                return t
-        return None
+            found.setdefault(t.name, t)
+        return found
+
+    @cached_property
+    def _arguments_by_name(self) -> dict[str, Argument]:
+        found: dict[str, Argument] = {}
+        for a in self.arguments:
+            found.setdefault(a.name, a)
+        return found
+
+    @cached_property
+    def _steps_by_bind(self) -> dict[str, tuple[int, Step]]:
+        found: dict[str, tuple[int, Step]] = {}
+        for i, s in enumerate(self.steps):
+            if s.bind is not None:
+                found.setdefault(s.bind, (i, s))
+        return found
+
+    def tool(self, name: str) -> Tool | None:
+        return self._tools_by_name.get(name)
 
     def argument(self, name: str) -> Argument | None:
-        for a in self.arguments:
-            if a.name == name:
-                return a
-        return None
+        return self._arguments_by_name.get(name)
 
     def step_for_bind(self, bind: str) -> tuple[int, Step] | None:
-        for i, s in enumerate(self.steps):
-            if s.bind == bind:
-                return i, s
-        return None
+        return self._steps_by_bind.get(bind)

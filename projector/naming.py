@@ -15,6 +15,13 @@ MAX_NAME = 64
 NAME_RULE = re.compile(r"^(?!.*--)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$")
 SEGMENT_RULE = re.compile(r"^(?!.*--)[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 BACKEND = "text-unidecode"
+# A skill name and every prefix segment become folder names. On Windows these name devices, not files, in any case
+# and with any extension: ``con/`` cannot be made or read there. A slug has no dots, so the bare names suffice.
+RESERVED = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))})
+RESERVED_WORDS = "con, prn, aux, nul, com0-com9, lpt0-lpt9"
+# --uri-prefix becomes folders under --out and the start of every skill:// URI. SEP-2640 sets no bound on a URI;
+# 255 characters (128 one-letter segments at most) keeps every path well inside what file systems and tools take.
+MAX_PREFIX = 255
 
 
 def full_slug(name: str) -> str:
@@ -37,19 +44,29 @@ def name_problem(name: str) -> tuple[str, str, str | None] | None:
         cut = skill_name(name)
         return ("name-too-long", f"the skill name '{full}' is {len(full)} characters; the limit is {MAX_NAME}",
                 f"shorten the workflow name; cut at {MAX_NAME} it would read '{cut}'")
+    if full in RESERVED:
+        return ("reserved-name", f"the skill name '{full}' is a reserved device name on Windows",
+                f"rename the workflow: a folder named '{full}' cannot be made or read on Windows (reserved: "
+                f"{RESERVED_WORDS})")
     if not NAME_RULE.fullmatch(full):  # pragma: no cover - slugify's own output always matches; kept as the contract
         return ("bad-name", f"the skill name '{full}' breaks the Agent Skills name rule", None)
     return None
 
 
 def parse_prefix(prefix: str | None) -> tuple[str, ...]:
-    """``a/b`` -> ``("a", "b")``. Each segment must be a lowercase slug (a valid RFC 3986 reg-name)."""
+    """``a/b`` -> ``("a", "b")``. Each segment must be a lowercase slug (a valid RFC 3986 reg-name) and no Windows
+    device name; the whole is at most :data:`MAX_PREFIX` characters."""
     if not prefix:
         return ()
-    parts = tuple(prefix.strip("/").split("/"))
+    stripped = prefix.strip("/")
+    if len(stripped) > MAX_PREFIX:
+        raise ValueError(f"the URI prefix is {len(stripped)} characters long; the limit is {MAX_PREFIX}")
+    parts = tuple(stripped.split("/"))
     for part in parts:
         if not SEGMENT_RULE.fullmatch(part):
             raise ValueError(f"URI prefix segment {part!r} must be lowercase letters, digits and single hyphens")
+        if part in RESERVED:
+            raise ValueError(f"URI prefix segment {part!r} is a reserved device name on Windows")
     return parts
 
 

@@ -57,6 +57,8 @@ def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnosti
         elif any(unicodedata.category(c) == "Cc" for c in wf.title):
             err(wf.title_span, "control-character", "the title contains a line break or another control character",
                 "a title is one line of plain text")
+        elif p := _invisible_problem(wf.title_span, "the title", wf.title, one_line=True):
+            diags.append(p)
 
     arg_names: list[str] = []
     for a in wf.arguments:
@@ -236,13 +238,37 @@ def check_conditions(step: Step, what: str, arg_names: list[str], binds: dict[st
 # texts that the output prints on one line (names, keys, URIs: headings, list items, code spans) may not hold a line
 # break either, or they could add headings of their own. Multi-line texts are made inert by the renderer instead.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Invisible characters make a text read differently from what it holds: bidirectional controls reorder what a reader
+# sees (Trojan Source), zero-width characters and invisible operators hide inside words, and tag characters carry text
+# no one sees ("ASCII smuggling" into a model). Refused in every text, as control characters are; in one-line texts
+# (names, keys, URIs) every other format character (Unicode category Cf: a soft hyphen, ...) too.
+_INVISIBLE = re.compile("[\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
+                        "\U000e0000-\U000e007f]")
 MAX_VALUE_DEPTH = 100  # as deep as the loader accepts a YAML document; JSON values are walked recursively later
+
+
+def _invisible_problem(span: Span, what: str, text: str, one_line: bool) -> Diagnostic | None:
+    """``control-character`` for the first invisible character of ``text`` (:data:`_INVISIBLE`; in a one-line
+    text, any format character), or None."""
+    if one_line:
+        found = next((c for c in text if unicodedata.category(c) == "Cf" or _INVISIBLE.match(c)), None)
+    else:
+        m = _INVISIBLE.search(text)
+        found = m.group(0) if m else None
+    if found is None:
+        return None
+    name = unicodedata.name(found, "")
+    return error(span, "control-character", f"{what} contains the invisible format character U+{ord(found):04X}"
+                 + (f" ({name})" if name else ""), "remove it: a bidirectional control or an invisible character "
+                 "makes a text read differently from what it holds")
 
 
 def _text_problem(span: Span, what: str, text: str, one_line: bool) -> Diagnostic | None:
     if m := _CONTROL.search(text):
         return error(span, "control-character", f"{what} contains the control character U+{ord(m.group(0)):04X}",
                      "write plain text: remove it (line breaks and tabs are fine in multi-line texts)")
+    if p := _invisible_problem(span, what, text, one_line):
+        return p
     if one_line and "\n" in text:
         return error(span, "line-break", f"{what} contains a line break", "it is printed on one line (a heading, "
                      "a list item, a code span): write it on one line")

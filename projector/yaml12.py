@@ -42,6 +42,59 @@ QUOTE_TOO: tuple[tuple[str, str, str], ...] = (
 )
 
 
+_CORE_RX = tuple((tag, re.compile(rx)) for tag, rx, _first in CORE)
+# A plain scalar can resolve to something other than a string, under either version, only if it starts with one of
+# these (or is empty): YAML 1.1's resolvers and the core schema's together.
+MAYBE_TYPED = frozenset("".join(first for _tag, _rx, first in CORE) + "yYnNoO")
+
+
+def core_value(text: str) -> Any:
+    """What a YAML 1.2 core-schema reader makes of the plain scalar ``text``: None, a bool, an int, a float or the
+    text itself (YAML 1.2.2, section 10.3.2). An integer too long for Python stays text."""
+    for tag, rx in _CORE_RX:
+        if rx.match(text):
+            break
+    else:
+        return text
+    if tag == NULL:
+        return None
+    if tag == BOOL:
+        return text.lower() == "true"
+    if tag == INT:
+        try:
+            if text.startswith(("0o", "0x")):
+                return int(text[2:], 8 if text[1] == "o" else 16)
+            return int(text, 10)
+        except ValueError:  # over Python's digit limit: the loader refuses the number (bad-number) itself
+            return text
+    if text.lstrip("+-").lower() == ".inf":
+        return float("-inf") if text.startswith("-") else float("inf")
+    if text.lower() == ".nan":
+        return float("nan")
+    return float(text)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two scalar values are the same JSON value: a boolean only equals a boolean, numbers compare by value
+    (NaN equals NaN here: both readers read the same text), strings and null as themselves."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b or (a != a and b != b)
+    return type(a) is type(b) and a == b
+
+
+def reads_differently(text: str, value_1_1: Any) -> tuple[bool, Any]:
+    """``(True, the YAML 1.2 value)`` when the plain scalar ``text``, which PyYAML (YAML 1.1) read as ``value_1_1``,
+    means something else under the YAML 1.2 core schema; ``(False, value_1_1)`` when both agree."""
+    if text[:1] not in MAYBE_TYPED and isinstance(value_1_1, str):  # "" is in every set: the empty scalar
+        return False, value_1_1
+    value_1_2 = core_value(text)
+    if same_value(value_1_1, value_1_2):
+        return False, value_1_1
+    return True, value_1_2
+
+
 def add_quoting(dumper: type) -> None:
     """Make a PyYAML dumper class quote every string that YAML 1.2 would read as something else (it already
     quotes what YAML 1.1 would). Changes ``dumper`` only: PyYAML copies the resolver table per class."""

@@ -41,6 +41,9 @@ def test_corpus_has_every_class():
                 "yaml-tag", "yaml-tag-collection", "bad-number", "bad-number-huge-integer", "too-deep",
                 "control-character", "line-break", "outside-root",
                 "placeholder-description",
+                "reserved-name",
+                "control-character-bidi",
+                "ambiguous-scalar",
                 }
     assert required <= names
 

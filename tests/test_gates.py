@@ -5,6 +5,8 @@ acknowledgement). These tests exist to kill the mutants of ``gates.py`` (scripts
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from projector import gates
 from projector.errors import Span
@@ -359,3 +361,124 @@ def test_only_an_earlier_step_can_leave_a_result_out():
     user = Step("user", tool="t", args=(("x", FromStep("m", "id")),))
     later = Step("maybe", bind="m", on_fail="skip", **_MAYBE)
     assert gates.check(_wf(user, later, tools=[READ])) == []
+
+
+# -------------------------------------------------------------------- linear in the steps (issue 17, item 15)
+
+def _reference_named_result(wf: Workflow, index: int, text: str, after: int = 0) -> str | None:
+    """named_result as it was written first: one regular expression per earlier name (quadratic over the steps)."""
+    import re
+
+    names: list[tuple[str, str]] = []
+    for s in wf.steps[:index - 1]:
+        if s.bind:
+            names += [(s.bind, s.bind), (s.name, s.bind)]
+    found: list[tuple[int, int, str]] = []
+    for name, bind in names:
+        words = [w for w in re.split(r"[_\-\s]+", name) if w]
+        if not words:
+            continue
+        m = re.search(r"\b" + r"[\s_-]+".join(re.escape(w) for w in words) + r"\b", text, re.IGNORECASE)
+        if m:
+            found.append((0 if m.start() >= after else 1, m.start(), bind))
+    return min(found)[2] if found else None
+
+
+NAME_CHARS = "abAB1_- .,"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.text(NAME_CHARS, min_size=1, max_size=6), st.text(NAME_CHARS, min_size=1, max_size=6)),
+                min_size=1, max_size=6),
+       st.text(NAME_CHARS + "xy(", max_size=30), st.integers(0, 30))
+@example([("fetch-order", "order")], "prefetch order", 0)
+@example([("a.b", "q")], "x a.b y", 0)
+@example([("a", "r"), ("b", "a")], "_a b_ a", 0)
+def test_named_result_finds_what_one_expression_per_name_found(named, text, after):
+    steps = [Step(name, tool="t", bind=bind) for name, bind in named] + [Step("last", tool="t")]
+    wf = _wf(*steps)
+    for words in (name for pair in named for name in pair):
+        if words.strip(" _-") and not (words.strip(" _-")[0].isalnum() and words.strip(" _-")[-1].isalnum()):
+            return  # a name that starts or ends with punctuation is no longer looked for (the expression needed a
+            # letter next to it in the text, which prose does not have)
+    assert named_result(wf, len(steps), text, after) == _reference_named_result(wf, len(steps), text, after)
+
+
+class CountingSteps(tuple):
+    """A workflow's steps that count how many step records are read, by iteration, index or slice."""
+
+    reads = 0
+
+    def __iter__(self):
+        for item in tuple.__iter__(self):
+            CountingSteps.reads += 1
+            yield item
+
+    def __getitem__(self, key):
+        got = tuple.__getitem__(self, key)
+        CountingSteps.reads += len(got) if isinstance(key, slice) else 1
+        return got
+
+
+def _many_steps(n: int) -> Workflow:
+    """n steps on a side-effecting tool, each using the previous result, with gate-like guidance that names it;
+    every third step has a condition and is skipped when it fails."""
+    steps = [Step(f"s{i}", tool="act", bind=f"r{i}", guidance=f"Only act if r{i - 1} is eligible.",
+                  when=(Condition(FromStep(f"r{i - 1}", "ok"), "equals", True),) if i % 3 == 1 else (),
+                  on_fail="skip" if i % 3 == 1 else "stop", args=(("x", FromStep(f"r{i - 1}")),) if i else (),
+                  acknowledge=(("uses-skippable-result", "a test"),) if i % 3 == 2 else ())
+             for i in range(n)]
+    wf = _wf(*steps, tools=[Tool("act", annotations={"readOnlyHint": False},
+                                 input_schema={"type": "object", "properties": {"x": {}}})])
+    return Workflow(wf.name, wf.description, wf.arguments, wf.instructions, wf.tools, CountingSteps(wf.steps))
+
+
+@pytest.mark.parametrize("stage", ["gates", "validate", "project"])
+def test_every_pass_over_the_steps_is_linear(stage):
+    """Linear, by counting: the step records read grow tenfold for ten times the steps (quadratic was a
+    hundredfold: every step scanned the steps before it)."""
+    from projector.render import project
+    from projector.validate import validate
+
+    run = {"gates": gates.check, "validate": validate, "project": project}[stage]
+    reads = {}
+    for n in (300, 3000):
+        wf = _many_steps(n)
+        CountingSteps.reads = 0
+        found = run(wf)
+        reads[n] = CountingSteps.reads
+        if stage == "gates":
+            assert len([d for d in found if d.code == "gate-on-side-effect"]) == n - (n + 1) // 3
+    assert reads[3000] <= 10 * reads[300] + 10, reads
+
+
+def test_a_gated_step_looks_its_guidance_up_once_in_one_pass_over_its_words(monkeypatch):
+    calls: list[str] = []
+    real = gates.ResultNames.named
+    monkeypatch.setattr(gates.ResultNames, "named", lambda self, text, after=0: calls.append(text) or
+                        real(self, text, after))
+    found = gates.check(_many_steps(30))
+    gated = [d for d in found if d.code == "gate-on-side-effect"]
+    assert len(calls) == len(gated) == 20
+    assert "the guidance names the saved result" not in gated[0].hint  # step 1 has no result before it
+    assert "the guidance names the saved result 'r1'" in gated[1].hint
+
+
+def test_the_steps_bench_workflow_is_valid_and_gated():
+    """bench/steps.py times this workflow at 2,000 and 20,000 steps; it must stay a valid one that fires the gates."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_steps", bench / "steps.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(bench))
+    wf, diags = parse(module.workflow(40), "many_steps.yaml")
+    assert wf is not None and len(wf.steps) == 40
+    assert [d for d in diags if d.severity == "error"] == []
+    assert len([d for d in gates.check(wf) if d.code == "guidance-on-side-effect"]) == 20

@@ -15,6 +15,7 @@ from projector.builder import WorkflowBuilder, arg, const
 from projector.bundle import parse_frontmatter, split_frontmatter
 from projector.errors import LoadError
 from projector.render import inert, project
+from projector.validate import _INVISIBLE
 
 MD = MarkdownIt("commonmark")
 
@@ -26,8 +27,9 @@ HOSTILE_LINES = [
     "<script>", "<?php", "<![CDATA[", "<!DOCTYPE html>", "-->", "- item", "> quote", "    code", "", " ", "plain",
     "*emph*", "`code`", "***", "+++", "| a | b |", "[x]: /url", "\\", "Setext heading",
 ]
-LINE_TEXT = st.text(st.one_of(st.characters(blacklist_categories=("Cs", "Cc")), st.sampled_from("\t#=-`~<>*_ !?/")),
-                    max_size=24)
+# invisible characters (bidi controls, zero-width, tag characters) are refused in every text (validate._INVISIBLE)
+VISIBLE = st.characters(blacklist_categories=("Cs", "Cc")).filter(lambda c: not _INVISIBLE.match(c))
+LINE_TEXT = st.text(st.one_of(VISIBLE, st.sampled_from("\t#=-`~<>*_ !?/")), max_size=24)
 MULTI_LINE = st.lists(st.one_of(st.sampled_from(HOSTILE_LINES), LINE_TEXT), min_size=1, max_size=6).map(
     "\n".join).filter(lambda t: t.strip() != "")
 
@@ -82,8 +84,8 @@ def test_multi_line_texts_cannot_change_the_structure(description, arg_descripti
     assert not got["SKILL.md"].startswith(b"---")
 
 
-ONE_LINE = st.text(st.one_of(st.characters(blacklist_categories=("Cs", "Cc")), st.sampled_from("\t#=-`~<>*_")),
-                   min_size=1, max_size=20).filter(lambda t: t.strip() != "")
+ONE_LINE = st.text(st.one_of(st.characters(blacklist_categories=("Cs", "Cc", "Cf")).filter(
+    lambda c: not _INVISIBLE.match(c)), st.sampled_from("\t#=-`~<>*_")), min_size=1, max_size=20).filter(lambda t: t.strip() != "")
 
 
 @settings(max_examples=100, deadline=None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import ROOT
 from projector import naming
 
 
@@ -63,3 +64,53 @@ def test_transliteration_is_pinned_whatever_else_is_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "unidecode", fake)
     assert naming.skill_name("日本語") == "ri-ben-yu"
     assert naming.full_slug("日本語 " * 20).startswith("ri-ben-yu-ri-ben-yu")
+
+
+# --------------------------------------------------------------------------------------------- issue 17, item 13
+
+@pytest.mark.parametrize("name", ["con", "CON", "Con", "prn", "aux", "nul", "NUL", "com1", "COM9", "lpt1", "lpt9",
+                                  "com0", "lpt0", "con!", " nul "])
+def test_windows_device_names_are_refused_as_skill_names(name):
+    slug = naming.full_slug(name)
+    code, message, hint = naming.name_problem(name)
+    assert code == "reserved-name"
+    assert message == f"the skill name '{slug}' is a reserved device name on Windows"
+    assert hint == (f"rename the workflow: a folder named '{slug}' cannot be made or read on Windows (reserved: con, "
+                    "prn, aux, nul, com0-com9, lpt0-lpt9)")
+
+
+@pytest.mark.parametrize(
+    "name", ["console", "con-1", "Com 1", "nul-flow", "com10", "lpt", "com", "auxiliary", "prn2", "a-con", "con.txt"])
+def test_names_that_only_look_like_device_names_are_fine(name):
+    assert naming.name_problem(name) is None
+
+
+@pytest.mark.parametrize("prefix", ["con", "a/nul", "COM1"])
+def test_a_device_name_is_refused_as_a_prefix_segment(prefix):
+    with pytest.raises(ValueError) as info:
+        naming.parse_prefix(prefix)
+    segment = prefix.split("/")[-1]
+    if segment.islower():
+        assert str(info.value) == f"URI prefix segment {segment!r} is a reserved device name on Windows"
+
+
+# --------------------------------------------------------------------------------------------- issue 17, item 14
+
+def test_a_prefix_is_at_most_255_characters():
+    longest = "/".join(["a"] * 128)  # 255 characters
+    assert naming.parse_prefix(longest) == ("a",) * 128
+    assert naming.parse_prefix("/" + longest + "/") == ("a",) * 128  # the slashes around it do not count
+    with pytest.raises(ValueError) as info:
+        naming.parse_prefix(longest + "b")
+    assert str(info.value) == "the URI prefix is 256 characters long; the limit is 255"
+    with pytest.raises(ValueError) as info:
+        naming.parse_prefix("/".join(["a"] * 100_000))
+    assert str(info.value) == "the URI prefix is 199999 characters long; the limit is 255"
+
+
+def test_a_long_uri_prefix_is_a_usage_error_not_a_traceback(cli, tmp_path):
+    run = cli("build", "workflows", "--out", str(tmp_path / "o"), "--uri-prefix", "/".join(["a"] * 990), cwd=ROOT)
+    assert run.code == 2
+    assert "--uri-prefix: the URI prefix is 1979 characters long; the limit is 255" in run.err
+    assert "Traceback" not in run.err + run.out
+    assert not (tmp_path / "o").exists()

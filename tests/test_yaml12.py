@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from projector.bundle import split_frontmatter
 from projector.render import dump_frontmatter
+from projector import yaml12
 from projector.yaml12 import load_core
 
 TRAPS = ["yes", "no", "on", "off", "y", "n", "~", "null", "Null", "NULL", "true", "False", "TRUE", "017", "0o17",
@@ -80,3 +81,64 @@ def test_the_core_reader_follows_the_core_schema_exactly():
                     "k: 0b11\nl: True\nm: '='\n")
     assert got == {"a": "yes", "b": 15, "c": 17, "d": 1000.0, "e": "1_000", "f": "2026-01-01", "g": float("inf"),
                    "h": None, "i": 1, "j": 31, "k": "0b11", "l": True, "m": "="}
+
+
+# ------------------------------------------- reading a plain scalar under both versions (issue 17, item 4; the loader)
+
+def _loaded_1_1(text: str) -> object:
+    """What the workflow loader (PyYAML, YAML 1.1) makes of a plain scalar; timestamps stay text there."""
+    import datetime
+
+    value = yaml.load(f"v: {text}\n", Loader=yaml.SafeLoader)["v"]
+    return text if isinstance(value, (datetime.date, datetime.datetime, bytes)) else value
+
+
+PLAIN_SCALAR = st.text(alphabet="0123456789+-._eEoxXbBaAfF:~nNuUlLtTrRsyYiI", min_size=1, max_size=10)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(PLAIN_SCALAR, st.sampled_from(TRAPS)))
+@example("0o17")
+@example("010")
+@example("-.INF")
+@example(".NaN")
+def test_core_value_is_what_the_core_reader_reads(text):
+    try:
+        expected = load_core(f"v: {text}\n")["v"]
+    except Exception:  # noqa: BLE001 - not a plain scalar in this position (": ", "- ", "--- "...)
+        return
+    if not isinstance(expected, str) or expected == text:  # a plain scalar, read whole
+        assert yaml12.same_value(yaml12.core_value(text), expected), (text, expected)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(PLAIN_SCALAR, st.sampled_from(TRAPS)))
+@example("no")
+@example("1:30")
+@example("y")
+def test_reads_differently_exactly_when_pyyaml_and_the_core_reader_disagree(text):
+    try:
+        v11, v12 = _loaded_1_1(text), load_core(f"v: {text}\n")["v"]
+    except Exception:  # noqa: BLE001 - not YAML in this position, or no JSON value (=, <<): refused elsewhere
+        return
+    if isinstance(v11, float) and v11 != v11 or isinstance(v12, float) and v12 != v12:
+        return
+    differs, got = yaml12.reads_differently(text, v11)
+    assert differs is (not yaml12.same_value(v11, v12)), (text, v11, v12)
+    assert yaml12.same_value(got, v12 if differs else v11)
+
+
+def test_same_value_is_json_equality_with_nan_equal_to_itself():
+    same = yaml12.same_value
+    assert same(1, 1.0) and same(True, True) and same(None, None) and same("a", "a") and same(float("nan"),
+                                                                                              float("nan"))
+    assert not same(True, 1) and not same(1, True) and not same(False, 0) and not same("1", 1)
+    assert not same(None, "") and not same(8, 10) and not same(None, False) and not same("no", False)
+
+
+def test_a_scalar_that_cannot_be_typed_is_never_read_differently():
+    # the fast path: a first character that no resolver of either version looks at
+    for text in ("hello", "s123", "Zero", "_1", "@x", "%"):
+        assert text[:1] not in yaml12.MAYBE_TYPED
+        assert yaml12.reads_differently(text, text) == (False, text)
+    assert yaml12.core_value("9" * 5000) == "9" * 5000  # over the digit limit: left as text (bad-number elsewhere)

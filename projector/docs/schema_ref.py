@@ -160,8 +160,12 @@ is refused (`placeholder-description`) until it says what the workflow does.
 A file is plain YAML holding JSON values. Refused, each at its place: anchors and aliases (`alias`), a tag that
 changes a value's type other than to a string, number, boolean or null, and any tag on a key or a collection
 (`yaml-tag`); NaN, infinity and integers over 4,300 digits (`bad-number`); nesting deeper than 100 levels
-(`too-deep`); control characters other than tab and line break in any text (`control-character`); and a line break
-in a text printed on one line, such as a name, a key or a resource URI (`line-break`). Multi-line texts keep their
+(`too-deep`); control characters other than tab and line break in any text, and bidirectional controls, zero-width
+and tag characters too (in a text printed on one line, every Unicode format character) (`control-character`); a line
+break in a text printed on one line, such as a name, a key or a resource URI (`line-break`); a skill name that is a
+Windows device name such as `con`, `nul` or `com1` (`reserved-name`); and, in a condition's operand, a constant or a
+field path, an unquoted scalar that YAML 1.1 and YAML 1.2 read differently, such as `no`, `on`, `010`, `0o17`,
+`1:30`, `1_000` or `1e3` (`ambiguous-scalar`: quote it, or write the value both read alike). Multi-line texts keep their
 Markdown, but a line that would start a heading, a code fence or an HTML block is escaped with a backslash, so no
 text changes the structure of the skill. Only regular files are read, and a file found in a folder that links to a
 file outside every folder being compiled is refused unread (`outside-root`) unless it is named on the command line.

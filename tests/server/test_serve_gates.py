@@ -10,9 +10,10 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
 
-from projector.builder import WorkflowBuilder, arg, condition, step
+from projector.builder import WorkflowBuilder, arg, condition, const, step
 from projector.server import attach
 
 from .test_serve_skills import ROOT, serve_args
@@ -158,3 +159,55 @@ async def test_an_absent_optional_argument_fails_every_condition_but_exists_fals
         assert ("act x" in calls) is ran, cond
         if not ran:
             assert "the argument `note` was not given" in msgs[-1][1]
+
+
+# ------------------------------------------------------------------ a gate checks what the tool gets (issue 17)
+
+def _account_server(typ: str, when: Any) -> tuple[MCPServer, list[str]]:
+    """One gated step: the condition checks the typed argument ``n``; the tool gets ``acct-{n}``."""
+    calls: list[str] = []
+    server = MCPServer("gates")
+
+    @server.tool(description="Close an account.")
+    def close(account: str) -> str:
+        calls.append(account)
+        return "closed"
+
+    wf = (WorkflowBuilder("flow", "Close one account.").argument("n", required=True, type=typ)
+          .tool("close", annotations={"destructiveHint": True})
+          .step("close", tool="close", args={"account": const("acct-{n}")}, when=when)
+          .build())
+    attach(server, skills=None, workflows=[wf])
+    return server, calls
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("typ, text, canonical", [
+    ("integer", "1_2", "12"), ("integer", "\uff11\uff12", "12"), ("integer", "012", "12"),
+    ("integer", " 12\n", "12"), ("integer", "+12", "12"), ("integer", "-0", "0"), ("integer", "12.0", None),
+    ("number", "1_2", "12"), ("number", "012", "12"), ("number", " 12", "12"), ("number", "12.0", "12"),
+    ("number", "1.50", "1.5"), ("number", "1e3", "1000"), ("number", ".5", "0.5"), ("number", "\uff11.5", "1.5"),
+    ("boolean", "TRUE", "true"), ("boolean", " true", "true"), ("boolean", "False", "false"),
+])
+async def test_a_typed_argument_not_in_its_canonical_form_is_refused_before_any_step(typ, text, canonical):
+    value = {"integer": 12, "number": 12, "boolean": True}[typ]
+    server, calls = _account_server(typ, condition(arg("n"), equals=value))
+    async with Client(server) as client:
+        with pytest.raises(MCPError) as info:
+            await client.get_prompt("flow", {"n": text})
+    assert info.value.code == -32602
+    what = "an integer" if typ == "integer" else "a " + typ
+    assert info.value.error.message == (f"Invalid argument 'n': {text!r} is not the canonical form of {what}; write "
+                                        f"{canonical}" if canonical else f"Invalid argument 'n': {text!r} is not {what}")
+    assert calls == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("typ, text, value", [("integer", "12", 12), ("integer", "-12", -12), ("integer", "0", 0),
+                                              ("number", "12", 12), ("number", "1.5", 1.5), ("number", "-0.25", -0.25),
+                                              ("boolean", "true", True), ("boolean", "false", False)])
+async def test_the_canonical_form_runs_and_the_tool_gets_the_text_the_condition_checked(typ, text, value):
+    server, calls = _account_server(typ, condition(arg("n"), equals=value))
+    msgs = texts(await get_prompt(server, "flow", {"n": text}))
+    assert calls == [f"acct-{text}"]
+    assert msgs[-1][1] == "Done: all 1 step of `flow` ran on the server."

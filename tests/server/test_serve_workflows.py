@@ -207,7 +207,7 @@ def typed_server() -> tuple[MCPServer, list[dict[str, Any]]]:
 @pytest.mark.anyio
 async def test_typed_arguments_placeholders_field_paths_and_resource_templates():
     server, calls = typed_server()
-    result = texts(await get_prompt(server, "typed_flow", {"count": "3", "price": "2.5", "gift": "TRUE",
+    result = texts(await get_prompt(server, "typed_flow", {"count": "3", "price": "2.5", "gift": "true",
                                                            "who": "Bo"}))
     assert calls == [{"count": 3, "price": 2.5, "gift": True, "label": "cart for Bo"},
                      {"sku": "SKU-3", "tag": "b", "note": "Bo"}]
