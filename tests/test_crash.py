@@ -110,9 +110,9 @@ def remote_load(base: Path) -> Callable[[], None]:
     from projector.remote.output import write_bundles
 
     out = base / "box" / "out"
-    for name in ("alpha", "beta", "gamma"):
-        (out / "acme" / name).mkdir(parents=True)
-        (out / "acme" / name / "SKILL.md").write_text(f"old {name}")
+    # An earlier load wrote these (its skills.json lists them), so the next load may replace them.
+    write_bundles(out, [skill(f"skill://acme/{name}/SKILL.md", {"SKILL.md": f"old {name}".encode()})
+                        for name in ("alpha", "beta", "gamma")])
     user_files(out)
     skills = [skill(f"skill://acme/{name}/SKILL.md", {"SKILL.md": f"new {name}".encode(),
                                                        "references/tools.md": b"tools"})
