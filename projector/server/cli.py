@@ -145,7 +145,7 @@ def _on_the_command_line(problems: list[Diagnostic], hints: dict[str, str]) -> l
     return out
 
 
-def _server(name: str, args: argparse.Namespace) -> tuple[Any, str]:
+def _server(args: argparse.Namespace) -> tuple[Any, str]:
     """The server to run, attached, and its framework. A UsageError or a ProjectorError (a ServeError) otherwise."""
     from mcp.server.caching import CacheHint
 
@@ -187,7 +187,7 @@ def main(name: str = "serve", argv: list[str] | None = None) -> int:
         print(f"project-skill {name}: --ttl-ms must be 0 or more", file=sys.stderr)
         return EXIT_USAGE
     try:
-        server, framework = _server(name, args)
+        server, framework = _server(args)
     except UsageError as exc:
         return _usage(name, exc)
     except ProjectorError as exc:
