@@ -58,6 +58,9 @@ __all__ = ["SKILLS_EXTENSION", "ServeError", "SkillTree", "SkillsExtension", "at
            "bootstrap_name", "check_workflows", "load_workflows", "serve_http", "serve_http_async"]
 
 Workflows = str | Path | Sequence[Workflow | str | Path] | None
+# lead the hints of unknown-tool and unknown-resource; `project-skill serve` says them for the command line instead
+ATTACH_HINT = "register it on the server before calling attach()"
+ATTACH_RESOURCE_HINT = "register the resource on the server before calling attach()"
 
 
 def _now(coro: Coroutine[Any, Any, Any]) -> Any:
@@ -95,7 +98,7 @@ def check_workflows(workflows: Sequence[Workflow], tools: dict[str, Any],
     ``mcp_types.Tool`` objects or to model :class:`~projector.model.Tool` objects (then output schemas are checked
     too). The steps are fitted to the tools by the core (:func:`projector.fit.check_workflows`), exactly as ``build``
     fits them; resources are checked here, against the server's resources and templates."""
-    problems = fit.check_workflows(workflows, tools, hint="register it on the server before calling attach()")
+    problems = fit.check_workflows(workflows, tools, hint=ATTACH_HINT)
     parsed = [UriTemplate.parse(t) for t in templates]
     for wf in workflows:
         for step in wf.steps:
@@ -108,7 +111,7 @@ def check_workflows(workflows: Sequence[Workflow], tools: dict[str, Any],
                     problems.append(error(where, "unknown-resource",
                                           f"workflow '{wf.name}', step '{step.name}': the server has no resource or "
                                           f"template matching '{uri}'",
-                                          "register the resource on the server before calling attach()"))
+                                          ATTACH_RESOURCE_HINT))
     return sorted(problems, key=Diagnostic.sort_key)
 
 

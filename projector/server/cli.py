@@ -1,5 +1,10 @@
-"""``project-skill serve [--stdio | --http [HOST:]PORT] [--framework mcp|fastmcp]``: serve the shipped examples with
-the demo tools, on mcp's MCPServer (the default) or on FastMCP.
+"""``project-skill serve [MODULE:ATTR] [--stdio | --http [HOST:]PORT] [--framework mcp|fastmcp]``: serve the skills
+and the workflow prompts on your own server, or on the demo server of the shipped examples.
+
+With a target (``MODULE:ATTR`` or ``path/to/file.py:ATTR``, found as ``uvicorn`` and ``fastmcp run`` find theirs:
+:mod:`projector.server.target`), the skills and workflows are attached to that server (:func:`projector.server.attach`,
+which checks every step against the server's own tools) and it is run; its framework is detected from the object.
+Without one, the demo tools of the shipped examples are served, on mcp's MCPServer (the default) or on FastMCP.
 
 stdio is the default. ``--http`` serves Streamable HTTP at ``http://HOST:PORT/mcp``, stateless (any request may reach
 any process, so it scales out behind a load balancer); HOST defaults to 127.0.0.1. Where it listens goes to stderr.
@@ -13,8 +18,12 @@ import argparse
 import importlib.util
 import ipaddress
 import sys
+from dataclasses import replace
+from typing import Any
 
-from ..errors import ProjectorError, UsageError, format_text
+from ..errors import Diagnostic, ProjectorError, UsageError, format_text
+from . import ATTACH_HINT, ATTACH_RESOURCE_HINT
+from .errors import ServeError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 DEFAULT_HOST = "127.0.0.1"
@@ -67,9 +76,18 @@ def _allowed_origin(value: str) -> str:
 def parser(name: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog=f"project-skill {name}",
-        description="Serve the skills (SEP-2640), the workflow prompts and the bootstrap prompts over MCP, with the "
-                    "demo tools of the shipped examples.",
-        epilog="exit codes: 0 ok, 1 the tree or workflows cannot be served, 2 usage")
+        description="Serve the skills (SEP-2640), the workflow prompts and the bootstrap prompts over MCP: on your own "
+                    "server (MODULE:ATTR), or, without one, on the demo server with the demo tools of the shipped "
+                    "examples.",
+        epilog="exit codes: 0 ok, 1 the tree or workflows cannot be served, 2 usage (a TARGET that cannot be "
+               "imported or is not a server included)")
+    ap.add_argument("target", nargs="?", metavar="MODULE:ATTR",
+                    help="your server: MODULE:ATTR or path/to/file.py:ATTR, where ATTR is an MCPServer or a "
+                         "fastmcp.FastMCP, or a factory with no required arguments that returns one (as uvicorn "
+                         "module:app and fastmcp run server.py:mcp take it). The current directory is put first on "
+                         "sys.path before the import, as uvicorn does (for the file form, the file's directory "
+                         "too). The skills and workflows are attached to it and it is run. Without a target, the "
+                         "demo server is served")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
     mode.add_argument("--http", metavar="[HOST:]PORT", type=parse_address,
@@ -81,9 +99,10 @@ def parser(name: str) -> argparse.ArgumentParser:
     ap.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN", type=_allowed_origin,
                     help="HTTP: also accept requests sent by a browser page of ORIGIN (e.g. https://app.example.com); "
                          "repeatable. Any other Origin is refused with 403")
-    ap.add_argument("--framework", choices=("mcp", "fastmcp"), default="mcp",
-                    help="the server framework: mcp's MCPServer (the default) or FastMCP (needs the "
-                         "projector[fastmcp] extra)")
+    ap.add_argument("--framework", choices=("mcp", "fastmcp"), default=None,
+                    help="the demo's framework: mcp's MCPServer (the default) or FastMCP (needs the "
+                         "projector[fastmcp] extra). A target's framework is detected from the object; when "
+                         "given, it must agree")
     ap.add_argument("--skills", default="generated_skills", metavar="DIR",
                     help="the skills tree, with its skills.json (default: generated_skills)")
     ap.add_argument("--workflows", default="workflows", metavar="DIR",
@@ -97,33 +116,90 @@ def parser(name: str) -> argparse.ArgumentParser:
     return ap
 
 
+MODULE_ATTR = ("project-skill serve MODULE:ATTR (your MCPServer or FastMCP, or a factory with no required "
+               "arguments that returns one, e.g. project-skill serve my_server:mcp)")
+DEMO_HINTS = {
+    ATTACH_HINT: f"the demo serves only its own tools; to serve these workflows with your server's tools, run "
+                 f"{MODULE_ATTR}",
+    ATTACH_RESOURCE_HINT: f"the demo serves only its own resources; to serve these workflows with your server's "
+                          f"resources, run {MODULE_ATTR}",
+}
+
+
+def _usage(name: str, exc: UsageError) -> int:
+    for d in exc.diagnostics:
+        print(f"project-skill {name}: {d.message}" if d.span.file == "<projector>" else format_text(d),
+              file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _on_the_command_line(problems: list[Diagnostic], hints: dict[str, str]) -> list[Diagnostic]:
+    """attach()'s diagnostics, with the hints that say "before calling attach()" said for the command line (the
+    command calls attach, not the user)."""
+    out = []
+    for d in problems:
+        hint = d.hint
+        for old, new in hints.items():
+            hint = hint.replace(old, new) if hint else hint
+        out.append(replace(d, hint=hint) if hint != d.hint else d)
+    return out
+
+
+def _server(args: argparse.Namespace) -> tuple[Any, str]:
+    """The server to run, attached, and its framework. A UsageError or a ProjectorError (a ServeError) otherwise."""
+    from mcp.server.caching import CacheHint
+
+    from . import attach
+
+    cache = CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope)
+    if args.target is not None:
+        from .target import load_server
+
+        server, framework = load_server(args.target)
+        if args.framework is not None and args.framework != framework:
+            raise UsageError(f"{args.target}: --framework {args.framework}, but the target is "
+                             f"{'a FastMCP server' if framework == 'fastmcp' else 'an mcp MCPServer'}; leave "
+                             f"--framework out (it is detected from the object)")
+        try:
+            attach(server, args.skills, args.workflows, page_size=args.page_size, cache=cache)
+        except ServeError as exc:
+            raise ServeError(_on_the_command_line(exc.diagnostics, {
+                ATTACH_HINT: f"register it on {args.target}",
+                ATTACH_RESOURCE_HINT: f"register the resource on {args.target}"})) from None
+        return server, framework
+
+    from .demo import demo_server
+
+    framework = args.framework or "mcp"
+    if framework == "fastmcp" and importlib.util.find_spec("fastmcp") is None:
+        raise UsageError("--framework fastmcp needs FastMCP: pip install 'projector[fastmcp]'")
+    try:
+        server, _ = demo_server(args.skills, args.workflows, page_size=args.page_size, cache=cache,
+                                framework=framework)
+    except ServeError as exc:
+        raise ServeError(_on_the_command_line(exc.diagnostics, DEMO_HINTS)) from None
+    return server, framework
+
+
 def main(name: str = "serve", argv: list[str] | None = None) -> int:
     args = parser(name).parse_args(sys.argv[1:] if argv is None else argv)
     if args.ttl_ms < 0:
         print(f"project-skill {name}: --ttl-ms must be 0 or more", file=sys.stderr)
         return EXIT_USAGE
-    from mcp.server.caching import CacheHint
-
-    from .demo import demo_server
-
-    if args.framework == "fastmcp" and importlib.util.find_spec("fastmcp") is None:
-        print(f"project-skill {name}: --framework fastmcp needs FastMCP: pip install 'projector[fastmcp]'",
-              file=sys.stderr)
-        return EXIT_USAGE
     try:
-        server, _ = demo_server(args.skills, args.workflows, page_size=args.page_size,
-                                cache=CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope), framework=args.framework)
-    except UsageError:
-        raise
+        server, framework = _server(args)
+    except UsageError as exc:
+        return _usage(name, exc)
     except ProjectorError as exc:
         for d in exc.diagnostics:
             print(format_text(d), file=sys.stderr)
         print(f"project-skill {name}: nothing is served", file=sys.stderr)
         return EXIT_FINDINGS
+    what = f"{args.target}, {framework}" if args.target is not None else framework
     try:
         if args.http is None:
-            print(f"project-skill {name}: serving MCP on stdio ({args.framework})", file=sys.stderr, flush=True)
-            if args.framework == "fastmcp":
+            print(f"project-skill {name}: serving MCP on stdio ({what})", file=sys.stderr, flush=True)
+            if framework == "fastmcp":
                 server.run("stdio", show_banner=False)
             else:
                 import anyio
@@ -134,7 +210,7 @@ def main(name: str = "serve", argv: list[str] | None = None) -> int:
         else:
             host, port = args.http
             shown = f"[{host}]" if _is_v6(host) else host
-            print(f"project-skill {name}: serving MCP at http://{shown}:{port}/mcp ({args.framework})",
+            print(f"project-skill {name}: serving MCP at http://{shown}:{port}/mcp ({what})",
                   file=sys.stderr, flush=True)
             from .http import serve_http
 
