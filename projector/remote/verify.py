@@ -551,7 +551,7 @@ class _Reading:
         """The fix, as the publisher would write it: ``approved: "yes"``."""
         if self.is_key or self.text is None or self.key is None:
             return None
-        return f'{self.key}: "' + self.text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return f'{self.key}: "{self.text}"'  # the values the readings disagree on hold no quote or backslash
 
 
 def _plain(node: Any) -> str | None:
@@ -568,7 +568,7 @@ def _readings(node: Any, v12: Any, v11: Any, path: str = "", key: str | None = N
         for (kn, vn), (k12, x12), (k11, x11) in zip(node.value, v12.items(), v11.items()):
             text = kn.value if isinstance(kn, yaml.ScalarNode) else None
             sub = f"{path}.{_key(k12)}" if path else _key(k12)
-            if _key(k12) != _key(k11) or isinstance(k12, bool) != isinstance(k11, bool):
+            if _key(k12) != _key(k11):
                 out.append(_Reading(sub, None, text, k12, k11, is_key=True))
             else:
                 out.extend(_readings(vn, x12, x11, sub, text))

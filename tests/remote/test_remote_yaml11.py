@@ -370,3 +370,37 @@ def test_a_listing_with_skills_is_unaffected_by_allow_empty(cli):
     servers["s"], _ = serve()
     rc, out, _ = run("remote", "load", "s", "--all", "--allow-empty")
     assert rc == 0 and out.count("verified ") == 4
+
+
+def test_docs_quote_the_refusal_and_the_note_as_printed():
+    from projector.errors import format_text
+
+    data = b"---\nname: approved-skill\ndescription: d\napproved: yes\n---\n"
+    e = entry(data, {"name": NAME, "description": "d", "approved": True})
+    with pytest.raises(VerificationError) as info:
+        check_frontmatter(e, data)
+    page = (ROOT / "docs" / "verifying.md").read_text("utf-8")
+    assert f"```text\n{format_text(info.value.diagnostics[0])}\n```" in page
+    note = f"{URI}: note[frontmatter-yaml-1.1]: {frontmatter_note(e, data, '1.1')}"
+    assert f"```text\n{note}\n```" in page
+
+
+def test_a_value_too_long_to_quote_and_a_sequence_item_are_named_by_their_paths():
+    long = "1" + "_0" * 40
+    data = b"---\nname: demo\ndescription: d\nn: " + long.encode() + b"\ntags: [a, on]\n---\n"
+    e = entry(data, {"name": "demo", "description": "d", "n": int(long.replace("_", "")), "tags": ["a", True]},
+              "skill://demo/SKILL.md")
+    with pytest.raises(VerificationError) as info:
+        check_frontmatter(e, data)
+    assert info.value.message.endswith(
+        f"under YAML 1.1 but not under YAML 1.2: 'n' reads as string '{long[:60]}...' under YAML 1.2 and as "
+        f"integer {long.replace('_', '')} under YAML 1.1; 'tags.1: on' reads as string 'on' under YAML 1.2 and as "
+        "boolean true under YAML 1.1")
+    assert "quote these values in SKILL.md, which" in info.value.hint  # no example: the first value is too long
+
+
+def test_the_note_when_the_file_is_not_yaml_1_2_at_all():
+    data = b"---\nname: demo\ndescription: d\n0o17: a\n15: b\n---\n"  # one key twice, to a YAML 1.2 reader
+    e = entry(data, {"name": "demo", "description": "d", "0o17": "a", "15": "b"}, "skill://demo/SKILL.md")
+    assert check_frontmatter(e, data, "1.1") == {"name": "demo", "description": "d", "0o17": "a", 15: "b"}
+    assert frontmatter_note(e, data, "1.1").endswith("refuses it: its frontmatter is not valid YAML 1.2")
