@@ -255,8 +255,8 @@ def test_fastmcp_yaml_1_1_publisher_refused_by_default_accepted_with_the_option(
         assert clash.returncode == 1
         assert (f"{URI}: error[lock-mismatch]: {lock} pins this skill with its frontmatter read as YAML 1.2, not as "
                 f"YAML 1.1\n  hint: read it as the lock says (leave out --frontmatter-yaml), or pin it again after "
-                f"review: project-skill pin {shlex.quote(server_key(server))} {URI} --lock {lock} --frontmatter-yaml 1.1\n") \
-            in clash.stderr
+                f"review: project-skill pin {shlex.quote(server_key(server))} {URI} --lock {lock} "
+                "--frontmatter-yaml 1.1\n") in clash.stderr
 
 
 def test_remote_list_takes_the_option_and_says_it_reads_no_file(cli):
@@ -339,7 +339,14 @@ def test_pin_entry_and_compare_carry_the_reading():
         "lock-mismatch", "l.lock pins this skill with its frontmatter read as YAML 1.1, not as YAML 1.2",
         "read it as the lock says (leave out --frontmatter-yaml), or pin it again after review: project-skill pin "
         "srv skill://demo/SKILL.md --lock l.lock --frontmatter-yaml 1.2")
-    assert isinstance(Pin("s", "u", "m", ()).frontmatter_yaml, str)
+    assert Pin("s", "u", "m", ()).frontmatter_yaml == "1.2"
+    changed = entry(b"---\nname: demo\ndescription: e\n---\n", {"name": "demo", "description": "e"},
+                    "skill://demo/SKILL.md")
+    for p, tail in ((pin, " --frontmatter-yaml 1.1"), (pin_entry("srv", e), "")):
+        with pytest.raises(LockError) as info:
+            compare(p, changed, "l.lock")
+        assert info.value.hint == ("if the change is expected, pin it again: project-skill pin srv "
+                                   f"skill://demo/SKILL.md --lock l.lock{tail}")  # the same reading, pinned again
 
 
 # ------------------------------------------------------------------------------------------ item 6: no-skills
