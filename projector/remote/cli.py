@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from ..errors import ProjectorError, format_text, plural, printable
+from ..errors import Diagnostic, ProjectorError, Span, format_text, plural, printable
 from .errors import DynamicDeclined, LockError, OutputError, ServerError, VerificationError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -35,6 +35,16 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="how long to wait for each server response (default: 60)")
 
 
+FRONTMATTER_YAML_HELP = ("how SKILL.md frontmatter is read to compare it with its entry: 1.2 (the default, as the "
+                         "reference SDK reads it) or 1.1 (PyYAML's reading, as FastMCP's skills provider lists it: "
+                         "'approved: yes' is true); 1.1 is for a publisher you trust")
+
+
+def _add_frontmatter_yaml(p: argparse.ArgumentParser, help_tail: str) -> None:
+    p.add_argument("--frontmatter-yaml", choices=("1.2", "1.1"), default=None, metavar="{1.2,1.1}",
+                   help=f"{FRONTMATTER_YAML_HELP}; {help_tail}")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -51,6 +61,7 @@ def _remote_parser() -> argparse.ArgumentParser:
                         description="Read every page of skills/list and print the entries. No file is read.")
     ls.add_argument("server", metavar="SERVER", help=SERVER_HELP)
     ls.add_argument("--format", choices=("text", "json"), default="text")
+    _add_frontmatter_yaml(ls, "list reads no file, and only says how loading will read it")
     _add_common(ls)
     ld = sub.add_parser("load", help="read and verify skills; --out writes the verified bundles",
                         description="Verify each skill's manifest, then SKILL.md (size, digest, frontmatter), then "
@@ -68,6 +79,11 @@ def _remote_parser() -> argparse.ArgumentParser:
     ld.add_argument("--keep-going", action="store_true",
                     help="load every skill that verifies and name the ones refused, still exiting 1 when any is "
                          "refused (default: all or nothing)")
+    ld.add_argument("--allow-empty", action="store_true",
+                    help="with --all, accept a server that lists no skill (exit 0; --out writes an empty set); "
+                         "without it that is refused (no-skills)")
+    _add_frontmatter_yaml(ld, "a note names each skill that only the YAML 1.1 reading accepts; with --locked, each "
+                              "pin's own reading is used")
     ld.add_argument("--format", choices=("text", "json"), default="text")
     _add_common(ld)
     return ap
@@ -81,6 +97,7 @@ def _pin_parser() -> argparse.ArgumentParser:
     ap.add_argument("server", metavar="SERVER", help=SERVER_HELP)
     ap.add_argument("targets", nargs="*", metavar="NAME|URI", help="skills to pin (default: every listed skill)")
     ap.add_argument("--lock", default="skills.lock", metavar="FILE", help="the lock file (default: skills.lock)")
+    _add_frontmatter_yaml(ap, "the pin records it, and remote load --locked reads the skill that way")
     _add_common(ap)
     return ap
 
@@ -163,7 +180,9 @@ async def cmd_list(args: argparse.Namespace) -> int:
     else:
         for e in entries:
             print(_entry_line(e))
-        print(f"{len(entries)} skill{'s' * (len(entries) != 1)} listed; no file read", file=sys.stderr)
+        how = (f" (their frontmatter will be read as YAML {args.frontmatter_yaml} when loaded)"
+               if args.frontmatter_yaml else "")
+        print(f"{len(entries)} skill{'s' * (len(entries) != 1)} listed; no file read{how}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -196,6 +215,10 @@ async def cmd_load(args: argparse.Namespace) -> int:
                 targets.append((entry, None))
         else:
             targets = await resolve(remote, args.targets, args.all)
+            if args.all and not targets and not args.allow_empty:
+                raise ServerError("no-skills", args.server, f"the server {args.server} lists no skills, so --all has "
+                                  "nothing to load", "pass --allow-empty to accept an empty listing (then the exit "
+                                  "is 0, and --out writes an empty set)")
         loaded = []
         refused: list[tuple[str, ProjectorError]] = []
         for entry, files in targets:
@@ -209,7 +232,8 @@ async def cmd_load(args: argparse.Namespace) -> int:
                         raise LockError("not-pinned", entry.uri, f"{args.locked} does not pin this skill for "
                                         f"{args.server}", "pin it first: project-skill pin SERVER NAME --lock FILE")
                 loaded.append(await remote.load(entry, files=files, pin=pin, lock_path=args.locked or "skills.lock",
-                                                allow_dynamic=args.allow_dynamic))
+                                                allow_dynamic=args.allow_dynamic,
+                                                frontmatter_yaml=args.frontmatter_yaml))
             except (VerificationError, DynamicDeclined, LockError, ServerError, OutputError) as exc:
                 if not args.keep_going:
                     raise
@@ -217,10 +241,7 @@ async def cmd_load(args: argparse.Namespace) -> int:
     written = write_bundles(args.out, loaded) if args.out else []
     if args.format == "json":
         doc: dict[str, Any] = {
-            "skills": [{"uri": s.uri,
-                        "manifest": manifest_digest(s.entry.resources) if s.entry.resources is not None else None,
-                        "verified": s.verified, "refreshed": s.refreshed,
-                        "files": [_file_json(s, u, b) for u, b in s.files.items()]} for s in loaded],
+            "skills": [_skill_json(s, manifest_digest) for s in loaded],
             "out": args.out, "written": written}
         if args.keep_going:
             doc["refused"] = [{"uri": uri, "errors": [d.to_json() for d in exc.diagnostics]} for uri, exc in refused]
@@ -231,6 +252,8 @@ async def cmd_load(args: argparse.Namespace) -> int:
             how = "verified" if s.verified else "loaded UNVERIFIED (dynamic)"
             extra = " after refreshing its entry" if s.refreshed else ""
             print(f"{how} {printable(s.uri)}: {n} file{'s' * (n != 1)}, {size} bytes{extra}")
+            for note in s.notes:
+                print(format_text(Diagnostic(Span(s.uri), "note", NOTE_CODE, note)))
         if args.out:
             print(f"wrote {plural(len(written), 'skill folder')} under {args.out}")
     if refused:
@@ -243,6 +266,22 @@ async def cmd_load(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+NOTE_CODE = "frontmatter-yaml-1.1"  # a skill accepted only because its frontmatter was read as YAML 1.1
+
+
+def _skill_json(s: Any, manifest_digest: Any) -> dict[str, Any]:
+    """One loaded skill in ``--format json``; ``frontmatter_yaml`` and ``notes`` only when it was read as YAML 1.1,
+    so the default output is what it was."""
+    doc: dict[str, Any] = {"uri": s.uri,
+                           "manifest": manifest_digest(s.entry.resources) if s.entry.resources is not None else None,
+                           "verified": s.verified, "refreshed": s.refreshed}
+    if s.frontmatter_yaml != "1.2":
+        doc["frontmatter_yaml"] = s.frontmatter_yaml
+        doc["notes"] = list(s.notes)
+    doc["files"] = [_file_json(s, u, b) for u, b in s.files.items()]
+    return doc
 
 
 def _file_json(skill: Any, uri: str, data: bytes) -> dict[str, Any]:
@@ -260,10 +299,12 @@ async def cmd_pin(args: argparse.Namespace) -> int:
     for entry, files in targets:
         if files is not None:
             raise _usage(f"pin whole skills, not files: {', '.join(files)}")
-    pins = [pin_entry(args.server, entry) for entry, _ in targets]
+    pins = [pin_entry(args.server, entry, frontmatter_yaml=args.frontmatter_yaml or "1.2") for entry, _ in targets]
     write_lock(args.lock, lock.updated(args.server, pins, replace_server=not args.targets))
     for p in pins:
-        print(f"pinned {printable(p.uri)}: {len(p.files)} file{'s' * (len(p.files) != 1)}, manifest {p.manifest}")
+        how = f", frontmatter read as YAML {p.frontmatter_yaml}" if p.frontmatter_yaml != "1.2" else ""
+        print(f"pinned {printable(p.uri)}: {len(p.files)} file{'s' * (len(p.files) != 1)}, manifest {p.manifest}"
+              f"{how}")
     print(f"{args.lock}: {len(pins)} skill{'s' * (len(pins) != 1)} of {args.server} pinned; no file read")
     return EXIT_OK
 

@@ -24,7 +24,7 @@ import base64
 import binascii
 import os
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 import mcp_types
@@ -39,8 +39,8 @@ from mcp.shared.exceptions import MCPError
 from .errors import DynamicDeclined, RemoteError, ServerError, VerificationError
 from .pins import Pin, compare
 from .transport import MAX_LISTING, MAX_MESSAGE, MAX_READ, Budget, bounded_http_client, bounded_stdio_client, read_limit
-from .verify import (SKILL_FILE, SKILLS_EXT, SkillEntry, check_frontmatter, check_manifest, parse_entry,
-                     relative_path, verify_bytes)
+from .verify import (SKILL_FILE, SKILLS_EXT, SkillEntry, check_frontmatter, check_manifest, check_reading,
+                     frontmatter_note, parse_entry, relative_path, verify_bytes)
 
 _RAW = TypeAdapter(dict[str, Any])
 MAX_PAGES = 1000
@@ -77,13 +77,17 @@ def _describe(exc: BaseException) -> str:
 class LoadedSkill:
     """A skill whose files were all verified. ``files`` maps each file URI to its bytes, SKILL.md first.
     ``verified`` is False only for a "dynamic" skill loaded with ``allow_dynamic`` (then only SKILL.md is held,
-    and only its frontmatter was checked)."""
+    and only its frontmatter was checked). ``frontmatter_yaml`` is how its frontmatter was read ("1.2", or "1.1" when
+    asked for or pinned), and ``notes`` says what a YAML 1.2 host would see when only the YAML 1.1 reading matched
+    its entry (:func:`~.verify.frontmatter_note`)."""
 
     entry: SkillEntry
     files: dict[str, bytes]
     frontmatter: dict[str, Any]
     verified: bool = True
     refreshed: bool = False
+    frontmatter_yaml: str = "1.2"
+    notes: tuple[str, ...] = ()
 
     @property
     def uri(self) -> str:
@@ -293,9 +297,15 @@ class RemoteSkills:
         return data
 
     async def _load_once(self, entry: SkillEntry, only: tuple[str, ...] | None, pin: Pin | None,
-                         lock_path: str, allow_dynamic: bool) -> LoadedSkill:
+                         lock_path: str, allow_dynamic: bool, asked: str | None) -> LoadedSkill:
         if pin is not None:
-            compare(pin, entry, lock_path)  # before any read
+            compare(pin, entry, lock_path, frontmatter_yaml=asked)  # before any read
+        reading = pin.frontmatter_yaml if pin is not None else asked or "1.2"
+
+        def frontmatter(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+            fm = check_frontmatter(entry, data, reading, pinned=pin is not None)
+            note = frontmatter_note(entry, data, reading)
+            return fm, {"frontmatter_yaml": reading, "notes": (note,) if note else ()}
         if entry.resources is None:
             if not allow_dynamic:
                 raise DynamicDeclined("dynamic-declined", entry.uri,
@@ -303,8 +313,8 @@ class RemoteSkills:
                                       "pass --allow-dynamic (allow_dynamic=True) to load its SKILL.md unverified")
             check_manifest(entry)
             data = await self._read(entry.uri, None)
-            fm = check_frontmatter(entry, data)
-            return LoadedSkill(entry, {entry.uri: data}, fm, verified=False)
+            fm, how = frontmatter(data)
+            return LoadedSkill(entry, {entry.uri: data}, fm, verified=False, **how)
         check_manifest(entry)
         wanted = [r.uri for r in entry.resources if r.uri != entry.uri]
         if only is not None:
@@ -315,34 +325,42 @@ class RemoteSkills:
                                             "a host reads only the files a skill's manifest lists")
             wanted = [u for u in wanted if u in only]
         skill_md = await self.read_verified(entry, entry.uri)
-        fm = check_frontmatter(entry, skill_md)
+        fm, how = frontmatter(skill_md)
         files = {entry.uri: skill_md}
         for uri in wanted:
             files[uri] = await self.read_verified(entry, uri)
-        return LoadedSkill(entry, files, fm)
+        return LoadedSkill(entry, files, fm, **how)
 
     async def load(self, entry: SkillEntry | str, *, files: Iterable[str] | None = None, pin: Pin | None = None,
-                   lock_path: str = "skills.lock", allow_dynamic: bool = False) -> LoadedSkill:
+                   lock_path: str = "skills.lock", allow_dynamic: bool = False,
+                   frontmatter_yaml: str | None = None) -> LoadedSkill:
         """Load one skill (an entry, or a SKILL.md URI to fetch with ``skills/get``), verifying every byte.
 
         ``files`` limits the supporting files read to those URIs (SKILL.md is always read first); each must be in
         the manifest. ``pin`` compares the served manifest with a lock entry before any read. On a verification
-        failure the entry is refreshed once with ``skills/get`` and the load retried."""
+        failure the entry is refreshed once with ``skills/get`` and the load retried.
+
+        ``frontmatter_yaml``: how SKILL.md's frontmatter is read to compare it with the entry's: "1.2" (the default,
+        as the reference SDK reads it) or "1.1" (PyYAML's reading, for a publisher you trust that reads it so, such
+        as FastMCP's skills provider; the skill's ``notes`` then say what a YAML 1.2 host would see). With a ``pin``,
+        the pin's reading is used, and asking for another one is ``lock-mismatch``."""
+        if frontmatter_yaml is not None:
+            check_reading(frontmatter_yaml)
         if isinstance(entry, str):
             entry = await self.get_skill(entry)
         only = tuple(files) if files is not None else None
         try:
-            return await self._load_once(entry, only, pin, lock_path, allow_dynamic)
+            return await self._load_once(entry, only, pin, lock_path, allow_dynamic, frontmatter_yaml)
         except VerificationError as first:
             try:
                 fresh = await self.get_skill(entry.uri)
             except RemoteError as exc:
                 raise first.with_hint(f"refreshing the entry with skills/get failed too: {exc.message}") from None
             try:
-                loaded = await self._load_once(fresh, only, pin, lock_path, allow_dynamic)
+                loaded = await self._load_once(fresh, only, pin, lock_path, allow_dynamic, frontmatter_yaml)
             except VerificationError as second:
                 raise second.with_hint("still refused after refreshing the entry once with skills/get") from None
-            return LoadedSkill(loaded.entry, loaded.files, loaded.frontmatter, loaded.verified, refreshed=True)
+            return replace(loaded, refreshed=True)
 
 
 def connect(server: Any, label: str | None = None, *, timeout: float | None = 60.0, max_message: int = MAX_MESSAGE,

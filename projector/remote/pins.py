@@ -20,6 +20,13 @@ The lock file is stable JSON (indent 2, fixed key order, one trailing newline)::
     }
 
 Skills are sorted by (server, uri); files by uri.
+
+A skill pinned with its frontmatter read as YAML 1.1 (``project-skill pin --frontmatter-yaml 1.1``, for a publisher
+such as FastMCP that lists ``approved: yes`` as ``true``) carries ``"frontmatter_yaml": "1.1"`` after ``manifest``;
+a pin without it reads YAML 1.2, the default, so a lock that pins nothing as YAML 1.1 is byte for byte what it was,
+and the format stays version 1. ``remote load --locked`` reads each skill's frontmatter as its pin says: a pin of 1.2
+refuses a skill that matches its entry only under YAML 1.1, and a pin of 1.1 one that matches only under YAML 1.2.
+A reader that predates the field ignores it and reads YAML 1.2, so it refuses such a skill: it fails closed.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from .. import bounded
 from ..bundle import dumps
 from ..errors import plural
 from .errors import LockError
-from .verify import DIGEST_RULE, FileRef, SkillEntry, check_manifest, clip
+from .verify import DIGEST_RULE, FRONTMATTER_YAML, FileRef, SkillEntry, check_manifest, check_reading, clip
 
 LOCK_VERSION = 1
 
@@ -65,10 +72,14 @@ class Pin:
     uri: str
     manifest: str
     files: tuple[FileRef, ...]
+    frontmatter_yaml: str = "1.2"  # how the skill's frontmatter is read when loaded with this pin
 
     def to_json(self) -> dict[str, Any]:
-        return {"server": self.server, "uri": self.uri, "manifest": self.manifest,
-                "files": [f.to_json() for f in sorted(self.files, key=lambda f: f.uri)]}
+        doc: dict[str, Any] = {"server": self.server, "uri": self.uri, "manifest": self.manifest}
+        if self.frontmatter_yaml != FRONTMATTER_YAML[0]:
+            doc["frontmatter_yaml"] = self.frontmatter_yaml
+        doc["files"] = [f.to_json() for f in sorted(self.files, key=lambda f: f.uri)]
+        return doc
 
 
 @dataclass
@@ -101,14 +112,16 @@ class Lock:
                 "skills": [p.to_json() for p in sorted(self.pins, key=lambda p: (p.server, p.uri))]}
 
 
-def pin_entry(server: str, entry: SkillEntry) -> Pin:
-    """Pin a served entry from its manifest alone: approval reads no file. The manifest is checked first."""
+def pin_entry(server: str, entry: SkillEntry, *, frontmatter_yaml: str = "1.2") -> Pin:
+    """Pin a served entry from its manifest alone: approval reads no file. The manifest is checked first.
+    ``frontmatter_yaml``: the reading of its frontmatter that the pin approves ("1.2", or "1.1")."""
+    check_reading(frontmatter_yaml)
     if entry.resources is None:
         raise LockError("lock-mismatch", entry.uri, "a \"dynamic\" skill has no manifest to pin",
                         "only skills that list their files with digests can be pinned")
     check_manifest(entry)
     files = tuple(sorted(entry.resources, key=lambda f: f.uri))
-    return Pin(server_key(server), entry.uri, manifest_digest(files), files)
+    return Pin(server_key(server), entry.uri, manifest_digest(files), files, frontmatter_yaml)
 
 
 def dumps_lock(lock: Lock) -> bytes:
@@ -137,7 +150,8 @@ def _bad(path: str, message: str) -> LockError:
 def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
     """A lock file's bytes as a :class:`Lock`, or ``bad-lock``. The JSON is read with bounds
     (:func:`projector.bounded.loads`: nesting depth, integer digits, no NaN, no duplicate key); ``version`` is exactly
-    the integer :data:`LOCK_VERSION` (not ``true``, not ``1.0``); no pin lists a file twice."""
+    the integer :data:`LOCK_VERSION` (not ``true``, not ``1.0``); no pin lists a file twice; a pin's
+    ``frontmatter_yaml``, when there is one, is "1.2" or "1.1"."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -173,7 +187,11 @@ def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
         if manifest_digest(files) != s["manifest"]:
             raise _bad(path, f"{where} ({s['uri']}): its manifest digest does not match its own files; "
                              f"the lock was edited by hand")
-        pins.append(Pin(s["server"], s["uri"], s["manifest"], tuple(files)))
+        reading = s.get("frontmatter_yaml", FRONTMATTER_YAML[0])
+        if reading not in FRONTMATTER_YAML:
+            raise _bad(path, f"{where} ({clip(s['uri'])}) has a 'frontmatter_yaml' that is neither \"1.2\" nor "
+                             "\"1.1\"")
+        pins.append(Pin(s["server"], s["uri"], s["manifest"], tuple(files), reading))
     keys = [(p.server, p.uri) for p in pins]
     if len(set(keys)) != len(keys):
         raise _bad(path, "a (server, uri) pair is pinned twice")
@@ -223,11 +241,19 @@ def changes(pin: Pin, entry: SkillEntry) -> list[str]:
     return out
 
 
-def compare(pin: Pin, entry: SkillEntry, lock_path: str = "skills.lock") -> None:
-    """Raise ``lock-mismatch`` naming what changed when the served manifest is not the pinned one."""
+def compare(pin: Pin, entry: SkillEntry, lock_path: str = "skills.lock", *,
+            frontmatter_yaml: str | None = None) -> None:
+    """Raise ``lock-mismatch`` naming what changed when the served manifest is not the pinned one, or when the caller
+    asks for another reading of the frontmatter (``frontmatter_yaml``; None: the pin's) than the pin approved."""
     diff = changes(pin, entry)
+    again = f"project-skill pin {shlex.quote(pin.server)} {shlex.quote(entry.uri)} --lock {shlex.quote(lock_path)}"
     if diff:
         raise LockError("lock-mismatch", entry.uri,
                         f"the served manifest differs from the one pinned in {lock_path}: " + "; ".join(diff),
-                        f"if the change is expected, pin it again: project-skill pin {shlex.quote(pin.server)} "
-                        f"{shlex.quote(entry.uri)} --lock {shlex.quote(lock_path)}")
+                        f"if the change is expected, pin it again: {again}"
+                        + (f" --frontmatter-yaml {pin.frontmatter_yaml}" if pin.frontmatter_yaml != "1.2" else ""))
+    if frontmatter_yaml is not None and check_reading(frontmatter_yaml) != pin.frontmatter_yaml:
+        raise LockError("lock-mismatch", entry.uri, f"{lock_path} pins this skill with its frontmatter read as YAML "
+                        f"{pin.frontmatter_yaml}, not as YAML {frontmatter_yaml}",
+                        "read it as the lock says (leave out --frontmatter-yaml), or pin it again after review: "
+                        f"{again} --frontmatter-yaml {frontmatter_yaml}")

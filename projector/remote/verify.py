@@ -9,9 +9,13 @@ The order a host must follow, and the functions that do each part:
 3. :func:`check_frontmatter` parses SKILL.md's YAML frontmatter with the YAML 1.2 core schema, as the reference SDK
    and the conformance suite do, and compares it field by field with the entry's, as YAML values
    (:func:`yaml_equal`). The 1.1 reading is not accepted as well: a file that only a YAML 1.1 reader sees as equal to
-   its entry shows every YAML 1.2 host something else. Frontmatter that YAML readers read differently is refused
-   before it is parsed (``frontmatter-ambiguous``): U+0085, U+2028 and U+2029 (line breaks to YAML 1.1, text to
-   YAML 1.2), duplicate keys, anchors, aliases, merge keys and tags.
+   its entry shows every YAML 1.2 host something else. When that is why the file and its entry disagree (a YAML 1.1
+   publisher, such as FastMCP's skills provider, listed ``approved: yes`` as ``true``), ``frontmatter-mismatch`` says
+   so, names both readings of each value and the fix (the publisher quotes them). A caller that trusts such a
+   publisher reads with ``yaml_version="1.1"`` instead (PyYAML's SafeLoader, after the same refusals and bounds), and
+   :func:`frontmatter_note` says what a YAML 1.2 host would see. Frontmatter that YAML readers read differently is
+   refused before it is parsed (``frontmatter-ambiguous``): U+0085, U+2028 and U+2029 (line breaks to YAML 1.1, text
+   to YAML 1.2), duplicate keys, anchors, aliases, merge keys and tags.
 """
 
 from __future__ import annotations
@@ -244,9 +248,20 @@ def verify_bytes(ref: FileRef, data: bytes) -> None:
 # ------------------------------------------------------------------------------------------------------ frontmatter
 
 
-def parse_frontmatter(data: bytes, where: str) -> dict[str, Any]:
-    """SKILL.md bytes -> the YAML frontmatter as a mapping, read with the YAML 1.2 core schema as the reference SDK
-    and the conformance suite read it (so ``yes`` is the string "yes" and ``0o17`` the integer 15)."""
+FRONTMATTER_YAML = ("1.2", "1.1")  # the readings of frontmatter a caller may ask for; the first is the default
+
+
+def check_reading(yaml_version: str) -> str:
+    """``yaml_version`` if it is one of :data:`FRONTMATTER_YAML`; else ``ValueError`` (a caller's mistake)."""
+    if yaml_version not in FRONTMATTER_YAML:
+        raise ValueError(f"frontmatter_yaml must be '1.2' or '1.1', not {yaml_version!r}")
+    return yaml_version
+
+
+def frontmatter_text(data: bytes, where: str) -> str:
+    """The YAML text of SKILL.md's frontmatter block, after the refusals every reading shares: not UTF-8, no block
+    (``bad-frontmatter``), and whatever YAML readers read differently (``frontmatter-ambiguous``), with the nesting
+    bound (:data:`MAX_FRONTMATTER_DEPTH`) that keeps either parser's recursion safe."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -256,12 +271,28 @@ def parse_frontmatter(data: bytes, where: str) -> dict[str, Any]:
         raise VerificationError("bad-frontmatter", where, "SKILL.md has no '---' frontmatter block")
     refuse_line_breaks(text, m.end(), where)
     refuse_ambiguous(m.group(1), where)
+    return m.group(1)
+
+
+def parse_frontmatter(data: bytes, where: str, yaml_version: str = "1.2") -> dict[str, Any]:
+    """SKILL.md bytes -> the YAML frontmatter as a mapping, read with the YAML 1.2 core schema as the reference SDK
+    and the conformance suite read it (so ``yes`` is the string "yes" and ``0o17`` the integer 15); with
+    ``yaml_version="1.1"``, with PyYAML's SafeLoader as FastMCP reads it (``yes`` is true, ``0o17`` a string)."""
+    check_reading(yaml_version)
+    text = frontmatter_text(data, where)
+    if yaml_version == "1.2":
+        errors: tuple[type[BaseException], ...] = (yaml_error(),)
+        version = ""
+    else:  # integers past Python's digit limit are a ValueError; the depth bound makes RecursionError moot
+        errors = (yaml.YAMLError, ValueError, RecursionError)
+        version = " 1.1"
     try:
-        value = load_core(m.group(1))
-    except yaml_error() as exc:
+        value = load_core(text) if yaml_version == "1.2" else yaml.load(text, Loader=yaml.SafeLoader)
+    except errors as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at frontmatter line {mark.line + 1}" if mark is not None else ""
-        raise VerificationError("bad-frontmatter", where, f"SKILL.md frontmatter is not valid YAML{at}") from None
+        raise VerificationError("bad-frontmatter", where,
+                                f"SKILL.md frontmatter is not valid YAML{version}{at}") from None
     if not isinstance(value, dict):
         raise VerificationError("bad-frontmatter", where, "SKILL.md frontmatter is not a mapping")
     return value
@@ -478,20 +509,138 @@ def value_diff(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any]]:
     return [] if yaml_equal(a, b) else [(path, a, b)]
 
 
-def check_frontmatter(entry: SkillEntry, data: bytes) -> dict[str, Any]:
-    """Parse the verified SKILL.md bytes (YAML 1.2 core schema) and compare the frontmatter field by field with the
-    entry's. The message names each field and both values with their types."""
-    fm = parse_frontmatter(data, entry.uri)
+_MISMATCH_HINT = "a host must not load a skill whose file and entry disagree"
+_READ_AS = {"1.2": "frontmatter is read as YAML 1.2, as the reference SDK reads it",
+            "1.1": "frontmatter is read as YAML 1.1, as --frontmatter-yaml 1.1 asks"}
+_OTHER = {"1.2": "1.1", "1.1": "1.2"}
+
+
+def _mismatch(fm: dict[str, Any], entry: SkillEntry, yaml_version: str) -> tuple[str, str] | None:
+    """Why the frontmatter ``fm`` (read as ``yaml_version``) is not the entry's, as (message, hint); None if it is."""
     keys = key_set_diff(fm, entry.frontmatter)
     if keys:
-        raise VerificationError("frontmatter-mismatch", entry.uri, "SKILL.md frontmatter and the entry's do not have "
-                                f"the same keys: {', '.join(repr(k) for k in keys)}",
-                                "a host must not load a skill whose file and entry disagree")
+        return (f"SKILL.md frontmatter and the entry's do not have the same keys: {', '.join(repr(k) for k in keys)}",
+                _MISMATCH_HINT)
     diff = value_diff(fm, entry.frontmatter)
     if diff:
         detail = "; ".join(f"'{path}' (file: {describe_value(a)}, entry: {describe_value(b)})" for path, a, b in diff)
-        raise VerificationError("frontmatter-mismatch", entry.uri,
-                                f"SKILL.md frontmatter differs from the entry's in field{'s' * (len(diff) != 1)} "
-                                f"{detail}", "a host must not load a skill whose file and entry disagree "
-                                "(frontmatter is read as YAML 1.2, as the reference SDK reads it)")
-    return fm
+        return (f"SKILL.md frontmatter differs from the entry's in field{'s' * (len(diff) != 1)} {detail}",
+                f"{_MISMATCH_HINT} ({_READ_AS[yaml_version]})")
+    return None
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """One place where YAML 1.2 and YAML 1.1 read the frontmatter differently: a value (``key`` is the last key's
+    text and ``text`` the value as written, when it is a plain scalar), or a key (``is_key``)."""
+
+    path: str
+    key: str | None
+    text: str | None
+    v12: Any
+    v11: Any
+    is_key: bool = False
+
+    def phrase(self) -> str:
+        both = f"reads as {describe_value(self.v12)} under YAML 1.2 and as {describe_value(self.v11)} under YAML 1.1"
+        if self.is_key:
+            return f"the key {self.text!r} {both}"
+        return f"'{self.path}: {self.text}' {both}" if self.text is not None else f"'{self.path}' {both}"
+
+    def quoted(self) -> str | None:
+        """The fix, as the publisher would write it: ``approved: "yes"``."""
+        if self.is_key or self.text is None or self.key is None:
+            return None
+        return f'{self.key}: "{self.text}"'  # the values the readings disagree on hold no quote or backslash
+
+
+def _plain(node: Any) -> str | None:
+    return node.value if isinstance(node, yaml.ScalarNode) and node.style is None and len(node.value) <= 60 else None
+
+
+def _readings(node: Any, v12: Any, v11: Any, path: str = "", key: str | None = None) -> list[_Reading]:
+    """Where the two readings of one composed YAML node differ, in document order. Both readings were built from the
+    same text, so their mappings hold the node's pairs in the node's order (duplicates were refused before); the
+    depth is bounded by :data:`MAX_FRONTMATTER_DEPTH`."""
+    if isinstance(node, yaml.MappingNode) and isinstance(v12, dict) and isinstance(v11, dict) \
+            and len(node.value) == len(v12) == len(v11):
+        out = []
+        for (kn, vn), (k12, x12), (k11, x11) in zip(node.value, v12.items(), v11.items()):
+            text = kn.value if isinstance(kn, yaml.ScalarNode) else None
+            sub = f"{path}.{_key(k12)}" if path else _key(k12)
+            if _key(k12) != _key(k11):
+                out.append(_Reading(sub, None, text, k12, k11, is_key=True))
+            else:
+                out.extend(_readings(vn, x12, x11, sub, text))
+        return out
+    if isinstance(node, yaml.SequenceNode) and isinstance(v12, list) and isinstance(v11, list) \
+            and len(node.value) == len(v12) == len(v11):
+        out = []
+        for i, (item, x12, x11) in enumerate(zip(node.value, v12, v11)):
+            out.extend(_readings(item, x12, x11, f"{path}.{i}" if path else str(i)))
+        return out
+    return [] if yaml_equal(v12, v11) else [_Reading(path, key, _plain(node), v12, v11)]
+
+
+def _reading_diffs(data: bytes, where: str) -> list[_Reading] | None:
+    """Where YAML 1.2 and YAML 1.1 read SKILL.md's frontmatter differently; None when one of them cannot read it."""
+    try:
+        fm12, fm11 = parse_frontmatter(data, where, "1.2"), parse_frontmatter(data, where, "1.1")
+        node = yaml.compose(frontmatter_text(data, where), Loader=yaml.SafeLoader)
+    except (VerificationError, yaml.YAMLError):
+        return None
+    return _readings(node, fm12, fm11)
+
+
+def _explain(readings: list[_Reading]) -> str:
+    return "; ".join(r.phrase() for r in readings)
+
+
+def check_frontmatter(entry: SkillEntry, data: bytes, yaml_version: str = "1.2", *,
+                      pinned: bool = False) -> dict[str, Any]:
+    """Parse the verified SKILL.md bytes (YAML 1.2 core schema; with ``yaml_version="1.1"``, PyYAML's SafeLoader)
+    and compare the frontmatter field by field with the entry's. The message names each field and both values with
+    their types; when the file and the entry agree under the other reading, it says so, names both readings of
+    each value that differs, and the hint gives the fix (the publisher quotes them) and the opt-in (``pinned``: the
+    reading comes from a lock, so the opt-in is to pin again)."""
+    fm = parse_frontmatter(data, entry.uri, yaml_version)
+    problem = _mismatch(fm, entry, yaml_version)
+    if problem is None:
+        return fm
+    message, hint = problem
+    other = _OTHER[yaml_version]
+    readings = _reading_diffs(data, entry.uri)
+    if readings and _mismatch(parse_frontmatter(data, entry.uri, other), entry, other) is None:
+        message += (f"; the file and the entry agree under YAML {other} but not under YAML {yaml_version}: "
+                    + _explain(readings))
+        example = readings[0].quoted()
+        publisher = " (as PyYAML, and so FastMCP, does) and should" if other == "1.1" else " and can"
+        hint = (f"{_MISMATCH_HINT} ({_READ_AS[yaml_version]}); the publisher read it as YAML {other}{publisher} "
+                f"quote these values in SKILL.md{f' ({example})' if example else ''}, which every YAML reader reads "
+                "as the same string; ")
+        if pinned:
+            hint += (f"the lock pins this skill read as YAML {yaml_version}: to accept the YAML {other} reading, pin "
+                     f"it again with --frontmatter-yaml {other}")
+        elif other == "1.1":
+            hint += ("to accept this publisher's YAML 1.1 reading, pass --frontmatter-yaml 1.1 "
+                     "(frontmatter_yaml=\"1.1\" in the library)")
+        else:
+            hint += ("to accept its YAML 1.2 reading, load it without --frontmatter-yaml 1.1 "
+                     "(frontmatter_yaml=\"1.2\" in the library)")
+    raise VerificationError("frontmatter-mismatch", entry.uri, message, hint)
+
+
+def frontmatter_note(entry: SkillEntry, data: bytes, yaml_version: str) -> str | None:
+    """For a SKILL.md that :func:`check_frontmatter` accepted with ``yaml_version="1.1"``: what a YAML 1.2 host
+    would see, when that is not its entry (the note ``remote load`` prints per skill accepted that way); None when
+    both readings agree with the entry, or the reading was YAML 1.2."""
+    if check_reading(yaml_version) == "1.2":
+        return None
+    try:
+        if _mismatch(parse_frontmatter(data, entry.uri, "1.2"), entry, "1.2") is None:
+            return None
+        why = _explain(_reading_diffs(data, entry.uri) or [])
+    except VerificationError:
+        why = "its frontmatter is not valid YAML 1.2"
+    return ("accepted with its frontmatter read as YAML 1.1 (--frontmatter-yaml 1.1), as its entry reads it; a YAML "
+            f"1.2 host (the reference SDK) refuses it: {why}")
