@@ -77,14 +77,20 @@ class TreeFileTemplate(ResourceTemplate):
     """One level-1 template of the tree's supporting files (:meth:`SkillTree.segment_templates`), the same list as
     on MCPServer. It is listed so that FastMCP's proxy and ``mount()`` find a template for every file of a skill, and
     so forward the skill. Reads of the tree's files are answered by the provider's concrete resources before any
-    template; a URI that reaches this one is served only if it is a file of this template's type."""
+    template, and the template matches only those files, so it serves nothing else."""
 
     provider: Any = Field(default=None, exclude=True, repr=False)
     suffix: str = Field(default="", exclude=True)
 
+    def matches(self, uri: str) -> dict[str, Any] | None:
+        # only the tree's files of this type: any other URI matches no template, and so is an unknown resource
+        # (-32602), as it is without templates
+        if self.provider.tree.template_file(uri, self.suffix) is None:
+            return None
+        return super().matches(uri)
+
     async def create_resource(self, uri: str, params: dict[str, Any]) -> Any:
-        found = self.provider.tree.template_file(uri, self.suffix)
-        if found is None:
+        if self.provider.tree.template_file(uri, self.suffix) is None:
             raise NotFoundError(f"Unknown resource: {uri!r}")
         return self.provider._files[uri]
 

@@ -267,3 +267,67 @@ async def test_the_supporting_file_templates_are_matched_by_fastmcp_and_mcp(fram
         assert any(UriTemplate.parse(t).match(uri) is not None for t in templates), (uri, templates)
     for t in templates:
         assert match_uri_template("file:///etc/passwd", t) is None
+
+
+@pytest.mark.anyio
+async def test_both_frameworks_list_the_same_level_1_templates():
+    listings = {}
+    for framework in FRAMEWORKS:
+        server, _ = demo_server(SKILLS, WORKFLOWS, framework=framework)
+        async with open_client(server) as client:
+            listing = await call(client, "resources/templates/list")
+        listings[framework] = [(t["uriTemplate"], t["name"], t["mimeType"]) for t in listing["resourceTemplates"]
+                               if t["uriTemplate"].startswith("skill://{p1}")]
+    assert listings["fastmcp"] == listings["mcp"] == [("skill://{p1}/{p2}/{p3}.md", "skill-file-md-3",
+                                                       "text/markdown")]
+
+
+def test_the_level_1_readers_serve_only_the_files_of_their_type(tmp_path):
+    """The function behind each level-1 template (MCPServer calls it; on FastMCP the same lookup backs
+    TreeFileTemplate): a listed file of its type, nothing else."""
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+
+    from projector.cli import main
+    from projector.server.skills import SkillsExtension
+
+    ext = SkillsExtension(SKILLS)
+    readers = {t: fn for t, _, _, fn in ext.templates() if t.startswith("skill://{p1}")}
+    read = readers["skill://{p1}/{p2}/{p3}.md"]
+    assert read(p1="code-mode", p2="references", p3="tools").encode() == FILES["skill://code-mode/references/tools.md"]
+    for bad in [dict(p1="code-mode", p2="references", p3="nope"), dict(p1="code-mode", p2="..", p3="SKILL"),
+                dict(p1="code-mode/references", p2="", p3="tools"), dict(p1="code-mode", p2="references/x", p3="y"),
+                dict(p1="nope", p2="references", p3="tools")]:
+        with pytest.raises(ResourceNotFoundError):
+            read(**bad)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_unlisted_uris_that_fit_a_level_1_template_are_unknown_resources(framework):
+    from mcp.shared.exceptions import MCPError
+
+    server, _ = demo_server(SKILLS, WORKFLOWS, framework=framework)
+    async with open_client(server) as client:
+        read = await call(client, "resources/read", {"uri": "skill://code-mode/references/tools.md"})
+        assert read["contents"][0]["text"].encode() == FILES["skill://code-mode/references/tools.md"]
+        unknown = ["skill://code-mode/references/nope.md", "skill://nope/references/tools.md",
+                   "skill://code-mode/references/tools.txt", "skill://code-mode/x/../references/tools.md"]
+        if framework == "fastmcp":  # (MCPServer's {+path} templates decode %2F, so there it is the same file)
+            unknown.append("skill://code-mode/references%2Ftools.md")
+        for uri in unknown:
+            with pytest.raises(MCPError) as info:
+                await call(client, "resources/read", {"uri": uri})
+            assert info.value.code == types.INVALID_PARAMS, (uri, info.value)  # unknown, not an internal error
+
+
+def test_a_peer_that_cannot_be_installed_fails_instead_of_skipping(tmp_path, monkeypatch):
+    script = _conformance_script()
+    monkeypatch.setattr(script.shutil, "which", lambda name: None)  # no npm
+    with pytest.raises(script.ConformanceError, match="npm is not on PATH"):
+        script.install_peer(tmp_path, script.TS_CLIENT_V2, log=lambda *_: None)
+    monkeypatch.setattr(script.shutil, "which", lambda name: "/usr/bin/npm")
+    monkeypatch.setattr(script.subprocess, "run",  # npm runs, and fails (an offline registry, a missing version)
+                        lambda *a, **k: subprocess.CompletedProcess(a[0], 1, "", "npm error 404"))
+    with pytest.raises(script.ConformanceError, match="npm error 404"):
+        script.install_peer(tmp_path, script.INSPECTOR, log=lambda *_: None)
+    assert not script.INSPECTOR.installed(tmp_path)
