@@ -15,6 +15,10 @@
 Then the four SEP-2640 client scenarios: the suite starts its own mock server (with tampered skills) and runs
 ``project-skill remote ...`` with the mock's URL as the last argument. ``--server-only`` and ``--client-only`` run
 one half.
+
+``--install-only`` also installs the npm peers that the cross-SDK tests drive (:data:`PEERS`: the TypeScript SDK
+v1, its v2 client and the Inspector), each at its pinned version in its own folder under the cache, skipped when
+already there.
 """
 
 from __future__ import annotations
