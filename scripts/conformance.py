@@ -15,6 +15,10 @@
 Then the four SEP-2640 client scenarios: the suite starts its own mock server (with tampered skills) and runs
 ``project-skill remote ...`` with the mock's URL as the last argument. ``--server-only`` and ``--client-only`` run
 one half.
+
+``--install-only`` also installs the npm peers that the cross-SDK tests drive (:data:`PEERS`: the TypeScript SDK
+v1, its v2 client and the Inspector), each at its pinned version in its own folder under the cache, skipped when
+already there.
 """
 
 from __future__ import annotations
@@ -104,26 +108,56 @@ def ts_sdk_dir(cache: Path) -> Path:
     return cache / "ts-sdk"
 
 
-def install_ts_sdk(cache: Path, log=print) -> Path:
-    """Install the TypeScript SDK into ``cache/ts-sdk`` unless it is already there at the pinned version; returns
-    that folder (``require`` resolves the SDK from its ``package.json``)."""
-    folder = ts_sdk_dir(cache)
-    if _installed_version(folder, TS_SDK_PACKAGE) == TS_SDK_VERSION:
+@dataclass(frozen=True)
+class Peer:
+    """An npm package another test drives: installed at a pinned version into its own folder under the cache."""
+
+    folder: str  # under the cache
+    package: str
+    version: str
+
+    def dir(self, cache: Path) -> Path:
+        return cache / self.folder
+
+    def installed(self, cache: Path) -> bool:
+        return _installed_version(self.dir(cache), self.package) == self.version
+
+
+# the official TypeScript SDK v1 (handshake era), for the cross-SDK client test
+TS_SDK = Peer("ts-sdk", TS_SDK_PACKAGE, TS_SDK_VERSION)
+# the TypeScript SDK v2 client (its SkillsClient speaks 2026-07-28), and the Inspector (its CLI has the "modern" mode;
+# the separate @modelcontextprotocol/inspector-cli 1.x is built on the v1 SDK and has none)
+TS_CLIENT_V2 = Peer("ts-client-v2", "@modelcontextprotocol/client", "2.4.0")
+INSPECTOR = Peer("inspector", "@modelcontextprotocol/inspector", "2.12.0")
+PEERS = (TS_SDK, TS_CLIENT_V2, INSPECTOR)
+
+
+def install_peer(cache: Path, peer: Peer, log=print) -> Path:
+    """Install ``peer`` into ``cache/<peer.folder>`` unless it is already there at the pinned version; returns that
+    folder (``require`` resolves the package from its ``package.json``). npm's configured registry is used."""
+    folder = peer.dir(cache)
+    if peer.installed(cache):
         return folder
     npm = shutil.which("npm")
     if npm is None:
-        raise ConformanceError(f"npm is not on PATH; cannot install {TS_SDK_PACKAGE}@{TS_SDK_VERSION}")
+        raise ConformanceError(f"npm is not on PATH; cannot install {peer.package}@{peer.version}")
     folder.mkdir(parents=True, exist_ok=True)
-    manifest = {"name": "projector-ts-sdk-cache", "private": True, "version": "0.0.0",
-                "dependencies": {TS_SDK_PACKAGE: TS_SDK_VERSION}}
+    manifest = {"name": f"projector-{peer.folder}-cache", "private": True, "version": "0.0.0",
+                "dependencies": {peer.package: peer.version}}
     (folder / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", "utf-8")
-    log(f"conformance: installing {TS_SDK_PACKAGE}@{TS_SDK_VERSION} into {folder}")
+    log(f"conformance: installing {peer.package}@{peer.version} into {folder}")
     proc = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error",
-                           "--prefix", str(folder)], cwd=folder, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0 or _installed_version(folder, TS_SDK_PACKAGE) != TS_SDK_VERSION:
-        raise ConformanceError(f"npm install of {TS_SDK_PACKAGE} failed (exit {proc.returncode}):\n"
+                           "--prefix", str(folder)],
+                          cwd=folder, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0 or not peer.installed(cache):
+        raise ConformanceError(f"npm install of {peer.package}@{peer.version} failed (exit {proc.returncode}):\n"
                                f"{proc.stdout}{proc.stderr}")
     return folder
+
+
+def install_ts_sdk(cache: Path, log=print) -> Path:
+    """The TypeScript SDK v1 in ``cache/ts-sdk`` (see :func:`install_peer`)."""
+    return install_peer(cache, TS_SDK, log)
 
 
 def check_node(cache: Path) -> str:
@@ -310,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", type=Path, help="keep the suite's checks.json files here (default: a temp folder)")
     ap.add_argument("--json", type=Path, help="write the per-scenario counts here as JSON")
     ap.add_argument("--install-only", action="store_true",
-                    help="install Node, the suite and the TypeScript SDK (for the cross-SDK test), then stop")
+                    help="install Node, the suite and the peers the cross-SDK tests drive (the TypeScript "
+                         "SDK v1, its v2 client, the Inspector), then stop")
     args = ap.parse_args(argv)
 
     cache = (args.cache or cache_dir()).resolve()
@@ -320,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         install(cache)
         print(f"conformance: node {check_node(cache)}")
         if args.install_only:
-            install_ts_sdk(cache)
+            for peer in PEERS:
+                install_peer(cache, peer)
             return 0
         results: list[Result] = []
         if not args.client_only:

@@ -9,10 +9,13 @@ What :func:`attach_fastmcp` adds, through FastMCP's public API:
   checked against ``skills.json`` at load, exactly as on ``MCPServer``). ``resources/list`` shows each SKILL.md only,
   named by its frontmatter name, and ``resources/read`` serves every listed file with the same mimeType as on
   ``MCPServer``. FastMCP's ``_manifest`` side file is not served: the manifest is ``skills/get``.
+  ``resources/templates/list`` shows the level-1 templates of the supporting files (:class:`TreeFileTemplate`, the
+  same as on ``MCPServer``), so that FastMCP's proxy and ``mount()`` forward every skill whole.
 - :class:`TreeSkillsExtension`, a ``fastmcp.skills.extension.SkillsExtension`` that declares
   ``{"directoryRead": true}`` and binds ``resources/directory/read`` to the same handler ``MCPServer`` uses.
   ``skills/list`` and ``skills/get`` are FastMCP's own handlers (sorted by URI, paged by
-  ``FastMCP(list_page_size=...)``), with ``attach``'s ``cache`` stamped on as ``ttlMs`` and ``cacheScope``.
+  ``FastMCP(list_page_size=...)``), with ``attach``'s ``cache`` stamped on as ``ttlMs`` and ``cacheScope``
+  (the directory handler stamps the same values).
 - a :class:`FastMCPWorkflowPrompt` per workflow, which runs the one server-side runner
   (:func:`projector.server.workflow.run_workflow`) through :class:`FastMCPHost`: tools are called through the server
   itself, resources read through it, and one progress notification is sent per step.
@@ -33,7 +36,9 @@ from fastmcp import FastMCP
 from fastmcp.prompts import Message as FastMCPMessage
 from fastmcp.prompts import Prompt as FastMCPPrompt
 from fastmcp.prompts import PromptArgument as FastMCPPromptArgument
+from fastmcp.exceptions import NotFoundError
 from fastmcp.resources.base import ResourceContent, ResourceResult
+from fastmcp.resources.template import ResourceTemplate
 from fastmcp.server.dependencies import get_context
 from fastmcp.server.extensions import MethodBinding
 from fastmcp.server.middleware import Middleware
@@ -48,7 +53,7 @@ from ..model import Workflow
 from .bootstrap import BootstrapPrompt, bootstrap_name
 from .bootstrap import render as render_bootstrap
 from .errors import ServeError
-from .skills import SKILLS_EXTENSION, DirectoryReadParams, SkillTree
+from .skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams, SkillTree
 from .skills import SkillsExtension as MCPSkillsExtension
 from .workflow import ToolSpec, WorkflowHost, WorkflowPrompt, run_workflow
 
@@ -66,6 +71,31 @@ class TreeFileResource(SkillFileResource):
 
     def to_mcp_resource(self, **overrides: Any) -> mcp_types.Resource:
         return super().to_mcp_resource(**{**overrides, "_meta": None})
+
+
+class TreeFileTemplate(ResourceTemplate):
+    """One level-1 template of the tree's supporting files (:meth:`SkillTree.segment_templates`), the same list as
+    on MCPServer. It is listed so that FastMCP's proxy and ``mount()`` find a template for every file of a skill, and
+    so forward the skill. Reads of the tree's files are answered by the provider's concrete resources before any
+    template, and the template matches only those files, so it serves nothing else."""
+
+    provider: Any = Field(default=None, exclude=True, repr=False)
+    suffix: str = Field(default="", exclude=True)
+
+    def matches(self, uri: str) -> dict[str, Any] | None:
+        # only the tree's files of this type: any other URI matches no template, and so is an unknown resource
+        # (-32602), as it is without templates
+        if self.provider.tree.template_file(uri, self.suffix) is None:
+            return None
+        return super().matches(uri)
+
+    async def create_resource(self, uri: str, params: dict[str, Any]) -> Any:
+        if self.provider.tree.template_file(uri, self.suffix) is None:
+            raise NotFoundError(f"Unknown resource: {uri!r}")
+        return self.provider._files[uri]
+
+    def to_mcp_template(self, **overrides: Any) -> mcp_types.ResourceTemplate:
+        return super().to_mcp_template(**{**overrides, "_meta": None})
 
 
 class TreeProvider(SkillManifestProvider):
@@ -92,6 +122,12 @@ class TreeProvider(SkillManifestProvider):
                 self._files[f.uri] = res
                 if is_md:
                     self._listed.append(res)
+        self._templates = [
+            TreeFileTemplate(uri_template=t, name=name, mime_type=mime, provider=self, suffix=suffix,
+                             description=TEMPLATE_DESCRIPTION,
+                             parameters={"type": "object", "required": [f"p{i}" for i in range(1, depth + 1)],
+                                         "properties": {f"p{i}": {"type": "string"} for i in range(1, depth + 1)}})
+            for t, name, mime, suffix, depth in tree.segment_templates()]
 
     def required_extensions(self) -> Sequence[Any]:
         return ()  # attach() registers TreeSkillsExtension explicitly
@@ -109,6 +145,9 @@ class TreeProvider(SkillManifestProvider):
     async def _get_resource(self, uri: str, version: Any = None) -> Any:
         return self._files.get(uri)
 
+    async def _list_resource_templates(self) -> Sequence[Any]:
+        return list(self._templates)
+
     def __repr__(self) -> str:
         return f"TreeProvider({self.tree.root!r})"
 
@@ -121,7 +160,8 @@ def _sha256(data: bytes) -> str:
 
 class TreeSkillsExtension(FastMCPSkillsExtension):
     """FastMCP's skills extension, plus ``directoryRead``: ``resources/directory/read`` from the tree, and the
-    ``ttlMs``/``cacheScope`` of ``attach(cache=...)`` on ``skills/list`` and ``skills/get``, as on MCPServer."""
+    ``ttlMs``/``cacheScope`` of ``attach(cache=...)`` on ``skills/list``, ``skills/get`` and
+    ``resources/directory/read``, as on MCPServer."""
 
     def __init__(self, tree: SkillTree, provider: TreeProvider, *, page_size: int, cache: CacheHint):
         super().__init__()

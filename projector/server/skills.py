@@ -12,9 +12,10 @@ What is served (SEP-2640, extension ``io.modelcontextprotocol/skills``, settings
 - ``skills/get``: one entry; ``-32602`` for any URI that is not a listed SKILL.md.
 - ``resources/list``: each SKILL.md, ``text/markdown``, with name and description from its frontmatter.
 - ``resources/read``: SKILL.md and every supporting file. Supporting files are read through resource templates (one
-  per file type, so each file gets its own mimeType) and are not listed.
+  per file type, so each file gets its own mimeType) and are not listed. Beside the ``skill://{+path}`` templates
+  the server lists level-1 ones (``skill://{p1}/{p2}/{p3}.md``), which FastMCP's proxy and ``mount()`` can match.
 - ``resources/directory/read``: the children of a skill directory or of one of its sub-directories, directories with
-  mimeType ``inode/directory``.
+  mimeType ``inode/directory``; with the same ``ttlMs`` and ``cacheScope`` as ``skills/list``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import base64
 import binascii
 import copy
 import hashlib
+import inspect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -48,6 +50,7 @@ SCHEME = "skill://"
 SKILL_FILE = "SKILL.md"
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_CACHE = CacheHint(ttl_ms=0, scope="private")
+TEMPLATE_DESCRIPTION = "A supporting file of a served skill: listed in skills/list, read here, not in resources/list."
 
 # By file suffix. A file whose suffix is not here is text/plain when it is UTF-8, else application/octet-stream.
 MIME_TYPES = {
@@ -145,9 +148,17 @@ class SkillTree:
     by_uri: dict[str, Skill] = field(init=False, repr=False, compare=False)
     # listing -> {key: position}, so that a cursor is found in O(1): the skills, and each directory
     positions: dict[str, dict[str, int]] = field(init=False, repr=False, compare=False)
+    # a file suffix, as written -> its mimeType: the file types that get resource templates of their own
+    typed: dict[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by_uri", {s.uri: s for s in self.skills})
+        typed = {}
+        for f in self.files.values():
+            suffix = PurePosixPath(f.rel).suffix
+            if suffix.lower() in MIME_TYPES:
+                typed[suffix] = MIME_TYPES[suffix.lower()]
+        object.__setattr__(self, "typed", dict(sorted(typed.items())))
         positions = {"skills/list": {s.uri: i for i, s in enumerate(self.skills)}}
         for uri, kids in self.directories.items():
             positions["dir:" + uri] = {c["uri"]: i for i, c in enumerate(kids)}
@@ -155,6 +166,33 @@ class SkillTree:
 
     def skill(self, uri: str) -> Skill | None:
         return self.by_uri.get(uri)
+
+    def segment_templates(self) -> list[tuple[str, str, str, str, int]]:
+        """``(uri_template, name, mime_type, suffix, depth)``: a level-1 template per file type and per depth (the
+        number of segments after ``skill://``) that a supporting file of the tree has; typed ones first, then the
+        catch-all of each depth (``text/plain``). The same list on MCPServer and on FastMCP (see
+        :meth:`SkillsExtension.templates`)."""
+        typed = self.typed
+        wanted: set[tuple[str, int]] = set()
+        for f in self.files.values():
+            if f.rel == SKILL_FILE:
+                continue  # a listed resource of its own
+            suffix = PurePosixPath(f.rel).suffix
+            wanted.add((suffix if suffix in typed else "", f.uri[len(SCHEME):].count("/") + 1))
+        out = []
+        for suffix, depth in sorted(wanted, key=lambda w: (w[0] == "", w[0], w[1])):
+            segments = "/".join(f"{{p{i}}}" for i in range(1, depth + 1))
+            out.append((f"{SCHEME}{segments}{suffix}", f"skill-file{suffix.replace('.', '-')}-{depth}",
+                        typed.get(suffix, "text/plain"), suffix, depth))
+        return out
+
+    def template_file(self, uri: str, suffix: str) -> SkillFile | None:
+        """The file a template of type ``suffix`` (``""``: the catch-all) serves at ``uri``, or None. The catch-all
+        serves only the files that no typed template matches, so a file has one mimeType."""
+        f = self.files.get(uri)
+        if f is None or (not suffix and PurePosixPath(f.rel).suffix in self.typed):
+            return None
+        return f
 
     @classmethod
     def load(cls, root: str | Path) -> SkillTree:
@@ -358,7 +396,7 @@ class SkillsExtension(Extension):
 
     Pass it at construction (``MCPServer(..., extensions=[ext])``) or let :func:`projector.server.attach` add it.
     ``skills/list`` pages hold ``page_size`` entries; ``cache`` sets ``ttlMs`` and ``cacheScope`` on
-    ``skills/list`` and ``skills/get`` results.
+    ``skills/list``, ``skills/get`` and ``resources/directory/read`` results.
     """
 
     identifier = SKILLS_EXTENSION
@@ -392,35 +430,53 @@ class SkillsExtension(Extension):
         return out
 
     def templates(self) -> list[tuple[str, str, str, Any]]:
-        """``(uri_template, name, mime_type, fn)`` for the supporting files: one template per file type.
+        """``(uri_template, name, mime_type, fn)`` for the supporting files, in two forms.
 
         A template has one mimeType for every URI it matches, so files are grouped by suffix: ``skill://{+path}.md``
-        serves ``text/markdown``, and so on. The function looks the URI up in memory; anything not in the manifest
-        is unknown (``-32602``). The SDK also rejects ``..`` segments, absolute paths and NUL in ``path`` (after
-        percent-decoding) before the function runs.
+        serves ``text/markdown``, and so on; a catch-all ``skill://{+path}`` (``text/plain``) comes last and serves
+        the files whose type has no template of its own. These come first, so MCPServer routes every read through
+        them (the SDK rejects ``..`` segments, absolute paths and NUL in ``path`` before the function runs).
+
+        Then the same groups once more as :meth:`SkillTree.segment_templates`, one per file type and path depth
+        (``skill://{p1}/{p2}/{p3}.md``): RFC 6570 level 1, which every matcher knows, FastMCP's included (it knows
+        ``{var}`` and ``{var*}``, not ``{+var}``). FastMCP's proxy and ``mount()`` forward a skill only when each of
+        its files matches a template the backend lists. Each function looks the URI up in memory; anything not in
+        the manifest, or not of the template's type, is unknown.
         """
-        groups: dict[str, str] = {}  # a file suffix, as written -> its mimeType
-        for f in self.tree.files.values():
-            suffix = PurePosixPath(f.rel).suffix
-            if suffix.lower() in MIME_TYPES:
-                groups[suffix] = MIME_TYPES[suffix.lower()]
-        files = self.tree.files
-
-        def reader(suffix: str) -> Any:
-            def read(path: str) -> str | bytes:
-                uri = SCHEME + path + suffix
-                f = files.get(uri)
-                # The catch-all serves only files that no typed template matches, so a file has one mimeType.
-                if f is None or (not suffix and PurePosixPath(f.rel).suffix in groups):
-                    raise ResourceNotFoundError(f"Unknown resource: {uri}")
-                return f.content
-            return read
-
-        out = [(f"{SCHEME}{{+path}}{suffix}", f"skill-file{suffix.replace('.', '-')}", mime, reader(suffix))
-               for suffix, mime in sorted(groups.items())]
-        # The catch-all comes last: files whose type has no template of its own (text/plain).
-        out.append((SCHEME + "{+path}", "skill-file", "text/plain", reader("")))
+        out = [(f"{SCHEME}{{+path}}{suffix}", f"skill-file{suffix.replace('.', '-')}", mime,
+                self._path_reader(suffix)) for suffix, mime in self.tree.typed.items()]
+        out.append((SCHEME + "{+path}", "skill-file", "text/plain", self._path_reader("")))
+        out += [(t, name, mime, self._segment_reader(suffix, depth))
+                for t, name, mime, suffix, depth in self.tree.segment_templates()]
         return out
+
+    def _path_reader(self, suffix: str) -> Any:
+        def read(path: str) -> str | bytes:
+            uri = SCHEME + path + suffix
+            f = self.tree.template_file(uri, suffix)
+            if f is None:
+                raise ResourceNotFoundError(f"Unknown resource: {uri}")
+            return f.content
+        return read
+
+    def _segment_reader(self, suffix: str, depth: int) -> Any:
+        names = [f"p{i}" for i in range(1, depth + 1)]
+
+        def read(**segments: str) -> str | bytes:
+            parts = [segments[n] for n in names]
+            uri = SCHEME + "/".join(parts) + suffix
+            # a segment is decoded by the matcher: one holding "/" (sent as %2F) names no file of ours
+            f = None if any(not p or "/" in p for p in parts) else self.tree.template_file(uri, suffix)
+            if f is None:
+                raise ResourceNotFoundError(f"Unknown resource: {uri}")
+            return f.content
+
+        # MCPServer wants the template's variables as the function's parameters (and pydantic, their types)
+        read.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=str) for n in names])
+        read.__annotations__ = {n: str for n in names}
+        read.__name__ = f"read_skill_file_{depth}"
+        return read
 
     def _stamp(self, result: dict[str, Any]) -> dict[str, Any]:
         result["ttlMs"] = self.cache.ttl_ms
@@ -453,7 +509,9 @@ class SkillsExtension(Extension):
         result: dict[str, Any] = {"resources": [dict(c) for c in page]}
         if nxt is not None:
             result["nextCursor"] = nxt
-        return result
+        # The SEP makes only skills/list and skills/get cacheable, but the 2026-07-28 clients (the TypeScript SDK v2,
+        # the Inspector in its modern mode) require both fields on every directory page too: the same values.
+        return self._stamp(result)
 
 
 def legacy_extensions_middleware(identifier: str, settings: dict[str, Any]) -> Any:
