@@ -55,7 +55,7 @@ def parser(name: str) -> argparse.ArgumentParser:
                       help=f"serve Streamable HTTP at http://HOST:PORT/mcp (HOST defaults to {DEFAULT_HOST})")
     ap.add_argument("--framework", choices=("mcp", "fastmcp"), default="mcp",
                     help="the server framework: mcp's MCPServer (the default) or FastMCP (needs the "
-                         "projector[fastmcp] extra)")
+                         "project-skill[fastmcp] extra)")
     ap.add_argument("--skills", default="generated_skills", metavar="DIR",
                     help="the skills tree, with its skills.json (default: generated_skills)")
     ap.add_argument("--workflows", default="workflows", metavar="DIR",
@@ -79,7 +79,7 @@ def main(name: str = "serve", argv: list[str] | None = None) -> int:
     from .demo import demo_server
 
     if args.framework == "fastmcp" and importlib.util.find_spec("fastmcp") is None:
-        print(f"project-skill {name}: --framework fastmcp needs FastMCP: pip install 'projector[fastmcp]'",
+        print(f"project-skill {name}: --framework fastmcp needs FastMCP: pip install 'project-skill[fastmcp]'",
               file=sys.stderr)
         return EXIT_USAGE
     try:
