@@ -19,7 +19,10 @@ by the very code that reads a snapshot file, so the two can never be compared di
   :class:`~projector.errors.LoadError`, every one at once). A tool that a step calls and the file does not list is
   taken from SOURCE, so a workflow file may name its tools and nothing else.
 - The steps' arguments and field paths are then checked against SOURCE's schemas
-  (:func:`projector.fit.check_steps`, as ``build`` checks the file's): every problem is raised at once too.
+  (:func:`projector.fit.check_steps`, as ``build`` checks the file's), and SOURCE's tool texts are held to the
+  rules of a file's (:func:`projector.validate.tool_problems`): every problem is raised at once too.
+- The Python builder's ``WorkflowBuilder.tools_from`` goes through this same code (:func:`merge_tools`); a parsed
+  listing it is given is read by :func:`parse_listing`, as the snapshot it would be written as.
 - Drift: a file's ``tools:`` entry that disagrees with SOURCE is a warning (``tool-mismatch``) at the declaration,
   one per differing field (``description``, ``input_schema``, ``output_schema``, ``annotations``), naming the
   paths inside it and both values; its hint says how to refresh the snapshot. ``--strict`` fails on it. Fields the
