@@ -12,7 +12,7 @@ d. over Streamable HTTP on loopback, against one ``project-skill serve --http`` 
    p50/p99 latency of skills/get plus resources/read, against plain resources/read of the same SKILL.md bytes;
 e. skills/list paged over every skill of the 10,000-skill tree, several full passes, and the server's memory after
    each pass (does it stay flat?);
-f. FastMCP (the ``projector[fastmcp]`` extra): skills/get + resources/read throughput of ``project-skill serve
+f. FastMCP (the ``project-skill[fastmcp]`` extra): skills/get + resources/read throughput of ``project-skill serve
    --framework fastmcp`` against FastMCP's own ``SkillsDirectoryProvider`` (bench/fastmcp_directory_server.py)
    serving the same tree (the shipped examples), paired round by round.
 
@@ -644,7 +644,7 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "libyaml": bool(getattr(yaml, "__with_libyaml__", False)),
-        "packages": {d: version(d) for d in ("projector", "PyYAML", "Jinja2", "python-slugify", "mcp", "fastmcp")},
+        "packages": {d: version(d) for d in ("project-skill", "PyYAML", "Jinja2", "python-slugify", "mcp", "fastmcp")},
         "commit": commit.stdout.strip() or "-",
         "loadavg_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
     }
@@ -1021,7 +1021,7 @@ def main(argv: list[str] | None = None) -> int:
                 res["server"] = bench_server(work, tree, n, seed=args.seed, **http)
         if "fastmcp" in parts:
             if importlib.util.find_spec("fastmcp") is None:
-                res["fastmcp_skipped"] = "fastmcp is not installed (pip install 'projector[fastmcp]')"
+                res["fastmcp_skipped"] = "fastmcp is not installed (pip install 'project-skill[fastmcp]')"
             else:
                 print("f. FastMCP: our path against SkillsDirectoryProvider", file=sys.stderr)
                 res["fastmcp"] = bench_fastmcp(work, seed=args.seed, requests=http["requests"],

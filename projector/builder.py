@@ -12,15 +12,57 @@
 
 ``build()`` holds the workflow to the same rules as the YAML loader and raises :class:`~projector.errors.LoadError`
 with every problem. The same workflow built here and loaded from YAML projects to the same bytes.
+
+Each diagnostic names the line of your code that made the part it is about, as ``file:line:col`` (the first frame
+outside projector/, so a helper of this package never shows up). Give ``source=`` to name the workflow by that
+instead, with no lines.
+
+``.tools_from(SOURCE)`` takes the tools' declarations from a server or a tools snapshot, as ``build --tools-from``
+does: a step may then name a tool and nothing else, and a ``.tool(...)`` declaration that disagrees with SOURCE is a
+``tool-mismatch`` warning in ``builder.diagnostics`` after ``build()``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from .errors import LoadError, Span
+from .errors import Diagnostic, LoadError, Span
 from .model import Argument, Condition, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .validate import validate
+
+if TYPE_CHECKING:
+    from .remote.tools import ToolSource
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _shown(file: str) -> str:
+    """A source file as diagnostics show it: relative to the working folder when inside it, with ``/``."""
+    if file.startswith("<"):
+        return file  # <stdin>, <string>: no file
+    path = Path(file)
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
+        return path.as_posix()
+
+
+def caller_span() -> Span:
+    """Where the first frame outside projector/ on the stack is: ``file:line:col`` of the call it is making (the
+    column of a chained method call is its name's). ``Span()`` when every frame is inside."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame = frame.f_back
+    if frame is None:
+        return Span()
+    i = frame.f_lasti // 2
+    position = next((p for n, p in enumerate(frame.f_code.co_positions()) if n == i), None)
+    line = position[0] if position and position[0] else frame.f_lineno
+    col = position[2] + 1 if position and position[2] is not None else 1
+    return Span(_shown(frame.f_code.co_filename), line or 0, col if line else 0)
 
 
 def arg(name: str) -> FromArg:
@@ -54,18 +96,57 @@ def condition(subject: FromArg | FromStep, **operator: Any) -> Condition:
 
 
 class WorkflowBuilder:
-    def __init__(self, name: str, description: str, *, title: str | None = None, source: str = "<python>"):
+    def __init__(self, name: str, description: str, *, title: str | None = None, source: str | None = None):
         self._name = name
         self._description = description
         self._title = title
-        self._source = source
+        self._given_source = source
+        self._origin = self._span()  # the constructor's call: where the workflow is
+        self._source = source if source is not None else self._origin.file or "<python>"
         self._arguments: list[Argument] = []
         self._instructions: list[Instruction] = []
         self._tools: list[Tool] = []
         self._steps: list[Step] = []
+        self._tools_from: tuple[dict[str, Tool], ToolSource] | None = None
+        self.diagnostics: list[Diagnostic] = []
+        """The warnings and notes of the last ``build()`` (``tool-mismatch`` from :meth:`tools_from`, ...)."""
 
     def _span(self) -> Span:
-        return Span(self._source)
+        """The caller's place, or just ``source`` when one was given."""
+        if self._given_source is not None:
+            return Span(self._given_source)
+        found = caller_span()
+        return found if found.line else Span(found.file)
+
+    def tools_from(self, source: Any, *, label: str | None = None) -> WorkflowBuilder:
+        """Take the tools' declarations (description, schemas, annotations) from ``source``, as
+        ``project-skill build --tools-from`` does, with the same code:
+
+        - a tools snapshot: a :class:`~pathlib.Path`, or a string path that exists and ends in ``.json`` (the file
+          ``project-skill tools SERVER --out tools.json`` writes; read offline, with a bound, without ``mcp``);
+        - a parsed listing: that file's JSON (``{"tools": [...]}``), its list, or the ``mcp_types.Tool`` objects of
+          a ``tools/list`` result;
+        - a server: a stdio command line, an ``http(s)://`` URL, or a server object (``MCPServer``, FastMCP), which
+          is asked for its tools now, once (not inside a running event loop: pass its listing there).
+
+        A step may then call a tool with no ``.tool(...)`` declaration; a declaration that disagrees with ``source``
+        is a ``tool-mismatch`` warning (in :attr:`diagnostics` after ``build()``) and ``source``'s is used; a step
+        whose tool ``source`` lacks is an ``unknown-tool`` error at the step. A snapshot or listing that is not one
+        raises :class:`~projector.errors.LoadError` here (``bad-snapshot``; ``io`` for an unreadable file)."""
+        from .remote import tools as remote  # lazily: only a live server imports mcp
+
+        where = self._span()
+        if isinstance(source, Path):
+            tools = remote.read_snapshot(source)
+            found = remote.ToolSource(source.as_posix(), snapshot=True)
+        elif isinstance(source, Mapping) or (isinstance(source, Sequence) and not isinstance(source, (str, bytes))):
+            tools = remote.parse_listing(source, where)
+            found = remote.ToolSource(remote.SNAPSHOT_FILE, snapshot=True,
+                                      described=f"the tools listing given at {where}")
+        else:
+            tools, found = remote.load_tools(source, label)
+        self._tools_from = (tools, found)
+        return self
 
     def argument(self, name: str, description: str = "", *, required: bool = False,
                  type: str | None = None) -> WorkflowBuilder:
@@ -105,10 +186,20 @@ class WorkflowBuilder:
         return self
 
     def build(self) -> Workflow:
+        """The workflow, held to the format's rules (and, after :meth:`tools_from`, fitted to those tools); raises
+        :class:`~projector.errors.LoadError` with every problem. Warnings are kept in :attr:`diagnostics`."""
         wf = Workflow(self._name, self._description, tuple(self._arguments), tuple(self._instructions),
-                      tuple(self._tools), tuple(self._steps), span=self._span(), source=self._source,
-                      title=self._title, title_span=self._span())
-        problems = [d for d in validate(wf) if d.severity == "error"]
+                      tuple(self._tools), tuple(self._steps), span=self._origin, source=self._source,
+                      title=self._title, title_span=self._origin)
+        found = validate(wf, tools_from_server=self._tools_from is not None)
+        problems = [d for d in found if d.severity == "error"]
         if problems:
             raise LoadError(problems)
+        kept = [d for d in found if d.severity != "error"]
+        if self._tools_from is not None:
+            from .remote.tools import merge_tools
+
+            (wf,), drift = merge_tools([wf], *self._tools_from)
+            kept.extend(drift)
+        self.diagnostics = sorted(kept, key=Diagnostic.sort_key)
         return wf

@@ -91,11 +91,6 @@ def _load_and_compile(args: argparse.Namespace):
     from .remote.tools import apply_tools_from
 
     workflows, extra = apply_tools_from(load_all(paths, tools_from_server=True), args.tools_from)
-    from .errors import LoadError
-    from .validate import tool_problems
-
-    if problems := [d for wf in workflows for d in tool_problems(wf.tools)]:  # a server's texts, held to the same rules
-        raise LoadError(problems)
     build = compile_workflows(workflows, prefix, skills_only=args.skills_only)
     build.diagnostics = sorted([*extra, *build.diagnostics], key=Diagnostic.sort_key)
     return build

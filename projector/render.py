@@ -185,15 +185,36 @@ class Projection:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def describe_source(src: Source, wf: Workflow, *, ask: bool = False) -> str:
+_NO_DEFAULT = object()
+
+
+def tool_default(wf: Workflow, step: Step, key: str) -> Any:
+    """The ``default`` that the input schema of ``step``'s tool gives the parameter ``key``, when the tool does not
+    require it; else ``_NO_DEFAULT``. The server-side run leaves such a parameter out when its optional input was
+    not given (:mod:`projector.server.workflow`), so the tool uses this value: the skill says the same."""
+    tool = wf.tool(step.tool) if step.tool else None
+    schema = tool.input_schema if tool is not None and isinstance(tool.input_schema, dict) else {}
+    required = schema.get("required")
+    if isinstance(required, list) and key in required:
+        return _NO_DEFAULT
+    properties = schema.get("properties")
+    prop = properties.get(key) if isinstance(properties, dict) else None
+    return prop["default"] if isinstance(prop, dict) and "default" in prop else _NO_DEFAULT
+
+
+def describe_source(src: Source, wf: Workflow, *, ask: bool = False, default: Any = _NO_DEFAULT) -> str:
     """A data source in plain words. ``ask``: an optional input whose value must come from the user, never from the
-    model (:func:`projector.gates.asks_user`)."""
+    model (:func:`projector.gates.asks_user`). ``default``: the tool's default for the parameter an optional input
+    feeds (:func:`tool_default`), used when the user gave none."""
     if isinstance(src, FromArg):
         declared = wf.argument(src.name)
         if declared is not None and not declared.required:
             if ask:
                 return f"the input {code(src.name)}; if the user gave none, ask the user for it; never work it out " \
                        "yourself"
+            if default is not _NO_DEFAULT:
+                return (f"the input {code(src.name)}; if the user gave none, leave it out (the tool uses "
+                        f"{code(canonical_json(default, indent=None))})")
             return f"the input {code(src.name)}; if the user gave none, a value you work out yourself"
         return f"the input {code(src.name)}"
     if isinstance(src, FromStep):
@@ -279,7 +300,8 @@ def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> di
         "name": step.name,
         "tool": step.tool,
         "effect": _tool_effect(wf, step),
-        "args": [(k, describe_source(v, wf, ask=gates.asks_user(wf, step, k, v))) for k, v in step.args],
+        "args": [(k, describe_source(v, wf, ask=gates.asks_user(wf, step, k, v), default=tool_default(wf, step, k)))
+                 for k, v in step.args],
         "resources": resources,
         "bind": step.bind,
         "guidance": inert(step.guidance.strip()) if step.guidance else None,

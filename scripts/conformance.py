@@ -335,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
                                                ".cache/conformance)")
     ap.add_argument("--server-command", help="the serve command, without --http (default: project-skill serve)")
     ap.add_argument("--framework", choices=("mcp", "fastmcp"),
-                    help="run the default serve command with --framework (FastMCP needs the projector[fastmcp] extra)")
+                    help="run the default serve command with --framework (FastMCP needs the "
+                         "project-skill[fastmcp] extra)")
     ap.add_argument("--scenario", action="append", help="a server scenario (repeatable; default: the three "
                                                         "SEP-2640 server scenarios)")
     half = ap.add_mutually_exclusive_group()

@@ -353,7 +353,9 @@ def test_builder_and_yaml_fit_the_same(tmp_path):
     with pytest.raises(LoadError) as info:
         wf.build()
     (d,) = info.value.diagnostics
-    assert d.code == "parameter-type" and d.message.startswith("workflow 'b', step 's' passes the input 'x'")
+    assert d.code == "parameter-type" and d.message.startswith("step 's' passes the input 'x'")
+    assert d.span.file.endswith("tests/test_fit.py")
+    assert d.span.line == wf._steps[0].span.line == wf._arguments[0].span.line + 1  # the .step(...) call's line
 
 
 def test_bad_inputs_leave_the_output_alone(cli, tmp_path):

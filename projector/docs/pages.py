@@ -65,6 +65,10 @@ def quickstart(root: Path) -> str:
     block = setup_block(read_text(root, "README.md", "the quick start quotes its set-up block"))
     return f"""# Quick start
 
+This page is for working on this repository. To add the tool to your own project (the distribution is
+`project-skill`, as the command: `pip install /path/to/checkout` until a release, then `pip install project-skill`),
+see [Your own server](own-server.md).
+
 You need Python 3.11 or newer. These are the README's two set-up commands, quoted from it verbatim:
 
 {block}

@@ -41,7 +41,7 @@ def main(name: str = "matrix", argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if the data is stale")
     ap.add_argument("--framework", choices=("mcp", "fastmcp"), default="mcp",
                     help="the demo server's framework: mcp's MCPServer (the default; the committed data is measured "
-                         "on it) or FastMCP (needs the projector[fastmcp] extra). On FastMCP every figure is the "
+                         "on it) or FastMCP (needs the project-skill[fastmcp] extra). On FastMCP every figure is the "
                          "same except the skill surface's context bytes: FastMCP prints a tool's structured result "
                          "as compact JSON text, MCPServer with a two-space indent")
     try:
@@ -55,7 +55,7 @@ def main(name: str = "matrix", argv: list[str] | None = None) -> int:
         return EXIT_USAGE
 
     if args.framework == "fastmcp" and importlib.util.find_spec("fastmcp") is None:
-        print(f"project-skill {name}: --framework fastmcp needs FastMCP: pip install 'projector[fastmcp]'",
+        print(f"project-skill {name}: --framework fastmcp needs FastMCP: pip install 'project-skill[fastmcp]'",
               file=sys.stderr)
         return EXIT_USAGE
     import anyio

@@ -19,7 +19,10 @@ by the very code that reads a snapshot file, so the two can never be compared di
   :class:`~projector.errors.LoadError`, every one at once). A tool that a step calls and the file does not list is
   taken from SOURCE, so a workflow file may name its tools and nothing else.
 - The steps' arguments and field paths are then checked against SOURCE's schemas
-  (:func:`projector.fit.check_steps`, as ``build`` checks the file's): every problem is raised at once too.
+  (:func:`projector.fit.check_steps`, as ``build`` checks the file's), and SOURCE's tool texts are held to the
+  rules of a file's (:func:`projector.validate.tool_problems`): every problem is raised at once too.
+- The Python builder's ``WorkflowBuilder.tools_from`` goes through this same code (:func:`merge_tools`); a parsed
+  listing it is given is read by :func:`parse_listing`, as the snapshot it would be written as.
 - Drift: a file's ``tools:`` entry that disagrees with SOURCE is a warning (``tool-mismatch``) at the declaration,
   one per differing field (``description``, ``input_schema``, ``output_schema``, ``annotations``), naming the
   paths inside it and both values; its hint says how to refresh the snapshot. ``--strict`` fails on it. Fields the
@@ -45,6 +48,7 @@ from .. import bounded, jsontext
 from ..errors import Diagnostic, LoadError, Span
 from ..fit import check_steps, from_listing, from_wire
 from ..model import Tool, Workflow
+from ..validate import tool_problems
 from .verify import describe_value, value_diff
 
 # JSON Schema's annotation keywords (the meta-data vocabulary and $comment): they do not change what a schema accepts.
@@ -88,9 +92,12 @@ class ToolSource:
 
     name: str
     snapshot: bool = False
+    described: str | None = None  # how messages name it, when not by ``name`` (a listing given in Python)
 
     @property
     def words(self) -> str:
+        if self.described:
+            return self.described
         return f"the snapshot {self.name}" if self.snapshot else f"the server {self.name}"
 
     @property
@@ -210,6 +217,33 @@ def parse_snapshot(data: bytes, file: str, *, code: str = "bad-snapshot") -> dic
         raise LoadError([Diagnostic(Span(file, *_locate(text, path)), "error", code, message, hint)
                          for path, message in problems])
     return {t["name"]: from_wire(t) for t in doc["tools"]}
+
+
+def parse_listing(listing: Any, where: Span) -> dict[str, Tool]:
+    """The tools of a parsed listing: a snapshot's JSON (``{"tools": [...]}``), its list of tools, or the
+    ``mcp_types.Tool`` objects of a ``tools/list`` result. It is read as the snapshot it would be written as, by
+    :func:`parse_snapshot`; every problem is a ``bad-snapshot`` error at ``where`` (the listing has no lines)."""
+    entries = listing.get("tools") if isinstance(listing, Mapping) else listing
+    problem = None
+    if isinstance(listing, Mapping) and set(listing) - {"tools"}:
+        others = ", ".join(sorted(map(str, set(listing) - {"tools"})))
+        problem = f"a tools listing has only the key 'tools', not {others}"
+    elif isinstance(entries, (str, bytes)) or not isinstance(entries, Sequence):
+        problem = 'a tools listing is {"tools": [...]} or a list of tools'
+    elif bad := [i for i, e in enumerate(entries) if not isinstance(e, Mapping) and not hasattr(e, "model_dump")]:
+        problem = f"tools[{bad[0]}] is not a tool (a JSON object or an mcp_types.Tool)"
+    hint = "pass what `project-skill tools SERVER` writes, parsed, or a tools/list result's tools"
+    if problem is not None:
+        raise LoadError(Diagnostic(where, "error", "bad-snapshot", problem, hint))
+    try:
+        data = jsontext.dumps({"tools": [dict(e) if isinstance(e, Mapping) else wire_tool(e) for e in entries]},
+                              indent=2, sort_keys=False).encode("utf-8")
+        return parse_snapshot(data, str(where))
+    except (TypeError, ValueError) as exc:  # not JSON: a value of another type somewhere
+        raise LoadError(Diagnostic(where, "error", "bad-snapshot", f"the tools listing is not JSON: {exc}",
+                                   hint)) from None
+    except LoadError as exc:  # positions in a text the caller never saw: the call itself is the place
+        raise LoadError([dataclasses.replace(d, span=where, hint=hint) for d in exc.diagnostics]) from None
 
 
 def read_snapshot(path: str | Path) -> dict[str, Tool]:
@@ -380,6 +414,8 @@ def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], source: str |
         merged = dataclasses.replace(wf, tools=tuple(new_tools))
         errors.extend(check_steps(merged))  # the steps against the source's schemas, as build checks declared ones
         result.append(merged)
+    # The source's texts are held to the rules of a file's (a server's tool may not smuggle a line break into a name)
+    errors.extend(d for wf in result for d in tool_problems(wf.tools))
     if errors:
         raise LoadError(errors)
     return result, sorted(warnings, key=Diagnostic.sort_key)

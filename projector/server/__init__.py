@@ -179,7 +179,8 @@ def _framework(server: Any) -> str:
         return "fastmcp"
     kind = type(server)
     raise TypeError(f"attach() takes an mcp MCPServer (mcp.server.mcpserver.MCPServer) or a FastMCP server "
-                    f"(fastmcp.FastMCP, with the projector[fastmcp] extra), not {kind.__module__}.{kind.__qualname__}")
+                    f"(fastmcp.FastMCP, with the project-skill[fastmcp] extra), "
+                    f"not {kind.__module__}.{kind.__qualname__}")
 
 
 def _prepare(skills: Any, workflows: Workflows, page_size: int, cache: CacheHint,

@@ -101,7 +101,7 @@ def parser(name: str) -> argparse.ArgumentParser:
                          "repeatable. Any other Origin is refused with 403")
     ap.add_argument("--framework", choices=("mcp", "fastmcp"), default=None,
                     help="the demo's framework: mcp's MCPServer (the default) or FastMCP (needs the "
-                         "projector[fastmcp] extra). A target's framework is detected from the object; when "
+                         "project-skill[fastmcp] extra). A target's framework is detected from the object; when "
                          "given, it must agree")
     ap.add_argument("--skills", default="generated_skills", metavar="DIR",
                     help="the skills tree, with its skills.json (default: generated_skills)")
@@ -172,7 +172,7 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
 
     framework = args.framework or "mcp"
     if framework == "fastmcp" and importlib.util.find_spec("fastmcp") is None:
-        raise UsageError("--framework fastmcp needs FastMCP: pip install 'projector[fastmcp]'")
+        raise UsageError("--framework fastmcp needs FastMCP: pip install 'project-skill[fastmcp]'")
     try:
         server, _ = demo_server(args.skills, args.workflows, page_size=args.page_size, cache=cache,
                                 framework=framework)

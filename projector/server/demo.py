@@ -474,7 +474,7 @@ def demo_server(skills: str | Path | None = "generated_skills", workflows: str |
                 name: str = "projector-demo", framework: str = "mcp") -> tuple[Any, RefundStore]:
     """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`.
 
-    ``framework="fastmcp"`` builds the same demo on a ``fastmcp.FastMCP`` (the ``projector[fastmcp]`` extra), with
+    ``framework="fastmcp"`` builds the same demo on a ``fastmcp.FastMCP`` (the ``project-skill[fastmcp]`` extra), with
     ``page_size`` as the server's ``list_page_size``.
     """
     if framework == "fastmcp":

@@ -1,6 +1,6 @@
 """FastMCP (``fastmcp`` >= 4.2) as a second framework for :func:`projector.server.attach`.
 
-Install it with ``pip install 'projector[fastmcp]'``. Nothing in the core imports this module; ``attach`` imports it
+Install it with ``pip install 'project-skill[fastmcp]'``. Nothing in the core imports this module; ``attach`` imports it
 only when it is given a ``fastmcp.FastMCP``.
 
 What :func:`attach_fastmcp` adds, through FastMCP's public API:

@@ -448,7 +448,7 @@ def test_serve_framework_fastmcp_without_the_extra_is_a_usage_error(monkeypatch,
                         else real(name, *a))
     assert serve_cli.main("serve", ["--framework", "fastmcp"]) == 2
     err = capsys.readouterr().err
-    assert "pip install 'projector[fastmcp]'" in err and "Traceback" not in err
+    assert "pip install 'project-skill[fastmcp]'" in err and "Traceback" not in err
 
 
 def test_fastmcp_refuses_skills_whose_workflow_prompt_is_not_offered():

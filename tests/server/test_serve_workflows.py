@@ -305,10 +305,14 @@ def test_attach_checks_argument_types():
            WorkflowBuilder("c2", "Argument of the wrong type.").argument("flag", type="boolean").tool("count")
            .step("s", tool="count", args={"n": arg("flag")}).build()]
     msg = attach_error(server, wfs)
-    assert "error[parameter-type]: workflow 'c1', step 's' passes the string \"three\" as 'n', which the tool " \
-           "'count' does not accept: 'three' is not of type 'integer'" in msg
-    assert "error[parameter-type]: workflow 'c2', step 's' passes the input 'flag' (boolean) as 'n', but the tool " \
-           "'count' takes integer there" in msg
+    # each at the line of its .step(...) call (the builder records the caller's place)
+    lines = Path(__file__).read_text("utf-8").splitlines()
+    at = [next(i for i, s in enumerate(lines, 1) if s.strip().startswith(call)) for call in
+          ('.step("s", tool="count", args={"n": const("three")})', '.step("s", tool="count", args={"n": arg("flag")})')]
+    assert f"test_serve_workflows.py:{at[0]}:13: error[parameter-type]: step 's' passes the string \"three\" as 'n', " \
+           "which the tool 'count' does not accept: 'three' is not of type 'integer'" in msg
+    assert f"test_serve_workflows.py:{at[1]}:13: error[parameter-type]: step 's' passes the input 'flag' " \
+           "(boolean) as 'n', but the tool 'count' takes integer there" in msg
 
 
 def test_attach_refuses_prompt_name_collisions_and_changes_nothing():
