@@ -28,7 +28,7 @@ def test_build_writes_the_committed_tree(cli, tmp_path):
     assert snapshot_tree(tmp_path / "out") == snapshot_tree(GENERATED)
     assert "refund-flow: skill://refund-flow/SKILL.md" in run.out
     assert "1 warning" in run.out
-    assert "workflows/refunds.yaml:49:15: warning[gate-on-side-effect]" in cli(
+    assert "workflows/refunds.yaml:52:15: warning[gate-on-side-effect]" in cli(
         "build", "workflows", "--out", str(tmp_path / "x"), cwd=ROOT).err
 
 
