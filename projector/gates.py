@@ -3,8 +3,12 @@
 A skill's reader applies a step's guidance with its own judgment. The server-accelerated workflow prompt cannot: it
 runs every step unconditionally. So "only refund if eligible" on a refund step is a promise the prompt breaks. Built
 with ``--skills-only``, no prompt is served: the findings stay, worded for that case (the model's judgment is all that
-applies the guidance). These
-checks return diagnostics as data; nothing here prints.
+applies the guidance). The
+step's other warnings are reported here too, so that ``acknowledge:`` and ``unused-acknowledgement`` cover them:
+``uses-skippable-result``, and ``unstructured-result`` (a field path into a result that is text), whose rule is
+:func:`projector.fit.unstructured_reads`. When the guidance names a saved result, the gate hint suggests a condition
+on one of its fields, or, when its tool returns text (:func:`projector.fit.returns_text`), on an input the user
+supplies. These checks return diagnostics as data; nothing here prints.
 """
 
 from __future__ import annotations
