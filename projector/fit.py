@@ -16,7 +16,12 @@ For each tool step, against the tool's ``input_schema``:
 And for each ``{step: BIND, field: PATH}`` (a step's argument or template binding, or the subject of one of its
 ``when:`` conditions), against the ``output_schema`` of the tool that made BIND, when it declares one (inside the
 SDKs' ``{result: x}`` envelope, where a run saves ``x``): ``bad-field-path`` when the path leaves the schema (a name not among declared ``properties`` of a schema
-that does not allow others, an index on something that is not a list, a name on a list).
+that does not allow others, an index on something that is not a list, a name on a list). When that tool declares
+no ``output_schema`` at all, its result is text (the SDKs send structured content only for a tool that declares an
+``outputSchema``), which has no fields: :func:`unstructured_reads` makes that the warning ``unstructured-result``
+at the path, which :func:`projector.gates.check` reports with the step's other warnings (so it can be acknowledged on
+the step and ``--strict`` fails on it). It rests on the tools the workflow ends up with, its own or those of
+``--tools-from`` (a server or a snapshot). :func:`returns_text` is the one test of "this tool returns text".
 
 And for a server about to serve skills, :func:`check_prompts`: a skill whose SKILL.md names a workflow prompt
 (``metadata.workflow``) that the server does not offer is ``missing-workflow-prompt``.
@@ -383,6 +388,63 @@ def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: 
                              f"schema of the tool '{tool.name}' does not have: {problem}",
                              "correct the field path, or correct the tool's output_schema"))
     return out
+
+
+def returns_text(tool: Tool | None) -> bool:
+    """Whether ``tool`` returns text: it declares no output schema, so a call's result has no fields (an MCP server
+    sends structured content only for a tool that declares an ``outputSchema``). False for an unknown tool."""
+    return tool is not None and tool.output_schema is None
+
+
+def unstructured_reads(wf: Workflow, step: Step, *, skills_only: bool = False) -> list[Diagnostic]:
+    """``unstructured-result``: each ``{step: BIND, field: PATH}`` of ``step`` (its arguments, its template bindings,
+    its ``when:`` subjects, in that order) into the result of a tool that returns text (:func:`returns_text`).
+    The tools are the workflow's own (after ``--tools-from``, the source's). A warning at the path, acknowledgeable
+    on the step; ``skills_only`` words it for a build that serves no workflow prompt. The result's text could still be JSON that has the field (a run parses JSON text),
+    which only the author can know: that is what an acknowledgement says."""
+    reads: list[tuple[str, FromStep]] = []  # (what the server-side run then does, the read)
+    required = step_required(wf, step)
+    for key, src in step.args:
+        if isinstance(src, FromStep):
+            reads.append(("hands the step over to the client" if key in required else f"leaves '{key}' out", src))
+    for _key, src in step.template:
+        if isinstance(src, FromStep):
+            reads.append(("hands the step over to the client", src))
+    for cond in step.when:
+        if isinstance(cond.subject, FromStep):
+            reads.append(("skips the step" if step.on_fail == "skip" else "stops there", cond.subject))
+    out: list[Diagnostic] = []
+    for run, src in reads:
+        made = wf.step_for_bind(src.bind)
+        tool = wf.tool(made[1].tool) if made is not None and made[1].tool else None
+        if src.field is None or not returns_text(tool):
+            continue
+        assert tool is not None
+        subject = f"{src.bind}.{src.field}"
+        # the server-side run's own words (projector.server.workflow): a condition's, and a source's
+        why = (f"`{subject}` is missing" if run in ("stops there", "skips the step") else
+               f"the result saved as `{src.bind}` has no field `{src.field}`")
+        then = ("the model is told to read a field that the text does not have" if skills_only else
+                f"the server-side run {run} on every call ({why})")
+        out.append(Diagnostic(
+            _at(src.span, step, wf), "warning", "unstructured-result",
+            f"{_label(wf, step)} reads '{subject}', but the tool '{tool.name}' (which saves '{src.bind}') declares "
+            f"no output schema: it returns text, its result has no fields, and '{subject}' will never resolve; "
+            f"{then}",
+            f"use the whole result ({{step: {src.bind}}}), or a condition on an input the user supplies (when: "
+            "{arg: approved, equals: true}); if the server sends structured content, declare the tool's "
+            "output_schema; if its text is JSON that has the field, acknowledge the warning on the step "
+            "(acknowledge: {unstructured-result: why})",
+            acknowledged=step.acknowledged.get("unstructured-result"), extra={"step": step.name}))
+    return out
+
+
+def step_required(wf: Workflow, step: Step) -> set[str]:
+    """The parameters that the tool of ``step`` requires (its input schema's ``required``), by name."""
+    tool = wf.tool(step.tool) if step.tool else None
+    schema = tool.input_schema if tool is not None and isinstance(tool.input_schema, dict) else {}
+    names = schema.get("required")
+    return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
 
 
 # -------------------------------------------------------------------------------------------------------- entry points

@@ -3,8 +3,12 @@
 A skill's reader applies a step's guidance with its own judgment. The server-accelerated workflow prompt cannot: it
 runs every step unconditionally. So "only refund if eligible" on a refund step is a promise the prompt breaks. Built
 with ``--skills-only``, no prompt is served: the findings stay, worded for that case (the model's judgment is all that
-applies the guidance). These
-checks return diagnostics as data; nothing here prints.
+applies the guidance). The
+step's other warnings are reported here too, so that ``acknowledge:`` and ``unused-acknowledgement`` cover them:
+``uses-skippable-result``, and ``unstructured-result`` (a field path into a result that is text), whose rule is
+:func:`projector.fit.unstructured_reads`. When the guidance names a saved result, the gate hint suggests a condition
+on one of its fields, or, when its tool returns text (:func:`projector.fit.returns_text`), on an input the user
+supplies. These checks return diagnostics as data; nothing here prints.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import Diagnostic
+from .fit import returns_text, unstructured_reads
 from .model import FromArg, FromStep, Step, Workflow
 
 # Each pattern is one family of gate-like wording. The first match (leftmost) is quoted in the warning.
@@ -65,8 +70,10 @@ CODES = {
     "ask-for-input": "note",
     "unused-acknowledgement": "warning",
     "uses-skippable-result": "warning",
+    "unstructured-result": "warning",  # projector.fit.unstructured_reads makes it; reported with its step's findings
 }
-ACKNOWLEDGEABLE = ("gate-on-side-effect", "unverifiable-step", "guidance-on-side-effect", "uses-skippable-result")
+ACKNOWLEDGEABLE = ("gate-on-side-effect", "unverifiable-step", "guidance-on-side-effect", "uses-skippable-result",
+                   "unstructured-result")
 
 
 _SEPARATORS = re.compile(r"[\s_-]+")
@@ -209,9 +216,10 @@ def check(wf: Workflow, *, skills_only: bool = False) -> list[Diagnostic]:
                 out.append(_diag(step, "guidance-on-side-effect",
                                  f"{label} calls the side-effecting tool '{tool.name}' with guidance; {what}", None))
                 fired.add("guidance-on-side-effect")
-        for code in _skippable_uses(skippable, step, label, skills_only):
-            out.append(code)
-            fired.add(code.code)
+        for found in [*_skippable_uses(skippable, step, label, skills_only),
+                      *unstructured_reads(wf, step, skills_only=skills_only)]:
+            out.append(found)
+            fired.add(found.code)
         for key, src in step.args:
             if asks_user(wf, step, key, src):
                 assert isinstance(src, FromArg)
@@ -242,6 +250,14 @@ def _gate_hint(wf: Workflow, names: ResultNames, guidance: str, gate: GateMatch,
         return tail
     then = ("the skill states it as an exact check before the call (served with its workflow prompt, the "
             "server-side run enforces it too)" if skills_only else "the server-side run enforces it")
+    made = wf.step_for_bind(bind)
+    tool = wf.tool(made[1].tool) if made is not None and made[1].tool else None
+    if returns_text(tool):
+        assert tool is not None
+        return (f"the guidance names the saved result '{bind}', but the tool '{tool.name}' returns text (it declares "
+                "no output schema), which has no field to test: state the condition as data on an input the user "
+                "supplies, when: {arg: approved, equals: true} (declared under arguments, type: boolean), and "
+                f"{then}; or " + tail)
     return (f"the guidance names the saved result '{bind}': state the condition as data, "
             f"when: {{step: {bind}, field: FIELD, equals: VALUE}}, and {then}; or " + tail)
 

@@ -28,7 +28,7 @@ def test_build_writes_the_committed_tree(cli, tmp_path):
     assert snapshot_tree(tmp_path / "out") == snapshot_tree(GENERATED)
     assert "refund-flow: skill://refund-flow/SKILL.md" in run.out
     assert "1 warning" in run.out
-    assert "workflows/refunds.yaml:49:15: warning[gate-on-side-effect]" in cli(
+    assert "workflows/refunds.yaml:52:15: warning[gate-on-side-effect]" in cli(
         "build", "workflows", "--out", str(tmp_path / "x"), cwd=ROOT).err
 
 
@@ -145,7 +145,7 @@ def test_format_json_is_one_array(cli, tmp_path):
     assert [d["code"] for d in data] == ["guidance-on-side-effect", "gate-on-side-effect"]  # refunds-gated, refunds
     assert data[0]["file"].endswith("workflows/refunds-gated.yaml") and data[0]["severity"] == "note"
     data = data[1:]
-    assert data[0]["line"] == 49 and data[0]["col"] == 15 and data[0]["severity"] == "warning"
+    assert data[0]["line"] == 52 and data[0]["col"] == 15 and data[0]["severity"] == "warning"
     assert data[0]["file"].endswith("workflows/refunds.yaml")
 
 
@@ -159,8 +159,8 @@ def test_format_json_reports_errors_too(cli, tree):
 def test_format_github_annotations(cli, tmp_path):
     run = cli("check", "workflows", "--format", "github", cwd=ROOT)
     notice, line = run.out.splitlines()[:2]
-    assert notice.startswith("::notice file=workflows/refunds-gated.yaml,line=52,col=15,title=guidance-on-side-effect::")
-    assert line.startswith("::warning file=workflows/refunds.yaml,line=49,col=15,title=gate-on-side-effect::")
+    assert notice.startswith("::notice file=workflows/refunds-gated.yaml,line=55,col=15,title=guidance-on-side-effect::")
+    assert line.startswith("::warning file=workflows/refunds.yaml,line=52,col=15,title=gate-on-side-effect::")
 
 
 def test_uri_prefix(cli, tmp_path):

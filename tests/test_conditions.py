@@ -304,7 +304,8 @@ def gated_in_code():
          .argument("reason", "Why the customer asked for the refund")
          .instruction("system", "Refunds above the policy ceiling need a supervisor's approval."))
     for t in wf.tools:
-        b.tool(t.name, t.description, input_schema=t.input_schema, annotations=t.annotations)
+        b.tool(t.name, t.description, input_schema=t.input_schema, annotations=t.annotations,
+               output_schema=t.output_schema)
     for s in wf.steps:
         extra: dict[str, Any] = {}
         if s.name == "issue_refund":
@@ -447,7 +448,7 @@ def test_the_gate_hint_suggests_when_naming_the_saved_result():
 def test_a_step_using_a_skippable_result_warns_and_can_be_acknowledged():
     def wf(ack=None, guard=False):
         b = (WorkflowBuilder("w", "d").argument("go", type="boolean")
-             .tool("t", annotations={"readOnlyHint": True})
+             .tool("t", annotations={"readOnlyHint": True}, output_schema={"type": "object"})
              .step("maybe", tool="t", bind="m", when=condition(arg("go"), equals=True), on_fail="skip"))
         b.step("after", tool="t", args={"x": step("m", "id")}, acknowledge=ack,
                when=condition(step("m"), exists=True) if guard else ())
@@ -465,7 +466,7 @@ def test_skills_only_findings_say_no_workflow_prompt_is_served():
     """``build --skills-only`` serves no prompt: the same findings fire (codes, severities, places, acknowledgements
     alike), but none of them says that a workflow prompt or a server-side run does anything."""
     skippy = (WorkflowBuilder("w", "d").argument("go", type="boolean")
-              .tool("t", annotations={"readOnlyHint": True})
+              .tool("t", annotations={"readOnlyHint": True}, output_schema={"type": "object"})
               .step("maybe", tool="t", bind="m", when=condition(arg("go"), equals=True), on_fail="skip")
               .step("after", tool="t", args={"x": step("m", "id")}).build())
     for wf in (load_file(EXAMPLES / "refunds.yaml"), load_file(GATED), skippy):

@@ -389,3 +389,42 @@ def test_a_wrapped_result_is_walked_from_inside_the_envelope():
     found = diags(text)
     assert [(d.code, d.span.line) for d in found] == [("bad-field-path", 12)]
     assert "'0' has no field 'skus' (did you mean 'sku'?)" in found[0].message
+
+
+def test_unstructured_result_rests_on_the_tools_from_declaration(cli, tmp_path):
+    """With --tools-from (here a snapshot, read offline) the source's declaration decides whether a result is text:
+    a file that declares an output schema the server does not have still warns (and drifts), and a file that
+    declares none for a tool whose server declares one does not. --strict fails on the warning."""
+    snapshot = tmp_path / "tools.json"
+    snapshot.write_text(json.dumps({"tools": [
+        {"name": "diff", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+        {"name": "review", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
+         "annotations": {"readOnlyHint": True}},
+    ]}), "utf-8")
+    wf = tmp_path / "w.yaml"
+    wf.write_text(textwrap.dedent("""\
+        name: w
+        description: d
+        tools:
+          - {name: diff, annotations: {readOnlyHint: true}, output_schema: {type: object}}
+          - {name: review, annotations: {readOnlyHint: true}}
+        steps:
+          - {name: a, tool: diff, bind: staged}
+          - {name: b, tool: review, bind: verdict, when: {step: staged, field: diff, exists: true}}
+          - {name: c, tool: review, when: {step: verdict, field: ok, equals: true}}
+        """), "utf-8")
+    out = str(tmp_path / "out")
+    own = cli("build", str(wf), "--out", out)  # the file's own declarations: diff has fields, review is text
+    assert own.code == 0
+    assert [line.split(": ")[1] for line in own.err.splitlines() if "warning[" in line] == \
+        ["warning[unstructured-result]"]
+    assert f"{wf.as_posix()}:9:42: warning[unstructured-result]: step 'c' reads 'verdict.ok'" in own.err
+    run = cli("build", str(wf), "--out", out, "--tools-from", str(snapshot))
+    assert run.code == 0, run.err
+    found = sorted((line.split(": ")[0], line.split(": ")[1]) for line in run.err.splitlines() if "warning[" in line)
+    assert found == [(f"{wf.as_posix()}:4:5", "warning[tool-mismatch]"),
+                     (f"{wf.as_posix()}:8:57", "warning[unstructured-result]")], run.err
+    assert ("step 'b' reads 'staged.diff', but the tool 'diff' (which saves 'staged') declares no output schema"
+            in run.err)
+    strict = cli("check", "--strict", str(wf), "--out", out, "--tools-from", str(snapshot))
+    assert strict.code == 1 and "warning[unstructured-result]" in strict.err

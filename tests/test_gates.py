@@ -150,7 +150,7 @@ arguments:
   - {name: order_id, required: true}
   - {name: amount}
 tools:
-  - {name: look, annotations: {readOnlyHint: true}}
+  - {name: look, annotations: {readOnlyHint: true}, output_schema: {type: object}}
   - name: pay
     annotations: {destructiveHint: true}
     input_schema:
@@ -268,6 +268,146 @@ def test_every_field_of_the_saved_result_and_input_findings(skills_only):
     assert found == _more_expected(skills_only)
 
 
+
+# A field path into the result of a tool that returns text (issue 18, item 5): unstructured-result, at the path, for
+# every kind of read (a required and an optional argument, a template binding, a condition that stops and one that
+# skips); none for the whole result, nor for a tool with an output schema; acknowledgeable, and a stale
+# acknowledgement is reported. And the gate hint: field: only for a result that has fields.
+TEXT = """\
+name: text
+description: Field paths into a tool's text.
+tools:
+  - {name: diff, annotations: {readOnlyHint: true}}
+  - {name: get, annotations: {readOnlyHint: true}, output_schema: {type: object}}
+  - name: post
+    annotations: {readOnlyHint: false}
+    input_schema: {type: object, properties: {body: {}, note: {}}, required: [body]}
+steps:
+  - name: staged
+    tool: diff
+    bind: staged_diff
+  - name: fetch
+    tool: get
+    bind: order
+    acknowledge: {unstructured-result: an old reason}
+  - name: post_it
+    tool: post
+    args:
+      body: {step: staged_diff, field: diff}
+      note: {step: staged_diff, field: files.0}
+    when: {step: staged_diff, field: diff, exists: true}
+  - name: post_skip
+    tool: post
+    args:
+      body: {step: staged_diff}
+      note: {step: order, field: id}
+    when:
+      - {step: order, field: id, exists: true}
+      - {step: staged_diff, field: diff, exists: true}
+    on_fail: skip
+    acknowledge: {unstructured-result: the server's text is JSON}
+  - name: read_it
+    resources: ["docs://{x}"]
+    template:
+      x: {step: staged_diff, field: name}
+"""
+
+_TEXT_HINT = ("use the whole result ({step: staged_diff}), or a condition on an input the user supplies (when: {arg: "
+              "approved, equals: true}); if the server sends structured content, declare the tool's output_schema; if "
+              "its text is JSON that has the field, acknowledge the warning on the step (acknowledge: "
+              "{unstructured-result: why})")
+
+
+def _text_expected(skills_only: bool) -> list[dict]:
+    def then(run: str, why: str) -> str:
+        if skills_only:
+            return "the model is told to read a field that the text does not have"
+        return f"the server-side run {run} on every call ({why})"
+
+    def warn(line: int, col: int, step: str, subject: str, run: str, why: str, ack: str | None = None) -> dict:
+        found = {"file": "text.yaml", "line": line, "col": col, "severity": "warning", "code": "unstructured-result",
+                 "message": f"step '{step}' reads '{subject}', but the tool 'diff' (which saves 'staged_diff') "
+                            f"declares no output schema: it returns text, its result has no fields, and '{subject}' "
+                            f"will never resolve; {then(run, why)}",
+                 "hint": _TEXT_HINT, "extra": {"step": step}}
+        if ack:
+            found["acknowledged"] = ack
+        return found
+
+    return [
+        {"file": "text.yaml", "line": 13, "col": 5, "severity": "warning", "code": "unused-acknowledgement",
+         "message": "step 2 'fetch' acknowledges 'unstructured-result', which does not fire here (an old reason)",
+         "hint": "remove the stale acknowledgement", "extra": {}},
+        warn(20, 20, "post_it", "staged_diff.diff", "hands the step over to the client",
+             "the result saved as `staged_diff` has no field `diff`"),
+        warn(21, 20, "post_it", "staged_diff.files.0", "leaves 'note' out",
+             "the result saved as `staged_diff` has no field `files.0`"),
+        warn(22, 18, "post_it", "staged_diff.diff", "stops there", "`staged_diff.diff` is missing"),
+        warn(30, 16, "post_skip", "staged_diff.diff", "skips the step", "`staged_diff.diff` is missing",
+             ack="the server's text is JSON"),
+        warn(36, 17, "read_it", "staged_diff.name", "hands the step over to the client",
+             "the result saved as `staged_diff` has no field `name`"),
+    ]
+
+
+@pytest.mark.parametrize("skills_only", [False, True], ids=["served", "skills-only"])
+def test_every_field_of_the_unstructured_result_findings(skills_only):
+    wf, diags = parse(TEXT, "text.yaml")
+    assert diags == []
+    found = []
+    for d in gates.check(wf, skills_only=skills_only):
+        j = d.to_json()
+        j["extra"] = d.extra
+        found.append(j)
+    assert found == _text_expected(skills_only)
+
+
+HINTED = """\
+name: hinted
+description: The gate hint, for a result that is text and for one that has fields.
+tools:
+  - {name: diff, annotations: {readOnlyHint: true}}
+  - {name: review, annotations: {readOnlyHint: true}, output_schema: {type: object}}
+  - {name: commit, annotations: {readOnlyHint: false}}
+steps:
+  - {name: staged, tool: diff, bind: staged_diff}
+  - {name: reviewed, tool: review, bind: verdict}
+  - {name: commit_text, tool: commit, guidance: Only commit if the staged diff is clean.}
+  - {name: commit_data, tool: commit, guidance: Only commit if the verdict says so.}
+"""
+
+_TAIL = ("make the tool enforce the condition itself and acknowledge the warning on the step (acknowledge: "
+         "{gate-on-side-effect: why}), or end the workflow before this step")
+
+
+@pytest.mark.parametrize("skills_only", [False, True], ids=["served", "skills-only"])
+def test_the_gate_hint_suggests_field_only_for_a_result_that_has_fields(skills_only):
+    wf, diags = parse(HINTED, "hinted.yaml")
+    assert diags == []
+    then = ("the skill states it as an exact check before the call (served with its workflow prompt, the server-side "
+            "run enforces it too)" if skills_only else "the server-side run enforces it")
+    hints = {d.extra["step"]: d.hint for d in gates.check(wf, skills_only=skills_only)
+             if d.code == "gate-on-side-effect"}
+    assert hints == {
+        "commit_text": "the guidance names the saved result 'staged_diff', but the tool 'diff' returns text (it "
+                       "declares no output schema), which has no field to test: state the condition as data on an "
+                       "input the user supplies, when: {arg: approved, equals: true} (declared under arguments, "
+                       f"type: boolean), and {then}; or {_TAIL}",
+        "commit_data": "the guidance names the saved result 'verdict': state the condition as data, when: {step: "
+                       f"verdict, field: FIELD, equals: VALUE}}, and {then}; or {_TAIL}",
+    }
+    assert "field:" not in hints["commit_text"]
+
+
+def test_returns_text_is_a_tool_that_declares_no_output_schema():
+    from projector.fit import returns_text
+
+    assert returns_text(Tool("t")) is True
+    assert returns_text(Tool("t", output_schema={"type": "object"})) is False
+    assert returns_text(Tool("t", output_schema={})) is False  # declared, even if it says nothing
+    assert returns_text(None) is False  # a tool nobody declared: nothing is known
+
+
 def _wf(*steps: Step, tools=(), arguments=()) -> Workflow:
     return Workflow("w", "d", arguments=tuple(arguments), tools=tuple(tools), steps=tuple(steps))
 
@@ -341,7 +481,7 @@ def test_an_input_without_a_position_is_reported_at_its_step():
     assert (d.code, d.span) == ("ask-for-input", Span("w.yaml", 8, 11))
 
 
-READ = Tool("t", annotations={"readOnlyHint": True})
+READ = Tool("t", annotations={"readOnlyHint": True}, output_schema={"type": "object"})
 _MAYBE = dict(tool="t", when=(Condition(FromArg("go"), "equals", True),))
 
 

@@ -77,15 +77,15 @@ def refunds_in_code():
         .instruction("system", "Refunds above the policy ceiling need a supervisor's approval.")
         .tool("get_order", "Look up an order by id.",
               input_schema={"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-              annotations={"readOnlyHint": True})
+              annotations={"readOnlyHint": True}, output_schema={"type": "object"})
         .tool("check_eligibility", "Decide whether an order can be refunded under the policy.",
               input_schema={"type": "object", "properties": {"order": {"type": "object"}}, "required": ["order"]},
-              annotations={"readOnlyHint": True})
+              annotations={"readOnlyHint": True}, output_schema={"type": "object"})
         .tool("issue_refund", "Refund an order to the original payment method.",
               input_schema={"type": "object", "properties": {"order_id": {"type": "string"},
                                                              "amount": {"type": "number"}},
                             "required": ["order_id", "amount"]},
-              annotations={"readOnlyHint": False, "destructiveHint": True})
+              annotations={"readOnlyHint": False, "destructiveHint": True}, output_schema={"type": "object"})
         .step("fetch_order", tool="get_order", args={"id": arg("order_id")}, bind="order")
         .step("check_eligibility", tool="check_eligibility", args={"order": step("order")}, bind="eligibility")
         .step("issue_refund", tool="issue_refund",
@@ -145,7 +145,7 @@ def test_gate_warning_quotes_the_phrase_and_the_prompt():
     assert [x.code for x in d] == ["gate-on-side-effect"]
     assert '"Only issue the refund if"' in d[0].message
     assert "'refund_flow' workflow prompt will run this step anyway" in d[0].message
-    assert (d[0].span.line, d[0].span.col) == (49, 15)
+    assert (d[0].span.line, d[0].span.col) == (52, 15)
 
 
 def test_other_guidance_on_side_effect_is_a_note():

@@ -6,7 +6,9 @@ from the snapshot with the server gone; a declared tool that differs from the se
 ``check --strict --tools-from SERVER`` fail with ``tool-mismatch`` at the declaration, naming the field;
 ``serve MODULE:ATTR`` on the server's own factory (``mcp_server_git.server.create_server``, through a two-line module,
 since it takes a required argument) serves the skills and the workflow prompt, over stdio and HTTP, and FastMCP's
-client reads them: the prompt runs the server's real tools, and the skill's files are the built bytes.
+client reads them: the prompt runs the server's real tools, and the skill's files are the built bytes. The server
+declares no ``outputSchema``, so a field path into a result (``{step: staged_diff, field: diff}``) is
+``unstructured-result`` from its snapshot, ``--strict`` fails on it, and the gate hint suggests no ``field:``.
 
 Not skipped when the server is missing: CI installs it (``pip install -e '.[dev]'``), so its absence is a failure.
 """
@@ -114,6 +116,80 @@ def test_tools_init_build_check_offline_and_drift_with_mcp_server_git(tmp_path, 
     frozen = project_skill("check", "--strict", "--tools-from", "tools.json", cwd=work)
     assert frozen.returncode == 1
     assert "'properties.context_lines.type' (file: string 'string', snapshot: string 'integer')" in frozen.stderr
+
+
+# ------------------------------------------------------------------ the trap: a field of a result that is text
+
+COMMIT_STAGED = """\
+name: commit_staged
+description: Commit what is staged, when something is.
+arguments:
+  - {name: repo_path, required: true}
+  - {name: message, required: true}
+steps:
+  - name: staged
+    tool: git_diff_staged
+    args: {repo_path: {arg: repo_path}}
+    bind: staged_diff
+  - name: commit
+    tool: git_commit
+    args: {repo_path: {arg: repo_path}, message: {arg: message}}
+    when: {step: staged_diff, field: diff, exists: true}
+"""
+
+COMMIT_GUIDED = """\
+name: commit_guided
+description: Commit what is staged, on guidance.
+arguments:
+  - {name: repo_path, required: true}
+  - {name: message, required: true}
+steps:
+  - name: staged
+    tool: git_diff_staged
+    args: {repo_path: {arg: repo_path}}
+    bind: staged_diff
+  - name: commit
+    tool: git_commit
+    args: {repo_path: {arg: repo_path}, message: {arg: message}}
+    guidance: Only commit if the staged diff is what the user asked for.
+"""
+
+
+def test_a_field_of_mcp_server_git_text_result_is_unstructured_result_and_strict_fails(tmp_path, git_server):
+    """mcp-server-git declares no outputSchema: git_diff_staged returns text. A condition on a field of it is
+    ``unstructured-result`` at the path (from the snapshot, with no tools in the file), and the gate hint on a step
+    guided by that result suggests an argument condition, not ``field:``."""
+    work = tmp_path / "project"
+    (work / "workflows").mkdir(parents=True)
+    wrote = project_skill("tools", git_server, "--out", "tools.json", cwd=work)
+    assert wrote.returncode == 0, wrote.stderr
+    staged = json.loads((work / "tools.json").read_text("utf-8"))["tools"]
+    assert [t for t in staged if t["name"] == "git_diff_staged" and "outputSchema" not in t]  # the premise
+    (work / "workflows" / "commit_staged.yaml").write_text(COMMIT_STAGED, encoding="utf-8")
+    (work / "workflows" / "commit_guided.yaml").write_text(COMMIT_GUIDED, encoding="utf-8")
+
+    built = project_skill("build", "--tools-from", "tools.json", cwd=work)
+    assert built.returncode == 0, built.stderr  # a warning: the skills are written
+    err = built.stderr
+    warnings = sorted(line.split(": ")[:2] for line in err.splitlines() if "warning[" in line)
+    assert warnings == [["workflows/commit_guided.yaml:14:15", "warning[gate-on-side-effect]"],
+                        ["workflows/commit_staged.yaml:14:18", "warning[unstructured-result]"]], err
+    assert ("workflows/commit_staged.yaml:14:18: warning[unstructured-result]: step 'commit' reads "
+            "'staged_diff.diff', but the tool 'git_diff_staged' (which saves 'staged_diff') declares no output "
+            "schema: it returns text, its result has no fields, and 'staged_diff.diff' will never resolve; the "
+            "server-side run stops there on every call (`staged_diff.diff` is missing)") in err
+    lines = err.splitlines()
+    hint = lines[next(i for i, line in enumerate(lines) if "warning[gate-on-side-effect]" in line) + 1]
+    assert hint.startswith("  hint: ")
+    assert ("the guidance names the saved result 'staged_diff', but the tool 'git_diff_staged' returns text (it "
+            "declares no output schema), which has no field to test: state the condition as data on an input the "
+            "user supplies, when: {arg: approved, equals: true}") in hint
+    assert "field:" not in hint
+
+    assert project_skill("check", "--tools-from", "tools.json", cwd=work).returncode == 0
+    strict = project_skill("check", "--strict", "--tools-from", "tools.json", cwd=work)
+    assert strict.returncode == 1
+    assert "workflows/commit_staged.yaml:14:18: warning[unstructured-result]" in strict.stderr
 
 
 # ------------------------------------------------------------------------------- serve MODULE:ATTR, the git server

@@ -77,7 +77,10 @@ PROSE: dict[str, Prose] = {
         fix="Where the condition can be stated as data over earlier results or the arguments, state it with "
             "`when:` (and `on_fail: stop` or `skip`): the server-side run checks it just before the step, and the "
             "skill states it as a check before the call. When the guidance names a saved result, the hint says "
-            "which. Otherwise make the tool enforce the condition itself (then the prose is only a courtesy), or end "
+            "which, and suggests a condition on one of its fields (`when: {step: BIND, field: FIELD, ...}`) when "
+            "its tool declares an output schema; when the tool returns text (no output schema), its result has no "
+            "fields, and the hint suggests a condition on an input the user supplies instead (`when: {arg: "
+            "approved, equals: true}`; see `unstructured-result`). Otherwise make the tool enforce the condition itself (then the prose is only a courtesy), or end "
             "the workflow before the step and leave the side effect to the caller. When the tool does enforce it, "
             "acknowledge the warning on the step and say why.",
         reason="issue_refund itself refuses ineligible orders (policy engine v3).",
@@ -88,6 +91,7 @@ arguments:
 tools:
   - name: check_eligibility
     annotations: {readOnlyHint: true}
+    output_schema: {type: object, properties: {eligible: {type: boolean}}}
 """ + _REFUND_TOOLS.removeprefix("tools:\n") + """steps:
   - name: check
     tool: check_eligibility
@@ -121,8 +125,10 @@ arguments:
 tools:
   - name: get_customer
     annotations: {readOnlyHint: true}
+    output_schema: {type: object, properties: {tier: {type: string}}}
   - name: issue_coupon
     annotations: {readOnlyHint: false}
+    output_schema: {type: object, properties: {code: {type: string}}}
   - name: notify
     annotations: {readOnlyHint: false}
 steps:
@@ -143,6 +149,40 @@ steps:
     args:
       id: {arg: customer}
       code: {step: coupon, field: code}
+"""),
+    "unstructured-result": Prose(
+        fires="A field path (`{step: BIND, field: PATH}`, in a step's `args` or `template`, or as the subject of "
+              "a `when:` condition) reads into the result of a tool that declares no `output_schema`. Such a tool "
+              "returns text: an MCP server sends structured content only for a tool that declares an "
+              "`outputSchema`, so the result has no fields, and the path never resolves. The server-side run then "
+              "stops at a condition on it on every call (\"`BIND.PATH` is missing\"), skips the step under "
+              "`on_fail: skip`, and leaves an optional argument out or hands the step over when the tool requires "
+              "it. With `--tools-from` (a server or a snapshot) the rule rests on the server's own declaration: "
+              "many servers (`mcp-server-git` among them) declare no output schema for any tool.",
+        fix="Use the whole result (`{step: BIND}`), or state the condition on an input the user supplies "
+            "(`when: {arg: approved, equals: true}`, with the argument declared). If the server does send "
+            "structured content, declare the tool's `output_schema` as the server does (field paths are then "
+            "checked against it: `bad-field-path`). If the tool's text is JSON that has the field (the server-side "
+            "run parses JSON text), acknowledge the warning on the step and say so.",
+        reason="our server's git_diff_staged returns JSON text with a diff field.",
+        example="""name: commit_staged
+description: Commit what is staged.
+arguments:
+  - {name: message, required: true}
+tools:
+  - name: git_diff_staged
+    annotations: {readOnlyHint: true}
+  - name: git_commit
+    annotations: {readOnlyHint: false}
+steps:
+  - name: staged
+    tool: git_diff_staged
+    bind: staged_diff
+  - name: commit
+    tool: git_commit
+    args:
+      message: {arg: message}
+    when: {step: staged_diff, field: diff, exists: true}
 """),
     "unverifiable-step": Prose(
         fires="A step calls a tool that is declared with no `annotations` at all, so nobody can tell whether the "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.server.mcpserver import MCPServer
@@ -27,16 +28,17 @@ def codes(diags, code):
 
 def lying_server(*, drop: tuple[str, ...] = (), read_only_refund: bool = False, describe: str | None = None):
     """A server with the refund tools, except that it can drop some, lie about issue_refund, or re-describe
-    get_order."""
+    get_order. Like the demo's, its refund tools return ``dict[str, Any]``, so they declare an output schema, as the
+    shipped workflows do."""
     server = MCPServer("lying")
 
-    async def get_order(id: str) -> dict:
+    async def get_order(id: str) -> dict[str, Any]:
         return {}
 
-    async def check_eligibility(order: dict) -> dict:
+    async def check_eligibility(order: dict) -> dict[str, Any]:
         return {}
 
-    async def issue_refund(order_id: str, amount: float) -> dict:
+    async def issue_refund(order_id: str, amount: float) -> dict[str, Any]:
         return {}
 
     async def greet(name: str) -> str:
