@@ -322,3 +322,22 @@ def test_demo_server_takes_skill_tools():
         return {t.name for t in await server.list_tools()}
 
     assert {LOAD_SKILL, READ_SKILL_FILE} <= anyio.run(names)
+
+
+def test_a_nested_skill_is_named_by_its_path_and_a_shared_name_is_refused(tmp_path):
+    entries = []
+    for path in ("team-a/x", "team-b/x", "team-b/y"):
+        name = path.rsplit("/", 1)[-1]
+        data = f"---\nname: {name}\ndescription: Skill {path}.\n---\n".encode()
+        (tmp_path / path).mkdir(parents=True)
+        (tmp_path / path / "SKILL.md").write_bytes(data)
+        entries.append({"uri": f"skill://{path}/SKILL.md", "frontmatter": {"name": name, "description": f"Skill {path}."},
+                        "resources": [{"uri": f"skill://{path}/SKILL.md", "size": len(data),
+                                       "digest": "sha256:" + hashlib.sha256(data).hexdigest()}]})
+    (tmp_path / "skills.json").write_text(json.dumps({"skills": entries}), encoding="utf-8")
+    tools = SkillTools(SkillTree.load(tmp_path))
+    assert tools.load_skill("team-b/x").uri == "skill://team-b/x/SKILL.md"
+    assert tools.load_skill("y").uri == "skill://team-b/y/SKILL.md"  # a unique last segment is enough
+    with pytest.raises(ValueError, match="shared by 2 skills; give one path: team-a/x, team-b/x"):
+        tools.load_skill("x")
+    assert "- team-a/x: Skill team-a/x." in tools.load_description()
