@@ -52,6 +52,7 @@ from .errors import ServeError
 from .http import serve_http, serve_http_async
 from .skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, SkillsExtension, SkillTree,
                      legacy_extensions_middleware)
+from .skill_tools import add_to_mcpserver, check_names
 from .workflow import WorkflowPrompt
 
 __all__ = ["SKILLS_EXTENSION", "ServeError", "SkillTree", "SkillsExtension", "attach", "attach_async", "build_server",
@@ -196,7 +197,7 @@ def _prepare(skills: Any, workflows: Workflows, page_size: int, cache: CacheHint
 def attach(server: Any, skills: str | Path | SkillTree | SkillsExtension | None = "generated_skills",
            workflows: Workflows = "workflows", *, page_size: int = DEFAULT_PAGE_SIZE,
            cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
-           bootstrap_prompts: bool = True) -> Any:
+           bootstrap_prompts: bool = True, skill_tools: bool = False) -> Any:
     """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``: an ``mcp``
     ``MCPServer`` or a ``fastmcp.FastMCP`` (any other object is a ``TypeError``).
 
@@ -206,6 +207,11 @@ def attach(server: Any, skills: str | Path | SkillTree | SkillsExtension | None 
 
     On FastMCP, ``skills/list`` is paged by the server's own ``FastMCP(list_page_size=...)``; ``page_size`` pages
     ``resources/directory/read`` there.
+
+    ``skill_tools=True`` also adds two read-only tools, ``load_skill(name)`` and ``read_skill_file(uri)``, serving
+    the same verified bytes as ``resources/read``, for hosts that call tools but never read resources
+    (:mod:`projector.server.skill_tools`). It needs ``skills``; a tool of either name already on the server is a
+    :class:`ServeError` (``tool-collision``).
 
     It is synchronous, so it runs at import time; it also works inside a running event loop (or use
     :func:`attach_async` there). Raises :class:`ServeError` when the tree does not match its manifest, when a step
@@ -218,17 +224,17 @@ def attach(server: Any, skills: str | Path | SkillTree | SkillsExtension | None 
 
         return run_sync(lambda: attach_async(server, skills, workflows, page_size=page_size, cache=cache,
                                              workflow_prompts=workflow_prompts,
-                                             bootstrap_prompts=bootstrap_prompts))
+                                             bootstrap_prompts=bootstrap_prompts, skill_tools=skill_tools))
     ext, wfs = _prepare(skills, workflows, page_size, cache, workflow_prompts)
     listing = (_now(server.list_tools()), _now(server.list_resource_templates()), _now(server.list_resources()),
                _now(server.list_prompts()))
-    return _attach_mcp(server, ext, wfs, listing, bootstrap_prompts)
+    return _attach_mcp(server, ext, wfs, listing, bootstrap_prompts, skill_tools)
 
 
 async def attach_async(server: Any, skills: str | Path | SkillTree | SkillsExtension | None = "generated_skills",
                        workflows: Workflows = "workflows", *, page_size: int = DEFAULT_PAGE_SIZE,
                        cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
-                       bootstrap_prompts: bool = True) -> Any:
+                       bootstrap_prompts: bool = True, skill_tools: bool = False) -> Any:
     """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
     framework = _framework(server)
     ext, wfs = _prepare(skills, workflows, page_size, cache, workflow_prompts)
@@ -238,16 +244,19 @@ async def attach_async(server: Any, skills: str | Path | SkillTree | SkillsExten
         return await attach_fastmcp(server, ext.tree if ext is not None else None, wfs,
                                     page_size=ext.page_size if ext is not None else page_size,
                                     cache=ext.cache if ext is not None else cache,
-                                    bootstrap_prompts=bootstrap_prompts)
+                                    bootstrap_prompts=bootstrap_prompts, skill_tools=skill_tools)
     listing = (await server.list_tools(), await server.list_resource_templates(), await server.list_resources(),
                await server.list_prompts())
-    return _attach_mcp(server, ext, wfs, listing, bootstrap_prompts)
+    return _attach_mcp(server, ext, wfs, listing, bootstrap_prompts, skill_tools)
 
 
 def _attach_mcp(server: MCPServer, ext: SkillsExtension | None, wfs: list[Workflow],
-                listing: tuple[Any, Any, Any, Any], bootstrap_prompts: bool) -> SkillsExtension | None:
+                listing: tuple[Any, Any, Any, Any], bootstrap_prompts: bool,
+                skill_tools: bool = False) -> SkillsExtension | None:
     listed_tools, listed_templates, listed_resources, listed_prompts = listing
     tools = {t.name: fit.from_listing(t) for t in listed_tools}
+    if skill_tools:
+        check_names(ext.tree if ext is not None else None, tools)
     templates = [t.uri_template for t in listed_templates]
     resources = [str(r.uri) for r in listed_resources]
     problems = check_workflows(wfs, tools, resources, templates)
@@ -273,6 +282,8 @@ def _attach_mcp(server: MCPServer, ext: SkillsExtension | None, wfs: list[Workfl
         server.middleware.append(unknown_prompt_middleware(server))
     for p in prompts:
         server.add_prompt(p)
+    if skill_tools and ext is not None:
+        add_to_mcpserver(server, ext.tree)
     return ext
 
 

@@ -111,6 +111,11 @@ def parser(name: str) -> argparse.ArgumentParser:
     ap.add_argument("--ttl-ms", type=int, default=0, metavar="MS", help="ttlMs on skills/list and skills/get (default 0)")
     ap.add_argument("--cache-scope", choices=("private", "public"), default="private",
                     help="cacheScope on skills/list and skills/get (default: private)")
+    ap.add_argument("--skill-tools", action="store_true",
+                    help="also add the read-only tools load_skill(name) and read_skill_file(uri), which return a "
+                         "skill's SKILL.md and its files (the same verified bytes as resources/read), for hosts that "
+                         "call tools but never read resources; refused when the server already has a tool of either "
+                         "name (tool-collision)")
     ap.add_argument("--max-line-bytes", type=_positive, default=4 * 1024 * 1024, metavar="N",
                     help="stdio: answer a longer line with an error instead of reading it (default: 4 MiB)")
     return ap
@@ -161,7 +166,8 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
                              f"{'a FastMCP server' if framework == 'fastmcp' else 'an mcp MCPServer'}; leave "
                              f"--framework out (it is detected from the object)")
         try:
-            attach(server, args.skills, args.workflows, page_size=args.page_size, cache=cache)
+            attach(server, args.skills, args.workflows, page_size=args.page_size, cache=cache,
+                   skill_tools=args.skill_tools)
         except ServeError as exc:
             raise ServeError(_on_the_command_line(exc.diagnostics, {
                 ATTACH_HINT: f"register it on {args.target}",
@@ -175,7 +181,7 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
         raise UsageError("--framework fastmcp needs FastMCP: pip install 'project-skill[fastmcp]'")
     try:
         server, _ = demo_server(args.skills, args.workflows, page_size=args.page_size, cache=cache,
-                                framework=framework)
+                                framework=framework, skill_tools=args.skill_tools)
     except ServeError as exc:
         raise ServeError(_on_the_command_line(exc.diagnostics, DEMO_HINTS)) from None
     return server, framework

@@ -471,22 +471,23 @@ INSTRUCTIONS = ("Demo server for projector: the shipped example skills (SEP-2640
 
 def demo_server(skills: str | Path | None = "generated_skills", workflows: str | Path | None = "workflows", *,
                 page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
-                name: str = "projector-demo", framework: str = "mcp") -> tuple[Any, RefundStore]:
+                name: str = "projector-demo", framework: str = "mcp",
+                skill_tools: bool = False) -> tuple[Any, RefundStore]:
     """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`.
 
     ``framework="fastmcp"`` builds the same demo on a ``fastmcp.FastMCP`` (the ``project-skill[fastmcp]`` extra), with
-    ``page_size`` as the server's ``list_page_size``.
+    ``page_size`` as the server's ``list_page_size``. ``skill_tools`` is :func:`projector.server.attach`'s.
     """
     if framework == "fastmcp":
         from fastmcp import FastMCP
 
         fserver: Any = FastMCP(name, instructions=INSTRUCTIONS, version=__version__, list_page_size=page_size)
         store, _ = add_demo_tools(fserver)
-        attach(fserver, skills, workflows, page_size=page_size, cache=cache)
+        attach(fserver, skills, workflows, page_size=page_size, cache=cache, skill_tools=skill_tools)
         return fserver, store
     if framework != "mcp":
         raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
     server: MCPServer = MCPServer(name, version=__version__, instructions=INSTRUCTIONS)
     store, _ = add_demo_tools(server)
-    attach(server, skills, workflows, page_size=page_size, cache=cache)
+    attach(server, skills, workflows, page_size=page_size, cache=cache, skill_tools=skill_tools)
     return server, store

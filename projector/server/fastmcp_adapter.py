@@ -20,6 +20,8 @@ What :func:`attach_fastmcp` adds, through FastMCP's public API:
   (:func:`projector.server.workflow.run_workflow`) through :class:`FastMCPHost`: tools are called through the server
   itself, resources read through it, and one progress notification is sent per step.
 - a :class:`FastMCPBootstrapPrompt` per skill, the same text as on ``MCPServer``.
+- with ``skill_tools=True``, ``load_skill`` and ``read_skill_file`` as :class:`SkillTool` (the same functions as on
+  ``MCPServer``, from :mod:`projector.server.skill_tools`).
 
 None of these components carries FastMCP's unprefixed ``_meta.fastmcp`` block.
 """
@@ -36,7 +38,7 @@ from fastmcp import FastMCP
 from fastmcp.prompts import Message as FastMCPMessage
 from fastmcp.prompts import Prompt as FastMCPPrompt
 from fastmcp.prompts import PromptArgument as FastMCPPromptArgument
-from fastmcp.exceptions import NotFoundError
+from fastmcp.exceptions import NotFoundError, ToolError
 from fastmcp.resources.base import ResourceContent, ResourceResult
 from fastmcp.resources.template import ResourceTemplate
 from fastmcp.server.dependencies import get_context
@@ -46,6 +48,7 @@ from fastmcp.skills import SkillFile as FastMCPSkillFile
 from fastmcp.skills import SkillFrontmatter, SkillManifest
 from fastmcp.skills.extension import SkillsExtension as FastMCPSkillsExtension
 from fastmcp.skills.provider import SkillFileResource, SkillManifestProvider
+from fastmcp.tools.function_tool import FunctionTool
 from mcp.server.caching import CacheHint
 from pydantic import AnyUrl, BaseModel, Field
 
@@ -55,6 +58,7 @@ from .bootstrap import render as render_bootstrap
 from .errors import ServeError
 from .skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams, SkillTree
 from .skills import SkillsExtension as MCPSkillsExtension
+from .skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, SkillTools, check_names, functions
 from .workflow import ToolSpec, WorkflowHost, WorkflowPrompt, run_workflow
 
 T = TypeVar("T")
@@ -286,6 +290,28 @@ class FastMCPBootstrapPrompt(FastMCPPrompt):
         return _no_meta(self, overrides)
 
 
+# ------------------------------------------------------------------------------------------------------ tools
+
+class SkillTool(FunctionTool):
+    """``load_skill`` or ``read_skill_file`` (:mod:`projector.server.skill_tools`) as a FastMCP tool, without
+    FastMCP's ``_meta.fastmcp`` block."""
+
+    def to_mcp_tool(self, **overrides: Any) -> mcp_types.Tool:
+        return super().to_mcp_tool(**{**overrides, "_meta": None})
+
+
+def add_skill_tools(server: FastMCP, tree: SkillTree) -> SkillTools:
+    """Register the two skill tools on ``server`` (its names already checked by ``check_names``). A refusal is
+    FastMCP's ``ToolError``, which reaches the client as an ``isError`` result even when details are masked."""
+    tools = SkillTools(tree)
+    load, read = functions(tools, ToolError)
+    for fn, name, description in ((load, LOAD_SKILL, tools.load_description()),
+                                  (read, READ_SKILL_FILE, tools.read_description())):
+        server.add_tool(SkillTool.from_function(fn, name=name, description=description, annotations=ANNOTATIONS,
+                                                output_schema=None))
+    return tools
+
+
 # ------------------------------------------------------------------------------------------------------ attach
 
 def run_sync(fn: Callable[[], Awaitable[T]]) -> T:
@@ -314,13 +340,16 @@ def run_sync(fn: Callable[[], Awaitable[T]]) -> T:
 
 
 async def attach_fastmcp(server: FastMCP, tree: SkillTree | None, wfs: Sequence[Workflow], *, page_size: int,
-                         cache: CacheHint, bootstrap_prompts: bool) -> TreeSkillsExtension | None:
+                         cache: CacheHint, bootstrap_prompts: bool,
+                         skill_tools: bool = False) -> TreeSkillsExtension | None:
     """The FastMCP half of :func:`projector.server.attach_async` (see there): the same checks as on MCPServer."""
     from .. import fit
     from . import _check_prompt_names, check_workflows
 
     # The tools as tools/list shows them (input and output schemas, annotations), as on MCPServer.
     tools = {t.name: fit.from_listing(t.to_mcp_tool()) for t in await server.list_tools()}
+    if skill_tools:
+        check_names(tree, tools)
     templates = [t.uri_template for t in await server.list_resource_templates()]
     resources = [str(r.uri) for r in await server.list_resources()]
     problems = check_workflows(wfs, tools, resources, templates)
@@ -345,4 +374,6 @@ async def attach_fastmcp(server: FastMCP, tree: SkillTree | None, wfs: Sequence[
             server.middleware.insert(0, LegacyExtensionsMiddleware(ext.settings()))  # outermost: no one else sees it
     for p in prompts:
         server.add_prompt(p)
+    if skill_tools and tree is not None:
+        add_skill_tools(server, tree)
     return ext
