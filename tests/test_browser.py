@@ -20,6 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "docs" / "data" / "matrix.json"
 ARTIFACTS = ROOT / "test-artifacts"
+MARKER = "\u2190 the blind spot"  # the note beside the marked cell and bar
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -115,8 +116,11 @@ def test_matrix_page_shows_the_measured_numbers(site, browser):
                     cell = table.locator(f'td[data-surface="{run["surface"]}"][data-scenario="{run["scenario"]}"]'
                                          f'[data-field="{field}"]')
                     assert cell.count() == 1
-                    assert cell.inner_text().strip() == _expected(run, field), (task["task"], run["surface"],
-                                                                                run["scenario"], field)
+                    expected = _expected(run, field)
+                    if task["task"] == "refunds" and field == "refund_issued" and _blind_spot(run):
+                        expected += " " + MARKER
+                    assert cell.inner_text().strip() == expected, (task["task"], run["surface"], run["scenario"],
+                                                                   field)
                     checked += 1
         assert checked >= 40
         # the gated workflow prompt's rows: it refunds the eligible order and not the ineligible one
@@ -135,6 +139,69 @@ def test_matrix_page_shows_the_measured_numbers(site, browser):
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "matrix.png"), full_page=True)
         assert (ARTIFACTS / "matrix.png").stat().st_size > 10_000
+        assert problems == []
+    finally:
+        page.close()
+
+
+def _blind_spot(run: dict) -> bool:
+    """The run that carries the page's message: an ineligible order that was refunded anyway."""
+    return run["scenario"] == "ineligible" and bool(run.get("refund_issued"))
+
+
+def test_matrix_page_captions_the_chart_and_marks_the_blind_spot(site, browser):
+    """The chart has a visible caption and axis labels; the one refunds cell whose data says "ineligible order,
+    refunded" is marked (class, bold, a visible note) in the table and in the chart, and no other cell is."""
+    data = json.loads(DATA.read_text())
+    refunds = next(t for t in data["tasks"] if t["task"] == "refunds")
+    spots = [r for r in refunds["runs"] if _blind_spot(r)]
+    assert len(spots) == 1, "the committed data should have exactly one blind spot"
+    spot = spots[0]
+    page, problems = _open(browser, f"{site}/matrix.html")
+    try:
+        caption = page.locator("figure.matrix-chart > figcaption")
+        assert caption.count() == 1
+        assert caption.is_visible()
+        assert "Bytes that entered the client's context" in caption.inner_text()
+        box = caption.bounding_box()
+        assert box is not None and box["height"] > 5 and box["width"] > 100
+        svg = page.locator("figure.matrix-chart svg")
+        for cls, text in (("matrix-axis-x", "context bytes"), ("matrix-axis-y", "surface, scenario")):
+            label = svg.locator(f"text.{cls}")
+            assert label.count() == 1, cls
+            assert label.is_visible(), cls
+            assert text in label.text_content(), cls
+        # the table: exactly one marked cell, and it is the one the data says
+        marked = page.locator("#matrix-refunds td.matrix-blind-spot")
+        assert marked.count() == 1
+        assert marked.get_attribute("data-surface") == spot["surface"]
+        assert marked.get_attribute("data-scenario") == spot["scenario"] == "ineligible"
+        assert marked.get_attribute("data-field") == "refund_issued"
+        assert marked.inner_text().strip() == "yes " + MARKER
+        assert marked.is_visible()
+        weight = marked.locator("strong").evaluate("e => getComputedStyle(e).fontWeight")
+        assert int(weight) >= 600
+        plain = page.locator('#matrix-refunds td[data-field="refund_issued"]:not(.matrix-blind-spot)')
+        assert plain.count() == len(refunds["runs"]) - 1
+        background = marked.evaluate("e => getComputedStyle(e).backgroundColor")
+        assert background not in ("rgba(0, 0, 0, 0)", "transparent"), background
+        assert background != plain.first.evaluate("e => getComputedStyle(e).backgroundColor")
+        # the chart: the same run's bar is marked, with the note beside it
+        bars = svg.locator("g.matrix-blind-spot")
+        assert bars.count() == 1
+        assert bars.get_attribute("data-surface") == spot["surface"]
+        assert bars.get_attribute("data-scenario") == spot["scenario"]
+        assert MARKER in bars.text_content()
+        assert bars.locator("text", has_text=MARKER).is_visible()
+        # the rule for choosing a surface, and spike 011 explained with a link
+        article = page.inner_text("article")
+        assert "Choosing a surface" in article
+        link = page.locator('article a[href*="011-three-mechanisms-one-task"]')
+        assert link.count() >= 1 and link.first.is_visible()
+        ARTIFACTS.mkdir(exist_ok=True)
+        figure = page.locator("figure.matrix-chart")
+        figure.scroll_into_view_if_needed()
+        figure.screenshot(path=str(ARTIFACTS / "matrix-chart.png"))
         assert problems == []
     finally:
         page.close()

@@ -234,6 +234,78 @@ def test_matrix_page_reports_a_result_that_differs(tree: Path):
     assert "The skill surface's last message was" in page
 
 
+def _rule(page: str) -> str:
+    return page[page.index("## Choosing a surface"):page.index("## Beside spike 011")]
+
+
+def _marked(page: str) -> dict[str, list[tuple[str, str]]]:
+    """The cells and the bars the page marks as the blind spot, as (surface, scenario)."""
+    return {"cells": re.findall(r'<td class="matrix-blind-spot" data-surface="([^"]+)" data-scenario="([^"]+)" '
+                                r'data-field="refund_issued"><strong>yes</strong> <span class="matrix-marker">'
+                                "\u2190 the blind spot</span></td>", page),
+            "bars": re.findall(r'<g class="matrix-blind-spot" data-surface="([^"]+)" data-scenario="([^"]+)">', page)}
+
+
+def test_matrix_page_marks_the_blind_spot_from_the_data(tree: Path):
+    """The marked cell and bar are the runs whose data says "ineligible order, refunded", wherever they are."""
+    page = generate(tree)["matrix.md"].decode()
+    assert _marked(page) == {"cells": [("workflow", "ineligible")], "bars": [("workflow", "ineligible")]}
+    assert "(B. workflow prompt, ineligible)" in page  # the figure's caption names it
+    path = tree / "docs" / "data" / "matrix.json"
+    data = json.loads(path.read_text())
+    refunds = next(t for t in data["tasks"] if t["task"] == "refunds")
+    for r in refunds["runs"]:
+        if r["scenario"] == "ineligible":
+            r["refund_issued"] = r["surface"] in ("skill", "agent")
+    path.write_text(json.dumps(data))
+    page = generate(tree)["matrix.md"].decode()
+    spots = [("skill", "ineligible"), ("agent", "ineligible")]
+    assert _marked(page) == {"cells": spots, "bars": spots}
+    assert "(A. skill, ineligible; C. agent, ineligible)" in page
+    assert page.count("matrix-blind-spot") == 4
+
+
+def test_matrix_page_explains_spike_011_with_a_link():
+    page = generate(ROOT)["matrix.md"].decode()
+    section = page[page.index("## Beside spike 011"):]
+    first = section.split("\n\n")[1]
+    assert first.startswith("Spike 011 is an experiment in pmcp, the Rust MCP SDK")
+    assert "(https://github.com/paiml/rust-mcp-sdk/blob/" in first and "011-three-mechanisms-one-task" in first
+    assert "spike 011" not in page[:page.index("## Beside spike 011")].lower()  # not named before it is explained
+
+
+def test_matrix_decision_rule_is_derived_from_the_rows(tree: Path):
+    page = generate(tree)["matrix.md"].decode()
+    rule = _rule(page)
+    data = json.loads((tree / "docs" / "data" / "matrix.json").read_text())
+    by = {(r["surface"], r["scenario"]): r for r in data["tasks"][0]["runs"]}
+    assert "- Not the **B. workflow prompt**: on the ineligible order it issued the refund anyway" in rule
+    for surface, name in (("gated", "B2. gated workflow prompt"), ("skill", "A. skill"), ("agent", "C. agent")):
+        run = by[(surface, "ineligible")]
+        assert f"use the **{name}**: it refunded the eligible order and declined the ineligible one" in rule
+        assert f"{run['context_bytes']} context bytes" in rule
+    assert "use the **B. workflow prompt**. Ranked by round trips" in rule  # when no step needs judgment
+    # change the measurement: the rule follows it
+    path = tree / "docs" / "data" / "matrix.json"
+    for r in data["tasks"][0]["runs"]:
+        if (r["surface"], r["scenario"]) == ("gated", "ineligible"):
+            r["refund_issued"] = True
+        if (r["surface"], r["scenario"]) == ("skill", "ineligible"):
+            r["round_trips"], r["model_turns"] = 9, 10
+    hello = next(t for t in data["tasks"] if t["task"] == "hello-world")
+    for r in hello["runs"]:
+        if r["surface"] == "skill":
+            r["round_trips"], r["model_turns"], r["context_bytes"] = 1, 1, 100
+    path.write_text(json.dumps(data))
+    rule = _rule(generate(tree)["matrix.md"].decode())
+    assert "- Not the **B2. gated workflow prompt**: on the ineligible order it issued the refund anyway" in rule
+    assert "use the **B2. gated workflow prompt**" not in rule
+    assert "use the **A. skill**: it refunded the eligible order and declined the ineligible one, in 9 round trips " \
+           "and 10 model turns" in rule
+    assert "no one surface came first on every such task measured" in rule
+    assert "hello-world: the A. skill took 1 round trip and 1 model turn" in rule
+
+
 def test_performance_page_copies_bench_results(tree: Path):
     (tree / "bench").mkdir(exist_ok=True)
     (tree / "bench" / "results.md").write_text("# Results\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n")

@@ -11,27 +11,25 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .matrix_chart import bar_chart
+from .matrix_rule import decision_rule
+from .matrix_terms import BLIND_SPOT_CLASS, JUDGMENT_LOCUS, MARKER, SURFACE_LABEL, is_blind_spot
 from .pages import DocsError
 
 DATA = "docs/data/matrix.json"
 
-# Spike 011 of pmcp: the reference this project's measurement is set beside. Quoted, not measured here.
+# Spike 011 of pmcp (the Rust MCP SDK): one refund task as a skill, a workflow prompt and an agent. Quoted from its
+# write-up (SPIKE_011_URL, "Results": eligible / ineligible figures), not measured here; the page compares the
+# ineligible order, so these are that scenario's figures.
+SPIKE_011_URL = ("https://github.com/paiml/rust-mcp-sdk/blob/ccbb5fbc8d4845b06c3e52193aa07a899b5467f4/.claude/skills/"
+                 "spike-findings-rust-mcp-sdk/sources/011-three-mechanisms-one-task/README.md")
 SPIKE_011 = {
-    "skill": {"bytes": 624, "refunded_ineligible": False},
-    "workflow": {"bytes": 1401, "refunded_ineligible": True},
-    "agent": {"bytes": 82, "refunded_ineligible": False},
+    "skill": {"bytes": 587, "refunded_ineligible": False},
+    "workflow": {"bytes": 1405, "refunded_ineligible": True},
+    "agent": {"bytes": 106, "refunded_ineligible": False},
 }
 
 SURFACES = ("skill", "workflow", "agent")  # the three that spike 011 measured too
-SURFACE_LABEL = {"skill": "A. skill", "workflow": "B. workflow prompt", "gated": "B2. gated workflow prompt",
-                 "agent": "C. agent"}
-JUDGMENT_LOCUS = {
-    "skill": "the host's model, step by step",
-    "workflow": "nowhere: the server runs every step",
-    "gated": "the server, for the conditions stated as data (when:); nowhere for the rest",
-    "agent": "the server's own model",
-}
-COLOURS = {"skill": "#3f51b5", "workflow": "#e65100", "gated": "#ad1457", "agent": "#2e7d32"}
 
 
 def load(root: Path) -> dict[str, Any] | None:
@@ -70,9 +68,13 @@ def html_table(table_id: str, task: dict[str, Any], with_refund: bool) -> str:
         cells = []
         for key, _ in cols:
             value = run.get(key)
-            text = _yes(value) if key == "refund_issued" else ("n/a" if value is None else str(value))
-            cells.append(f'<td data-surface="{html.escape(surface)}" data-scenario="{html.escape(scenario)}" '
-                         f'data-field="{key}">{html.escape(text)}</td>')
+            text = html.escape(_yes(value) if key == "refund_issued" else ("n/a" if value is None else str(value)))
+            mark = ""
+            if key == "refund_issued" and is_blind_spot(run):
+                mark = f' class="{BLIND_SPOT_CLASS}"'
+                text = f'<strong>{text}</strong> <span class="matrix-marker">{html.escape(MARKER)}</span>'
+            cells.append(f'<td{mark} data-surface="{html.escape(surface)}" data-scenario="{html.escape(scenario)}" '
+                         f'data-field="{key}">{text}</td>')
         locus = JUDGMENT_LOCUS.get(surface, "")
         lines.append(f'<tr><td title="judgment runs in: {html.escape(locus)}">'
                      f"{html.escape(SURFACE_LABEL.get(surface, surface))}</td>"
@@ -81,41 +83,8 @@ def html_table(table_id: str, task: dict[str, Any], with_refund: bool) -> str:
     return "\n".join(lines)
 
 
-def bar_chart(task: dict[str, Any]) -> str:
-    """An inline SVG bar chart of context bytes per run, one bar each, labelled with the value."""
-    runs = task["runs"]
-    most = max((r["context_bytes"] for r in runs), default=0) or 1
-    label_w, bar_w, row_h, pad = 230, 380, 30, 10
-    width, height = label_w + bar_w + 170, pad * 2 + row_h * len(runs) + 20
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" aria-labelledby="matrix-chart-title" '
-             f'style="max-width:100%;height:auto;font-family:sans-serif;font-size:13px">',
-             '<title id="matrix-chart-title">Bytes that entered the client\'s context, per surface and '
-             'scenario (refunds task)</title>']
-    for i, run in enumerate(runs):
-        y = pad + i * row_h
-        w = round(bar_w * run["context_bytes"] / most)
-        colour = COLOURS.get(run["surface"], "#607d8b")
-        mark = " (refund issued)" if run.get("refund_issued") else ""
-        label = f"{SURFACE_LABEL.get(run['surface'], run['surface'])}, {run['scenario']}"
-        parts.append(f'<text x="{label_w - 8}" y="{y + 19}" text-anchor="end" fill="currentColor">'
-                     f"{html.escape(label)}</text>")
-        parts.append(f'<rect x="{label_w}" y="{y + 5}" width="{max(w, 1)}" height="{row_h - 10}" '
-                     f'fill="{colour}"><title>{html.escape(label)}: {run["context_bytes"]} bytes{mark}</title></rect>')
-        parts.append(f'<text x="{label_w + max(w, 1) + 6}" y="{y + 19}" fill="currentColor">'
-                     f'{run["context_bytes"]} B{html.escape(mark)}</text>')
-    axis_y = pad + row_h * len(runs) + 4
-    parts.append(f'<line x1="{label_w}" y1="{pad}" x2="{label_w}" y2="{axis_y}" stroke="currentColor" '
-                 'stroke-width="1"/>')
-    parts.append(f'<text x="{label_w}" y="{axis_y + 14}" fill="currentColor">0</text>')
-    parts.append(f'<text x="{label_w + bar_w}" y="{axis_y + 14}" text-anchor="end" fill="currentColor">'
-                 f"{most} B</text>")
-    parts.append("</svg>")
-    return '<div class="matrix-chart">\n' + "\n".join(parts) + "\n</div>"
-
-
 def _refunded_ineligible(task: dict[str, Any]) -> list[str]:
-    return [r["surface"] for r in task["runs"] if r["scenario"] == "ineligible" and r.get("refund_issued")]
+    return [r["surface"] for r in task["runs"] if is_blind_spot(r)]
 
 
 def _skill_breakdown(run: dict[str, Any] | None) -> str:
@@ -261,6 +230,8 @@ runs**.
     d = data.get("definitions", {})
     definitions = "\n".join(f"- **{k.replace('_', ' ')}**: {v}" for k, v in d.items())
     return intro + f"""
+The rule for choosing one, derived from the measurement below, is in [Choosing a surface](#choosing-a-surface).
+
 **Judgment is simulated by a deterministic policy**, not by a language model: {data.get('policy', '')}
 So the numbers below are exactly reproducible, and the refund column says what each surface *can* do with the
 judgment it is given, not how well a particular model follows it.
@@ -277,10 +248,13 @@ judgment it is given, not how well a particular model follows it.
 {bar_chart(refunds)}
 
 {_blind_spot(by)}
+{decision_rule(refunds, others)}
 ## Beside spike 011
 
-pmcp measured the same question as its spike 011, one refund task on all three surfaces. Its figures are the
-reference; this project's are measured on the ineligible order.
+Spike 011 is an experiment in pmcp, the Rust MCP SDK, that ran one refund task as a skill, a workflow prompt and an
+agent with the same tools and the same decision rule, and measured round trips, model turns, the bytes that entered
+the client's context and whether an ineligible order got refunded ([its write-up]({SPIKE_011_URL})). Its figures
+are quoted here as the reference, for its ineligible order; this project's are measured on its own ineligible order.
 
 | surface | spike 011: context | spike 011: refunded the ineligible order | this project: context | this project: refunded the ineligible order |
 | --- | --- | --- | --- | --- |
