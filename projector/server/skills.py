@@ -137,6 +137,12 @@ class Skill:
         return SCHEME + self.path
 
 
+# The deepest supporting file that gets a level-1 template of its own (one ``{pN}`` per segment). A verifying client
+# refuses a URI of more segments (projector.remote.verify.MAX_URI_SEGMENTS), and mcp's template parser refuses a
+# template of more than 256 variables, so a hand-made deeper tree must not stop the server from starting.
+MAX_TEMPLATE_DEPTH = 64
+
+
 @dataclass(frozen=True)
 class SkillTree:
     """A verified skills tree, held in memory."""
@@ -178,7 +184,9 @@ class SkillTree:
             if f.rel == SKILL_FILE:
                 continue  # a listed resource of its own
             suffix = PurePosixPath(f.rel).suffix
-            wanted.add((suffix if suffix in typed else "", f.uri[len(SCHEME):].count("/") + 1))
+            depth = f.uri[len(SCHEME):].count("/") + 1
+            if depth <= MAX_TEMPLATE_DEPTH:  # deeper files stay readable through the {+path} templates only
+                wanted.add((suffix if suffix in typed else "", depth))
         out = []
         for suffix, depth in sorted(wanted, key=lambda w: (w[0] == "", w[0], w[1])):
             segments = "/".join(f"{{p{i}}}" for i in range(1, depth + 1))
