@@ -167,7 +167,7 @@ class _Reader:
             mark = exc.problem_mark or exc.context_mark
             msg = " ".join(p for p in (exc.context, exc.problem) if p)
             self.diags.append(error(self.span(mark) if mark else Span(self.file, 1, 1), "yaml-syntax",
-                                    f"invalid YAML: {msg}"))
+                                    f"invalid YAML: {msg}", syntax_hint(self.text, exc)))
             return None
         except yaml.YAMLError as exc:  # ReaderError: a character YAML does not allow
             mark = getattr(exc, "position", None)
@@ -332,6 +332,72 @@ class _Reader:
             return Y([self._convert(n, loader, seen, depth + 1) for n in node.value], self.file, mark)
         ok, value = self._scalar_value(node, loader)
         return Y(value, self.file, mark, odd=self._odd(node, value) if ok else None)
+
+
+# What the parsers say (libyaml and PyYAML word it differently) when a line is not where its block expects it.
+_BLOCK_PROBLEMS = ("expected <block end>", "did not find expected key", "did not find expected '-' indicator")
+_MAX_QUOTED = 100  # a value longer than this is not quoted back in a hint
+
+
+def _char(lines: list[str], mark: Any) -> str:
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    return line[mark.column] if mark.column < len(line) else ""
+
+
+def syntax_hint(text: str, exc: yaml.MarkedYAMLError) -> str | None:
+    """What to do about a YAML syntax error of a common cause, or None: a tab in the indentation, an unclosed quote
+    or bracket, an unquoted ``: `` in a value, a line indented other than its block. Read from the parser's problem
+    (both parsers' wording) and the source line at its position."""
+    mark = exc.problem_mark or exc.context_mark
+    if mark is None:
+        return None
+    lines = text.split("\n")
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    problem, context, opened = exc.problem or "", exc.context or "", exc.context_mark
+    if "\t" in indent:
+        return (f"line {mark.line + 1} is indented with a tab: YAML indents with spaces only; replace the tab with "
+                "spaces")
+    if opened is not None and "quoted scalar" in context and ("end of stream" in problem or "document" in problem):
+        return (f"the quote ({_char(lines, opened)}) at line {opened.line + 1}, column {opened.column + 1} is never "
+                "closed: close it where the value ends (inside double quotes write \\\" for a quote, inside single "
+                "quotes '')")
+    if opened is not None and context.startswith("while parsing a flow") and _char(lines, opened) in ("{", "["):
+        if mark.line == opened.line and _char(lines, mark) == ":":
+            return "a ': ' inside a value starts a mapping in YAML; quote the value that holds it"
+        opener = _char(lines, opened)
+        return (f"the '{opener}' at line {opened.line + 1}, column {opened.column + 1} is not closed, or two of its "
+                f"entries have no comma between them: close it with '{'}' if opener == '{' else ']'}', and separate "
+                "its entries with commas")
+    if problem.startswith("mapping values are not allowed"):
+        body = line[len(indent): mark.column]
+        while body.startswith("- "):
+            body = body[2:].lstrip(" ")
+        key, sep, _ = body.partition(": ")
+        if not sep:  # the first colon of the line: its key is read as the rest of the value above
+            key = body.strip()
+            return (f"line {mark.line + 1} is indented more than the line above it, so YAML reads '{key}' as part "
+                    f"of the value above; indent '{key}' as far as the other keys of its mapping")
+        value = line[line.index(key + ": ") + len(key) + 2:]
+        value = (value.split(" #", 1)[0]).strip()
+        if len(value) > _MAX_QUOTED:
+            return f"the value of '{key}' holds ': ', which starts a mapping in YAML; quote the value"
+        return (f"the value of '{key}' holds ': ', which starts a mapping in YAML; quote the value: "
+                f"{key}: {json.dumps(value, ensure_ascii=False)}")
+    if any(p in problem for p in _BLOCK_PROBLEMS):
+        if mark.column != len(indent):
+            if line[: mark.column].rstrip().endswith(("'", '"')):
+                return ("a quoted value ends at its closing quote; quote the whole value, or remove what follows "
+                        "the quote")
+            return None
+        above = next((p for p in reversed(lines[: mark.line]) if p.strip() and not p.lstrip().startswith("#")), None)
+        at = mark.column + 1
+        if above is not None and (was := len(above) - len(above.lstrip(" ")) + 1) != at:
+            return (f"check the indentation of line {mark.line + 1}: it starts at column {at}, the line above it at "
+                    f"column {was}; the keys of one mapping, and the items of one list, start in the same column")
+        return (f"check the indentation of line {mark.line + 1} against the lines above it: the keys of one mapping, "
+                "and the items of one list, start in the same column")
+    return None
 
 
 _STR = "tag:yaml.org,2002:str"

@@ -44,6 +44,12 @@ def test_corpus_has_every_class():
                 "reserved-name",
                 "control-character-bidi",
                 "ambiguous-scalar",
+                "misspelled-parameter",
+                "near-miss-top-level-key",
+                "yaml-syntax-tab",
+                "yaml-syntax-colon",
+                "yaml-syntax-indentation",
+                "yaml-syntax-quote",
                 }
     assert required <= names
 

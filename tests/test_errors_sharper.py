@@ -249,7 +249,7 @@ def test_an_unquoted_colon_in_a_list_item(both_loaders):
 
 def test_an_unquoted_colon_in_a_flow_mapping(both_loaders):
     (out,) = shown("name: w\nargs: {a: b: c}\n")
-    assert out.startswith("wf.yaml:2:11: error[yaml-syntax]")
+    assert out.startswith("wf.yaml:2:12: error[yaml-syntax]")
     assert out.endswith("\n  hint: a ': ' inside a value starts a mapping in YAML; quote the value that holds it")
 
 
