@@ -154,7 +154,8 @@ key; a near miss of a required parameter that is not given, such as `repo` for `
 schema, and a typed argument has a type the parameter takes (`parameter-type`); a `field` path, in a step's
 arguments or in a `when:` condition, exists in the `output_schema` of the tool that made the result, when it
 declares one, read inside the SDKs' `{{result: x}}` envelope where the schema is that envelope (`bad-field-path`).
-With `--tools-from SERVER` the schemas are the server's, and a step may call a tool that `tools` does not list. Each such problem is reported as `file:line:col` with a code and a hint.
+With `--tools-from SERVER` the schemas are the server's, and a step may call a tool that `tools` does not list.
+Each such problem is reported as `file:line:col` with a code and a hint.
 A description that still holds the placeholder `project-skill init` wrote (it contains `TODO(project-skill init)`)
 is refused (`placeholder-description`) until it says what the workflow does. An unknown key that is a near miss of
 a top-level key the file does not have (`agruments` for `arguments`) is an `unknown-key` error with the suggestion,
