@@ -307,3 +307,48 @@ def test_an_unclosed_list_bracket(both_loaders):
 def test_a_syntax_error_with_no_known_cause_has_no_hint(both_loaders):
     (out,) = shown('name: "C:\\path"\n')
     assert "hint:" not in out
+
+
+def test_each_misspelled_key_gets_its_own_note_and_a_second_near_miss_of_the_same_key_none():
+    out = shown("""\
+    name: w
+    description: d
+    agruments: [{name: x}]
+    arguements: [{name: x}]
+    tols: [{name: t, annotations: {readOnlyHint: true}}]
+    steps:
+      - {name: a, tool: t, args: {x: {arg: x}}}
+    """)
+    assert out == [
+        "wf.yaml:3:1: note[errors-not-shown]: 1 error that follows from 'arguments' being absent is not shown\n"
+        "  hint: rename 'agruments' to 'arguments': they are checked then",
+        "wf.yaml:3:1: error[unknown-key]: unknown key 'agruments' in the workflow\n  hint: did you mean 'arguments'?",
+        "wf.yaml:4:1: error[unknown-key]: unknown key 'arguements' in the workflow\n  hint: did you mean 'arguments'?",
+        "wf.yaml:5:1: note[errors-not-shown]: 1 error that follows from 'tools' being absent is not shown\n"
+        "  hint: rename 'tols' to 'tools': they are checked then",
+        "wf.yaml:5:1: error[unknown-key]: unknown key 'tols' in the workflow\n  hint: did you mean 'tools'?"]
+
+
+def test_a_long_value_with_a_colon_is_not_quoted_back(both_loaders):
+    (out,) = shown("name: w\ndescription: Note: " + "x" * 100 + "\n")
+    assert out.endswith("\n  hint: the value of 'description' holds ': ', which starts a mapping in YAML; quote the "
+                        "value")
+
+
+def test_an_unclosed_quote_that_meets_a_document_marker(both_loaders):
+    (out,) = shown("name: w\ndescription: 'never closed\n---\n")
+    assert out.endswith("\n  hint: the quote (') at line 2, column 14 is never closed: close it where the value "
+                        "ends (inside double quotes write \\\" for a quote, inside single quotes '')")
+
+
+def test_a_line_at_the_column_of_the_line_above_gets_the_general_indentation_hint(both_loaders):
+    (out,) = shown("name: w\n# a comment\n- a\n")
+    assert out.startswith("wf.yaml:3:1: error[yaml-syntax]")
+    assert out.endswith("\n  hint: check the indentation of line 3 against the lines above it: the keys of one "
+                        "mapping, and the items of one list, start in the same column")
+
+
+def test_the_line_above_skips_blank_and_comment_lines(both_loaders):
+    (out,) = shown("name: w\nsteps:\n  - name: a\n    tool: t\n\n      # note\n   bind: b\n")
+    assert out.endswith("\n  hint: check the indentation of line 7: it starts at column 4, the line above it at "
+                        "column 5; the keys of one mapping, and the items of one list, start in the same column")
