@@ -216,6 +216,11 @@ def _describe(wf: Workflow, src: Source) -> str:
     return f"the result '{src.bind}'"
 
 
+def _unknown(schema: dict[str, Any], props: dict[str, Any], name: str) -> bool:
+    """Whether ``name`` is not a parameter of an input schema with declared ``properties`` that allows no others."""
+    return bool(props) and name not in props and not _open_to(schema, name)
+
+
 def _misspelled(step: Step, schema: dict[str, Any], props: dict[str, Any], given: dict[str, Source]
                 ) -> dict[str, str]:
     """Unknown parameter -> the required parameter it misspells: the closest of those not given (``repo`` for
@@ -226,7 +231,7 @@ def _misspelled(step: Step, schema: dict[str, Any], props: dict[str, Any], given
     for name, _src in step.args:
         if not missing:
             break
-        if props and name not in props and not _open_to(schema, name):
+        if _unknown(schema, props, name):
             close = difflib.get_close_matches(name, missing, n=1, cutoff=0.6)
             if close:
                 meant[name] = close[0]
@@ -247,7 +252,7 @@ def _check_arguments(wf: Workflow, step: Step, tool: Tool, broken: set[str]) -> 
     consts: dict[str, Any] = {}
     for name, src in step.args:
         where = _at(src.span, step, wf)
-        if props and name not in props and not _open_to(schema, name):
+        if _unknown(schema, props, name):
             at = _at(keys.get(name, src.span), step, wf)  # the key is what is wrong, not its value
             if name in meant:
                 out.append(error(at, "unknown-parameter",
