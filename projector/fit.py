@@ -6,7 +6,9 @@ For each tool step, against the tool's ``input_schema``:
 - ``missing-parameter``: a parameter the schema requires is not given;
 - ``unknown-parameter``: a given parameter is not among the schema's ``properties``, and the schema does not allow
   others (``additionalProperties`` is absent or false, and no ``patternProperties`` matches). A schema without
-  ``properties`` says nothing about names, so it accepts any;
+  ``properties`` says nothing about names, so it accepts any. Reported at the key. When the name is a near miss of a
+  required parameter that is not given (``repo`` for ``repo_path``), that is one misspelling: one
+  ``unknown-parameter`` that names it, and no ``missing-parameter``;
 - ``parameter-type``: a constant is not valid against the parameter's schema (checked by ``jsonschema``, imported
   only when a constant needs it), or a prompt argument's declared ``type`` (string when not declared) is not a type
   the parameter takes;
@@ -219,6 +221,29 @@ def _describe(wf: Workflow, src: Source) -> str:
     return f"the result '{src.bind}'"
 
 
+def _unknown(schema: dict[str, Any], props: dict[str, Any], name: str) -> bool:
+    """Whether ``name`` is not a parameter of an input schema with declared ``properties`` that allows no others."""
+    return bool(props) and name not in props and not _open_to(schema, name)
+
+
+def _misspelled(step: Step, schema: dict[str, Any], props: dict[str, Any], given: dict[str, Source]
+                ) -> dict[str, str]:
+    """Unknown parameter -> the required parameter it misspells: the closest of those not given (``repo`` for
+    ``repo_path``). Each missing parameter is claimed by the first unknown one, in the order the step writes them;
+    the two are then one problem, reported once, at the key."""
+    missing = [n for n in schema.get("required") or () if isinstance(n, str) and n not in given]
+    meant: dict[str, str] = {}
+    for name, _src in step.args:
+        if not missing:
+            break
+        if _unknown(schema, props, name):
+            close = difflib.get_close_matches(name, missing, n=1, cutoff=0.6)
+            if close:
+                meant[name] = close[0]
+                missing.remove(close[0])
+    return meant
+
+
 def _check_arguments(wf: Workflow, step: Step, tool: Tool, broken: set[str]) -> list[Diagnostic]:
     schema = tool.input_schema
     if not isinstance(schema, dict):
@@ -227,13 +252,22 @@ def _check_arguments(wf: Workflow, step: Step, tool: Tool, broken: set[str]) -> 
     what = _label(wf, step)
     props = _properties(schema)
     given = step.args_dict
+    keys = dict(step.arg_spans)
+    meant = _misspelled(step, schema, props, given)
     consts: dict[str, Any] = {}
     for name, src in step.args:
         where = _at(src.span, step, wf)
-        if props and name not in props and not _open_to(schema, name):
-            out.append(error(where, "unknown-parameter",
-                             f"{what} passes '{name}', which is not a parameter of the tool '{tool.name}'",
-                             _suggest(name, props) or f"its parameters: {', '.join(sorted(props))}"))
+        if _unknown(schema, props, name):
+            at = _at(keys.get(name, src.span), step, wf)  # the key is what is wrong, not its value
+            if name in meant:
+                out.append(error(at, "unknown-parameter",
+                                 f"{what} passes '{name}', which is not a parameter of the tool '{tool.name}'; the "
+                                 f"tool requires '{meant[name]}', which is not given",
+                                 f"did you mean '{meant[name]}'?"))
+            else:
+                out.append(error(at, "unknown-parameter",
+                                 f"{what} passes '{name}', which is not a parameter of the tool '{tool.name}'",
+                                 _suggest(name, props) or f"its parameters: {', '.join(sorted(props))}"))
             continue
         prop = props.get(name)
         if isinstance(src, Const) and not src.placeholders:
@@ -273,7 +307,7 @@ def _check_arguments(wf: Workflow, step: Step, tool: Tool, broken: set[str]) -> 
                                  f"does not accept: {message}",
                                  "give a constant that the parameter's schema accepts (quotes make a string)"))
     for name in schema.get("required") or ():
-        if isinstance(name, str) and name not in given:
+        if isinstance(name, str) and name not in given and name not in meant.values():
             out.append(error(_at(step.span, step, wf), "missing-parameter",
                              f"{what} does not give '{name}', which the tool '{tool.name}' requires",
                              f"add it under args: {name}: {{arg: ...}}, {{step: ...}} or {{const: ...}}"))

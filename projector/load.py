@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from .errors import Diagnostic, LoadError, Span, error, printable_quote
+from .errors import Diagnostic, LoadError, Span, error, plural, printable_quote
 from .conditions import literal
 from .model import Argument, Condition, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .validate import collisions, validate
@@ -114,6 +114,14 @@ class Y:
         mark = self._key_marks[key] if self._key_marks and key in self._key_marks else self._mark
         return Span(self._file, mark.line + 1, mark.column + 1)
 
+    def renamed(self, old: str, new: str) -> Y:
+        """This mapping with the key ``old`` written as ``new``, in the same place and at the same position."""
+        assert isinstance(self.value, dict)
+        value = {new if k == old else k: v for k, v in self.value.items()}
+        marks = {new if k == old else k: m for k, m in (self._key_marks or {}).items()}
+        odd = {new if k == old else k: o for k, o in self.odd.items()} if isinstance(self.odd, dict) else self.odd
+        return Y(value, self._file, self._mark, marks, odd)
+
     def plain(self) -> Any:
         if isinstance(self.value, dict):
             return {k: v.plain() for k, v in self.value.items()}
@@ -159,7 +167,7 @@ class _Reader:
             mark = exc.problem_mark or exc.context_mark
             msg = " ".join(p for p in (exc.context, exc.problem) if p)
             self.diags.append(error(self.span(mark) if mark else Span(self.file, 1, 1), "yaml-syntax",
-                                    f"invalid YAML: {msg}"))
+                                    f"invalid YAML: {msg}", syntax_hint(self.text, exc)))
             return None
         except yaml.YAMLError as exc:  # ReaderError: a character YAML does not allow
             mark = getattr(exc, "position", None)
@@ -326,6 +334,72 @@ class _Reader:
         return Y(value, self.file, mark, odd=self._odd(node, value) if ok else None)
 
 
+# What the parsers say (libyaml and PyYAML word it differently) when a line is not where its block expects it.
+_BLOCK_PROBLEMS = ("expected <block end>", "did not find expected key", "did not find expected '-' indicator")
+_MAX_QUOTED = 100  # a value longer than this is not quoted back in a hint
+
+
+def _char(lines: list[str], mark: Any) -> str:
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    return line[mark.column] if mark.column < len(line) else ""
+
+
+def syntax_hint(text: str, exc: yaml.MarkedYAMLError) -> str | None:
+    """What to do about a YAML syntax error of a common cause, or None: a tab in the indentation, an unclosed quote
+    or bracket, an unquoted ``: `` in a value, a line indented other than its block. Read from the parser's problem
+    (both parsers' wording) and the source line at its position."""
+    mark = exc.problem_mark or exc.context_mark
+    if mark is None:
+        return None
+    lines = text.split("\n")
+    line = lines[mark.line] if mark.line < len(lines) else ""
+    indent = line[: len(line) - len(line.lstrip(" \t"))]
+    problem, context, opened = exc.problem or "", exc.context or "", exc.context_mark
+    if "\t" in indent:
+        return (f"line {mark.line + 1} is indented with a tab: YAML indents with spaces only; replace the tab with "
+                "spaces")
+    if opened is not None and "quoted scalar" in context and ("end of stream" in problem or "document" in problem):
+        return (f"the quote ({_char(lines, opened)}) at line {opened.line + 1}, column {opened.column + 1} is never "
+                "closed: close it where the value ends (inside double quotes write \\\" for a quote, inside single "
+                "quotes '')")
+    if opened is not None and context.startswith("while parsing a flow") and _char(lines, opened) in ("{", "["):
+        if mark.line == opened.line and _char(lines, mark) == ":":
+            return "a ': ' inside a value starts a mapping in YAML; quote the value that holds it"
+        opener = _char(lines, opened)
+        return (f"the '{opener}' at line {opened.line + 1}, column {opened.column + 1} is not closed, or two of its "
+                f"entries have no comma between them: close it with '{'}' if opener == '{' else ']'}', and separate "
+                "its entries with commas")
+    if problem.startswith("mapping values are not allowed"):
+        body = line[len(indent): mark.column]
+        while body.startswith("- "):
+            body = body[2:].lstrip(" ")
+        key, sep, _ = body.partition(": ")
+        if not sep:  # the first colon of the line: its key is read as the rest of the value above
+            key = body.strip()
+            return (f"line {mark.line + 1} is indented more than the line above it, so YAML reads '{key}' as part "
+                    f"of the value above; indent '{key}' as far as the other keys of its mapping")
+        value = line[line.index(key + ": ") + len(key) + 2:]
+        value = (value.split(" #", 1)[0]).strip()
+        if len(value) > _MAX_QUOTED:
+            return f"the value of '{key}' holds ': ', which starts a mapping in YAML; quote the value"
+        return (f"the value of '{key}' holds ': ', which starts a mapping in YAML; quote the value: "
+                f"{key}: {json.dumps(value, ensure_ascii=False)}")
+    if any(p in problem for p in _BLOCK_PROBLEMS):
+        if mark.column != len(indent):
+            if line[: mark.column].rstrip().endswith(("'", '"')):
+                return ("a quoted value ends at its closing quote; quote the whole value, or remove what follows "
+                        "the quote")
+            return None
+        above = next((p for p in reversed(lines[: mark.line]) if p.strip() and not p.lstrip().startswith("#")), None)
+        at = mark.column + 1
+        if above is not None and (was := len(above) - len(above.lstrip(" ")) + 1) != at:
+            return (f"check the indentation of line {mark.line + 1}: it starts at column {at}, the line above it at "
+                    f"column {was}; the keys of one mapping, and the items of one list, start in the same column")
+        return (f"check the indentation of line {mark.line + 1} against the lines above it: the keys of one mapping, "
+                "and the items of one list, start in the same column")
+    return None
+
+
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
@@ -386,6 +460,12 @@ def normalize(text: str) -> str:
     return text
 
 
+def near_miss(key: str, kind: str) -> str | None:
+    """The allowed key of a ``kind`` object (:data:`KEYS`) that the unknown ``key`` is a near miss of, or None."""
+    close = difflib.get_close_matches(key, KEYS[kind], n=1, cutoff=0.5)
+    return close[0] if close else None
+
+
 class _Builder:
     """Checks the shape of one workflow document and builds the model from it."""
 
@@ -403,8 +483,8 @@ class _Builder:
         allowed = KEYS[kind]
         for key in y.value:
             if key not in allowed:
-                close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.5)
-                hint = f"did you mean '{close[0]}'?" if close else f"valid keys: {', '.join(allowed)}"
+                close = near_miss(key, kind)
+                hint = f"did you mean '{close}'?" if close else f"valid keys: {', '.join(allowed)}"
                 self.err(y.key_span(key), "unknown-key", f"unknown key '{key}' in {what}", hint)
         for key in REQUIRED[kind]:
             if key not in y.value:
@@ -630,6 +710,8 @@ class _Builder:
             name=name,
             tool=self.string(m, "tool", what),
             args=self.sources(m, "args", what),
+            arg_spans=tuple((k, m["args"].key_span(k)) for k in m["args"].value)
+            if "args" in m and isinstance(m["args"].value, dict) else (),
             bind=self.string(m, "bind", what),
             guidance=guidance,
             resources=tuple(resources_list),
@@ -728,11 +810,54 @@ def parse(data: bytes | str, file: str, *, tools_from_server: bool = False
     diags = reader.diags
     if doc is None or any(d.code == "yaml-syntax" for d in diags):
         return None, diags
+    wf, found = _check(doc, file, tools_from_server)
+    return wf, diags + _hide_followers(doc, file, tools_from_server, found)
+
+
+def _check(doc: Y, file: str, tools_from_server: bool) -> tuple[Workflow | None, list[Diagnostic]]:
+    """The model of one YAML document, with every problem of its shape and of the format's rules."""
+    diags: list[Diagnostic] = []
     wf = _Builder(file, diags).workflow(doc)
     if wf is not None:
         missing = {d.span for d in diags if d.code == "missing-key"}
-        diags.extend(d for d in validate(wf, tools_from_server=tools_from_server) if not (d.code in ("empty-name", "missing-key") and d.span in missing))
+        diags.extend(d for d in validate(wf, tools_from_server=tools_from_server)
+                     if not (d.code in ("empty-name", "missing-key") and d.span in missing))
     return wf, diags
+
+
+def _hide_followers(doc: Y, file: str, tools_from_server: bool, diags: list[Diagnostic]) -> list[Diagnostic]:
+    """``diags`` without the errors that follow only from a misspelled top-level key: an unknown key that is a near
+    miss of an allowed key the workflow does not have (``agruments`` for ``arguments``) leaves that key absent, and
+    every use of what it would declare is an error (``undeclared-argument`` for each use of an argument). Those are
+    the errors that go away when the file is checked again with the key spelled as meant; each key's are replaced by
+    one note at the key (``errors-not-shown``). The ``unknown-key`` error itself stays, with its suggestion. At most
+    one extra check per allowed top-level key, and only for a file that has such a key."""
+    if not isinstance(doc.value, dict):
+        return diags
+    claimed: dict[str, str] = {}  # allowed key -> the first unknown key, in document order, that is a near miss
+    for key in doc.value:
+        if key not in KEYS["workflow"]:
+            meant = near_miss(key, "workflow")
+            if meant is not None and meant not in doc.value and meant not in claimed:
+                claimed[meant] = key
+    if not claimed:
+        return diags
+    hidden: set[int] = set()
+    notes: list[Diagnostic] = []
+    for meant, typo in claimed.items():
+        _wf, again = _check(doc.renamed(typo, meant), file, tools_from_server)
+        remain = {(d.span, d.code, d.message) for d in again}
+        typo_at = doc.key_span(typo)
+        follow = [i for i, d in enumerate(diags) if i not in hidden and d.severity == "error"
+                  and not (d.code == "unknown-key" and d.span == typo_at) and (d.span, d.code, d.message) not in remain]
+        if follow:
+            hidden.update(follow)
+            n = len(follow)
+            notes.append(Diagnostic(typo_at, "note", "errors-not-shown",
+                                    f"{plural(n, 'error')} that follow{'s' if n == 1 else ''} from '{meant}' being "
+                                    f"absent {'is' if n == 1 else 'are'} not shown",
+                                    f"rename '{typo}' to '{meant}': they are checked then"))
+    return [d for i, d in enumerate(diags) if i not in hidden] + notes
 
 
 def read_source(path: Path | str, file: str) -> bytes:
@@ -754,9 +879,8 @@ def load_file(path: Path | str, display: str | None = None, *, tools_from_server
 def load_data(data: bytes, file: str, *, tools_from_server: bool = False) -> Workflow:
     """:func:`load_file` for bytes already read from ``file``."""
     wf, diags = parse(data, file, tools_from_server=tools_from_server)
-    errors = [d for d in diags if d.severity == "error"]
-    if errors or wf is None:
-        raise LoadError(errors)
+    if wf is None or any(d.severity == "error" for d in diags):
+        raise LoadError(diags)  # with the notes that explain them (errors-not-shown)
     return wf
 
 

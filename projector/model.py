@@ -140,6 +140,9 @@ class Step:
     when: tuple[Condition, ...] = ()
     on_fail: OnFail = "stop"
     on_fail_span: Span = _span()
+    # Where each key of ``args`` is written, for a problem with the key itself (a misspelled parameter); empty for a
+    # step built in Python, whose problems are reported at the step.
+    arg_spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def args_dict(self) -> dict[str, Source]:

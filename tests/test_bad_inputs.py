@@ -59,6 +59,12 @@ def test_corpus_has_every_class():
                 "control-character-bidi",
                 "ambiguous-scalar",
                 "unstructured-result",
+                "misspelled-parameter",
+                "near-miss-top-level-key",
+                "yaml-syntax-tab",
+                "yaml-syntax-colon",
+                "yaml-syntax-indentation",
+                "yaml-syntax-quote",
                 }
     assert required <= names
 

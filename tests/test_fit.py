@@ -70,7 +70,7 @@ def test_build_refuses_every_misfit_at_once_and_writes_nothing(cli, tmp_path):
     shown = wf.as_posix()
     assert f"{shown}:11:5: error[missing-parameter]: step 'no_n' does not give 'n', which the tool 'count' " \
            "requires" in run.err
-    assert f"{shown}:19:20: error[unknown-parameter]: step 'typo' passes 'lable', which is not a parameter of the " \
+    assert f"{shown}:19:7: error[unknown-parameter]: step 'typo' passes 'lable', which is not a parameter of the " \
            "tool 'count'\n  hint: did you mean 'label'?" in run.err
     assert f"{shown}:23:10: error[parameter-type]: step 'quoted_number' passes the string \"72\" as 'n', which the " \
            "tool 'count' does not accept: '72' is not of type 'integer'" in run.err

@@ -56,6 +56,9 @@ class Prose:
     reason: str = ""    # an example acknowledgement reason, for the codes that can be acknowledged
     resolved: str = ""  # the example with the problem fixed another way (YAML): it must no longer fire
     resolved_intro: str = ""
+    # The code is a note that comes only with errors, to explain them: its example does not load, and the page
+    # quotes every diagnostic the example gives.
+    with_errors: bool = False
 
 
 _REFUND_TOOLS = """tools:
@@ -271,6 +274,34 @@ steps:
     acknowledge:
       gate-on-side-effect: get_order checks permissions itself.
 """),
+    "errors-not-shown": Prose(
+        fires="A top-level key is unknown but is a near miss of an allowed key that the file does not have "
+              "(`agruments` for `arguments`, `tols` for `tools`, `setps` for `steps`). The file is then checked "
+              "again with the key spelled as meant, and the errors that go away (each use of an argument that is "
+              "not declared, each tool that is not listed, the missing steps) are not shown: they follow from the "
+              "misspelling, not from a mistake of their own. This note, at the misspelled key, says how many. The "
+              "`unknown-key` error stays, with its suggestion, so the file is still refused. It comes only with "
+              "errors.",
+        fix="Rename the key as the `unknown-key` hint suggests, and build again: whatever is wrong with what the key "
+            "declares is then reported.",
+        with_errors=True,
+        example="""name: lookup
+description: Look up an order.
+agruments:
+  - {name: order_id, required: true}
+tools:
+  - name: get_order
+    annotations: {readOnlyHint: true}
+steps:
+  - name: fetch
+    tool: get_order
+    args:
+      id: {arg: order_id}
+  - name: again
+    tool: get_order
+    args:
+      id: {arg: order_id}
+"""),
     "body-too-long": Prose(
         fires=f"The generated SKILL.md has more than {render.MAX_BODY_LINES} lines. Hosts load the whole body into "
               "the model's context when the skill is used, and expect it to be short.",
@@ -293,6 +324,11 @@ def example_diagnostics(code: str, prose: Prose) -> list[Diagnostic]:
     if prose.example:
         wf, diags = load.parse(prose.example.encode("utf-8"), "example.yaml")
         errors = [d for d in diags if d.severity == "error"]
+        if prose.with_errors:
+            if not errors or not any(d.code == code for d in diags):
+                raise DocsError(f"the example for '{code}' in projector/docs/codes.py no longer makes it fire "
+                                "beside the errors it explains")
+            return sorted(diags, key=Diagnostic.sort_key)
         if wf is None or errors:
             raise DocsError(f"the example for '{code}' does not load: "
                             + "; ".join(format_text(d) for d in errors or diags))
@@ -377,7 +413,7 @@ each as `file:line:col: severity[code]: message` with a hint. `--format json` pr
 
 - `project-skill build --strict` and `check --strict` exit 1 when any warning is left unacknowledged, and write
   nothing.
-- Notes never fail a build.
+- Notes never fail a build. One note comes only with errors, to explain them (`errors-not-shown`).
 - An acknowledged warning is still reported, marked `(acknowledged: reason)`, and never fails a build.
 
 This page is generated from the compiler's own list of codes, and each example below was compiled when the page

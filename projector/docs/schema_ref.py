@@ -148,14 +148,21 @@ The schema describes the shape. `project-skill build` checks more than the shape
 use only arguments it declares and results that earlier steps bind, every `{{placeholder}}` must be filled, and so
 on. It also checks each step against its tool, as `attach()` does when it serves the workflow: every parameter the
 tool's `input_schema` requires is given (`missing-parameter`); every parameter given is one the schema declares,
-unless the schema allows others with `additionalProperties` or `patternProperties` (`unknown-parameter`); a
-constant is valid against its parameter's schema, and a typed argument has a type the parameter takes
-(`parameter-type`); a `field` path, in a step's arguments or in a `when:` condition, exists in the `output_schema`
-of the tool that made the result, when it declares one, read inside the SDKs' `{{result: x}}` envelope where the
-schema is that envelope (`bad-field-path`). With `--tools-from SERVER` the schemas are the server's, and a step may
-call a tool that `tools` does not list. Each such problem is reported as `file:line:col` with a code and a hint.
+unless the schema allows others with `additionalProperties` or `patternProperties` (`unknown-parameter`, at the
+key; a near miss of a required parameter that is not given, such as `repo` for `repo_path`, is one misspelling: one
+`unknown-parameter` that suggests the name, and no `missing-parameter`); a constant is valid against its parameter's
+schema, and a typed argument has a type the parameter takes (`parameter-type`); a `field` path, in a step's
+arguments or in a `when:` condition, exists in the `output_schema` of the tool that made the result, when it
+declares one, read inside the SDKs' `{{result: x}}` envelope where the schema is that envelope (`bad-field-path`).
+With `--tools-from SERVER` the schemas are the server's, and a step may call a tool that `tools` does not list.
+Each such problem is reported as `file:line:col` with a code and a hint.
 A description that still holds the placeholder `project-skill init` wrote (it contains `TODO(project-skill init)`)
-is refused (`placeholder-description`) until it says what the workflow does.
+is refused (`placeholder-description`) until it says what the workflow does. An unknown key that is a near miss of
+a top-level key the file does not have (`agruments` for `arguments`) is an `unknown-key` error with the suggestion,
+and the errors that follow only from that key's absence (each use of an undeclared argument, say) are not shown: a
+note at the key (`errors-not-shown`) says how many. A YAML syntax error (`yaml-syntax`) has a hint for the common
+causes: a tab in the indentation, an unclosed quote or bracket, an unquoted `: ` in a value, and a line indented
+other than the block it belongs to.
 
 A file is plain YAML holding JSON values. Refused, each at its place: anchors and aliases (`alias`), a tag that
 changes a value's type other than to a string, number, boolean or null, and any tag on a key or a collection

@@ -286,10 +286,11 @@ def test_attach_fails_when_the_schema_does_not_accept_the_arguments():
     bare_refund_tools(server, drop="issue_refund")
     server.add_tool(issue_refund)
     msg = attach_error(server, refunds_only())
-    assert "error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a parameter of the tool " \
-           "'issue_refund'" in msg
-    assert "error[missing-parameter]: step 'issue_refund' does not give 'order', which the tool 'issue_refund' " \
-           "requires" in msg
+    # one misspelling, one error at the key (issue 19): 'order_id' for the required 'order'
+    assert "refunds.yaml:47:7: error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a " \
+           "parameter of the tool 'issue_refund'; the tool requires 'order', which is not given\n" \
+           "  hint: did you mean 'order'?" in msg
+    assert "missing-parameter" not in msg
     assert "no resource or template matching 'docs://refund-policy/{region}'" in msg  # every problem at once
 
 
