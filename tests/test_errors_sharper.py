@@ -4,6 +4,8 @@ syntax error carries a hint for its common causes. Each message, hint and positi
 
 from __future__ import annotations
 
+import inspect
+
 import textwrap
 
 import pytest
@@ -119,12 +121,14 @@ def test_a_step_built_in_python_gets_the_same_one_error():
           .tool("git_log", input_schema={"type": "object", "properties": {"repo_path": {"type": "string"}},
                                          "required": ["repo_path"]}, annotations={"readOnlyHint": True})
           .step("log", tool="git_log", args={"repo": arg("who"), "n": const(1)}))
+    line = inspect.currentframe().f_lineno - 1  # the .step(...) call: the builder names its caller's line
     with pytest.raises(LoadError) as info:
         wf.build()
-    assert [(d.code, d.message, d.hint) for d in info.value.diagnostics] == [
-        ("unknown-parameter", "workflow 'w', step 'log' passes 'n', which is not a parameter of the tool "
-         "'git_log'", "its parameters: repo_path"),
-        ("unknown-parameter", "workflow 'w', step 'log' passes 'repo', which is not a parameter of the tool "
+    assert [(d.span.file.endswith("test_errors_sharper.py"), d.span.line, d.code, d.message, d.hint)
+            for d in info.value.diagnostics] == [
+        (True, line, "unknown-parameter", "step 'log' passes 'n', which is not a parameter of the tool 'git_log'",
+         "its parameters: repo_path"),
+        (True, line, "unknown-parameter", "step 'log' passes 'repo', which is not a parameter of the tool "
          "'git_log'; the tool requires 'repo_path', which is not given", "did you mean 'repo_path'?")]
 
 

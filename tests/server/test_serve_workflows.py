@@ -287,7 +287,7 @@ def test_attach_fails_when_the_schema_does_not_accept_the_arguments():
     server.add_tool(issue_refund)
     msg = attach_error(server, refunds_only())
     # one misspelling, one error at the key (issue 19): 'order_id' for the required 'order'
-    assert "refunds.yaml:47:7: error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a " \
+    assert "refunds.yaml:50:7: error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a " \
            "parameter of the tool 'issue_refund'; the tool requires 'order', which is not given\n" \
            "  hint: did you mean 'order'?" in msg
     assert "missing-parameter" not in msg
