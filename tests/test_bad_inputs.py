@@ -59,6 +59,10 @@ def test_corpus_has_every_class():
                 "control-character-bidi",
                 "ambiguous-scalar",
                 "unstructured-result",
+                "reserved-metadata-key",
+                "compatibility-too-long",
+                "empty-field",
+                "allowed-tools-ignored",
                 }
     assert required <= names
 
