@@ -96,10 +96,22 @@ def condition(subject: FromArg | FromStep, **operator: Any) -> Condition:
 
 
 class WorkflowBuilder:
-    def __init__(self, name: str, description: str, *, title: str | None = None, source: str | None = None):
+    def __init__(self, name: str, description: str, *, title: str | None = None, source: str | None = None,
+                 license: str | None = None, compatibility: str | None = None,
+                 metadata: Mapping[str, str] | None = None, allowed_tools: str | None = None):
+        """``license``, ``compatibility``, ``metadata`` (string to string) and ``allowed_tools``: the Agent Skills
+        frontmatter fields, as the workflow file's keys of the same names (``allowed-tools``) give them."""
         self._name = name
         self._description = description
         self._title = title
+        for what, text in (("license", license), ("compatibility", compatibility), ("allowed_tools", allowed_tools)):
+            if text is not None and not isinstance(text, str):
+                raise TypeError(f"{what} must be a string or None")
+        if metadata is not None and not (isinstance(metadata, Mapping) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+            raise TypeError("metadata must be a mapping of string to string")
+        self._frontmatter: dict[str, Any] = {"license": license, "compatibility": compatibility, "allowed_tools": allowed_tools,
+                             "metadata": tuple(sorted((metadata or {}).items()))}
         self._given_source = source
         self._origin = self._span()  # the constructor's call: where the workflow is
         self._source = source if source is not None else self._origin.file or "<python>"
@@ -190,7 +202,9 @@ class WorkflowBuilder:
         :class:`~projector.errors.LoadError` with every problem. Warnings are kept in :attr:`diagnostics`."""
         wf = Workflow(self._name, self._description, tuple(self._arguments), tuple(self._instructions),
                       tuple(self._tools), tuple(self._steps), span=self._origin, source=self._source,
-                      title=self._title, title_span=self._origin)
+                      title=self._title, title_span=self._origin, **self._frontmatter,
+                      license_span=self._origin, compatibility_span=self._origin, allowed_tools_span=self._origin,
+                      metadata_spans=(self._origin,) * len(self._frontmatter["metadata"]))
         found = validate(wf, tools_from_server=self._tools_from is not None)
         problems = [d for d in found if d.severity == "error"]
         if problems:

@@ -550,10 +550,44 @@ class _Builder:
         steps = tuple(s for s in (self.step(y, i) for i, y in enumerate(steps_y, 1)) if s)
         name_span = m["name"].span if "name" in m else doc.span
         title = self.string(m, "title", "the workflow")
-        return Workflow(name=name or "", description=description or "", arguments=arguments,
+        frontmatter = self.frontmatter(m, doc)
+        return Workflow(**frontmatter, name=name or "", description=description or "", arguments=arguments,
                         instructions=instructions, tools=tools, steps=steps, span=name_span,
                         description_span=m["description"].span if "description" in m else doc.span, source=self.file,
                         title=title, title_span=m["title"].span if "title" in m else doc.span)
+
+    def frontmatter(self, m: dict[str, Y], doc: Y) -> dict[str, Any]:
+        """The Agent Skills fields the SKILL.md frontmatter carries as given: ``license``, ``compatibility``,
+        ``metadata`` (string to string) and the ignored ``allowed-tools``, as :class:`Workflow` keywords. Each value
+        must read the same under YAML 1.1 and 1.2, as the frontmatter written from it does."""
+        found: dict[str, Any] = {}
+        for key, attr in (("license", "license"), ("compatibility", "compatibility"),
+                          ("allowed-tools", "allowed_tools")):
+            if key in m:
+                self.same_in_1_2(m[key], f"'{key}' of the workflow")
+                if m[key].odd is None:  # else ambiguous-scalar said it, and wrong-type would say it again
+                    found[attr] = self.string(m, key, "the workflow")
+                found[f"{attr}_span"] = m[key].span
+        y = m.get("metadata")
+        if y is None:
+            return found
+        if not isinstance(y.value, dict):
+            self.err(y.span, "wrong-type", f"'metadata' of the workflow must be a mapping of string to string, not "
+                     f"{_type_name(y.value)}")
+            return found
+        self.same_in_1_2(y, "'metadata' of the workflow")
+        pairs = []
+        for key, value in y.value.items():
+            if isinstance(value.value, str):
+                pairs.append((key, value.value, y.key_span(key)))
+            elif value.odd is None:  # else ambiguous-scalar said it
+                hint = "quote the value to make it a string" if isinstance(value.value, (int, float, bool)) else None
+                self.err(value.span, "wrong-type", f"'metadata.{key}' of the workflow must be a string, not "
+                         f"{_type_name(value.value)}", hint)
+        pairs.sort(key=lambda p: p[0])
+        found["metadata"] = tuple((k, v) for k, v, _ in pairs)
+        found["metadata_spans"] = tuple(s for _, _, s in pairs)
+        return found
 
     def argument(self, y: Y) -> Argument | None:
         m = self.mapping(y, "argument", "an argument")

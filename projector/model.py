@@ -7,7 +7,7 @@ workflow built in code equals the same workflow loaded from YAML.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cached_property
 from typing import Any, Literal, Union
 
@@ -173,6 +173,18 @@ class Workflow:
     # A human title for the SKILL.md heading and the MCP prompt's title; None: the heading comes from the name.
     title: str | None = None
     title_span: Span = _span()
+    # Agent Skills' optional frontmatter fields, written to the SKILL.md as given (None or (): left out). ``metadata``
+    # holds string pairs sorted by key, so that the order they were written in changes neither equality nor bytes;
+    # ``metadata_spans`` holds where each key was written, in the same order.
+    license: str | None = None
+    license_span: Span = _span()
+    compatibility: str | None = None
+    compatibility_span: Span = _span()
+    metadata: tuple[tuple[str, str], ...] = ()
+    metadata_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+    # Agent Skills' experimental ``allowed-tools``: accepted, never written (see ``allowed-tools-ignored``).
+    allowed_tools: str | None = None
+    allowed_tools_span: Span = _span()
     # Where the workflow came from, for diagnostics and for `skills.json` ordering; never rendered.
     source: str = field(default="<python>", compare=False)
 
@@ -203,8 +215,32 @@ class Workflow:
     def tool(self, name: str) -> Tool | None:
         return self._tools_by_name.get(name)
 
+    def metadata_span(self, key: str) -> Span:
+        """Where the metadata key ``key`` was written (the workflow's place when unknown)."""
+        for (k, _), span in zip(self.metadata, self.metadata_spans):
+            if k == key:
+                return span
+        return self.span
+
     def argument(self, name: str) -> Argument | None:
         return self._arguments_by_name.get(name)
 
     def step_for_bind(self, bind: str) -> tuple[int, Step] | None:
         return self._steps_by_bind.get(bind)
+
+
+def canonical(value: Any) -> Any:
+    """The model as plain JSON: each node is ``{"kind": ClassName, field: value, ...}`` over its compared fields
+    only, so positions and the source's name take no part (as in equality), and a tuple is a list. Two workflows
+    that are equal have the same canonical form, whether they were loaded from YAML or built in Python."""
+    if is_dataclass(value) and not isinstance(value, type):
+        node: dict[str, Any] = {"kind": type(value).__name__}
+        for f in fields(value):
+            if f.compare:
+                node[f.name] = canonical(getattr(value, f.name))
+        return node
+    if isinstance(value, (tuple, list)):
+        return [canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): canonical(v) for k, v in value.items()}
+    return value

@@ -8,6 +8,7 @@ folding, so the bytes are the same whether or not libyaml is installed.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -17,7 +18,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from . import gates, jsontext, naming
+from . import gates, jsontext, model, naming
 from .errors import Diagnostic
 from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
 from .yaml12 import add_quoting
@@ -320,6 +321,32 @@ def _shown(wf: Workflow) -> Workflow:
         tools=tuple(dataclasses.replace(t, description=inert(t.description)) for t in wf.tools))
 
 
+def workflow_digest(wf: Workflow) -> str:
+    """The bundle's version stamp (``metadata.workflow-digest``): the SHA-256 of the workflow model's canonical JSON
+    (:func:`projector.model.canonical`, compact, sorted keys). The model, not the source bytes, so that a workflow
+    built in Python gets one too and equals the same workflow loaded from YAML, and a comment or a reordered mapping
+    changes nothing; no path, time or tool version takes part, so every machine derives the same stamp."""
+    data = canonical_json(model.canonical(wf), indent=None).encode("utf-8")
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def frontmatter_of(wf: Workflow, name: str, *, skills_only: bool = False) -> dict[str, Any]:
+    """The frontmatter's keys in their fixed order: name, description, license, compatibility, metadata. In
+    metadata the tool's own keys come first (``workflow``, the workflow prompt, left out by ``skills_only``; then
+    ``workflow-digest``), then the workflow's, sorted by key. ``allowed-tools`` is never written
+    (``allowed-tools-ignored``)."""
+    frontmatter: dict[str, Any] = {"name": name, "description": wf.description}
+    if wf.license is not None:
+        frontmatter["license"] = wf.license
+    if wf.compatibility is not None:
+        frontmatter["compatibility"] = wf.compatibility
+    metadata = {} if skills_only else {"workflow": wf.name}
+    metadata["workflow-digest"] = workflow_digest(wf)
+    metadata.update(wf.metadata)
+    frontmatter["metadata"] = metadata
+    return frontmatter
+
+
 def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = False) -> Projection:
     """Project ``wf`` (already validated) into its bundle. Pure: same workflow, same bytes.
 
@@ -330,12 +357,15 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
     diagnostics = gates.check(wf, skills_only=skills_only)
     gate_steps = {d.extra["step"] for d in diagnostics if d.code == "gate-on-side-effect"}
     steps = [_step_view(wf, i, s, gate_steps) for i, s in enumerate(wf.steps, 1)]
-    frontmatter: dict[str, Any] = {"name": name, "description": wf.description}
-    if not skills_only:
-        frontmatter["metadata"] = {"workflow": wf.name}
+    if wf.allowed_tools is not None:
+        diagnostics.append(Diagnostic(
+            wf.allowed_tools_span, "warning", "allowed-tools-ignored",
+            "'allowed-tools' is not written to the SKILL.md: it pre-approves tools, and MCP hosts must ignore it for "
+            "skills that come from a server (SEP-2640), as these do",
+            "remove it; the skill already names each tool it calls and whether the tool changes data"))
     shown = _shown(wf)
     context = {
-        "frontmatter": dump_frontmatter(frontmatter),
+        "frontmatter": dump_frontmatter(frontmatter_of(wf, name, skills_only=skills_only)),
         "title": wf.title if wf.title is not None else title(wf.name),
         "workflow_prompt": None if skills_only else wf.name,
         "workflow": shown,

@@ -60,6 +60,8 @@ def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnosti
         elif p := _invisible_problem(wf.title_span, "the title", wf.title, one_line=True):
             diags.append(p)
 
+    diags.extend(frontmatter_problems(wf))
+
     arg_names: list[str] = []
     for a in wf.arguments:
         if not a.name.strip():
@@ -245,6 +247,44 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _INVISIBLE = re.compile("[\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
                         "\U000e0000-\U000e007f]")
 MAX_VALUE_DEPTH = 100  # as deep as the loader accepts a YAML document; JSON values are walked recursively later
+
+
+MAX_COMPATIBILITY = 500
+# The metadata keys the tool writes itself (projector.render): a workflow cannot set them.
+RESERVED_METADATA = ("workflow", "workflow-digest")
+
+
+def frontmatter_problems(wf: Workflow) -> list[Diagnostic]:
+    """The rules of the Agent Skills fields a workflow passes to its frontmatter (skills-ref's validator holds the
+    same): ``compatibility`` is 1-500 characters, ``license`` is not empty, ``metadata`` keys are not empty and
+    are none of the keys the tool writes itself, and no text holds a control character."""
+    problems: list[Diagnostic] = []
+    for key, text, span in (("license", wf.license, wf.license_span),
+                            ("compatibility", wf.compatibility, wf.compatibility_span)):
+        if text is None:
+            continue
+        if not text.strip():
+            problems.append(error(span, "empty-field", f"'{key}' of the workflow is empty",
+                                  f"leave {key} out, or say what it is"))
+        elif p := _text_problem(span, f"'{key}' of the workflow", text, one_line=False):
+            problems.append(p)
+    if wf.compatibility is not None and len(wf.compatibility) > MAX_COMPATIBILITY:
+        problems.append(error(wf.compatibility_span, "compatibility-too-long",
+                              f"'compatibility' is {len(wf.compatibility)} characters; Agent Skills allows "
+                              f"{MAX_COMPATIBILITY}", "say only what the skill needs from its environment; move "
+                              "the rest into instructions"))
+    for (key, value), span in zip(wf.metadata, wf.metadata_spans or (wf.span,) * len(wf.metadata)):
+        if key in RESERVED_METADATA:
+            problems.append(error(span, "reserved-metadata-key", f"the metadata key '{key}' is one the tool writes "
+                                  f"itself ({', '.join(RESERVED_METADATA)})",
+                                  f"rename it (for example 'x-{key}'): metadata.workflow names the workflow prompt "
+                                  "and metadata.workflow-digest is the version stamp of the bundle"))
+        elif not key.strip():
+            problems.append(error(span, "empty-field", "a metadata key of the workflow is empty", "name the key"))
+        elif p := (_text_problem(span, f"the metadata key '{key}'", key, one_line=True)
+                   or _text_problem(span, f"metadata.{key}", value, one_line=False)):
+            problems.append(p)
+    return problems
 
 
 def _invisible_problem(span: Span, what: str, text: str, one_line: bool) -> Diagnostic | None:

@@ -65,6 +65,10 @@ def test_corpus_has_every_class():
                 "yaml-syntax-colon",
                 "yaml-syntax-indentation",
                 "yaml-syntax-quote",
+                "reserved-metadata-key",
+                "compatibility-too-long",
+                "empty-field",
+                "allowed-tools-ignored",
                 }
     assert required <= names
 

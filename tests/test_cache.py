@@ -159,7 +159,7 @@ def test_options_and_file_paths_are_in_the_key(tmp_path):
     assert len(entries(store)) == 2  # one slot per (file, options)
     skills_only = outcome(src, store, skills_only=True)
     assert skills_only == outcome(src, None, skills_only=True) != outcome(src, None)  # --skills-only: a miss too
-    assert b"metadata:" not in skills_only["files"]["alpha/SKILL.md"].split(b"\n---\n")[0]
+    assert b"\n  workflow: " not in skills_only["files"]["alpha/SKILL.md"].split(b"\n---\n")[0]
     assert len(entries(store)) == 3
     c = Cache(store, Options(("team",)))
     assert c.key("wf/a.yaml", b"x") != c.key("wf/b.yaml", b"x") != c.key("wf/b.yaml", b"y")

@@ -25,11 +25,13 @@ def test_skills_only_names_no_workflow_prompt(cli, tmp_path):
     run = cli("build", HELLO, "--skills-only", "--out", str(out))
     assert run.code == 0, run.err
     md = (out / "hello-world" / "SKILL.md").read_bytes()
-    assert parse_frontmatter(md) == {"name": "hello-world", "description": "Greet someone by name with the server's "
-                                                                            "greeter."}
+    fm = parse_frontmatter(md)
+    assert fm == {"name": "hello-world", "description": "Greet someone by name with the server's greeter.",
+                  "metadata": {"workflow-digest": fm["metadata"]["workflow-digest"]}}  # the stamp only
+    assert fm["metadata"]["workflow-digest"].startswith("sha256:")
     assert b"hello_world" not in md and b"prompt" not in md and b"Server-accelerated" not in md
     entry = json.loads((out / "skills.json").read_text("utf-8"))["skills"][0]
-    assert "metadata" not in entry["frontmatter"]
+    assert entry["frontmatter"] == fm
     # the default names it, and check compares with the same flag
     default = (ROOT / "generated_skills" / "hello-world" / "SKILL.md").read_bytes()
     assert b"metadata:\n  workflow: hello_world\n" in default and b"the MCP prompt `hello_world`" in default
@@ -175,4 +177,5 @@ def test_skills_only_builds_the_same_bytes_in_parallel(tmp_path):
     from projector.load import load_all
 
     assert compile_workflows(load_all(workflows), skills_only=True).files == serial.files
-    assert all(b"metadata" not in data for rel, data in serial.files.items() if rel.endswith("SKILL.md"))
+    assert all(list(parse_frontmatter(data)["metadata"]) == ["workflow-digest"]
+               for rel, data in serial.files.items() if rel.endswith("SKILL.md"))

@@ -14,7 +14,7 @@ from markdown_it import MarkdownIt
 from projector.builder import WorkflowBuilder, arg, const
 from projector.bundle import parse_frontmatter, split_frontmatter
 from projector.errors import LoadError
-from projector.render import inert, project
+from projector.render import inert, project, workflow_digest
 from projector.validate import _INVISIBLE
 
 MD = MarkdownIt("commonmark")
@@ -232,11 +232,12 @@ def test_frontmatter_reads_the_same_in_yaml_1_1_and_1_2_readers():
     texts, expected = [], []
     for brk, description in [(b, d.format(b)) for b in ("\u2028", "\u2029") for d in ("d{}## Fake step", "d{0}  x{0}")]:
         fake = FAKE.format(brk)
-        out = project(workflow(description=description, arg_description=fake, instruction=fake,
-                               guidance=fake)).files
+        wf = workflow(description=description, arg_description=fake, instruction=fake, guidance=fake)
+        out = project(wf).files
         fm_text, _ = split_frontmatter(out["SKILL.md"].decode("utf-8"))
         assert brk not in fm_text
-        want = {"name": "w", "description": description, "metadata": {"workflow": "w"}}
+        want = {"name": "w", "description": description,
+                "metadata": {"workflow": "w", "workflow-digest": workflow_digest(wf)}}
         assert yaml.load(fm_text, Loader=yaml.SafeLoader) == want == _yaml12(fm_text)
         assert make_entry("w", out)["frontmatter"] == want
         texts.append(fm_text)

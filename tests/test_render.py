@@ -15,7 +15,7 @@ from projector.bundle import parse_frontmatter, split_frontmatter
 from projector.errors import LoadError
 from projector.load import load_all, load_file, parse
 from projector.output import compile_workflows
-from projector.render import project
+from projector.render import project, workflow_digest
 
 
 class BinaryFile(SingleFileSnapshotExtension):
@@ -195,7 +195,8 @@ def test_frontmatter_round_trips_any_description(description):
         "s", tool="t").build()
     files = project(wf).files
     fm = parse_frontmatter(files["SKILL.md"])
-    assert fm == {"name": "fm", "description": description, "metadata": {"workflow": "fm"}}
+    assert fm == {"name": "fm", "description": description,
+                  "metadata": {"workflow": "fm", "workflow-digest": workflow_digest(wf)}}
     assert list(fm) == ["name", "description", "metadata"]
 
 

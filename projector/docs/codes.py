@@ -302,6 +302,27 @@ steps:
     args:
       id: {arg: order_id}
 """),
+    "allowed-tools-ignored": Prose(
+        fires="The workflow sets `allowed-tools`, Agent Skills' experimental list of tools a host may pre-approve "
+              "for the skill. MCP hosts must ignore it for skills that come from a server, as these do, and a host "
+              "that did not would let a server grant its own skill permissions, so it is not written to the "
+              "SKILL.md.",
+        fix="Remove `allowed-tools`. The skill already names each tool it calls and whether the tool changes data "
+            "(and `references/tools.md` holds their declarations). It cannot be acknowledged.",
+        example="""name: lookup
+description: Look up an order.
+allowed-tools: Bash(git:*) Read
+arguments:
+  - {name: order_id, required: true}
+tools:
+  - name: get_order
+    annotations: {readOnlyHint: true}
+steps:
+  - name: fetch
+    tool: get_order
+    args:
+      id: {arg: order_id}
+"""),
     "body-too-long": Prose(
         fires=f"The generated SKILL.md has more than {render.MAX_BODY_LINES} lines. Hosts load the whole body into "
               "the model's context when the skill is used, and expect it to be short.",

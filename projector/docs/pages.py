@@ -181,7 +181,10 @@ LAYOUT_PROSE: dict[str, str] = {
     "frontmatter": (
         "The YAML frontmatter: `name` is the skill's name (the workflow name, slugged: `refund_flow` becomes "
         "`refund-flow`), and it is also the last segment of the skill's path, as SEP-2640 requires. `description` is "
-        "the workflow's description. `metadata.workflow` names the MCP prompt that runs the same steps on the server. "
+        "the workflow's description. `metadata.workflow` names the MCP prompt that runs the same steps on the server, and "
+        "`metadata.workflow-digest` is the bundle's version stamp, the SHA-256 of the workflow's canonical JSON: it "
+        "changes exactly when the workflow does, so a host or a pin can tell what changed. A workflow's own "
+        "`license`, `compatibility` and `metadata` would come after the description, in that order. "
         "The frontmatter is dumped by a YAML library with a fixed key order, and `skills.json` carries it parsed back "
         "from these bytes, so a client can compare the two."),
     "title": (

@@ -164,6 +164,18 @@ note at the key (`errors-not-shown`) says how many. A YAML syntax error (`yaml-s
 causes: a tab in the indentation, an unclosed quote or bracket, an unquoted `: ` in a value, and a line indented
 other than the block it belongs to.
 
+The Agent Skills fields `license`, `compatibility` and `metadata` reach the SKILL.md frontmatter (and so the entry in
+`skills.json`) in the order name, description, license, compatibility, metadata. `compatibility` is 1 to 500
+characters (`compatibility-too-long`); `license` and `compatibility` may not be blank, nor a metadata key
+(`empty-field`); every metadata value is a string (`wrong-type`: quote `1.0` or `true`), and each of these values
+must read the same under YAML 1.1 and 1.2 (`ambiguous-scalar`: quote `yes` or `on`). The tool writes two metadata
+keys itself, which a workflow cannot set (`reserved-metadata-key`): `workflow`, the workflow prompt that runs the same
+steps (left out with `--skills-only`), and `workflow-digest`, the bundle's version stamp: `sha256:` and the SHA-256 of
+the workflow's canonical JSON (every value of the workflow, none of its positions, comments or key order), so it
+changes exactly when the workflow does, is the same on every machine, and a workflow built in Python gets one too. The
+workflow's own metadata keys follow, sorted. `allowed-tools` is accepted and not written, with the warning
+`allowed-tools-ignored`: it pre-approves tools, and MCP hosts must ignore it for skills that come from a server.
+
 A file is plain YAML holding JSON values. Refused, each at its place: anchors and aliases (`alias`), a tag that
 changes a value's type other than to a string, number, boolean or null, and any tag on a key or a collection
 (`yaml-tag`); NaN, infinity and integers over 4,300 digits (`bad-number`); nesting deeper than 100 levels
