@@ -49,7 +49,7 @@ def skill_dir_of(uri: str) -> tuple[str, ...]:
     """The folder of the skill at ``uri`` (``skill://a/b/name/SKILL.md``) as path segments relative to the output
     folder, or ``bad-output-path`` when the URI is not ``skill://`` or a segment is not a skill name. Needs nothing
     read: the CLI calls it before it loads a skill."""
-    from ..naming import NAME_RULE, SEGMENT_RULE
+    from ..naming import NAME_RULE, RESERVED, RESERVED_WORDS, SEGMENT_RULE
 
     m = SCHEME.match(uri)
     if m is None or m.group(1) != "skill" or not uri.endswith("/" + SKILL_FILE):
@@ -61,6 +61,8 @@ def skill_dir_of(uri: str) -> tuple[str, ...]:
     for i, seg in enumerate(parts):
         if seg.startswith("."):
             raise _refuse_folder(uri, seg, "a dot-name (hidden, or another tool's folder such as .git)")
+        if seg in RESERVED:
+            raise _refuse_folder(uri, seg, f"a Windows device name ({RESERVED_WORDS})")
         last = i == len(parts) - 1
         if not (NAME_RULE if last else SEGMENT_RULE).fullmatch(seg):
             raise _refuse_folder(uri, seg, "not a skill name (lowercase ASCII letters, digits and single hyphens"

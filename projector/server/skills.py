@@ -40,7 +40,7 @@ from mcp_types import INVALID_PARAMS, RequestParams
 
 from ..bounded import BadJSON, Unreadable, loads, read_regular
 from ..bundle import INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, parse_frontmatter
-from ..naming import NAME_RULE, SEGMENT_RULE
+from ..naming import NAME_RULE, RESERVED, RESERVED_WORDS, SEGMENT_RULE
 from ..errors import plural
 from .errors import ServeError, serve_error
 
@@ -259,6 +259,10 @@ def _load_skill(real_root: Path, entry: Any, where: str) -> Skill:
     path = uri[len(SCHEME):-len(suffix)]
     if not path or not all(SEGMENT_RULE.fullmatch(p) for p in path.split("/")):
         raise serve_error(where, "bad-entry", f"the skill path {path!r} in {uri} is not lowercase slug segments")
+    device = next((p for p in path.split("/") if p in RESERVED), None)
+    if device is not None:  # as build refuses it (reserved-name): a folder no Windows checkout can hold
+        raise serve_error(where, "bad-entry", f"the skill path {path!r} in {uri} holds {device!r}, a Windows device "
+                          f"name ({RESERVED_WORDS})")
     name = path.rsplit("/", 1)[-1]
     if not NAME_RULE.fullmatch(name):
         raise serve_error(where, "bad-entry", f"the skill name {name!r} breaks the Agent Skills name rule")

@@ -364,6 +364,8 @@ def test_a_file_in_the_way_is_a_conflict_too(cli, tmp_path):
     ("a" * 65, "a" * 65, "not a skill name (lowercase ASCII letters, digits and single hyphens, at most 64 "
                          "characters)"),
     (".hidden", ".hidden", "a dot-name (hidden, or another tool's folder such as .git)"),
+    ("con", "con", "a Windows device name (con, prn, aux, nul, com0-com9, lpt0-lpt9)"),
+    ("lpt9", "lpt9", "a Windows device name (con, prn, aux, nul, com0-com9, lpt0-lpt9)"),
     ("..", "%2e%2e", "not a skill name (lowercase ASCII letters, digits and single hyphens, at most 64 characters)"),
 ])
 def test_folder_names_must_pass_the_skill_name_rule(tmp_path, segment, uri_segment, why):

@@ -263,6 +263,15 @@ def test_nested_skill_paths_and_names(tmp_path):
     assert (d.code, d.message) == ("bad-entry", f"the skill name '{long}' breaks the Agent Skills name rule")
 
 
+@pytest.mark.parametrize("path, device", [("con", "con"), ("a/nul/demo", "nul"), ("com1", "com1")])
+def test_a_windows_device_name_in_a_skill_path_is_refused_as_build_refuses_it(tmp_path, path, device):
+    data = b"---\nname: demo\ndescription: d\n---\n"
+    root, entry = _one_file_tree(tmp_path, data, path="a/b/demo")
+    d = _refusal(root, {**entry, "uri": f"skill://{path}/SKILL.md"})
+    assert (d.code, d.message) == ("bad-entry", f"the skill path '{path}' in skill://{path}/SKILL.md holds "
+                                   f"'{device}', a Windows device name (con, prn, aux, nul, com0-com9, lpt0-lpt9)")
+
+
 def test_a_file_name_with_a_space(tmp_path):
     root, entry = _one_file_tree(tmp_path, b"---\nname: hello-world\ndescription: d\n---\n")
     (root / "hello-world" / "a b.md").write_bytes(b"x")
