@@ -16,10 +16,12 @@ from conftest import ROOT
 from projector import naming
 from projector.errors import ProjectorError
 from projector.load import parse
+from projector.validate import _INVISIBLE
 
 IDENT = st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True)
-TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=60).filter(
-    lambda s: s.strip() != "")
+# No control, format or invisible character: the validator refuses those (control-character, issue 17 item 13).
+TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Cf")), min_size=1, max_size=60).filter(
+    lambda s: s.strip() != "" and not _INVISIBLE.search(s))
 
 
 @st.composite
