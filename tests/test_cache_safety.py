@@ -665,3 +665,208 @@ def test_a_cache_with_an_open_folder_goes_to_workers(tmp_path, monkeypatch):
     plain = outcome(src, None)
     forbid_compiling(monkeypatch)
     assert outcome(src, src / CACHE_DIR, jobs=3) == plain
+
+
+# ------------------------------------------------------------------------------------------------ exact internals
+# (each pins a behaviour that the build tests above cannot see, because the cache turns every failure into a miss)
+
+def _head(payload: bytes) -> tuple[dict, bytes]:
+    n, _, rest = payload.partition(b"\n")
+    return json.loads(rest[:int(n)]), rest[int(n):]
+
+
+def _payload(head: dict, blobs: bytes) -> bytes:
+    text = json.dumps(head).encode()
+    return b"%d\n%s%s" % (len(text), text, blobs)
+
+
+def test_encode_writes_a_compact_ascii_header_and_decode_gives_back_every_field():
+    from projector.errors import Diagnostic, Span
+
+    d = Diagnostic(Span("wf/x.yaml", 2, 3), "error", "load", "bad \u00fc", None, None, {"k": "v"})
+    result = ("", Span("wf/x.yaml", 1, 1), "wf/x.yaml", None, [d])
+    data = cache_mod.encode(result)
+    head = (b'{"name":"","span":["wf/x.yaml",1,1],"source":"wf/x.yaml","diags":[{"span":["wf/x.yaml",2,3],'
+            b'"severity":"error","code":"load","message":"bad \\u00fc","hint":null,"acknowledged":null,'
+            b'"extra":{"k":"v"}}],"bundle":null}')
+    assert data == b"%d\n%s" % (len(head), head)
+    back = cache_mod.decode(data)
+    assert back == result and back[3] is None and back[4][0].extra == {"k": "v"}
+    with pytest.raises(ValueError, match=r"^trailing bytes in entry$"):
+        cache_mod.decode(data + b"x")
+
+
+def test_decode_keeps_empty_files_and_the_written_index_text():
+    head, blobs = _head(_payload_with())
+    head["bundle"]["files"].append(["references/empty.md", 0])
+    head["bundle"]["index_text"] = "the index as written"
+    bundle = cache_mod.decode(_payload(head, blobs))[3]
+    assert bundle.files["references/empty.md"] == b"" and bundle.index_text == "the index as written"
+    head["bundle"]["index_text"] = 5
+    with pytest.raises(TypeError, match=r"^index_text$"):
+        cache_mod.decode(_payload(head, blobs))
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("longer", "truncated entry"), ("negative", "truncated entry"), ("trailing", "trailing bytes in entry")])
+def test_decode_refuses_lengths_that_do_not_match_the_bytes(damage, message):
+    head, blobs = _head(_payload_with())
+    files = head["bundle"]["files"]
+    if damage == "longer":  # the last file claims one byte more than is there
+        files[-1][1] += 1
+    elif damage == "negative":
+        files[0][1] = -1
+    else:
+        blobs += b"x"
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        cache_mod.decode(_payload(head, blobs))
+
+
+def _dir_fd(path: Path) -> int:
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def test_folder_checks_name_what_they_refuse(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to("real")
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o777)
+    parent = _dir_fd(tmp_path)
+    try:
+        assert cache_mod._folder(parent, "missing", False) is None
+        with pytest.raises(cache_mod._Off, match=r"^link is not a folder$"):
+            cache_mod._folder(parent, "link", False)
+        with pytest.raises(cache_mod._Off, match=r"^open is another user's, or others can write it$"):
+            cache_mod._folder(parent, "open", False)
+        with pytest.raises(cache_mod._Off, match=r"^\.gitignore is not a regular file$"):
+            (tmp_path / ".gitignore").mkdir()
+            cache_mod._gitignore(parent)
+    finally:
+        os.close(parent)
+
+
+def test_an_exact_gitignore_is_left_as_it_is(tmp_path):
+    (tmp_path / ".gitignore").write_bytes(GITIGNORE)
+    ino = (tmp_path / ".gitignore").stat().st_ino
+    top = _dir_fd(tmp_path)
+    try:
+        cache_mod._gitignore(top)
+    finally:
+        os.close(top)
+    assert (tmp_path / ".gitignore").stat().st_ino == ino  # not rewritten (a rewrite is a new file, replaced in)
+
+
+def test_library_names_where_a_library_is_and_its_entry_files_size_and_mtime():
+    import importlib.util
+
+    origin = importlib.util.find_spec("jinja2").origin
+    st = os.stat(origin)
+    assert cache_mod._library("jinja2") == ["jinja2", origin, st.st_size, st.st_mtime_ns]
+    assert cache_mod._library("projector_no_such_library") == ["projector_no_such_library", None, None, None]
+
+
+def test_stats_lists_source_files_with_their_relative_paths_and_skips_pycache(tmp_path):
+    make_tree(tmp_path, {"a.py": "1", "sub/deeper/b.j2": "22", "__pycache__/c.py": "3", "sub/x.txt": "4"})
+    got = sorted(cache_mod._stats(tmp_path))
+    assert [(rel, size) for rel, size, _ in got] == [("a.py", 1), ("sub/deeper/b.j2", 2)]
+    assert got[0][2] == (tmp_path / "a.py").stat().st_mtime_ns
+
+
+def test_the_key_file_is_read_without_following_a_link_and_whole(tmp_path, monkeypatch):
+    (tmp_path / "secret").write_bytes(b"k" * cache_mod.KEY_SIZE)
+    (tmp_path / "secret").chmod(0o600)
+    (tmp_path / "cache-key").symlink_to("secret")
+    folder = _dir_fd(tmp_path)
+    try:
+        with pytest.raises(cache_mod._Off, match=r"^the cache key is not a private file of the right size$"):
+            cache_mod._read_key(folder)
+        (tmp_path / "cache-key").unlink()
+        (tmp_path / "secret").rename(tmp_path / "cache-key")
+        assert cache_mod._read_key(folder) == b"k" * cache_mod.KEY_SIZE
+        monkeypatch.setattr(cache_mod.bounded, "read_regular", lambda *a, **k: b"short")  # shrank after the stat
+        with pytest.raises(cache_mod._Off, match=r"^the cache key changed while it was read$"):
+            cache_mod._read_key(folder)
+    finally:
+        os.close(folder)
+
+
+def test_the_users_cache_home_is_made_private(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "fresh"))
+    assert cache_mod.user_key() is not None
+    assert stat.S_IMODE((tmp_path / "fresh").stat().st_mode) == 0o700
+
+
+def test_unlink_of_nothing_and_a_failed_replace_leave_no_temporary(tmp_path):
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "x").write_text("a folder that cannot be replaced by a file")
+    folder = _dir_fd(tmp_path)
+    try:
+        cache_mod._unlink(folder, "nothing-here")
+        with pytest.raises(OSError):
+            cache_mod._write_whole(folder, "target", b"x")
+    finally:
+        os.close(folder)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]
+
+
+def test_an_entry_goes_to_its_slot_under_entries(wf):
+    c = Cache(wf / CACHE_DIR, Options(()))
+    assert c.entries == wf / CACHE_DIR / "entries" and c.slot("wf/a.yaml") == c.entries / old_slot("wf/a.yaml")
+    r = output._compile_one(GOOD.format(name="alpha").encode(), "wf/a.yaml", Options(()))
+    c.put("wf/a.yaml", c.key("wf/a.yaml", b"x"), r)
+    assert c.slot("wf/a.yaml").is_file() and c.get("wf/a.yaml", c.key("wf/a.yaml", b"x")) == r
+
+
+def test_entries_under_a_uri_prefix_are_hits(wf):
+    options = Options(("team",))
+    c = Cache(wf / CACHE_DIR, options)
+    r = output._compile_one(GOOD.format(name="alpha").encode(), "wf/a.yaml", options)
+    assert r[3].path == "team/alpha"
+    c.put("wf/a.yaml", "k", r)
+    assert c.get("wf/a.yaml", "k") == r
+
+
+def test_an_entry_is_read_only_in_the_layout_it_was_written(wf):
+    """key, newline, checksum, newline, payload: the same bytes with other whitespace between are not an entry."""
+    c = Cache(wf / CACHE_DIR, Options(()))
+    r = output._compile_one(GOOD.format(name="alpha").encode(), "wf/a.yaml", Options(()))
+    c.put("wf/a.yaml", "k", r)
+    slot = c.slot("wf/a.yaml")
+    slot.write_bytes(slot.read_bytes().replace(b"\n", b" ", 1))
+    assert c.get("wf/a.yaml", "k") is None
+
+
+def test_a_cache_found_not_to_be_its_own_stays_off_for_the_run(tmp_path, wf):
+    r = output._compile_one(GOOD.format(name="alpha").encode(), "wf/a.yaml", Options(()))
+    (tmp_path / "elsewhere").mkdir()
+    (wf / CACHE_DIR).symlink_to(tmp_path / "elsewhere")
+    c = Cache(wf / CACHE_DIR, Options(()))
+    assert c.get("wf/a.yaml", "k") is None
+    (wf / CACHE_DIR).unlink()  # repaired during the run: still off until the next
+    c.put("wf/a.yaml", "k", r)
+    assert not (wf / CACHE_DIR).exists()
+    gone = Cache(tmp_path / "not-yet" / CACHE_DIR, Options(()))
+    gone.put("wf/a.yaml", "k", r)  # cannot be made: off for the run too
+    (tmp_path / "not-yet").mkdir()
+    gone.put("wf/a.yaml", "k", r)
+    assert list((tmp_path / "not-yet").iterdir()) == []
+
+
+def test_the_entries_folder_is_closed_with_its_cache(wf):
+    import gc
+
+    c = Cache(wf / CACHE_DIR, Options(()))
+    c.put("wf/a.yaml", "k", output._compile_one(GOOD.format(name="alpha").encode(), "wf/a.yaml", Options(())))
+    fd = c._fd
+    assert fd is not None and stat.S_ISDIR(os.fstat(fd).st_mode)
+    del c
+    gc.collect()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+
+
+def test_seal_without_a_key_refuses(monkeypatch):
+    monkeypatch.setattr(cache_mod, "user_key", lambda: None)
+    c = Cache(Path("/nonexistent"), Options(()))
+    with pytest.raises(cache_mod._Off, match=r"^no cache key$"):
+        c.seal("k", b"payload")

@@ -561,3 +561,42 @@ def test_the_wording_names_every_condition(conds, on_fail):
         assert words in body.split("## Server-accelerated alternative")[1]
     assert ("skip this step" in step2) is (on_fail == "skip")
     assert ("stop the procedure here" in step2) is (on_fail == "stop")
+
+
+# ------------------------------------------------------------------------------------ exact wording (mutation)
+
+@pytest.mark.parametrize("subject, op, value, words", [
+    (FromStep("elig", "ok"), "equals", True, "`elig.ok` is `true`"),
+    (FromArg("mode"), "not_equals", "no", 'the argument `mode` is not `"no"`'),
+    (FromArg("mode"), "in", ["a", 1], 'the argument `mode` is one of `"a"`, `1`'),
+    (FromArg("mode"), "not_in", ["a"], 'the argument `mode` is none of `"a"`'),
+    (FromArg("mode"), "in", [], "the argument `mode` is one of nothing"),
+    (FromArg("reason"), "exists", True, "the argument `reason` is given"),
+    (FromArg("reason"), "exists", False, "the argument `reason` is not given"),
+    (FromStep("r"), "exists", True, "`r` exists"),
+    (FromStep("r", "a.b"), "exists", False, "`r.a.b` does not exist"),
+])
+def test_statement_words_every_operator(subject, op, value, words):
+    assert conditions.statement(Condition(subject, op, value)) == words
+
+
+def test_requirement_of_an_empty_list():
+    assert conditions.requirement(Condition(FromArg("m"), "in", [])) == "one of nothing"
+    assert conditions.requirement(Condition(FromArg("m"), "not_in", [])) == "none of nothing"
+
+
+def test_literal_is_compact_sorted_json_with_unicode_kept():
+    assert conditions.literal({"b": [1, "é"], "a": None}) == '{"a": null, "b": [1, "é"]}'
+
+
+def test_a_value_seen_is_cut_after_max_seen_characters():
+    fits = "x" * (conditions.MAX_SEEN - 2)  # with its quotes, exactly MAX_SEEN characters
+    assert conditions._short(fits) == f'"{fits}"'
+    assert conditions._short(fits + "y") == f'"{fits}' + "…"
+    assert len(conditions._short(fits + "y")) == conditions.MAX_SEEN
+
+
+def test_an_unknown_operator_is_a_clear_error_and_missing_has_a_name():
+    with pytest.raises(ValueError, match=r"^unknown operator 'bigger'$"):
+        conditions.holds("bigger", 1, 1)
+    assert repr(conditions.MISSING) == "MISSING"

@@ -367,3 +367,62 @@ def test_a_special_file_names_itself_and_says_what_to_do(tmp_path):
         disk.replace_tree(out, lambda r: disk.Plan({"a.md": b"a"}))
     assert _diag(info) == (str(out / "pipe"), "io", "not a file, folder or symlink: it cannot be carried into the "
                            "new tree", "move it out of the output folder")
+
+
+# ------------------------------------------------------------------------------------------------ write_file (mutation)
+
+def test_write_file_replaces_by_default_and_makes_missing_folders(tmp_path):
+    target = tmp_path / "a" / "b" / "c" / "f.txt"
+    disk.write_file(target, b"one\n")
+    disk.write_file(target, b"two\n")  # not exclusive: the old file is replaced
+    assert target.read_bytes() == b"two\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["f.txt"]  # no temporary left
+
+
+def test_write_file_writes_through_a_temporary_of_eight_hex_digits(tmp_path, monkeypatch):
+    import re
+
+    seen = []
+    real = disk._write
+    monkeypatch.setattr(disk, "_write", lambda path, data: (seen.append(path), real(path, data))[1])
+    disk.write_file(tmp_path / "f.txt", b"x")
+    assert len(seen) == 1 and seen[0].parent == tmp_path and re.fullmatch(r"\.f\.txt\.[0-9a-f]{8}\.tmp", seen[0].name)
+
+
+def test_write_file_exclusive_names_the_file_it_refuses(tmp_path):
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"theirs")
+    with pytest.raises(FileExistsError) as info:
+        disk.write_file(target, b"ours", exclusive=True)
+    e = info.value
+    assert (e.errno, e.strerror, e.filename) == (errno.EEXIST, os.strerror(errno.EEXIST), str(target))
+    assert target.read_bytes() == b"theirs"
+
+
+def _no_links(monkeypatch, plant=None):
+    def refuse(src, dst, *a, **k):
+        if plant is not None:
+            plant(Path(dst))
+        raise OSError(errno.EPERM, "links are refused here")
+    monkeypatch.setattr(disk.os, "link", refuse)
+
+
+def test_write_file_exclusive_without_links_creates_the_file_with_mode_666_under_the_umask(tmp_path, monkeypatch):
+    _no_links(monkeypatch)
+    old = os.umask(0o022)
+    try:
+        disk.write_file(tmp_path / "f.txt", b"ours", exclusive=True)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "f.txt").read_bytes() == b"ours"
+    assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
+def test_write_file_exclusive_without_links_never_writes_into_a_file_that_appeared(tmp_path, monkeypatch):
+    """A file (or a link) that takes the name between the check and the create is refused, not written into."""
+    _no_links(monkeypatch, plant=lambda dst: dst.write_bytes(b"theirs"))
+    with pytest.raises(FileExistsError):
+        disk.write_file(tmp_path / "f.txt", b"ours", exclusive=True)
+    assert (tmp_path / "f.txt").read_bytes() == b"theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from projector.remote.errors import LockError
-from projector.remote.pins import Lock, changes, dumps_lock, manifest_digest, parse_lock, pin_entry, server_key
+from projector.remote.pins import (Lock, changes, dumps_lock, manifest_digest, parse_lock, pin_entry, read_lock,
+                                   server_key)
 from projector.remote.verify import FileRef, parse_entry
 from remote_fixtures import cli, SCHEME, Served, honest, serve, sha
 
@@ -44,6 +45,15 @@ def test_lock_round_trip_is_stable():
     assert doc["version"] == 1 and [s["uri"] for s in doc["skills"]] == sorted(e["uri"] for e in entries)
     assert list(doc["skills"][0]) == ["server", "uri", "manifest", "files"]
     assert dumps_lock(parse_lock(data)) == data
+
+
+def test_a_lock_named_through_a_symbolic_link_is_read(tmp_path):
+    """The user named the lock (``--lock``/``--locked``), so a link to a regular lock file is followed."""
+    pins = [pin_entry("srv", parse_entry(e)) for e in honest().entries]
+    data = dumps_lock(Lock().updated("srv", pins, replace_server=True))
+    (tmp_path / "real.lock").write_bytes(data)
+    (tmp_path / "skills.lock").symlink_to("real.lock")
+    assert dumps_lock(read_lock(tmp_path / "skills.lock")) == data
 
 
 @pytest.mark.parametrize("data, fragment", [

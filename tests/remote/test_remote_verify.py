@@ -621,3 +621,42 @@ def test_value_diff_follows_mappings_and_names_each_path():
     assert value_diff(1, 2) == [("", 1, 2)] and value_diff(1, 2, "p") == [("p", 1, 2)]
     assert value_diff({"a": 1}, [1]) == [("", {"a": 1}, [1])]
     assert value_diff({1: "a", "1": "b"}, {"1": "a"}) == [("", {1: "a", "1": "b"}, {"1": "a"})]  # clashing keys
+
+
+def test_clip_keeps_a_text_of_exactly_the_limit_and_cuts_one_more():
+    from projector.remote.verify import clip
+
+    assert clip("u" * 120) == "u" * 120 and clip("u" * 121) == "u" * 120 + "..."
+    assert clip("abcd", 4) == "abcd" and clip("abcde", 4) == "abcd..."
+
+
+@pytest.mark.parametrize("text, line, col", [
+    ("\u2028---", 1, 1),        # the very first character
+    ("\n\u2028", 2, 1),         # right after a line break at offset 0
+    ("a\n\nb\x85", 3, 2),
+])
+def test_refuse_line_breaks_counts_lines_and_columns_from_the_start(text, line, col):
+    from projector.remote.verify import YAML11_ONLY_BREAKS, refuse_line_breaks
+
+    with pytest.raises(VerificationError) as info:
+        refuse_line_breaks(text, len(text), "w")
+    ch = text.rstrip("-")[-1]
+    assert (info.value.code, info.value.where, info.value.message) == (
+        "frontmatter-ambiguous", "w",
+        f"SKILL.md frontmatter holds U+{ord(ch):04X} {YAML11_ONLY_BREAKS[ch]} at line {line}, column {col}")
+
+
+def test_refuse_line_breaks_looks_only_before_the_end():
+    from projector.remote.verify import refuse_line_breaks
+
+    refuse_line_breaks("ab\u2028", 2, "w")  # the break is past the frontmatter block: body text, not refused
+
+
+def test_check_name_of_an_entry_whose_root_has_no_slash():
+    from projector.remote.verify import check_name
+
+    e = entry([], uri="/SKILL.md", fm={"name": "demo", "description": "A demo"})
+    with pytest.raises(VerificationError) as info:
+        check_name(e)
+    assert (info.value.code, info.value.message) == (
+        "name-mismatch", "the entry's frontmatter name is string 'demo', but the last segment of its URI is string ''")
