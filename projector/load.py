@@ -11,12 +11,12 @@ import difflib
 import json
 import math
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from . import bounded
 from .errors import Diagnostic, LoadError, Span, error, plural, printable_quote
 from .conditions import literal
 from .model import Argument, Condition, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
@@ -918,28 +918,21 @@ def load_data(data: bytes, file: str, *, tools_from_server: bool = False) -> Wor
     return wf
 
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+# A workflow file larger than this is refused before it is read (a 40,000-step workflow is about 6 MB).
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
 
 
 def read_regular(path: Path, file: str) -> bytes:
-    """The bytes of ``path``, which must be a regular file: a FIFO would block forever and ``/dev/zero`` would never
-    end, so anything else is an ``io`` error. Opened without blocking, then checked on the open descriptor, so the
-    path cannot be swapped between the check and the read."""
+    """The bytes of ``path``, which must be a regular file of at most :data:`MAX_SOURCE_BYTES`: a FIFO would block
+    forever and ``/dev/zero`` would never end, so anything else is an ``io`` error. The read is
+    :func:`projector.bounded.read_regular`'s (non-blocking, checked on the open descriptor); the path itself may be a
+    link the user made, as any path named on the command line."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise LoadError(error(Span(file), "io", f"cannot read the file: {exc.strerror}")) from None
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-            raise LoadError(error(Span(file), "io", f"cannot read the file: it is {kind}, not a regular file",
-                                  "name workflow files (*.yaml) or folders that hold them"))
-        try:
-            return f.read()
-        except OSError as exc:
-            raise LoadError(error(Span(file), "io", f"cannot read the file: {exc.strerror}")) from None
+        return bounded.read_regular(path, MAX_SOURCE_BYTES, follow_links=True)
+    except bounded.Unreadable as exc:
+        hint = "name workflow files (*.yaml) or folders that hold them" if exc.reason.endswith(
+            "not a regular file") else None
+        raise LoadError(error(Span(file), "io", f"cannot read the file: {exc.reason}", hint)) from None
 
 
 WORKFLOW_SUFFIXES = (".yaml", ".yml")

@@ -265,3 +265,35 @@ def test_only_gate_and_tool_values_are_checked():
     wf, diags = parse(GATED.format(operand="'yes'", op="equals", const='"c"').replace(
         "Close an account when the approver says so.", "'no'"), "g.yaml")
     assert diags == []
+
+
+def test_a_workflow_file_over_the_source_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    """load.read_regular is bounded.read_regular's: the size is checked before any byte is read."""
+    from projector import load
+    from projector.errors import LoadError
+
+    p = tmp_path / "big.yaml"
+    p.write_bytes(b"x" * 11)
+    monkeypatch.setattr(load, "MAX_SOURCE_BYTES", 10)
+    with pytest.raises(LoadError) as info:
+        load.read_regular(p, "big.yaml")
+    (d,) = info.value.diagnostics
+    assert (str(d.span), d.code, d.message, d.hint) == (
+        "big.yaml", "io", "cannot read the file: it is 11 bytes, over the limit of 10", None)
+    monkeypatch.setattr(load, "MAX_SOURCE_BYTES", 11)
+    assert load.read_regular(p, "big.yaml") == b"x" * 11
+
+
+def test_a_fifo_named_as_a_workflow_is_an_io_error_with_the_hint(tmp_path):
+    import os
+
+    from projector import load
+    from projector.errors import LoadError
+
+    p = tmp_path / "w.yaml"
+    os.mkfifo(p)
+    with pytest.raises(LoadError) as info:
+        load.read_regular(p, "w.yaml")
+    (d,) = info.value.diagnostics
+    assert (d.code, d.message, d.hint) == ("io", "cannot read the file: it is a FIFO, not a regular file",
+                                           "name workflow files (*.yaml) or folders that hold them")
