@@ -320,9 +320,9 @@ def test_a_lock_with_another_reading_is_bad_lock():
     path = BAD / "bad-lock.frontmatter-yaml.lock.json"
     with pytest.raises(LockError) as info:
         read_lock(path)
-    assert (info.value.code, info.value.message) == \
-        ("bad-lock", "skills[0] (skill://hello-world/SKILL.md) has a 'frontmatter_yaml' that is neither \"1.2\" nor "
-                     "\"1.1\"")
+    assert (info.value.code, info.value.where, info.value.message) == \
+        ("bad-lock", str(path), "skills[0] (skill://hello-world/SKILL.md) has a 'frontmatter_yaml' that is neither "
+                                "\"1.2\" nor \"1.1\"")
 
 
 def test_pin_entry_and_compare_carry_the_reading():
@@ -335,8 +335,9 @@ def test_pin_entry_and_compare_carry_the_reading():
     compare(pin, e, "l.lock", frontmatter_yaml="1.1")
     with pytest.raises(LockError) as info:
         compare(pin, e, "l.lock", frontmatter_yaml="1.2")
-    assert (info.value.code, info.value.message, info.value.hint) == (
-        "lock-mismatch", "l.lock pins this skill with its frontmatter read as YAML 1.1, not as YAML 1.2",
+    assert (info.value.code, info.value.where, info.value.message, info.value.hint) == (
+        "lock-mismatch", "skill://demo/SKILL.md",
+        "l.lock pins this skill with its frontmatter read as YAML 1.1, not as YAML 1.2",
         "read it as the lock says (leave out --frontmatter-yaml), or pin it again after review: project-skill pin "
         "srv skill://demo/SKILL.md --lock l.lock --frontmatter-yaml 1.2")
     assert Pin("s", "u", "m", ()).frontmatter_yaml == "1.2"
