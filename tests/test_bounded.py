@@ -90,3 +90,52 @@ def test_a_syntax_error_has_its_position():
     with pytest.raises(bounded.BadJSON) as exc:
         bounded.loads('{\n  "a": }')
     assert (exc.value.line, exc.value.col) == (2, 8)
+
+
+def test_a_file_of_several_reads_comes_back_whole_and_no_more_than_limit_plus_one_bytes_are_read(tmp_path,
+                                                                                                   monkeypatch):
+    p = tmp_path / "big"
+    data = bytes(range(256)) * (10 * 1024 + 7)  # about 2.5 MiB: three reads of at most 1 MiB
+    p.write_bytes(data)
+    asked: list[int] = []
+    real_read = os.read
+
+    def counting_read(fd, n):
+        asked.append(n)
+        return real_read(fd, n)
+
+    monkeypatch.setattr(os, "read", counting_read)
+    assert bounded.read_regular(p, len(data)) == data
+    assert max(asked) == 1 << 20 and sum(asked) <= len(data) + 1 + (1 << 20)
+    asked.clear()
+    real_fstat = os.fstat
+
+    class Small:  # the file "grew" after fstat: the read itself stops at limit + 1 bytes
+        def __init__(self, st):
+            self.st_mode, self.st_size = st.st_mode, 0
+
+    monkeypatch.setattr(os, "fstat", lambda fd: Small(real_fstat(fd)))
+    with pytest.raises(bounded.Unreadable, match="grew past the limit of 10 bytes"):
+        bounded.read_regular(p, 10)
+    assert asked == [11]
+
+
+def test_a_link_named_relative_to_a_folder_descriptor_is_refused_as_a_link(tmp_path):
+    (tmp_path / "real").write_bytes(b"ok")
+    (tmp_path / "link").symlink_to("real")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(bounded.Unreadable) as info:
+            bounded.read_regular("link", 10, dir_fd=fd)
+        assert str(info.value) == "it is a symbolic link, which is not followed"
+        assert bounded.read_regular("real", 10, dir_fd=fd) == b"ok"
+    finally:
+        os.close(fd)
+
+
+def test_the_errors_keep_their_reason_and_position():
+    e = bounded.Unreadable("why")
+    assert (str(e), e.reason, e.args) == ("why", "why", ("why",))
+    j = bounded.BadJSON("bad", 3, 4)
+    assert (str(j), j.reason, j.line, j.col) == ("bad", "bad", 3, 4)
+    assert (bounded.BadJSON("x").line, bounded.BadJSON("x").col) == (0, 0)
