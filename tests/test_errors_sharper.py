@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from conftest import ROOT
-from projector import load
+from projector import positioned
 from projector.builder import WorkflowBuilder, arg, const
 from projector.errors import LoadError, format_text
 from projector.load import parse
@@ -37,8 +37,8 @@ def both_loaders(request, monkeypatch):
     """The hints come from the parser's problem text, which libyaml and PyYAML word differently: both are held to
     the same hint."""
     if request.param == "pure":
-        monkeypatch.setattr(load, "_Loader", load.loader_class(yaml.SafeLoader))
-    elif not load.HAVE_LIBYAML:  # pragma: no cover - depends on how PyYAML was built
+        monkeypatch.setattr(positioned, "_Loader", positioned.loader_class(yaml.SafeLoader))
+    elif not positioned.HAVE_LIBYAML:  # pragma: no cover - depends on how PyYAML was built
         pytest.skip("PyYAML without libyaml")
     return request.param
 

@@ -14,7 +14,8 @@ import pytest
 from conftest import ROOT, snapshot_tree
 from projector.builder import WorkflowBuilder, arg, const
 from projector.errors import LoadError, printable
-from projector.load import MAX_DEPTH, OutsideRoot, discover, load_all, parse
+from projector.load import OutsideRoot, discover, load_all, parse
+from projector.positioned import MAX_DEPTH
 from projector.output import compile_files
 from projector.naming import parse_prefix
 
@@ -109,12 +110,12 @@ def test_deep_values_from_the_builder_are_refused():
 def test_pure_python_yaml_gives_the_same_diagnostics(monkeypatch):
     import yaml
 
-    from projector import load
+    from projector import positioned
 
     cases = [BASE.replace("VALUE", v) for v in ("[" * 400 + "]" * 400, "[" * 1200 + "]" * 1200, "!!bool maybe",
                                                  "!evil {}", ".nan", "1" * 5000)]
     fast = [diags(c) for c in cases]
-    monkeypatch.setattr(load, "_Loader", load.loader_class(yaml.SafeLoader))
+    monkeypatch.setattr(positioned, "_Loader", positioned.loader_class(yaml.SafeLoader))
     assert [diags(c) for c in cases] == fast
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import yaml
 
-from projector import load, yaml12
+from projector import positioned, yaml12
 from projector.load import parse
 
 # The first round's alias bomb: ten lines, over five million nodes once expanded.
@@ -25,7 +25,7 @@ def test_the_bomb_is_ten_lines_of_nested_aliases():
 
 def test_the_alias_bomb_is_refused_visiting_each_node_once(monkeypatch):
     calls = 0
-    real = load._Reader._convert
+    real = positioned.Reader._convert
 
     def counting(self, *args, **kwargs):
         nonlocal calls
@@ -34,7 +34,7 @@ def test_the_alias_bomb_is_refused_visiting_each_node_once(monkeypatch):
             raise AssertionError("the loader walks the expanded aliases")
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(load._Reader, "_convert", counting)
+    monkeypatch.setattr(positioned.Reader, "_convert", counting)
     tracemalloc.start()
     try:
         wf, diags = parse(BOMB, "bomb.yaml")

@@ -173,33 +173,33 @@ def test_loader_never_raises_anything_but_its_own_error(data):
 @settings(max_examples=150, deadline=None)
 @given(workflows())
 def test_random_valid_workflows_load_cleanly_with_both_parsers(wf):
-    from projector import load
+    from projector import positioned
 
     text = yaml.safe_dump(wf, sort_keys=False, allow_unicode=True).encode()
     fast, fast_diags = parse(text, "w.yaml")
     assert fast is not None and not [d for d in fast_diags if d.severity == "error"], fast_diags
-    if load.HAVE_LIBYAML:
-        saved = load._Loader
+    if positioned.HAVE_LIBYAML:
+        saved = positioned._Loader
         try:
-            load._Loader = load.loader_class(yaml.SafeLoader)
+            positioned._Loader = positioned.loader_class(yaml.SafeLoader)
             slow, slow_diags = parse(text, "w.yaml")
         finally:
-            load._Loader = saved
+            positioned._Loader = saved
         assert slow == fast and slow_diags == fast_diags
 
 
 def test_examples_load_identically_with_both_parsers():
-    from projector import load
+    from projector import positioned
 
-    assert load.HAVE_LIBYAML, "PyYAML was built without libyaml here; the C path is untested"
+    assert positioned.HAVE_LIBYAML, "PyYAML was built without libyaml here; the C path is untested"
     for path in sorted((ROOT / "workflows").glob("*.yaml")) + sorted((ROOT / "tests" / "bad_inputs").rglob("*.yaml")):
         data = path.read_bytes()
         fast = parse(data, path.name)
-        saved = load._Loader
+        saved = positioned._Loader
         try:
-            load._Loader = load.loader_class(yaml.SafeLoader)
+            positioned._Loader = positioned.loader_class(yaml.SafeLoader)
             slow = parse(data, path.name)
         finally:
-            load._Loader = saved
+            positioned._Loader = saved
         assert fast[0] == slow[0], path
         assert [(d.code, d.span) for d in fast[1]] == [(d.code, d.span) for d in slow[1]], path

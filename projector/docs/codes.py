@@ -14,12 +14,12 @@ import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import bundle, gates, load, output, render, validate
+from .. import bundle, gates, load, output, positioned, render, shape, validate
 from ..builder import WorkflowBuilder, arg
 from ..errors import Diagnostic, format_text
 from .pages import DocsError
 
-CORE_MODULES = (gates, render, bundle, output, validate, load)
+CORE_MODULES = (gates, render, bundle, output, validate, load, positioned, shape)
 
 
 def literal_codes() -> dict[str, str]:
