@@ -263,45 +263,55 @@ class Reader:
                 return Y(None, self.file, mark)
             seen.add(id(node))  # one set for the document: every node of the text is converted at most once
         if isinstance(node, yaml.MappingNode):
-            out: dict[str, Y] = {}
-            key_marks: dict[str, Any] = {}
-            odd_keys: dict[str, tuple[str, Any]] | None = None
-            for knode, vnode in node.value:
-                if knode.tag == "tag:yaml.org,2002:merge":
-                    self.diags.append(error(self.span(knode.start_mark), "alias",
-                                            "YAML merge keys (<<) are not allowed", "write the keys out in full"))
-                    continue
-                if self.tagged and (problem := self._tag_problem(knode, loader)):
-                    self.diags.append(error(self.span(knode.start_mark), "yaml-tag", f"a key: {problem}",
-                                            "remove the tag"))
-                    continue
-                if isinstance(knode, yaml.ScalarNode):
-                    ok, key = self._scalar_value(knode, loader)
-                    if not ok:
-                        continue
-                else:
-                    key = None
-                if not isinstance(key, str):
-                    self.diags.append(error(self.span(knode.start_mark), "wrong-type",
-                                            f"a key must be a string, not {type_name(key)}", "quote the key"))
-                    continue
-                if key in out:
-                    first = self.span(key_marks[key])
-                    self.diags.append(error(self.span(knode.start_mark), "duplicate-key",
-                                            f"duplicate key '{key}' (first defined at line {first.line}, column "
-                                            f"{first.col})", "remove one of the two"))
-                    continue
-                out[key] = self._convert(vnode, loader, seen, depth + 1)
-                key_marks[key] = knode.start_mark
-                if odd := self._odd(knode, key):
-                    odd_keys = odd_keys or {}
-                    odd_keys[key] = odd
-            return Y(out, self.file, mark, key_marks, odd_keys)
+            return self._mapping(node, loader, seen, depth)
         if isinstance(node, yaml.SequenceNode):
             return Y([self._convert(n, loader, seen, depth + 1) for n in node.value], self.file, mark)
         ok, value = self._scalar_value(node, loader)
         return Y(value, self.file, mark, odd=self._odd(node, value) if ok else None)
 
+
+    def _mapping(self, node: yaml.MappingNode, loader: Any, seen: set[int] | None, depth: int) -> Y:
+        out: dict[str, Y] = {}
+        key_marks: dict[str, Any] = {}
+        odd_keys: dict[str, tuple[str, Any]] | None = None
+        for knode, vnode in node.value:
+            key = self._key(knode, loader, key_marks)
+            if key is None:
+                continue
+            out[key] = self._convert(vnode, loader, seen, depth + 1)
+            key_marks[key] = knode.start_mark
+            if odd := self._odd(knode, key):
+                odd_keys = odd_keys or {}
+                odd_keys[key] = odd
+        return Y(out, self.file, node.start_mark, key_marks, odd_keys)
+
+    def _key(self, knode: yaml.Node, loader: Any, key_marks: dict[str, Any]) -> str | None:
+        """A mapping key's text, or None when the key is refused (a merge key, a tag, not a string, a duplicate of
+        a key in ``key_marks``), with the diagnostic already reported."""
+        if knode.tag == "tag:yaml.org,2002:merge":
+            self.diags.append(error(self.span(knode.start_mark), "alias",
+                                    "YAML merge keys (<<) are not allowed", "write the keys out in full"))
+            return None
+        if self.tagged and (problem := self._tag_problem(knode, loader)):
+            self.diags.append(error(self.span(knode.start_mark), "yaml-tag", f"a key: {problem}", "remove the tag"))
+            return None
+        if isinstance(knode, yaml.ScalarNode):
+            ok, key = self._scalar_value(knode, loader)
+            if not ok:
+                return None
+        else:
+            key = None
+        if not isinstance(key, str):
+            self.diags.append(error(self.span(knode.start_mark), "wrong-type",
+                                    f"a key must be a string, not {type_name(key)}", "quote the key"))
+            return None
+        if key in key_marks:
+            first = self.span(key_marks[key])
+            self.diags.append(error(self.span(knode.start_mark), "duplicate-key",
+                                    f"duplicate key '{key}' (first defined at line {first.line}, column "
+                                    f"{first.col})", "remove one of the two"))
+            return None
+        return key
 
 # What the parsers say (libyaml and PyYAML word it differently) when a line is not where its block expects it.
 _BLOCK_PROBLEMS = ("expected <block end>", "did not find expected key", "did not find expected '-' indicator")
