@@ -36,7 +36,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import Diagnostic, Span, error
@@ -248,70 +248,88 @@ def _check_arguments(wf: Workflow, step: Step, tool: Tool, broken: set[str]) -> 
     schema = tool.input_schema
     if not isinstance(schema, dict):
         return []
-    out: list[Diagnostic] = []
-    what = _label(wf, step)
     props = _properties(schema)
-    given = step.args_dict
+    meant = _misspelled(step, schema, props, step.args_dict)
     keys = dict(step.arg_spans)
-    meant = _misspelled(step, schema, props, given)
+    out: list[Diagnostic] = []
     consts: dict[str, Any] = {}
     for name, src in step.args:
-        where = _at(src.span, step, wf)
         if _unknown(schema, props, name):
             at = _at(keys.get(name, src.span), step, wf)  # the key is what is wrong, not its value
-            if name in meant:
-                out.append(error(at, "unknown-parameter",
-                                 f"{what} passes '{name}', which is not a parameter of the tool '{tool.name}'; the "
-                                 f"tool requires '{meant[name]}', which is not given",
-                                 f"did you mean '{meant[name]}'?"))
-            else:
-                out.append(error(at, "unknown-parameter",
-                                 f"{what} passes '{name}', which is not a parameter of the tool '{tool.name}'",
-                                 _suggest(name, props) or f"its parameters: {', '.join(sorted(props))}"))
-            continue
-        prop = props.get(name)
-        if isinstance(src, Const) and not src.placeholders:
+            out.append(_unknown_parameter(wf, step, tool, name, at, meant.get(name), props))
+        elif isinstance(src, Const) and not src.placeholders:
             consts[name] = src.value
-            continue
-        if isinstance(src, FromStep):
-            continue  # a result's type is known only when the step has run
-        kinds = _types(prop)
-        if isinstance(src, Const):  # a string with {placeholders}: its text is known only at run time
-            gives = {"string"}
-        else:
-            a = wf.argument(src.name)
-            gives = ARG_JSON_TYPES.get((a.type if a else None) or "string", {"string"})
-        if kinds is not None and not gives & kinds:
-            if isinstance(src, Const):
-                hint = "a text with {placeholders} is a string; pass the input itself instead ({arg: NAME})"
-            else:
-                fits = [t for t in ("string", "integer", "number", "boolean") if ARG_JSON_TYPES[t] & kinds]
-                hint = (f"declare the argument with type: {fits[0]}" if fits else
-                        f"a prompt argument cannot carry {_type_words(kinds)}; pass a step result or a constant")
-            out.append(error(where, "parameter-type",
-                             f"{what} passes {_describe(wf, src)} as '{name}', but the tool '{tool.name}' takes "
-                             f"{_type_words(kinds)} there", hint))
+        elif not isinstance(src, FromStep):  # a result's type is known only when the step has run
+            out.extend(_kind_problem(wf, step, tool, name, src, props.get(name)))
     if consts:
-        found = _const_errors(schema, consts)
-        if isinstance(found, str):
-            if tool.name not in broken:
-                broken.add(tool.name)
-                out.append(error(_at(tool.span, step, wf), "bad-input-schema",
-                                 f"the input schema of the tool '{tool.name}' is not a valid JSON Schema: {found}",
-                                 "fix the schema where the tool is declared (the file, or the server)"))
-        else:
-            for name, message in found.items():
-                src = given[name]
-                out.append(error(_at(src.span, step, wf), "parameter-type",
-                                 f"{what} passes {_describe(wf, src)} as '{name}', which the tool '{tool.name}' "
-                                 f"does not accept: {message}",
-                                 "give a constant that the parameter's schema accepts (quotes make a string)"))
-    for name in schema.get("required") or ():
-        if isinstance(name, str) and name not in given and name not in meant.values():
-            out.append(error(_at(step.span, step, wf), "missing-parameter",
-                             f"{what} does not give '{name}', which the tool '{tool.name}' requires",
-                             f"add it under args: {name}: {{arg: ...}}, {{step: ...}} or {{const: ...}}"))
+        out.extend(_constant_problems(wf, step, tool, consts, broken))
+    out.extend(_missing_parameters(wf, step, tool, schema, meant))
     return out
+
+
+def _unknown_parameter(wf: Workflow, step: Step, tool: Tool, name: str, at: Span, meant: str | None,
+                       props: dict[str, Any]) -> Diagnostic:
+    """``unknown-parameter`` at the key; when it misspells a required parameter not given, it names that one."""
+    what = _label(wf, step)
+    if meant is not None:
+        return error(at, "unknown-parameter", f"{what} passes '{name}', which is not a parameter of the tool "
+                     f"'{tool.name}'; the tool requires '{meant}', which is not given", f"did you mean '{meant}'?")
+    return error(at, "unknown-parameter", f"{what} passes '{name}', which is not a parameter of the tool "
+                 f"'{tool.name}'", _suggest(name, props) or f"its parameters: {', '.join(sorted(props))}")
+
+
+def _kind_problem(wf: Workflow, step: Step, tool: Tool, name: str, src: FromArg | Const, prop: Any
+                  ) -> list[Diagnostic]:
+    """``parameter-type`` when a prompt argument's declared type, or a text with placeholders (a string), is not a
+    type the parameter takes."""
+    kinds = _types(prop)
+    if isinstance(src, Const):  # a string with {placeholders}: its text is known only at run time
+        gives = {"string"}
+    else:
+        a = wf.argument(src.name)
+        gives = ARG_JSON_TYPES.get((a.type if a else None) or "string", {"string"})
+    if kinds is None or gives & kinds:
+        return []
+    if isinstance(src, Const):
+        hint = "a text with {placeholders} is a string; pass the input itself instead ({arg: NAME})"
+    else:
+        fits = [t for t in ("string", "integer", "number", "boolean") if ARG_JSON_TYPES[t] & kinds]
+        hint = (f"declare the argument with type: {fits[0]}" if fits else
+                f"a prompt argument cannot carry {_type_words(kinds)}; pass a step result or a constant")
+    return [error(_at(src.span, step, wf), "parameter-type",
+                  f"{_label(wf, step)} passes {_describe(wf, src)} as '{name}', but the tool '{tool.name}' takes "
+                  f"{_type_words(kinds)} there", hint)]
+
+
+def _constant_problems(wf: Workflow, step: Step, tool: Tool, consts: dict[str, Any], broken: set[str]
+                       ) -> list[Diagnostic]:
+    """The constants of one step against the tool's input schema: ``parameter-type`` for each one it refuses, or
+    ``bad-input-schema`` once per tool (``broken``) when the schema itself cannot be used."""
+    assert isinstance(tool.input_schema, dict)
+    found = _const_errors(tool.input_schema, consts)
+    if isinstance(found, str):
+        if tool.name in broken:
+            return []
+        broken.add(tool.name)
+        return [error(_at(tool.span, step, wf), "bad-input-schema",
+                      f"the input schema of the tool '{tool.name}' is not a valid JSON Schema: {found}",
+                      "fix the schema where the tool is declared (the file, or the server)")]
+    given = step.args_dict
+    return [error(_at(given[name].span, step, wf), "parameter-type",
+                  f"{_label(wf, step)} passes {_describe(wf, given[name])} as '{name}', which the tool "
+                  f"'{tool.name}' does not accept: {message}",
+                  "give a constant that the parameter's schema accepts (quotes make a string)")
+            for name, message in found.items()]
+
+
+def _missing_parameters(wf: Workflow, step: Step, tool: Tool, schema: dict[str, Any], meant: dict[str, str]
+                        ) -> list[Diagnostic]:
+    given = step.args_dict
+    return [error(_at(step.span, step, wf), "missing-parameter",
+                  f"{_label(wf, step)} does not give '{name}', which the tool '{tool.name}' requires",
+                  f"add it under args: {name}: {{arg: ...}}, {{step: ...}} or {{const: ...}}")
+            for name in schema.get("required") or ()
+            if isinstance(name, str) and name not in given and name not in meant.values()]
 
 
 # ------------------------------------------------------------------------------------------------ output schemas
@@ -504,6 +522,20 @@ def check_steps(wf: Workflow, tools: Mapping[str, Tool] | None = None) -> list[D
     return out
 
 
+def unknown_tool(step: Step, known: Collection[str], *, what: str, at: Span, lacks: str, suggest: bool = True,
+                 then: Sequence[str | None] = ()) -> Diagnostic | None:
+    """``unknown-tool``, the one rule that a step calls only a tool there is: ``known`` are the tools, the
+    workflow's own (:func:`projector.validate.validate`), a server's (:func:`check_workflows`) or those of
+    ``--tools-from`` (:func:`projector.remote.tools.merge_tools`). Each caller says only how the step is named
+    (``what``, at ``at``), what the owner of the tools ``lacks`` and its hints (``then``, after the did-you-mean
+    when ``suggest``)."""
+    if step.tool is None or step.tool in known:
+        return None
+    close = _suggest(step.tool, known) if suggest else None
+    return error(at, "unknown-tool", f"{what} calls the tool '{step.tool}', which {lacks}",
+                 "; ".join(p for p in (close, *then) if p))
+
+
 def check_workflows(workflows: Sequence[Workflow], tools: Mapping[str, Any], *, owner: str = "the server",
                     hint: str = "") -> list[Diagnostic]:
     """Every way the steps of ``workflows`` do not fit ``tools`` (name -> a :class:`Tool`, an ``mcp_types.Tool``
@@ -513,12 +545,9 @@ def check_workflows(workflows: Sequence[Workflow], tools: Mapping[str, Any], *, 
     known = ", ".join(sorted(table)) or "none"
     out: list[Diagnostic] = []
     for wf in workflows:
-        for step in wf.steps:
-            if step.tool is not None and step.tool not in table:
-                close = _suggest(step.tool, table)
-                out.append(error(_at(step.span, step, wf), "unknown-tool",
-                                 f"{_label(wf, step)} calls the tool '{step.tool}', which {owner} does not have",
-                                 "; ".join(p for p in (close, hint, f"{owner}'s tools: {known}") if p)))
+        out.extend(d for step in wf.steps if (d := unknown_tool(
+            step, table, what=_label(wf, step), at=_at(step.span, step, wf), lacks=f"{owner} does not have",
+            then=(hint, f"{owner}'s tools: {known}"))))
         out.extend(check_steps(wf, table))
     return sorted(out, key=Diagnostic.sort_key)
 

@@ -126,7 +126,7 @@ def cases(draw) -> tuple[list[tuple[str, str, list[str], str, Any]], dict, dict]
         seen = _ref_lookup(kind, name, path, args, results)
         near = _twins(seen) if seen is not _ABSENT else [None]
         value = st.one_of(JSON, st.sampled_from(near))
-        op = draw(st.sampled_from(conditions.OPERATORS))
+        op = draw(st.sampled_from(tuple(conditions.OPERATORS)))
         if op == "exists":
             operand = draw(st.booleans())
         elif op in ("in", "not_in"):
@@ -529,7 +529,7 @@ OPERANDS = st.one_of(st.booleans(), st.integers(-5, 5), st.sampled_from(["shippe
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(SUBJECTS, st.sampled_from(conditions.OPERATORS), OPERANDS,
+@given(st.lists(st.tuples(SUBJECTS, st.sampled_from(tuple(conditions.OPERATORS)), OPERANDS,
                           st.lists(OPERANDS, min_size=1, max_size=3)), min_size=1, max_size=4),
        st.sampled_from(["stop", "skip"]))
 def test_the_wording_names_every_condition(conds, on_fail):

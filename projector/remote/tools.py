@@ -46,7 +46,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import bounded, jsontext
 from ..errors import Diagnostic, LoadError, Span
-from ..fit import check_steps, from_listing, from_wire
+from ..fit import check_steps, from_listing, from_wire, unknown_tool
 from ..model import Tool, Workflow
 from ..validate import tool_problems
 from .verify import describe_value, value_diff
@@ -385,13 +385,10 @@ def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], source: str |
     result: list[Workflow] = []
     known = ", ".join(sorted(tools)) or "none"
     for wf in workflows:
-        for step in wf.steps:
-            if step.tool is not None and step.tool not in tools:
-                errors.append(Diagnostic(_where(step.span, wf), "error", "unknown-tool",
-                                         f"step '{step.name}' calls the tool '{step.tool}', which {source.words} "
-                                         f"does not have", f"{source.words}'s tools: {known}"
-                                         + (f"; if the server has it now, refresh the snapshot: {source.refresh}"
-                                            if source.snapshot else "")))
+        refresh = f"if the server has it now, refresh the snapshot: {source.refresh}" if source.snapshot else None
+        errors.extend(d for step in wf.steps if (d := unknown_tool(
+            step, tools, what=f"step '{step.name}'", at=_where(step.span, wf), lacks=f"{source.words} does not have",
+            suggest=False, then=(f"{source.words}'s tools: {known}", refresh))))
         new_tools = []
         for ft in wf.tools:
             st = tools.get(ft.name)
