@@ -28,6 +28,10 @@ the step and ``--strict`` fails on it). It rests on the tools the workflow ends 
 And for a server about to serve skills, :func:`check_prompts`: a skill whose SKILL.md names a workflow prompt
 (``metadata.workflow``) that the server does not offer is ``missing-workflow-prompt``.
 
+And :func:`unknown_tool`, the one ``unknown-tool`` rule (a step calls a tool its tools do not have), for the
+workflow's own tools (:mod:`projector.validate`), a server's (:func:`check_workflows`) and ``--tools-from``'s.
+What a JSON Schema says (its properties, types, field paths) is read by :mod:`projector.toolschema`.
+
 Every problem comes back at once, as data. Nothing here imports ``mcp``.
 """
 
@@ -39,13 +43,13 @@ import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from .errors import Diagnostic, Span, error
+from .errors import Diagnostic, Span, error, suggest
 from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
+from .toolschema import field_problem, json_types, open_to, properties, type_words, wraps_result
 
-# A prompt argument's declared type -> the JSON types its value can have.
 # A field path: names and list indexes joined by single dots (items.0.sku).
 FIELD_PATH = re.compile(r"^[^.]+(\.[^.]+)*$")
-
+# A prompt argument's declared type -> the JSON types its value can have.
 ARG_JSON_TYPES = {"string": {"string"}, "integer": {"integer"}, "number": {"number", "integer"},
                   "boolean": {"boolean"}}
 
@@ -89,60 +93,6 @@ def _at(span: Span, step: Step, wf: Workflow) -> Span:
     if span.line:
         return span
     return step.span if step.span.line else Span(wf.source)
-
-
-def _suggest(word: str, options: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else None
-
-
-def _properties(schema: Any) -> dict[str, Any]:
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    return props if isinstance(props, dict) else {}
-
-
-def _open_to(schema: dict[str, Any], name: str) -> bool:
-    """Whether an object schema with declared ``properties`` also accepts the name ``name``."""
-    extra = schema.get("additionalProperties")
-    if extra is True or isinstance(extra, dict) and extra != {"not": {}}:
-        return True
-    patterns = schema.get("patternProperties")
-    if isinstance(patterns, dict):
-        for rx in patterns:
-            try:
-                if re.search(rx, name):
-                    return True
-            except re.error:
-                return True  # a pattern Python cannot read: do not guess
-    return False
-
-
-def _types(schema: Any) -> set[str] | None:
-    """The JSON types a schema admits, or None when it does not say (no ``type``, or a branch without one)."""
-    if not isinstance(schema, dict):
-        return None
-    if "type" in schema:
-        declared = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        kinds = {t for t in declared if isinstance(t, str)}
-        if "number" in kinds:
-            kinds.add("integer")
-        return kinds
-    for key in ("anyOf", "oneOf"):
-        branches = schema.get(key)
-        if isinstance(branches, list) and branches:
-            out: set[str] = set()
-            for b in branches:
-                kinds = _types(b)
-                if kinds is None:
-                    return None
-                out |= kinds
-            return out
-    return None
-
-
-def _type_words(kinds: set[str]) -> str:
-    shown = sorted(kinds - {"integer"} if "number" in kinds else kinds)
-    return " or ".join(shown)
 
 
 def _json_type(value: Any) -> str:
@@ -223,7 +173,7 @@ def _describe(wf: Workflow, src: Source) -> str:
 
 def _unknown(schema: dict[str, Any], props: dict[str, Any], name: str) -> bool:
     """Whether ``name`` is not a parameter of an input schema with declared ``properties`` that allows no others."""
-    return bool(props) and name not in props and not _open_to(schema, name)
+    return bool(props) and name not in props and not open_to(schema, name)
 
 
 def _misspelled(step: Step, schema: dict[str, Any], props: dict[str, Any], given: dict[str, Source]
@@ -248,7 +198,7 @@ def _check_arguments(wf: Workflow, step: Step, tool: Tool, broken: set[str]) -> 
     schema = tool.input_schema
     if not isinstance(schema, dict):
         return []
-    props = _properties(schema)
+    props = properties(schema)
     meant = _misspelled(step, schema, props, step.args_dict)
     keys = dict(step.arg_spans)
     out: list[Diagnostic] = []
@@ -275,14 +225,14 @@ def _unknown_parameter(wf: Workflow, step: Step, tool: Tool, name: str, at: Span
         return error(at, "unknown-parameter", f"{what} passes '{name}', which is not a parameter of the tool "
                      f"'{tool.name}'; the tool requires '{meant}', which is not given", f"did you mean '{meant}'?")
     return error(at, "unknown-parameter", f"{what} passes '{name}', which is not a parameter of the tool "
-                 f"'{tool.name}'", _suggest(name, props) or f"its parameters: {', '.join(sorted(props))}")
+                 f"'{tool.name}'", suggest(name, props) or f"its parameters: {', '.join(sorted(props))}")
 
 
 def _kind_problem(wf: Workflow, step: Step, tool: Tool, name: str, src: FromArg | Const, prop: Any
                   ) -> list[Diagnostic]:
     """``parameter-type`` when a prompt argument's declared type, or a text with placeholders (a string), is not a
     type the parameter takes."""
-    kinds = _types(prop)
+    kinds = json_types(prop)
     if isinstance(src, Const):  # a string with {placeholders}: its text is known only at run time
         gives = {"string"}
     else:
@@ -295,10 +245,10 @@ def _kind_problem(wf: Workflow, step: Step, tool: Tool, name: str, src: FromArg 
     else:
         fits = [t for t in ("string", "integer", "number", "boolean") if ARG_JSON_TYPES[t] & kinds]
         hint = (f"declare the argument with type: {fits[0]}" if fits else
-                f"a prompt argument cannot carry {_type_words(kinds)}; pass a step result or a constant")
+                f"a prompt argument cannot carry {type_words(kinds)}; pass a step result or a constant")
     return [error(_at(src.span, step, wf), "parameter-type",
                   f"{_label(wf, step)} passes {_describe(wf, src)} as '{name}', but the tool '{tool.name}' takes "
-                  f"{_type_words(kinds)} there", hint)]
+                  f"{type_words(kinds)} there", hint)]
 
 
 def _constant_problems(wf: Workflow, step: Step, tool: Tool, consts: dict[str, Any], broken: set[str]
@@ -333,84 +283,6 @@ def _missing_parameters(wf: Workflow, step: Step, tool: Tool, schema: dict[str, 
 
 
 # ------------------------------------------------------------------------------------------------ output schemas
-
-_MAX_REFS = 64
-
-
-def _deref(schema: Any, root: Any, budget: list[int]) -> Any:
-    """Follow local ``$ref``s (``#/...``); anything else, or a cycle, gives None (unknown)."""
-    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
-        ref = schema["$ref"]
-        budget[0] -= 1
-        if budget[0] < 0 or not ref.startswith("#"):
-            return None
-        node: Any = root
-        for part in [p for p in ref[1:].split("/") if p]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return None
-        schema = node
-    return schema
-
-
-def field_problem(schema: Any, path: Sequence[str | int], root: Any = None, budget: list[int] | None = None
-                  ) -> str | None:
-    """Why ``path`` is not in ``schema`` (a message), or None when it is, or when the schema does not say."""
-    root = schema if root is None else root
-    budget = [_MAX_REFS] if budget is None else budget
-    done: list[str | int] = []
-    for i, part in enumerate(path):
-        schema = _deref(schema, root, budget)
-        if not isinstance(schema, dict):
-            return None
-        for key in ("anyOf", "oneOf", "allOf"):
-            branches = schema.get(key)
-            if isinstance(branches, list) and branches and not _properties(schema) and "items" not in schema:
-                problems = [field_problem(b, path[i:], root, budget) for b in branches]
-                if any(p is None for p in problems):
-                    return None
-                return problems[0]
-        where = f"'{'.'.join(map(str, done))}'" if done else "the result"
-        kinds = _types(schema)
-        if isinstance(part, int) and ("prefixItems" in schema or "items" in schema
-                                      or kinds is not None and "array" in kinds):
-            prefix = schema.get("prefixItems")
-            if isinstance(prefix, list) and part < len(prefix):
-                schema = prefix[part]
-            elif isinstance(schema.get("items"), dict):
-                schema = schema["items"]
-            elif schema.get("items") is False:
-                return f"{where} has no item {part}"
-            else:
-                return None
-        elif kinds is not None and "object" not in kinds and not (isinstance(part, int) and "array" in kinds):
-            return f"{where} is {_type_words(kinds)}, so it has no field '{part}'"
-        else:
-            props = _properties(schema)
-            name = str(part)
-            if name in props:
-                schema = props[name]
-            elif isinstance(schema.get("additionalProperties"), dict):
-                schema = schema["additionalProperties"]
-            elif props and not _open_to(schema, name):
-                close = _suggest(name, props)
-                return (f"{where} has no field '{name}'" + (f" ({close})" if close else "")
-                        + f"; its fields: {', '.join(sorted(props))}")
-            else:
-                return None
-        done.append(part)
-    return None
-
-
-def wraps_result(output_schema: Any) -> bool:
-    """Whether a tool's output schema is the SDKs' ``{"result": x}`` envelope for a result that is not an object.
-    A step saves ``x`` itself then (the server-side run unwraps it), so field paths start inside ``result``."""
-    return isinstance(output_schema, dict) and set(_properties(output_schema)) == {"result"}
-
 
 def _field_reads(step: Step) -> list[tuple[str, FromStep]]:
     """Every ``{step: BIND, field: PATH}`` a step reads, with how a message names it: its arguments and template
@@ -522,16 +394,16 @@ def check_steps(wf: Workflow, tools: Mapping[str, Tool] | None = None) -> list[D
     return out
 
 
-def unknown_tool(step: Step, known: Collection[str], *, what: str, at: Span, lacks: str, suggest: bool = True,
-                 then: Sequence[str | None] = ()) -> Diagnostic | None:
+def unknown_tool(step: Step, known: Collection[str], *, what: str, at: Span, lacks: str,
+                 did_you_mean: bool = True, then: Sequence[str | None] = ()) -> Diagnostic | None:
     """``unknown-tool``, the one rule that a step calls only a tool there is: ``known`` are the tools, the
     workflow's own (:func:`projector.validate.validate`), a server's (:func:`check_workflows`) or those of
     ``--tools-from`` (:func:`projector.remote.tools.merge_tools`). Each caller says only how the step is named
     (``what``, at ``at``), what the owner of the tools ``lacks`` and its hints (``then``, after the did-you-mean
-    when ``suggest``)."""
+    when ``did_you_mean``)."""
     if step.tool is None or step.tool in known:
         return None
-    close = _suggest(step.tool, known) if suggest else None
+    close = suggest(step.tool, known) if did_you_mean else None
     return error(at, "unknown-tool", f"{what} calls the tool '{step.tool}', which {lacks}",
                  "; ".join(p for p in (close, *then) if p))
 

@@ -20,7 +20,7 @@ by the very code that reads a snapshot file, so the two can never be compared di
   taken from SOURCE, so a workflow file may name its tools and nothing else.
 - The steps' arguments and field paths are then checked against SOURCE's schemas
   (:func:`projector.fit.check_steps`, as ``build`` checks the file's), and SOURCE's tool texts are held to the
-  rules of a file's (:func:`projector.validate.tool_problems`): every problem is raised at once too.
+  rules of a file's (:func:`projector.texts.tool_problems`): every problem is raised at once too.
 - The Python builder's ``WorkflowBuilder.tools_from`` goes through this same code (:func:`merge_tools`); a parsed
   listing it is given is read by :func:`parse_listing`, as the snapshot it would be written as.
 - Drift: a file's ``tools:`` entry that disagrees with SOURCE is a warning (``tool-mismatch``) at the declaration,
@@ -48,7 +48,7 @@ from .. import bounded, jsontext
 from ..errors import Diagnostic, LoadError, Span
 from ..fit import check_steps, from_listing, from_wire, unknown_tool
 from ..model import Tool, Workflow
-from ..validate import tool_problems
+from ..texts import tool_problems
 from .verify import describe_value, value_diff
 
 # JSON Schema's annotation keywords (the meta-data vocabulary and $comment): they do not change what a schema accepts.
@@ -388,7 +388,7 @@ def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], source: str |
         refresh = f"if the server has it now, refresh the snapshot: {source.refresh}" if source.snapshot else None
         errors.extend(d for step in wf.steps if (d := unknown_tool(
             step, tools, what=f"step '{step.name}'", at=_where(step.span, wf), lacks=f"{source.words} does not have",
-            suggest=False, then=(f"{source.words}'s tools: {known}", refresh))))
+            did_you_mean=False, then=(f"{source.words}'s tools: {known}", refresh))))
         new_tools = []
         for ft in wf.tools:
             st = tools.get(ft.name)
