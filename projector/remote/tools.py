@@ -42,7 +42,7 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .. import bounded, jsontext
 from ..errors import Diagnostic, LoadError, Span
@@ -50,6 +50,9 @@ from ..fit import check_steps, from_listing, from_wire, unknown_tool
 from ..model import Tool, Workflow
 from ..texts import tool_problems
 from .verify import describe_value, value_diff
+
+if TYPE_CHECKING:
+    from ..output import Build
 
 # JSON Schema's annotation keywords (the meta-data vocabulary and $comment): they do not change what a schema accepts.
 _SCHEMA_ANNOTATIONS = frozenset({"title", "description", "examples", "$comment", "default", "deprecated", "readOnly",
@@ -426,7 +429,22 @@ async def apply_tools_from_async(workflows: list[Workflow], server: Any, label: 
 
 def apply_tools_from(workflows: list[Workflow], server: Any, label: str | None = None
                      ) -> tuple[list[Workflow], list[Diagnostic]]:
-    """The synchronous entry point ``project-skill build|check --tools-from`` calls: ``server`` is a snapshot path,
-    a server spec or a server object."""
+    """The synchronous :func:`apply_tools_from_async`: ``server`` is a snapshot path, a server spec or a server
+    object."""
     tools, source = load_tools(server, label)
     return merge_tools(workflows, tools, source)
+
+
+def compile_with_tools(paths: list[str], server: Any, prefix: tuple[str, ...] = (), *, skills_only: bool = False
+                       ) -> Build:
+    """``project-skill build|check --tools-from SERVER``: the workflows under ``paths``, loaded with their tools
+    left to ``server`` (:func:`projector.validate.validate`), fitted to its tools (:func:`merge_tools`) and
+    compiled; the drift warnings join the build's diagnostics, in order. Raises :class:`LoadError` for a workflow
+    that does not load or does not fit."""
+    from ..load import load_all
+    from ..output import compile_workflows
+
+    workflows, drift = apply_tools_from(load_all(paths, tools_from_server=True), server)
+    build = compile_workflows(workflows, prefix, skills_only=skills_only)
+    build.diagnostics = sorted([*drift, *build.diagnostics], key=Diagnostic.sort_key)
+    return build
