@@ -10,6 +10,12 @@ operand. Nothing is evaluated as code. The rules:
 - a subject with no value (a missing field, an optional argument that was not given, a result that was never saved)
   fails every condition except ``exists: false``, which it satisfies.
 
+The operators are one table, :data:`OPERATORS`: each entry says what its operand must be, when it holds (with a
+value and without one) and how it is worded. The loader (:mod:`projector.shape`), the validator
+(:mod:`projector.validate`), the evaluator (:func:`holds`) and both renderings (:func:`requirement` and
+:func:`statement` here, :func:`projector.render.describe_condition` in the SKILL.md) read it, so a new operator is
+one entry here plus its key in the JSON Schema (``tests/test_schema.py`` keeps the two equal).
+
 The runner (:mod:`projector.server.workflow`, and any framework adapter over it) calls :func:`first_failure` just
 before a step runs, and words what it found with :func:`failure_text`. The SKILL.md states the same conditions in
 plain words (:mod:`projector.render`).
@@ -80,7 +86,7 @@ class Operator:
     """One operator of the condition language, everything any part of the tool needs to know about it."""
 
     name: str
-    operand: Operand  # checked by :func:`projector.validate.check_conditions`
+    operand: Operand  # what the validator holds the operand to (projector.validate)
     test: Callable[[Any, Any], bool]  # (value, operand): whether a subject that has a value satisfies it
     absent: Callable[[Any], bool]  # (operand): whether a subject with no value satisfies it
     words: Callable[[Any, bool], Words]  # (operand, the subject is an argument): how it is said
