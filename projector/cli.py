@@ -71,9 +71,9 @@ def _load_and_compile(args: argparse.Namespace):
     # A compile allocates many small objects that live to the end of the run: full collections would walk them
     # again and again (a third of the time at 10,000 workflows). Collect less often; the process is short-lived.
     gc.set_threshold(50_000, 20, 100)
-    from .load import discover, load_all
+    from .load import discover
     from .naming import parse_prefix
-    from .output import compile_files, compile_workflows
+    from .output import compile_files
 
     try:
         prefix = parse_prefix(args.uri_prefix)
@@ -88,12 +88,9 @@ def _load_and_compile(args: argparse.Namespace):
 
         cache = None if args.no_cache else location(paths, Path(args.out))
         return compile_files(found, prefix, args.jobs or None, cache, skills_only=args.skills_only)
-    from .remote.tools import apply_tools_from
+    from .remote.tools import compile_with_tools
 
-    workflows, extra = apply_tools_from(load_all(paths, tools_from_server=True), args.tools_from)
-    build = compile_workflows(workflows, prefix, skills_only=args.skills_only)
-    build.diagnostics = sorted([*extra, *build.diagnostics], key=Diagnostic.sort_key)
-    return build
+    return compile_with_tools(paths, args.tools_from, prefix, skills_only=args.skills_only)
 
 
 def _strict_fail(args: argparse.Namespace, diags: list[Diagnostic]) -> bool:

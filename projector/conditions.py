@@ -10,6 +10,12 @@ operand. Nothing is evaluated as code. The rules:
 - a subject with no value (a missing field, an optional argument that was not given, a result that was never saved)
   fails every condition except ``exists: false``, which it satisfies.
 
+The operators are one table, :data:`OPERATORS`: each entry says what its operand must be, when it holds (with a
+value and without one) and how it is worded. The loader (:mod:`projector.shape`), the validator
+(:mod:`projector.validate`), the evaluator (:func:`holds`) and both renderings (:func:`requirement` and
+:func:`statement` here, :func:`projector.render.describe_condition` in the SKILL.md) read it, so a new operator is
+one entry here plus its key in the JSON Schema (``tests/test_schema.py`` keeps the two equal).
+
 The runner (:mod:`projector.server.workflow`, and any framework adapter over it) calls :func:`first_failure` just
 before a step runs, and words what it found with :func:`failure_text`. The SKILL.md states the same conditions in
 plain words (:mod:`projector.render`).
@@ -19,12 +25,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Callable, Literal, Mapping, NamedTuple, assert_never
 
 from .model import Condition, FromArg, FromStep
 
-OPERATORS = ("equals", "not_equals", "in", "not_in", "exists")
-LIST_OPERATORS = ("in", "not_in")
 ON_FAIL = ("stop", "skip")
 
 
@@ -63,21 +68,97 @@ def json_equal(a: Any, b: Any) -> bool:
     return False
 
 
+# ------------------------------------------------------------------------------------------------- the operators
+
+Operand = Literal["value", "list", "bool"]  # what an operator's operand must be: any JSON value, a list, a boolean
+
+
+class Words(NamedTuple):
+    """How the three renderings say one condition: templates of ``{subject}`` and ``{operand}``."""
+
+    needs: str  # what the step needs, after "the step needs" (the runner's failure line, :func:`requirement`)
+    plan: str  # the plan's statement, the subject as the transcript names it (:func:`statement`)
+    prose: str  # the SKILL.md's plain words (:func:`projector.render.describe_condition`)
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One operator of the condition language, everything any part of the tool needs to know about it."""
+
+    name: str
+    operand: Operand  # what the validator holds the operand to (projector.validate)
+    test: Callable[[Any, Any], bool]  # (value, operand): whether a subject that has a value satisfies it
+    absent: Callable[[Any], bool]  # (operand): whether a subject with no value satisfies it
+    words: Callable[[Any, bool], Words]  # (operand, the subject is an argument): how it is said
+
+
+def _equals(value: Any, operand: Any) -> bool:
+    return json_equal(value, operand)
+
+
+def _not_equals(value: Any, operand: Any) -> bool:
+    return not json_equal(value, operand)
+
+
+def _one_of(value: Any, operand: Any) -> bool:
+    return any(json_equal(value, item) for item in operand)
+
+
+def _none_of(value: Any, operand: Any) -> bool:
+    return not any(json_equal(value, item) for item in operand)
+
+
+def _has_value(_value: Any, operand: Any) -> bool:
+    return bool(operand)
+
+
+def _never(_operand: Any) -> bool:
+    """A subject with no value fails every condition but ``exists: false``."""
+    return False
+
+
+def _has_none(operand: Any) -> bool:
+    return not operand
+
+
+def _worded(words: Words) -> Callable[[Any, bool], Words]:
+    """The same words whatever the operand and the subject."""
+    return lambda _operand, _of_argument: words
+
+
+def _exists_words(given: Any, of_argument: bool) -> Words:
+    """``exists``: an argument is given or not (by the user, in the SKILL.md's words); a result or field exists."""
+    if of_argument:
+        return (Words("it", "{subject} is given", "the user gave {subject}") if given else
+                Words("it to be absent", "{subject} is not given", "the user did not give {subject}"))
+    return (Words("it", "{subject} exists", "{subject} is present") if given else
+            Words("it to be absent", "{subject} does not exist", "{subject} is absent"))
+
+
+# The one table of operators, in the order messages list them. The loader (projector.shape), the validator, the
+# evaluator (holds) and both renderings (requirement and statement here, describe_condition in projector.render) read
+# it; the JSON Schema's condition lists exactly these keys (tests/test_schema.py keeps the two equal).
+OPERATORS: Mapping[str, Operator] = MappingProxyType({op.name: op for op in (
+    Operator("equals", "value", _equals, _never,
+             _worded(Words("{operand}", "{subject} is {operand}", "{subject} is {operand}"))),
+    Operator("not_equals", "value", _not_equals, _never,
+             _worded(Words("anything but {operand}", "{subject} is not {operand}", "{subject} is not {operand}"))),
+    Operator("in", "list", _one_of, _never,
+             _worded(Words("one of {operand}", "{subject} is one of {operand}", "{subject} is one of {operand}"))),
+    Operator("not_in", "list", _none_of, _never,
+             _worded(Words("none of {operand}", "{subject} is none of {operand}", "{subject} is none of {operand}"))),
+    Operator("exists", "bool", _has_value, _has_none, _exists_words),
+)})
+
+
 def holds(op: str, operand: Any, value: Any) -> bool:
     """Whether ``value`` (or :data:`MISSING`) satisfies ``op operand``."""
-    if op == "exists":
-        return (value is not MISSING) == bool(operand)
+    found = OPERATORS.get(op)
+    if found is None:
+        raise ValueError(f"unknown operator {op!r}")  # the loader and the builder refuse it first
     if value is MISSING:
-        return False
-    if op == "equals":
-        return json_equal(value, operand)
-    if op == "not_equals":
-        return not json_equal(value, operand)
-    if op == "in":
-        return any(json_equal(value, item) for item in operand)
-    if op == "not_in":
-        return not any(json_equal(value, item) for item in operand)
-    raise ValueError(f"unknown operator {op!r}")  # the loader and the builder refuse it first
+        return found.absent(operand)
+    return found.test(value, operand)
 
 
 def field_value(value: Any, path: tuple[str | int, ...]) -> Any:
@@ -147,16 +228,33 @@ def subject_label(subject: FromArg | FromStep) -> str:
     return f"`{subject.bind}.{subject.field}`" if subject.field is not None else f"`{subject.bind}`"
 
 
+def _backticked(value: Any) -> str:
+    return f"`{literal(value)}`"
+
+
+def operand_text(cond: Condition, show: Callable[[Any], str]) -> str:
+    """The operand of ``cond`` as a rendering writes it, each value by ``show``: a list as its items (``nothing``
+    when empty), a boolean not at all (the words say it)."""
+    kind = OPERATORS[cond.op].operand
+    match kind:
+        case "value":
+            return show(cond.value)
+        case "list":
+            return ", ".join(show(v) for v in cond.value) or "nothing"
+        case "bool":
+            return ""
+        case _:
+            assert_never(kind)
+
+
+def words(cond: Condition) -> Words:
+    """The templates that say ``cond`` (:class:`Words`)."""
+    return OPERATORS[cond.op].words(cond.value, isinstance(cond.subject, FromArg))
+
+
 def requirement(cond: Condition) -> str:
     """What the step needs, after "the step needs": ```true```, ``one of `"a"`, `"b"` ``, ``it to be absent``."""
-    if cond.op == "equals":
-        return f"`{literal(cond.value)}`"
-    if cond.op == "not_equals":
-        return f"anything but `{literal(cond.value)}`"
-    if cond.op in LIST_OPERATORS:
-        items = ", ".join(f"`{literal(v)}`" for v in cond.value) or "nothing"
-        return ("one of " if cond.op == "in" else "none of ") + items
-    return "it" if cond.value else "it to be absent"
+    return words(cond).needs.format(operand=operand_text(cond, _backticked))
 
 
 def failure_text(found: Check) -> str:
@@ -173,14 +271,4 @@ def failure_text(found: Check) -> str:
 
 def statement(cond: Condition) -> str:
     """The condition as a short statement, for the plan: ```eligibility.eligible` is `true```."""
-    subject = subject_label(cond.subject)
-    if cond.op == "equals":
-        return f"{subject} is `{literal(cond.value)}`"
-    if cond.op == "not_equals":
-        return f"{subject} is not `{literal(cond.value)}`"
-    if cond.op in LIST_OPERATORS:
-        items = ", ".join(f"`{literal(v)}`" for v in cond.value) or "nothing"
-        return f"{subject} is {'one' if cond.op == 'in' else 'none'} of {items}"
-    if isinstance(cond.subject, FromArg):
-        return f"{subject} {'is given' if cond.value else 'is not given'}"
-    return f"{subject} {'exists' if cond.value else 'does not exist'}"
+    return words(cond).plan.format(subject=subject_label(cond.subject), operand=operand_text(cond, _backticked))

@@ -28,6 +28,10 @@ the step and ``--strict`` fails on it). It rests on the tools the workflow ends 
 And for a server about to serve skills, :func:`check_prompts`: a skill whose SKILL.md names a workflow prompt
 (``metadata.workflow``) that the server does not offer is ``missing-workflow-prompt``.
 
+And :func:`unknown_tool`, the one ``unknown-tool`` rule (a step calls a tool its tools do not have), for the
+workflow's own tools (:mod:`projector.validate`), a server's (:func:`check_workflows`) and ``--tools-from``'s.
+What a JSON Schema says (its properties, types, field paths) is read by :mod:`projector.toolschema`.
+
 Every problem comes back at once, as data. Nothing here imports ``mcp``.
 """
 
@@ -36,16 +40,16 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from .errors import Diagnostic, Span, error
+from .errors import Diagnostic, Span, error, suggest
 from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
+from .toolschema import field_problem, json_types, open_to, properties, type_words, wraps_result
 
-# A prompt argument's declared type -> the JSON types its value can have.
 # A field path: names and list indexes joined by single dots (items.0.sku).
 FIELD_PATH = re.compile(r"^[^.]+(\.[^.]+)*$")
-
+# A prompt argument's declared type -> the JSON types its value can have.
 ARG_JSON_TYPES = {"string": {"string"}, "integer": {"integer"}, "number": {"number", "integer"},
                   "boolean": {"boolean"}}
 
@@ -89,60 +93,6 @@ def _at(span: Span, step: Step, wf: Workflow) -> Span:
     if span.line:
         return span
     return step.span if step.span.line else Span(wf.source)
-
-
-def _suggest(word: str, options: Iterable[str]) -> str | None:
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else None
-
-
-def _properties(schema: Any) -> dict[str, Any]:
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    return props if isinstance(props, dict) else {}
-
-
-def _open_to(schema: dict[str, Any], name: str) -> bool:
-    """Whether an object schema with declared ``properties`` also accepts the name ``name``."""
-    extra = schema.get("additionalProperties")
-    if extra is True or isinstance(extra, dict) and extra != {"not": {}}:
-        return True
-    patterns = schema.get("patternProperties")
-    if isinstance(patterns, dict):
-        for rx in patterns:
-            try:
-                if re.search(rx, name):
-                    return True
-            except re.error:
-                return True  # a pattern Python cannot read: do not guess
-    return False
-
-
-def _types(schema: Any) -> set[str] | None:
-    """The JSON types a schema admits, or None when it does not say (no ``type``, or a branch without one)."""
-    if not isinstance(schema, dict):
-        return None
-    if "type" in schema:
-        declared = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        kinds = {t for t in declared if isinstance(t, str)}
-        if "number" in kinds:
-            kinds.add("integer")
-        return kinds
-    for key in ("anyOf", "oneOf"):
-        branches = schema.get(key)
-        if isinstance(branches, list) and branches:
-            out: set[str] = set()
-            for b in branches:
-                kinds = _types(b)
-                if kinds is None:
-                    return None
-                out |= kinds
-            return out
-    return None
-
-
-def _type_words(kinds: set[str]) -> str:
-    shown = sorted(kinds - {"integer"} if "number" in kinds else kinds)
-    return " or ".join(shown)
 
 
 def _json_type(value: Any) -> str:
@@ -223,7 +173,7 @@ def _describe(wf: Workflow, src: Source) -> str:
 
 def _unknown(schema: dict[str, Any], props: dict[str, Any], name: str) -> bool:
     """Whether ``name`` is not a parameter of an input schema with declared ``properties`` that allows no others."""
-    return bool(props) and name not in props and not _open_to(schema, name)
+    return bool(props) and name not in props and not open_to(schema, name)
 
 
 def _misspelled(step: Step, schema: dict[str, Any], props: dict[str, Any], given: dict[str, Source]
@@ -248,151 +198,91 @@ def _check_arguments(wf: Workflow, step: Step, tool: Tool, broken: set[str]) -> 
     schema = tool.input_schema
     if not isinstance(schema, dict):
         return []
-    out: list[Diagnostic] = []
-    what = _label(wf, step)
-    props = _properties(schema)
-    given = step.args_dict
+    props = properties(schema)
+    meant = _misspelled(step, schema, props, step.args_dict)
     keys = dict(step.arg_spans)
-    meant = _misspelled(step, schema, props, given)
+    out: list[Diagnostic] = []
     consts: dict[str, Any] = {}
     for name, src in step.args:
-        where = _at(src.span, step, wf)
         if _unknown(schema, props, name):
             at = _at(keys.get(name, src.span), step, wf)  # the key is what is wrong, not its value
-            if name in meant:
-                out.append(error(at, "unknown-parameter",
-                                 f"{what} passes '{name}', which is not a parameter of the tool '{tool.name}'; the "
-                                 f"tool requires '{meant[name]}', which is not given",
-                                 f"did you mean '{meant[name]}'?"))
-            else:
-                out.append(error(at, "unknown-parameter",
-                                 f"{what} passes '{name}', which is not a parameter of the tool '{tool.name}'",
-                                 _suggest(name, props) or f"its parameters: {', '.join(sorted(props))}"))
-            continue
-        prop = props.get(name)
-        if isinstance(src, Const) and not src.placeholders:
+            out.append(_unknown_parameter(wf, step, tool, name, at, meant.get(name), props))
+        elif isinstance(src, Const) and not src.placeholders:
             consts[name] = src.value
-            continue
-        if isinstance(src, FromStep):
-            continue  # a result's type is known only when the step has run
-        kinds = _types(prop)
-        if isinstance(src, Const):  # a string with {placeholders}: its text is known only at run time
-            gives = {"string"}
-        else:
-            a = wf.argument(src.name)
-            gives = ARG_JSON_TYPES.get((a.type if a else None) or "string", {"string"})
-        if kinds is not None and not gives & kinds:
-            if isinstance(src, Const):
-                hint = "a text with {placeholders} is a string; pass the input itself instead ({arg: NAME})"
-            else:
-                fits = [t for t in ("string", "integer", "number", "boolean") if ARG_JSON_TYPES[t] & kinds]
-                hint = (f"declare the argument with type: {fits[0]}" if fits else
-                        f"a prompt argument cannot carry {_type_words(kinds)}; pass a step result or a constant")
-            out.append(error(where, "parameter-type",
-                             f"{what} passes {_describe(wf, src)} as '{name}', but the tool '{tool.name}' takes "
-                             f"{_type_words(kinds)} there", hint))
+        elif not isinstance(src, FromStep):  # a result's type is known only when the step has run
+            out.extend(_kind_problem(wf, step, tool, name, src, props.get(name)))
     if consts:
-        found = _const_errors(schema, consts)
-        if isinstance(found, str):
-            if tool.name not in broken:
-                broken.add(tool.name)
-                out.append(error(_at(tool.span, step, wf), "bad-input-schema",
-                                 f"the input schema of the tool '{tool.name}' is not a valid JSON Schema: {found}",
-                                 "fix the schema where the tool is declared (the file, or the server)"))
-        else:
-            for name, message in found.items():
-                src = given[name]
-                out.append(error(_at(src.span, step, wf), "parameter-type",
-                                 f"{what} passes {_describe(wf, src)} as '{name}', which the tool '{tool.name}' "
-                                 f"does not accept: {message}",
-                                 "give a constant that the parameter's schema accepts (quotes make a string)"))
-    for name in schema.get("required") or ():
-        if isinstance(name, str) and name not in given and name not in meant.values():
-            out.append(error(_at(step.span, step, wf), "missing-parameter",
-                             f"{what} does not give '{name}', which the tool '{tool.name}' requires",
-                             f"add it under args: {name}: {{arg: ...}}, {{step: ...}} or {{const: ...}}"))
+        out.extend(_constant_problems(wf, step, tool, consts, broken))
+    out.extend(_missing_parameters(wf, step, tool, schema, meant))
     return out
 
 
+def _unknown_parameter(wf: Workflow, step: Step, tool: Tool, name: str, at: Span, meant: str | None,
+                       props: dict[str, Any]) -> Diagnostic:
+    """``unknown-parameter`` at the key; when it misspells a required parameter not given, it names that one."""
+    what = _label(wf, step)
+    if meant is not None:
+        return error(at, "unknown-parameter", f"{what} passes '{name}', which is not a parameter of the tool "
+                     f"'{tool.name}'; the tool requires '{meant}', which is not given", f"did you mean '{meant}'?")
+    return error(at, "unknown-parameter", f"{what} passes '{name}', which is not a parameter of the tool "
+                 f"'{tool.name}'", suggest(name, props) or f"its parameters: {', '.join(sorted(props))}")
+
+
+def _kind_problem(wf: Workflow, step: Step, tool: Tool, name: str, src: FromArg | Const, prop: Any
+                  ) -> list[Diagnostic]:
+    """``parameter-type`` when a prompt argument's declared type, or a text with placeholders (a string), is not a
+    type the parameter takes."""
+    kinds = json_types(prop)
+    if isinstance(src, Const):  # a string with {placeholders}: its text is known only at run time
+        gives = {"string"}
+    else:
+        a = wf.argument(src.name)
+        gives = ARG_JSON_TYPES.get((a.type if a else None) or "string", {"string"})
+    if kinds is None or gives & kinds:
+        return []
+    if isinstance(src, Const):
+        hint = "a text with {placeholders} is a string; pass the input itself instead ({arg: NAME})"
+    else:
+        fits = [t for t in ("string", "integer", "number", "boolean") if ARG_JSON_TYPES[t] & kinds]
+        hint = (f"declare the argument with type: {fits[0]}" if fits else
+                f"a prompt argument cannot carry {type_words(kinds)}; pass a step result or a constant")
+    return [error(_at(src.span, step, wf), "parameter-type",
+                  f"{_label(wf, step)} passes {_describe(wf, src)} as '{name}', but the tool '{tool.name}' takes "
+                  f"{type_words(kinds)} there", hint)]
+
+
+def _constant_problems(wf: Workflow, step: Step, tool: Tool, consts: dict[str, Any], broken: set[str]
+                       ) -> list[Diagnostic]:
+    """The constants of one step against the tool's input schema: ``parameter-type`` for each one it refuses, or
+    ``bad-input-schema`` once per tool (``broken``) when the schema itself cannot be used."""
+    assert isinstance(tool.input_schema, dict)
+    found = _const_errors(tool.input_schema, consts)
+    if isinstance(found, str):
+        if tool.name in broken:
+            return []
+        broken.add(tool.name)
+        return [error(_at(tool.span, step, wf), "bad-input-schema",
+                      f"the input schema of the tool '{tool.name}' is not a valid JSON Schema: {found}",
+                      "fix the schema where the tool is declared (the file, or the server)")]
+    given = step.args_dict
+    return [error(_at(given[name].span, step, wf), "parameter-type",
+                  f"{_label(wf, step)} passes {_describe(wf, given[name])} as '{name}', which the tool "
+                  f"'{tool.name}' does not accept: {message}",
+                  "give a constant that the parameter's schema accepts (quotes make a string)")
+            for name, message in found.items()]
+
+
+def _missing_parameters(wf: Workflow, step: Step, tool: Tool, schema: dict[str, Any], meant: dict[str, str]
+                        ) -> list[Diagnostic]:
+    given = step.args_dict
+    return [error(_at(step.span, step, wf), "missing-parameter",
+                  f"{_label(wf, step)} does not give '{name}', which the tool '{tool.name}' requires",
+                  f"add it under args: {name}: {{arg: ...}}, {{step: ...}} or {{const: ...}}")
+            for name in schema.get("required") or ()
+            if isinstance(name, str) and name not in given and name not in meant.values()]
+
+
 # ------------------------------------------------------------------------------------------------ output schemas
-
-_MAX_REFS = 64
-
-
-def _deref(schema: Any, root: Any, budget: list[int]) -> Any:
-    """Follow local ``$ref``s (``#/...``); anything else, or a cycle, gives None (unknown)."""
-    while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
-        ref = schema["$ref"]
-        budget[0] -= 1
-        if budget[0] < 0 or not ref.startswith("#"):
-            return None
-        node: Any = root
-        for part in [p for p in ref[1:].split("/") if p]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return None
-        schema = node
-    return schema
-
-
-def field_problem(schema: Any, path: Sequence[str | int], root: Any = None, budget: list[int] | None = None
-                  ) -> str | None:
-    """Why ``path`` is not in ``schema`` (a message), or None when it is, or when the schema does not say."""
-    root = schema if root is None else root
-    budget = [_MAX_REFS] if budget is None else budget
-    done: list[str | int] = []
-    for i, part in enumerate(path):
-        schema = _deref(schema, root, budget)
-        if not isinstance(schema, dict):
-            return None
-        for key in ("anyOf", "oneOf", "allOf"):
-            branches = schema.get(key)
-            if isinstance(branches, list) and branches and not _properties(schema) and "items" not in schema:
-                problems = [field_problem(b, path[i:], root, budget) for b in branches]
-                if any(p is None for p in problems):
-                    return None
-                return problems[0]
-        where = f"'{'.'.join(map(str, done))}'" if done else "the result"
-        kinds = _types(schema)
-        if isinstance(part, int) and ("prefixItems" in schema or "items" in schema
-                                      or kinds is not None and "array" in kinds):
-            prefix = schema.get("prefixItems")
-            if isinstance(prefix, list) and part < len(prefix):
-                schema = prefix[part]
-            elif isinstance(schema.get("items"), dict):
-                schema = schema["items"]
-            elif schema.get("items") is False:
-                return f"{where} has no item {part}"
-            else:
-                return None
-        elif kinds is not None and "object" not in kinds and not (isinstance(part, int) and "array" in kinds):
-            return f"{where} is {_type_words(kinds)}, so it has no field '{part}'"
-        else:
-            props = _properties(schema)
-            name = str(part)
-            if name in props:
-                schema = props[name]
-            elif isinstance(schema.get("additionalProperties"), dict):
-                schema = schema["additionalProperties"]
-            elif props and not _open_to(schema, name):
-                close = _suggest(name, props)
-                return (f"{where} has no field '{name}'" + (f" ({close})" if close else "")
-                        + f"; its fields: {', '.join(sorted(props))}")
-            else:
-                return None
-        done.append(part)
-    return None
-
-
-def wraps_result(output_schema: Any) -> bool:
-    """Whether a tool's output schema is the SDKs' ``{"result": x}`` envelope for a result that is not an object.
-    A step saves ``x`` itself then (the server-side run unwraps it), so field paths start inside ``result``."""
-    return isinstance(output_schema, dict) and set(_properties(output_schema)) == {"result"}
-
 
 def _field_reads(step: Step) -> list[tuple[str, FromStep]]:
     """Every ``{step: BIND, field: PATH}`` a step reads, with how a message names it: its arguments and template
@@ -504,6 +394,20 @@ def check_steps(wf: Workflow, tools: Mapping[str, Tool] | None = None) -> list[D
     return out
 
 
+def unknown_tool(step: Step, known: Collection[str], *, what: str, at: Span, lacks: str,
+                 did_you_mean: bool = True, then: Sequence[str | None] = ()) -> Diagnostic | None:
+    """``unknown-tool``, the one rule that a step calls only a tool there is: ``known`` are the tools, the
+    workflow's own (:func:`projector.validate.validate`), a server's (:func:`check_workflows`) or those of
+    ``--tools-from`` (:func:`projector.remote.tools.merge_tools`). Each caller says only how the step is named
+    (``what``, at ``at``), what the owner of the tools ``lacks`` and its hints (``then``, after the did-you-mean
+    when ``did_you_mean``)."""
+    if step.tool is None or step.tool in known:
+        return None
+    close = suggest(step.tool, known) if did_you_mean else None
+    return error(at, "unknown-tool", f"{what} calls the tool '{step.tool}', which {lacks}",
+                 "; ".join(p for p in (close, *then) if p))
+
+
 def check_workflows(workflows: Sequence[Workflow], tools: Mapping[str, Any], *, owner: str = "the server",
                     hint: str = "") -> list[Diagnostic]:
     """Every way the steps of ``workflows`` do not fit ``tools`` (name -> a :class:`Tool`, an ``mcp_types.Tool``
@@ -513,12 +417,9 @@ def check_workflows(workflows: Sequence[Workflow], tools: Mapping[str, Any], *, 
     known = ", ".join(sorted(table)) or "none"
     out: list[Diagnostic] = []
     for wf in workflows:
-        for step in wf.steps:
-            if step.tool is not None and step.tool not in table:
-                close = _suggest(step.tool, table)
-                out.append(error(_at(step.span, step, wf), "unknown-tool",
-                                 f"{_label(wf, step)} calls the tool '{step.tool}', which {owner} does not have",
-                                 "; ".join(p for p in (close, hint, f"{owner}'s tools: {known}") if p)))
+        out.extend(d for step in wf.steps if (d := unknown_tool(
+            step, table, what=_label(wf, step), at=_at(step.span, step, wf), lacks=f"{owner} does not have",
+            then=(hint, f"{owner}'s tools: {known}"))))
         out.extend(check_steps(wf, table))
     return sorted(out, key=Diagnostic.sort_key)
 

@@ -64,7 +64,6 @@ class Const:
 
 Source = Union[FromArg, FromStep, Const]
 
-Operator = Literal["equals", "not_equals", "in", "not_in", "exists"]
 OnFail = Literal["stop", "skip"]
 
 
@@ -72,10 +71,11 @@ OnFail = Literal["stop", "skip"]
 class Condition:
     """One entry of a step's ``when:``: a subject (``{arg}``, ``{step}`` or ``{step, field}``), one operator and its
     operand, a JSON value (a list for ``in`` and ``not_in``, a boolean for ``exists``). Evaluated by
-    :mod:`projector.conditions`; never as code."""
+    :mod:`projector.conditions`; never as code. ``op`` names an entry of the one operator table
+    (:data:`projector.conditions.OPERATORS`), which the loader and :func:`projector.validate.validate` hold it to."""
 
     subject: Union[FromArg, FromStep]
-    op: Operator
+    op: str
     value: Any
     span: Span = _span()  # the operator's key, where a problem with the operand is reported
 

@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from . import gates, jsontext, model, naming
+from . import conditions, gates, jsontext, model, naming
 from .errors import Diagnostic
 from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
 from .yaml12 import add_quoting
@@ -237,31 +237,22 @@ def describe_source(src: Source, wf: Workflow, *, ask: bool = False, default: An
     return f"the value {code(canonical_json(value, indent=None))}"
 
 
-def _values(values: Any) -> str:
-    return ", ".join(code(canonical_json(v, indent=None)) for v in values) or "nothing"
+def _json_code(value: Any) -> str:
+    return code(canonical_json(value, indent=None))
 
 
 def describe_condition(cond: Condition, wf: Workflow) -> str:
-    """A condition in plain words: "the field `eligible` of `eligibility` (step 2) is `true`"."""
+    """A condition in plain words: "the field `eligible` of `eligibility` (step 2) is `true`". The words of each
+    operator are its entry's in the one table (:data:`projector.conditions.OPERATORS`)."""
     subject = cond.subject
     if isinstance(subject, FromArg):
-        if cond.op == "exists":
-            return f"the user {'gave' if cond.value else 'did not give'} the input {code(subject.name)}"
         what = f"the input {code(subject.name)}"
     else:
         found = wf.step_for_bind(subject.bind)
         origin = f"step {found[0] + 1}" if found else "an earlier step"
         what = (f"the field {code(subject.field)} of {code(subject.bind)} ({origin})" if subject.field is not None
                 else f"the result saved as {code(subject.bind)} ({origin})")
-    if cond.op == "equals":
-        return f"{what} is {code(canonical_json(cond.value, indent=None))}"
-    if cond.op == "not_equals":
-        return f"{what} is not {code(canonical_json(cond.value, indent=None))}"
-    if cond.op == "in":
-        return f"{what} is one of {_values(cond.value)}"
-    if cond.op == "not_in":
-        return f"{what} is none of {_values(cond.value)}"
-    return f"{what} is {'present' if cond.value else 'absent'}"
+    return conditions.words(cond).prose.format(subject=what, operand=conditions.operand_text(cond, _json_code))
 
 
 def _conditions_view(wf: Workflow, step: Step) -> dict[str, Any] | None:

@@ -28,7 +28,8 @@ from typing import Any
 
 from . import naming
 from .errors import UsageError
-from .fit import ARG_JSON_TYPES, _types
+from .fit import ARG_JSON_TYPES
+from .toolschema import json_types as _types
 from .model import Tool
 from .validate import DESCRIPTION_PLACEHOLDER
 from .yaml12 import CORE, QUOTE_TOO

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .conditions import literal
+from .conditions import OPERATORS, literal
 from .errors import Diagnostic, Span, error, plural, printable_quote
 from .model import Argument, Condition, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .positioned import Y, Reader, type_name, decode, normalize
@@ -45,7 +45,6 @@ REQUIRED = {
 }
 SOURCE_KEYS = ("arg", "step", "field", "const")
 SUBJECT_KEYS = ("arg", "step", "field")
-OPERATORS = tuple(k for k in _DEFS["condition"]["properties"] if k not in SUBJECT_KEYS)
 ROLES = tuple(_DEFS["instruction"]["properties"]["role"]["enum"])
 ARG_TYPES = tuple(_DEFS["argument"]["properties"]["type"]["enum"])
 
@@ -415,7 +414,7 @@ class _Builder:
             return None
         op = ops[0]
         self.same_in_1_2(m[op], f"'{op}' in {what}")
-        return Condition(subject, op, m[op].plain(), span=y.key_span(op))  # type: ignore[arg-type]
+        return Condition(subject, op, m[op].plain(), span=y.key_span(op))
 
 
 def parse(data: bytes | str, file: str, *, tools_from_server: bool = False

@@ -126,7 +126,7 @@ def cases(draw) -> tuple[list[tuple[str, str, list[str], str, Any]], dict, dict]
         seen = _ref_lookup(kind, name, path, args, results)
         near = _twins(seen) if seen is not _ABSENT else [None]
         value = st.one_of(JSON, st.sampled_from(near))
-        op = draw(st.sampled_from(conditions.OPERATORS))
+        op = draw(st.sampled_from(tuple(conditions.OPERATORS)))
         if op == "exists":
             operand = draw(st.booleans())
         elif op in ("in", "not_in"):
@@ -529,7 +529,7 @@ OPERANDS = st.one_of(st.booleans(), st.integers(-5, 5), st.sampled_from(["shippe
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(SUBJECTS, st.sampled_from(conditions.OPERATORS), OPERANDS,
+@given(st.lists(st.tuples(SUBJECTS, st.sampled_from(tuple(conditions.OPERATORS)), OPERANDS,
                           st.lists(OPERANDS, min_size=1, max_size=3)), min_size=1, max_size=4),
        st.sampled_from(["stop", "skip"]))
 def test_the_wording_names_every_condition(conds, on_fail):
@@ -600,3 +600,43 @@ def test_an_unknown_operator_is_a_clear_error_and_missing_has_a_name():
     with pytest.raises(ValueError, match=r"^unknown operator 'bigger'$"):
         conditions.holds("bigger", 1, 1)
     assert repr(conditions.MISSING) == "MISSING"
+
+
+@pytest.mark.parametrize("subject, op, value, words", [
+    (FromStep("elig", "ok"), "equals", True, "the field `ok` of `elig` (step 1) is `true`"),
+    (FromArg("mode"), "not_equals", "no", 'the input `mode` is not `"no"`'),
+    (FromArg("mode"), "in", ["a", 1], 'the input `mode` is one of `"a"`, `1`'),
+    (FromStep("elig"), "not_in", ["a"], 'the result saved as `elig` (step 1) is none of `"a"`'),
+    (FromArg("mode"), "not_in", [], "the input `mode` is none of nothing"),
+    (FromArg("reason"), "exists", True, "the user gave the input `reason`"),
+    (FromArg("reason"), "exists", False, "the user did not give the input `reason`"),
+    (FromStep("elig"), "exists", True, "the result saved as `elig` (step 1) is present"),
+    (FromStep("gone", "a.b"), "exists", False, "the field `a.b` of `gone` (an earlier step) is absent"),
+])
+def test_the_skill_words_every_operator(subject, op, value, words):
+    """The SKILL.md's words of each operator (the table's prose), exactly."""
+    from projector.render import describe_condition
+
+    wf = (WorkflowBuilder("w", "d").tool("t", annotations={"readOnlyHint": True})
+          .step("first", tool="t", bind="elig").build())
+    assert describe_condition(Condition(subject, op, value), wf) == words
+
+
+def test_every_operator_has_its_words_and_its_kind_of_operand():
+    """Each entry of the one table says its condition in all three renderings, and the validator holds its operand
+    to the entry's kind: a list for a list operator, true or false for a boolean one."""
+    for name, op in conditions.OPERATORS.items():
+        operand = [1] if op.operand == "list" else True
+        for of_argument in (True, False):
+            words = op.words(operand, of_argument)
+            assert "{subject}" in words.plan and "{subject}" in words.prose
+        wrong = "x" if op.operand in ("list", "bool") else None
+        if wrong is None:
+            continue
+        wf = WorkflowBuilder("w", "d").argument("m").step("s", resources=["r://x"], when=[
+            Condition(FromArg("m"), name, wrong)])
+        with pytest.raises(LoadError) as exc:
+            wf.build()
+        [d] = [d for d in exc.value.diagnostics if d.code in ("operator-needs-list", "wrong-type")]
+        assert d.code == ("operator-needs-list" if op.operand == "list" else "wrong-type")
+        assert f"'{name}' in the condition of step 's'" in d.message

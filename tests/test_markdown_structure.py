@@ -15,7 +15,7 @@ from projector.builder import WorkflowBuilder, arg, const
 from projector.bundle import parse_frontmatter, split_frontmatter
 from projector.errors import LoadError
 from projector.render import inert, project, workflow_digest
-from projector.validate import _INVISIBLE
+from projector.texts import _INVISIBLE
 
 MD = MarkdownIt("commonmark")
 
@@ -27,7 +27,7 @@ HOSTILE_LINES = [
     "<script>", "<?php", "<![CDATA[", "<!DOCTYPE html>", "-->", "- item", "> quote", "    code", "", " ", "plain",
     "*emph*", "`code`", "***", "+++", "| a | b |", "[x]: /url", "\\", "Setext heading",
 ]
-# invisible characters (bidi controls, zero-width, tag characters) are refused in every text (validate._INVISIBLE)
+# invisible characters (bidi controls, zero-width, tag characters) are refused in every text (texts._INVISIBLE)
 VISIBLE = st.characters(blacklist_categories=("Cs", "Cc")).filter(lambda c: not _INVISIBLE.match(c))
 LINE_TEXT = st.text(st.one_of(VISIBLE, st.sampled_from("\t#=-`~<>*_ !?/")), max_size=24)
 MULTI_LINE = st.lists(st.one_of(st.sampled_from(HOSTILE_LINES), LINE_TEXT), min_size=1, max_size=6).map(

@@ -16,7 +16,7 @@ from conftest import ROOT
 from projector import naming
 from projector.errors import ProjectorError
 from projector.load import parse
-from projector.validate import _INVISIBLE
+from projector.texts import _INVISIBLE
 
 IDENT = st.from_regex(r"[a-z][a-z0-9_]{0,11}", fullmatch=True)
 # No control, format or invisible character: the validator refuses those (control-character, issue 17 item 13).

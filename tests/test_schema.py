@@ -42,3 +42,20 @@ def test_schema_and_loader_both_refuse_shape_errors(case):
     if case in ("unknown-key", "wrong-type"):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.Draft202012Validator(SCHEMA).validate(yaml.safe_load(path.read_text()))
+
+
+def test_the_schema_lists_exactly_the_operators_of_the_one_table():
+    """A condition operator is one entry of conditions.OPERATORS plus its key here: the schema's condition keys
+    beyond the subject, its one-of-the-operators list and each operand's type agree with the table, in its order."""
+    from projector.conditions import OPERATORS
+
+    condition = SCHEMA["$defs"]["condition"]
+    operators = [k for k in condition["properties"] if k not in ("arg", "step", "field")]
+    assert operators == list(OPERATORS)
+    [subject, exactly_one] = condition["allOf"]
+    assert subject == {"oneOf": [{"required": ["arg"]}, {"required": ["step"]}]}
+    assert [branch["required"] for branch in exactly_one["oneOf"]] == [[name] for name in OPERATORS]
+    schema_type = {"value": None, "list": "array", "bool": "boolean"}
+    assert {k: condition["properties"][k].get("type") for k in operators} == \
+        {name: schema_type[op.operand] for name, op in OPERATORS.items()}
+    assert all(op.name == name for name, op in OPERATORS.items())

@@ -20,7 +20,7 @@ by the very code that reads a snapshot file, so the two can never be compared di
   taken from SOURCE, so a workflow file may name its tools and nothing else.
 - The steps' arguments and field paths are then checked against SOURCE's schemas
   (:func:`projector.fit.check_steps`, as ``build`` checks the file's), and SOURCE's tool texts are held to the
-  rules of a file's (:func:`projector.validate.tool_problems`): every problem is raised at once too.
+  rules of a file's (:func:`projector.texts.tool_problems`): every problem is raised at once too.
 - The Python builder's ``WorkflowBuilder.tools_from`` goes through this same code (:func:`merge_tools`); a parsed
   listing it is given is read by :func:`parse_listing`, as the snapshot it would be written as.
 - Drift: a file's ``tools:`` entry that disagrees with SOURCE is a warning (``tool-mismatch``) at the declaration,
@@ -42,14 +42,17 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .. import bounded, jsontext
 from ..errors import Diagnostic, LoadError, Span
-from ..fit import check_steps, from_listing, from_wire
+from ..fit import check_steps, from_listing, from_wire, unknown_tool
 from ..model import Tool, Workflow
-from ..validate import tool_problems
+from ..texts import tool_problems
 from .verify import describe_value, value_diff
+
+if TYPE_CHECKING:
+    from ..output import Build
 
 # JSON Schema's annotation keywords (the meta-data vocabulary and $comment): they do not change what a schema accepts.
 _SCHEMA_ANNOTATIONS = frozenset({"title", "description", "examples", "$comment", "default", "deprecated", "readOnly",
@@ -385,13 +388,10 @@ def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], source: str |
     result: list[Workflow] = []
     known = ", ".join(sorted(tools)) or "none"
     for wf in workflows:
-        for step in wf.steps:
-            if step.tool is not None and step.tool not in tools:
-                errors.append(Diagnostic(_where(step.span, wf), "error", "unknown-tool",
-                                         f"step '{step.name}' calls the tool '{step.tool}', which {source.words} "
-                                         f"does not have", f"{source.words}'s tools: {known}"
-                                         + (f"; if the server has it now, refresh the snapshot: {source.refresh}"
-                                            if source.snapshot else "")))
+        refresh = f"if the server has it now, refresh the snapshot: {source.refresh}" if source.snapshot else None
+        errors.extend(d for step in wf.steps if (d := unknown_tool(
+            step, tools, what=f"step '{step.name}'", at=_where(step.span, wf), lacks=f"{source.words} does not have",
+            did_you_mean=False, then=(f"{source.words}'s tools: {known}", refresh))))
         new_tools = []
         for ft in wf.tools:
             st = tools.get(ft.name)
@@ -429,7 +429,22 @@ async def apply_tools_from_async(workflows: list[Workflow], server: Any, label: 
 
 def apply_tools_from(workflows: list[Workflow], server: Any, label: str | None = None
                      ) -> tuple[list[Workflow], list[Diagnostic]]:
-    """The synchronous entry point ``project-skill build|check --tools-from`` calls: ``server`` is a snapshot path,
-    a server spec or a server object."""
+    """The synchronous :func:`apply_tools_from_async`: ``server`` is a snapshot path, a server spec or a server
+    object."""
     tools, source = load_tools(server, label)
     return merge_tools(workflows, tools, source)
+
+
+def compile_with_tools(paths: list[str], server: Any, prefix: tuple[str, ...] = (), *, skills_only: bool = False
+                       ) -> Build:
+    """``project-skill build|check --tools-from SERVER``: the workflows under ``paths``, loaded with their tools
+    left to ``server`` (:func:`projector.validate.validate`), fitted to its tools (:func:`merge_tools`) and
+    compiled; the drift warnings join the build's diagnostics, in order. Raises :class:`LoadError` for a workflow
+    that does not load or does not fit."""
+    from ..load import load_all
+    from ..output import compile_workflows
+
+    workflows, drift = apply_tools_from(load_all(paths, tools_from_server=True), server)
+    build = compile_workflows(workflows, prefix, skills_only=skills_only)
+    build.diagnostics = sorted([*drift, *build.diagnostics], key=Diagnostic.sort_key)
+    return build
