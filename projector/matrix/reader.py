@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from ..errors import plural
+from ..errors import PlainError, plural
 from .policy import Decision, judge
 
 # One inline code span, fenced with one to three backticks (the generator uses a longer fence only when the text
@@ -28,7 +28,7 @@ _STEP_HEAD = re.compile(r"^### Step (\d+): (.+)$")
 _INPUT = re.compile(rf"^- ({CODE}) \((\w+), (required|optional)\)")
 
 
-class ReadError(Exception):
+class ReadError(PlainError):
     """The SKILL.md does not have the layout this reader follows."""
 
 
