@@ -1,5 +1,5 @@
-"""``project-skill``: a thin shell. It parses arguments, calls the library and prints. Exit codes live here only:
-0 ok, 1 findings (errors; warnings under --strict; a stale tree in check), 2 usage.
+"""``project-skill``: a thin shell. It parses arguments, calls the library and prints. Exit codes come from the one
+map, :mod:`projector.exits`: 0 ok, 1 findings (errors; warnings under --strict; a stale tree in check), 2 usage.
 
 ``build`` and ``check`` import only the core (yaml, jinja2, slugify). Everything that needs ``mcp`` is imported
 inside its own command.
@@ -14,42 +14,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import __version__
-from .errors import Diagnostic, DiskError, ProjectorError, Span, UsageError, format_text, plural
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-
-
-def _github(d: Diagnostic) -> str:
-    level = {"error": "error", "warning": "warning", "note": "notice"}[d.severity]
-    if d.acknowledged is not None:
-        level = "notice"
-    # GitHub's workflow-command escaping: '%', CR and LF in the message; also ':' and ',' in a property, or a file
-    # named "a,line=1.yaml" would set the line. (Control characters were escaped when the diagnostic was made.)
-    props = [f"file={_github_escape(d.span.file, prop=True)}"]
-    if d.span.line:
-        props += [f"line={d.span.line}", f"col={d.span.col}"]
-    props.append(f"title={d.code}")
-    msg = d.message + (f" (acknowledged: {d.acknowledged})" if d.acknowledged is not None else "")
-    if d.hint:
-        msg += f" Hint: {d.hint}"
-    return f"::{level} {','.join(props)}::{_github_escape(msg)}"
-
-
-def _github_escape(text: str, *, prop: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
-
-
-def report(diags: list[Diagnostic], fmt: str) -> None:
-    """Print diagnostics: text to stderr; json (one array) and github annotations to stdout."""
-    if fmt == "json":
-        print(json.dumps([d.to_json() for d in diags], indent=2, ensure_ascii=False))
-    elif fmt == "github":
-        for d in diags:
-            print(_github(d))
-    else:
-        for d in diags:
-            print(format_text(d), file=sys.stderr)
+from .errors import Diagnostic, DiskError, Span, UsageError, plural
+from .exits import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Shell, report, run
 
 
 def _tally(diags: list[Diagnostic]) -> str:
@@ -310,42 +276,37 @@ def _run_lazy(name: str, rest: list[str]) -> int:
 
     module = LAZY_COMMANDS[name][0]
     try:
-        run: Callable[[str, list[str]], int] = importlib.import_module(module).main
+        command: Callable[[str, list[str]], int] = importlib.import_module(module).main
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.startswith("projector"):
             print(f"project-skill {name}: not available in this version", file=sys.stderr)
             return EXIT_USAGE
         raise
-    return run(name, rest)
+    return command(name, rest)
+
+
+def _shell(fmt: str) -> Shell:
+    """How ``project-skill`` prints an error: the findings in the chosen format, then how many there were."""
+    return Shell("project-skill", findings=lambda diags: report(diags, fmt),
+                 closing=lambda exc: f"error: {plural(len(exc.diagnostics), 'problem')}; nothing was written")
+
+
+def _parsed(argv: list[str]) -> int:
+    ap = parser()
+    args = ap.parse_args(argv)
+    args.argv = argv
+    if args.command is None:
+        ap.print_help()
+        return EXIT_USAGE
+    return run(_shell(getattr(args, "format", "text")), lambda: args.func(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    ap = parser()
-    fmt = "text"
-    try:
-        # Commands beyond the core parse their own arguments (options first included), and import only then.
-        if argv and argv[0] in LAZY_COMMANDS:
-            return _run_lazy(argv[0], argv[1:])
-        args = ap.parse_args(argv)
-        args.argv = argv
-        fmt = getattr(args, "format", "text")
-        if args.command is None:
-            ap.print_help()
-            return EXIT_USAGE
-        return args.func(args)
-    except UsageError as exc:
-        for d in exc.diagnostics:
-            print(f"project-skill: {d.message}" if d.span.file == "<projector>" else format_text(d),
-                  file=sys.stderr)
-        return EXIT_USAGE
-    except ProjectorError as exc:
-        report(exc.diagnostics, fmt)
-        print(f"error: {plural(len(exc.diagnostics), 'problem')}; nothing was written",
-              file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:  # pragma: no cover
-        return 130
+    # Commands beyond the core parse their own arguments (options first included), and import only then.
+    if argv and argv[0] in LAZY_COMMANDS:
+        return run(_shell("text"), lambda: _run_lazy(argv[0], argv[1:]))
+    return run(_shell("text"), lambda: _parsed(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover

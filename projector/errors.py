@@ -92,9 +92,8 @@ class Diagnostic:
 
 
 class ProjectorError(Exception):
-    """The root of every error this project raises on purpose."""
-
-    exit_code = 1
+    """The root of every error this project raises on purpose. Its exit code comes from the one map,
+    :data:`projector.exits.EXIT_CODES`, by its class."""
 
     def __init__(self, diagnostics: list[Diagnostic] | Diagnostic | str):
         if isinstance(diagnostics, str):
@@ -103,6 +102,21 @@ class ProjectorError(Exception):
             diagnostics = [diagnostics]
         self.diagnostics: list[Diagnostic] = sorted(diagnostics, key=Diagnostic.sort_key)
         super().__init__("\n".join(format_text(d) for d in self.diagnostics))
+
+    @property
+    def exit_code(self) -> int:
+        from .exits import exit_code  # the map imports this module: looked up when asked
+
+        return exit_code(self)
+
+
+class PlainError(ProjectorError):
+    """A problem told in one sentence, with no place in a file: an input of the docs, a matrix run, a SKILL.md the
+    matrix reader cannot follow. ``str()`` is the sentence itself, so a message that quotes it reads as it did."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.args = (message,)
 
 
 class LoadError(ProjectorError):
@@ -119,9 +133,7 @@ class DiskError(ProjectorError):
 
 
 class UsageError(ProjectorError):
-    """The command line itself is wrong."""
-
-    exit_code = 2
+    """The command line itself is wrong (exit 2)."""
 
 
 def plural(n: int, noun: str, nouns: str | None = None) -> str:

@@ -302,7 +302,7 @@ def test_every_printed_part_of_a_diagnostic_is_escaped():
     """Whatever a diagnostic carries (a remote server's error text, a file name, a hint quoting a file), the text
     and GitHub formats print no control character raw (the diagnostic escapes them when it is made), and a file
     name cannot end a GitHub property early and set another ("a,line=1" or a ':')."""
-    from projector.cli import _github
+    from projector.exits import _github
     from projector.errors import Diagnostic, Span, format_text
 
     d = Diagnostic(Span("a\x1b[31m,b:c.yaml", 3, 4), "warning", "x-code", "said \x1b]0;t\x07\nfake: line 100%",

@@ -17,12 +17,11 @@ import difflib
 import sys
 from pathlib import Path
 
-from ..errors import ProjectorError, plural
+from ..errors import UsageError, plural
+from ..exits import EXIT_FINDINGS, EXIT_OK, Shell, run
 from .pages import HEADER, DocsError, generate
 
 __all__ = ["HEADER", "DocsError", "generate", "compare", "write", "main"]
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
 def _generated_on_disk(docs: Path) -> dict[str, Path]:
@@ -86,6 +85,11 @@ def write(root: Path, pages: dict[str, bytes]) -> list[str]:
 
 
 def main(name: str = "docs", argv: list[str] | None = None) -> int:
+    shell = Shell(f"project-skill {name}", lead="error: ")  # a DocsError (or any finding): exit 1
+    return run(shell, lambda: _docs(name, list(sys.argv[1:] if argv is None else argv)))
+
+
+def _docs(name: str, argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog=f"project-skill {name}",
         description="Write the generated pages of the docs site into docs/ (or, with --check, exit 1 with a diff "
@@ -93,20 +97,11 @@ def main(name: str = "docs", argv: list[str] | None = None) -> int:
         epilog="exit codes: 0 ok, 1 stale pages or bad inputs, 2 usage")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 listing stale pages with a diff")
     ap.add_argument("--root", default=".", help="the project tree (default: the current folder)")
-    try:
-        args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
-    except SystemExit as exc:
-        return EXIT_OK if exc.code == 0 else EXIT_USAGE
+    args = ap.parse_args(argv)
     root = Path(args.root)
     if not (root / "docs").is_dir():
-        print(f"project-skill {name}: {root.as_posix()}/docs is not a folder; run it from the project tree "
-              "or pass --root", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        pages = generate(root)
-    except (DocsError, ProjectorError) as exc:
-        print(f"project-skill {name}: error: {exc}", file=sys.stderr)
-        return EXIT_FINDINGS
+        raise UsageError(f"{root.as_posix()}/docs is not a folder; run it from the project tree or pass --root")
+    pages = generate(root)
     if args.check:
         problems, diff = compare(root, pages)
         if not problems:

@@ -15,7 +15,9 @@ import importlib.util
 import sys
 from pathlib import Path
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+from ..errors import UsageError
+from ..exits import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Shell, run
+
 DEFAULT_OUT = "docs/data/matrix.json"
 
 
@@ -30,6 +32,11 @@ def table(data: dict) -> str:
 
 
 def main(name: str = "matrix", argv: list[str] | None = None) -> int:
+    shell = Shell(f"project-skill {name}", lead="a run failed: ")
+    return run(shell, lambda: _matrix(name, list(sys.argv[1:] if argv is None else argv)))
+
+
+def _matrix(name: str, argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog=f"project-skill {name}",
         description="Run the refunds task (and hello-world and code-mode) on each surface (skill, workflow "
@@ -44,15 +51,11 @@ def main(name: str = "matrix", argv: list[str] | None = None) -> int:
                          "on it) or FastMCP (needs the project-skill[fastmcp] extra). On FastMCP every figure is the "
                          "same except the skill surface's context bytes: FastMCP prints a tool's structured result "
                          "as compact JSON text, MCPServer with a two-space indent")
-    try:
-        args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
-    except SystemExit as exc:
-        return EXIT_OK if exc.code == 0 else EXIT_USAGE
+    args = ap.parse_args(argv)
     root = Path(args.root)
     if not (root / "generated_skills" / "skills.json").is_file():
-        print(f"project-skill {name}: {root.as_posix()}/generated_skills/skills.json is missing; run "
-              "project-skill build first (or pass --root)", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"{root.as_posix()}/generated_skills/skills.json is missing; run project-skill build first "
+                         "(or pass --root)")
 
     if args.framework == "fastmcp" and importlib.util.find_spec("fastmcp") is None:
         print(f"project-skill {name}: --framework fastmcp needs FastMCP: pip install 'project-skill[fastmcp]'",
@@ -62,11 +65,7 @@ def main(name: str = "matrix", argv: list[str] | None = None) -> int:
 
     from . import harness
 
-    try:
-        data = anyio.run(functools.partial(harness.measure, root, framework=args.framework))
-    except harness.MatrixError as exc:
-        print(f"project-skill {name}: a run failed: {exc}", file=sys.stderr)
-        return EXIT_FINDINGS
+    data = anyio.run(functools.partial(harness.measure, root, framework=args.framework))  # a MatrixError: exit 1
     new = harness.dumps(data)
     out = root / args.out
     print(table(data))

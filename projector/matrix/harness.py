@@ -33,6 +33,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import TextContent
 
+from ..errors import PlainError
 from .agent import AGENT_TOOL, TRACE_TOOL
 from .policy import DESCRIPTION as POLICY
 from .reader import StepFailed, follow, parse, result_value
@@ -232,8 +233,8 @@ async def run_one(root: Path, task: Task, surface: str, scenario: str, arguments
                               + (f"\nthe server's last words:\n{log_tail}" if log_tail else "")) from None
 
 
-class MatrixError(Exception):
-    pass
+class MatrixError(PlainError):
+    """A run of the matrix failed: which task, surface and scenario, and why."""
 
 
 async def _run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str], log: WireLog,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from ..errors import plural
+from ..errors import PlainError, plural
 from .policy import Decision, judge
 
 # One inline code span, fenced with one to three backticks (the generator uses a longer fence only when the text
@@ -28,7 +28,7 @@ _STEP_HEAD = re.compile(r"^### Step (\d+): (.+)$")
 _INPUT = re.compile(rf"^- ({CODE}) \((\w+), (required|optional)\)")
 
 
-class ReadError(Exception):
+class ReadError(PlainError):
     """The SKILL.md does not have the layout this reader follows."""
 
 
@@ -103,78 +103,133 @@ def _bullets(lines: list[str], start: int) -> tuple[list[str], int]:
     return items, i
 
 
-def parse(text: str) -> Procedure:
-    """A generated SKILL.md as a procedure."""
+def _name(text: str) -> str:
+    """The skill's name, from the frontmatter."""
     if not text.startswith("---\n"):
         raise ReadError("no frontmatter")
     m = re.search(r"(?m)^name: (.+)$", text.split("\n---\n", 1)[0])
     if m is None:
         raise ReadError("no name in the frontmatter")
-    name = m.group(1).strip()
-    sections = re.split(r"(?m)^(?=## )", text)
+    return m.group(1).strip()
+
+
+def _inputs(section: str) -> dict[str, str]:
+    """The ``## Inputs`` section: each input's name and declared type."""
+    inputs: dict[str, str] = {}
+    for line in section.splitlines():
+        im = _INPUT.match(line)
+        if im:
+            inputs[_code(im.group(1))] = im.group(2)
+    return inputs
+
+
+def _sections(text: str) -> tuple[dict[str, str], str]:
+    """The inputs, and the ``## Procedure`` section's text."""
     inputs: dict[str, str] = {}
     procedure = None
-    for sec in sections:
+    for sec in re.split(r"(?m)^(?=## )", text):
         if sec.startswith("## Inputs"):
-            for line in sec.splitlines():
-                im = _INPUT.match(line)
-                if im:
-                    inputs[_code(im.group(1))] = im.group(2)
+            inputs.update(_inputs(sec))
         elif sec.startswith("## Procedure"):
             procedure = sec
     if procedure is None:
         raise ReadError("no Procedure section")
-    steps = []
-    for chunk in re.split(r"(?m)^(?=### Step )", procedure)[1:]:
-        lines = chunk.rstrip("\n").split("\n")
-        head = _STEP_HEAD.match(lines[0])
-        if head is None:
-            raise ReadError(f"bad step heading {lines[0]!r}")
-        step = StepPlan(int(head.group(1)), head.group(2).strip())
-        i = 1
-        while i < len(lines):
-            line = lines[i]
-            if line.startswith("**Judgment:** "):
-                para = [line[len("**Judgment:** "):]]
-                while i + 1 < len(lines) and lines[i + 1].strip():
-                    i += 1
-                    para.append(lines[i])
-                step.judgment = " ".join(p.strip() for p in para)
-            elif line.startswith("Decide this yourself before you call "):
-                step.gated = True
-            elif line.startswith("Read the resource "):
-                rm = re.match(rf"Read the resource ({CODE})(, where:|\.)$", line)
-                if rm is None:
-                    raise ReadError(f"bad resource line {line!r}")
-                fills: list[tuple[str, Source]] = []
-                if rm.group(2) == ", where:":
-                    items, i = _bullets(lines, i + 1)
-                    i -= 1
-                    for item in items:
-                        fm = re.match(rf"- ({CODE}) is (.+)$", item)
-                        if fm is None:
-                            raise ReadError(f"bad placeholder line {item!r}")
-                        fills.append((_code(fm.group(1)).strip("{}"), parse_source(fm.group(2))))
-                step.resources.append((_code(rm.group(1)), fills))
-            elif line.startswith("Call the tool "):
-                tm = re.match(rf"Call the tool ({CODE}) \(.*?\)( with these arguments:| with no arguments\.)$", line)
-                if tm is None:
-                    raise ReadError(f"bad tool line {line!r}")
-                step.tool = _code(tm.group(1))
-                if tm.group(2).startswith(" with these"):
-                    items, i = _bullets(lines, i + 1)
-                    i -= 1
-                    for item in items:
-                        am = re.match(rf"- ({CODE}): (.+)$", item)
-                        if am is None:
-                            raise ReadError(f"bad argument line {item!r}")
-                        step.args.append((_code(am.group(1)), parse_source(am.group(2))))
-            elif line.startswith("Save the result as "):
-                step.bind = _code(line[len("Save the result as "):].rstrip("."))
-            i += 1
-        if step.tool is None and not step.resources:
-            raise ReadError(f"step {step.number} neither calls a tool nor reads a resource")
-        steps.append(step)
+    return inputs, procedure
+
+
+# Each reader below takes the step, its lines and the index of the line it starts at, and returns the index of the
+# last line it read (the paragraph or the bullets that belong to it).
+
+
+def _judgment(step: StepPlan, lines: list[str], i: int) -> int:
+    para = [lines[i][len("**Judgment:** "):]]
+    while i + 1 < len(lines) and lines[i + 1].strip():
+        i += 1
+        para.append(lines[i])
+    step.judgment = " ".join(p.strip() for p in para)
+    return i
+
+
+def _gate(step: StepPlan, lines: list[str], i: int) -> int:
+    step.gated = True
+    return i
+
+
+def _resource(step: StepPlan, lines: list[str], i: int) -> int:
+    rm = re.match(rf"Read the resource ({CODE})(, where:|\.)$", lines[i])
+    if rm is None:
+        raise ReadError(f"bad resource line {lines[i]!r}")
+    fills: list[tuple[str, Source]] = []
+    if rm.group(2) == ", where:":
+        items, after = _bullets(lines, i + 1)
+        i = after - 1
+        for item in items:
+            fm = re.match(rf"- ({CODE}) is (.+)$", item)
+            if fm is None:
+                raise ReadError(f"bad placeholder line {item!r}")
+            fills.append((_code(fm.group(1)).strip("{}"), parse_source(fm.group(2))))
+    step.resources.append((_code(rm.group(1)), fills))
+    return i
+
+
+def _tool(step: StepPlan, lines: list[str], i: int) -> int:
+    tm = re.match(rf"Call the tool ({CODE}) \(.*?\)( with these arguments:| with no arguments\.)$", lines[i])
+    if tm is None:
+        raise ReadError(f"bad tool line {lines[i]!r}")
+    step.tool = _code(tm.group(1))
+    if tm.group(2).startswith(" with these"):
+        items, after = _bullets(lines, i + 1)
+        i = after - 1
+        for item in items:
+            am = re.match(rf"- ({CODE}): (.+)$", item)
+            if am is None:
+                raise ReadError(f"bad argument line {item!r}")
+            step.args.append((_code(am.group(1)), parse_source(am.group(2))))
+    return i
+
+
+def _save(step: StepPlan, lines: list[str], i: int) -> int:
+    step.bind = _code(lines[i][len("Save the result as "):].rstrip("."))
+    return i
+
+
+# What a step's line begins with -> its reader. A line that begins with none of these is prose, and skipped.
+_STEP_LINES = (
+    ("**Judgment:** ", _judgment),
+    ("Decide this yourself before you call ", _gate),
+    ("Read the resource ", _resource),
+    ("Call the tool ", _tool),
+    ("Save the result as ", _save),
+)
+
+
+def _step_line(step: StepPlan, lines: list[str], i: int) -> int:
+    for prefix, read in _STEP_LINES:
+        if lines[i].startswith(prefix):
+            return read(step, lines, i)
+    return i
+
+
+def _step(chunk: str) -> StepPlan:
+    """One ``### Step N: name`` section."""
+    lines = chunk.rstrip("\n").split("\n")
+    head = _STEP_HEAD.match(lines[0])
+    if head is None:
+        raise ReadError(f"bad step heading {lines[0]!r}")
+    step = StepPlan(int(head.group(1)), head.group(2).strip())
+    i = 1
+    while i < len(lines):
+        i = _step_line(step, lines, i) + 1
+    if step.tool is None and not step.resources:
+        raise ReadError(f"step {step.number} neither calls a tool nor reads a resource")
+    return step
+
+
+def parse(text: str) -> Procedure:
+    """A generated SKILL.md as a procedure."""
+    name = _name(text)
+    inputs, procedure = _sections(text)
+    steps = [_step(chunk) for chunk in re.split(r"(?m)^(?=### Step )", procedure)[1:]]
     if not steps:
         raise ReadError("no steps")
     return Procedure(name, inputs, steps)

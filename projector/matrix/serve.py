@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..exits import Shell, run
 from .agent import register_agent
+
+PROG = "python -m projector.matrix.serve"
 
 
 def build(skills: str, workflows: str, framework: str = "mcp"):
@@ -23,7 +26,11 @@ def build(skills: str, workflows: str, framework: str = "mcp"):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m projector.matrix.serve",
+    return run(Shell(PROG, closing=lambda _: f"{PROG}: nothing is served"), lambda: _serve(argv))
+
+
+def _serve(argv: list[str] | None) -> int:
+    ap = argparse.ArgumentParser(prog=PROG,
                                  description="The demo server plus the server-side agent, on stdio.")
     ap.add_argument("--skills", default="generated_skills")
     ap.add_argument("--workflows", default="workflows")

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import Diagnostic, ProjectorError, Span, format_text, plural, printable
-from .errors import DynamicDeclined, LockError, OutputError, ServerError, VerificationError
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+from ..exits import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Shell, run, say
 
 SERVER_HELP = ("the server: an http(s):// URL (used as given, e.g. http://127.0.0.1:8000/mcp), or a command line "
                "that starts an MCP server on stdio (quote it as one argument)")
@@ -102,64 +100,6 @@ def _pin_parser() -> argparse.ArgumentParser:
     return ap
 
 
-# ------------------------------------------------------------------------------------------------------ resolving
-
-
-async def resolve(remote: Any, targets: Sequence[str], everything: bool) -> list[tuple[Any, tuple[str, ...] | None]]:
-    """Targets -> [(entry, files or None for all)], sorted by URI. Lists skills (never reads a file)."""
-    from .client import skill_of
-    from .verify import SKILL_FILE
-
-    listing: list[Any] | None = None
-
-    async def listed() -> list[Any]:
-        nonlocal listing
-        if listing is None:
-            listing = await remote.list_skills()
-        return listing
-
-    chosen: dict[str, tuple[Any, set[str] | None]] = {}
-
-    def add(entry: Any, file: str | None) -> None:
-        prev = chosen.get(entry.uri)
-        if prev is None:
-            chosen[entry.uri] = (entry, None if file is None else {file})
-        elif prev[1] is not None:
-            chosen[entry.uri] = (prev[0], None if file is None else prev[1] | {file})
-
-    if everything:
-        for e in await listed():
-            add(e, None)
-    for t in targets:
-        if "://" in t:
-            if t.endswith("/" + SKILL_FILE):
-                found = [e for e in await listed() if e.uri == t]
-                if found:
-                    add(found[0], None)
-                    continue
-                try:
-                    add(await remote.get_skill(t), None)
-                except ServerError as exc:
-                    raise ServerError("unknown-skill", t, f"the server does not serve this skill ({exc.message})"
-                                      ) from None
-            else:
-                entry = skill_of(await listed(), t)
-                if entry is None:
-                    raise ServerError("unknown-skill", t, "no listed skill holds this file")
-                add(entry, t)
-        else:
-            entries = await listed()
-            found = [e for e in entries if e.name == t or e.root.rsplit("/", 1)[-1] == t]
-            if not found:
-                names = ", ".join(sorted({e.name for e in entries})) or "none"
-                raise ServerError("unknown-skill", t, f"no listed skill is named {t!r}", f"listed: {names}")
-            if len(found) > 1:
-                raise ServerError("ambiguous-skill", t, f"{len(found)} listed skills are named {t!r}: "
-                                  + ", ".join(sorted(e.uri for e in found)), "name one by its URI")
-            add(found[0], None)
-    return [(e, None if files is None else tuple(sorted(files))) for _, (e, files) in sorted(chosen.items())]
-
-
 # ------------------------------------------------------------------------------------------------------ commands
 
 
@@ -187,85 +127,64 @@ async def cmd_list(args: argparse.Namespace) -> int:
 
 
 async def cmd_load(args: argparse.Namespace) -> int:
-    from ..bundle import dumps
+    from .batch import Options, load_targets
     from .client import connect
-    from .output import skill_dir_of, write_bundles
-    from .pins import manifest_digest, read_lock
+    from .output import write_bundles
+    from .pins import read_lock
+    from .targets import choose
 
     if not args.targets and not args.all and not args.locked:
         raise _usage("name at least one skill (NAME or URI), or pass --all or --locked LOCK")
     lock = read_lock(args.locked) if args.locked else None
+    opts = Options(args.server, lock, args.locked, writing=bool(args.out), allow_dynamic=args.allow_dynamic,
+                   frontmatter_yaml=args.frontmatter_yaml, keep_going=args.keep_going)
     async with connect(args.server, timeout=args.timeout) as remote:
-        if lock is not None and not args.targets and not args.all:
-            pins = lock.for_server(args.server)
-            if not pins:
-                servers = ", ".join(lock.servers()) or "none"
-                raise LockError("not-pinned", args.locked, f"the lock pins no skill of {args.server}",
-                                f"servers in the lock: {servers}")
-            targets: list[tuple[Any, tuple[str, ...] | None]] = []
-            listing = {e.uri: e for e in await remote.list_skills()}
-            for p in pins:
-                entry = listing.get(p.uri)
-                if entry is None:
-                    try:
-                        entry = await remote.get_skill(p.uri)
-                    except ServerError as exc:
-                        raise LockError("lock-mismatch", p.uri, f"pinned in {args.locked}, but the server no longer "
-                                        f"serves it ({exc.message})") from None
-                targets.append((entry, None))
-        else:
-            targets = await resolve(remote, args.targets, args.all)
-            if args.all and not targets and not args.allow_empty:
-                raise ServerError("no-skills", args.server, f"the server {args.server} lists no skills, so --all has "
-                                  "nothing to load", "pass --allow-empty to accept an empty listing (then the exit "
-                                  "is 0, and --out writes an empty set)")
-        loaded = []
-        refused: list[tuple[str, ProjectorError]] = []
-        for entry, files in targets:
-            try:
-                if args.out:
-                    skill_dir_of(entry.uri)  # a folder name the server chose: checked before anything is read
-                pin = None
-                if lock is not None:
-                    pin = lock.find(args.server, entry.uri)
-                    if pin is None:
-                        raise LockError("not-pinned", entry.uri, f"{args.locked} does not pin this skill for "
-                                        f"{args.server}", "pin it first: project-skill pin SERVER NAME --lock FILE")
-                loaded.append(await remote.load(entry, files=files, pin=pin, lock_path=args.locked or "skills.lock",
-                                                allow_dynamic=args.allow_dynamic,
-                                                frontmatter_yaml=args.frontmatter_yaml))
-            except (VerificationError, DynamicDeclined, LockError, ServerError, OutputError) as exc:
-                if not args.keep_going:
-                    raise
-                refused.append((entry.uri, exc))
-    written = write_bundles(args.out, loaded) if args.out else []
+        targets = await choose(remote, args.server, args.targets, everything=args.all, lock=lock,
+                               lock_path=args.locked, allow_empty=args.allow_empty)
+        batch = await load_targets(remote, targets, opts)
+    written = write_bundles(args.out, batch.loaded) if args.out else []
     if args.format == "json":
-        doc: dict[str, Any] = {
-            "skills": [_skill_json(s, manifest_digest) for s in loaded],
-            "out": args.out, "written": written}
-        if args.keep_going:
-            doc["refused"] = [{"uri": uri, "errors": [d.to_json() for d in exc.diagnostics]} for uri, exc in refused]
-        sys.stdout.write(dumps(doc).decode("utf-8"))
+        _print_json(args, batch, written)
     else:
-        for s in loaded:
-            n, size = len(s.files), sum(len(b) for b in s.files.values())
-            how = "verified" if s.verified else "loaded UNVERIFIED (dynamic)"
-            extra = " after refreshing its entry" if s.refreshed else ""
-            print(f"{how} {printable(s.uri)}: {n} file{'s' * (n != 1)}, {size} bytes{extra}")
-            for note in s.notes:
-                print(format_text(Diagnostic(Span(s.uri), "note", NOTE_CODE, note)))
-        if args.out:
-            print(f"wrote {plural(len(written), 'skill folder')} under {args.out}")
-    if refused:
-        for _uri, exc in refused:
-            for d in exc.diagnostics:
-                print(format_text(d), file=sys.stderr)
-        print(f"project-skill remote: refused {plural(len(refused), 'skill')}: "
-              f"{', '.join(printable(uri) for uri, _ in refused)}; "
-              f"{'wrote the other ' + plural(len(written), 'skill') if args.out else 'loaded the others'}",
-              file=sys.stderr)
+        _print_text(args, batch.loaded, written)
+    if batch.refused:
+        _print_refused(args, batch.refused, written)
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _print_json(args: argparse.Namespace, batch: Any, written: list[str]) -> None:
+    from ..bundle import dumps
+    from .pins import manifest_digest
+
+    doc: dict[str, Any] = {
+        "skills": [_skill_json(s, manifest_digest) for s in batch.loaded],
+        "out": args.out, "written": written}
+    if args.keep_going:
+        doc["refused"] = [{"uri": uri, "errors": [d.to_json() for d in exc.diagnostics]} for uri, exc in batch.refused]
+    sys.stdout.write(dumps(doc).decode("utf-8"))
+
+
+def _print_text(args: argparse.Namespace, loaded: list[Any], written: list[str]) -> None:
+    for s in loaded:
+        n, size = len(s.files), sum(len(b) for b in s.files.values())
+        how = "verified" if s.verified else "loaded UNVERIFIED (dynamic)"
+        extra = " after refreshing its entry" if s.refreshed else ""
+        print(f"{how} {printable(s.uri)}: {n} file{'s' * (n != 1)}, {size} bytes{extra}")
+        for note in s.notes:
+            print(format_text(Diagnostic(Span(s.uri), "note", NOTE_CODE, note)))
+    if args.out:
+        print(f"wrote {plural(len(written), 'skill folder')} under {args.out}")
+
+
+def _print_refused(args: argparse.Namespace, refused: list[tuple[str, ProjectorError]], written: list[str]) -> None:
+    for _uri, exc in refused:
+        for d in exc.diagnostics:
+            print(format_text(d), file=sys.stderr)
+    print(f"project-skill remote: refused {plural(len(refused), 'skill')}: "
+          f"{', '.join(printable(uri) for uri, _ in refused)}; "
+          f"{'wrote the other ' + plural(len(written), 'skill') if args.out else 'loaded the others'}",
+          file=sys.stderr)
 
 
 NOTE_CODE = "frontmatter-yaml-1.1"  # a skill accepted only because its frontmatter was read as YAML 1.1
@@ -292,6 +211,7 @@ def _file_json(skill: Any, uri: str, data: bytes) -> dict[str, Any]:
 async def cmd_pin(args: argparse.Namespace) -> int:
     from .client import connect
     from .pins import pin_entry, read_lock, write_lock
+    from .targets import resolve
 
     lock = read_lock(args.lock, missing_ok=True)
     async with connect(args.server, timeout=args.timeout) as remote:
@@ -315,29 +235,27 @@ def _usage(message: str) -> ProjectorError:
     return UsageError(message)
 
 
-def main(name: str, argv: list[str]) -> int:
+def _shell(name: str) -> Shell:
+    """How ``project-skill remote`` and ``pin`` print an error: a sentence with the command's name, anything with a
+    place as its text, then that nothing was written."""
+    prog = f"project-skill {name}"
+    return Shell(prog, findings=lambda diags: say(prog, diags), closing=lambda _: f"{prog}: refused; nothing was written")
+
+
+def _command(name: str, argv: list[str]) -> int:
     import anyio
 
     ap = _pin_parser() if name == "pin" else _remote_parser()
-    try:
-        args = ap.parse_args(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    args = ap.parse_args(argv)
     if name != "pin" and args.action is None:
         ap.print_help(sys.stderr)
         return EXIT_USAGE
     command = cmd_pin if name == "pin" else {"list": cmd_list, "load": cmd_load}[args.action]
-    try:
-        return anyio.run(command, args)
-    except ProjectorError as exc:
-        for d in exc.diagnostics:
-            if d.code == "error" and d.span.file == "<projector>":
-                print(f"project-skill {name}: {d.message}", file=sys.stderr)
-            else:
-                print(format_text(d), file=sys.stderr)
-        if exc.exit_code == EXIT_FINDINGS:
-            print(f"project-skill {name}: refused; nothing was written", file=sys.stderr)
-        return exc.exit_code
+    return anyio.run(command, args)
+
+
+def main(name: str, argv: list[str]) -> int:
+    return run(_shell(name), lambda: _command(name, argv))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,11 +21,11 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from ..errors import Diagnostic, ProjectorError, UsageError, format_text
+from ..errors import Diagnostic, UsageError
+from ..exits import EXIT_OK, Shell, run
 from . import ATTACH_HINT, ATTACH_RESOURCE_HINT
 from .errors import ServeError
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 DEFAULT_HOST = "127.0.0.1"
 
 
@@ -131,13 +131,6 @@ DEMO_HINTS = {
 }
 
 
-def _usage(name: str, exc: UsageError) -> int:
-    for d in exc.diagnostics:
-        print(f"project-skill {name}: {d.message}" if d.span.file == "<projector>" else format_text(d),
-              file=sys.stderr)
-    return EXIT_USAGE
-
-
 def _on_the_command_line(problems: list[Diagnostic], hints: dict[str, str]) -> list[Diagnostic]:
     """attach()'s diagnostics, with the hints that say "before calling attach()" said for the command line (the
     command calls attach, not the user)."""
@@ -188,19 +181,16 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
 
 
 def main(name: str = "serve", argv: list[str] | None = None) -> int:
-    args = parser(name).parse_args(sys.argv[1:] if argv is None else argv)
+    prog = f"project-skill {name}"
+    shell = Shell(prog, closing=lambda _: f"{prog}: nothing is served")
+    return run(shell, lambda: _serve(name, sys.argv[1:] if argv is None else argv))
+
+
+def _serve(name: str, argv: list[str]) -> int:
+    args = parser(name).parse_args(argv)
     if args.ttl_ms < 0:
-        print(f"project-skill {name}: --ttl-ms must be 0 or more", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        server, framework = _server(args)
-    except UsageError as exc:
-        return _usage(name, exc)
-    except ProjectorError as exc:
-        for d in exc.diagnostics:
-            print(format_text(d), file=sys.stderr)
-        print(f"project-skill {name}: nothing is served", file=sys.stderr)
-        return EXIT_FINDINGS
+        raise UsageError("--ttl-ms must be 0 or more")
+    server, framework = _server(args)
     what = f"{args.target}, {framework}" if args.target is not None else framework
     try:
         if args.http is None:
