@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..server import adapters
 from .agent import register_agent
 
 
-def build(skills: str, workflows: str, framework: str = "mcp"):
+def build(skills: str, workflows: str, framework: str = adapters.DEFAULT):
     from ..server.demo import demo_server
 
     server, store = demo_server(skills, workflows, framework=framework)
@@ -27,17 +28,10 @@ def main(argv: list[str] | None = None) -> int:
                                  description="The demo server plus the server-side agent, on stdio.")
     ap.add_argument("--skills", default="generated_skills")
     ap.add_argument("--workflows", default="workflows")
-    ap.add_argument("--framework", choices=("mcp", "fastmcp"), default="mcp")
+    ap.add_argument("--framework", choices=adapters.names(), default=adapters.DEFAULT)
     args = ap.parse_args(argv)
     server, _ = build(args.skills, args.workflows, args.framework)
-    if args.framework == "fastmcp":  # as project-skill serve --framework fastmcp --stdio
-        server.run("stdio", show_banner=False)
-        return 0
-    import anyio
-
-    from ..server.stdio import serve_stdio  # the same stdio transport as project-skill serve --stdio
-
-    anyio.run(serve_stdio, server)
+    adapters.get(args.framework).run_stdio(server)  # the same stdio transport as project-skill serve --stdio
     return 0
 
 

@@ -15,7 +15,8 @@ refund workflow's step 3 guidance asks the caller to act on it. A server-side ru
 ``workflows/refunds-gated.yaml`` (the prompt ``refund_flow_gated``) states the check as a ``when:`` condition, which
 the server-side run enforces: it stops before ``issue_refund`` on an ineligible order.
 
-For other tests and tools: ``server, store = demo_server()`` gives a ready MCPServer and its store;
+For other tests and tools: ``server, store = demo_server()`` gives a ready server (mcp's MCPServer unless
+``framework=`` names another of :mod:`projector.server.adapters`) and its store;
 ``store.ledger()`` is the list of refunds issued so far.
 """
 
@@ -37,12 +38,12 @@ from typing import Any
 import anyio
 import anyio.to_thread
 from mcp.server.caching import CacheHint
-from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp_types import ToolAnnotations
 
 from .. import __version__
-from . import attach
+from . import adapters
+from .attach import attach
 from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE
 
 # ------------------------------------------------------------------------------------------------------ refunds
@@ -402,8 +403,8 @@ def _take_rows(cur: sqlite3.Cursor) -> tuple[list[list[Any]], str | None]:
 
 def add_demo_tools(server: Any, store: RefundStore | None = None,
                    db: DemoDatabase | None = None) -> tuple[RefundStore, DemoDatabase]:
-    """Register the demo tools and resources on ``server`` (an MCPServer or a FastMCP); returns the store and
-    database they use."""
+    """Register the demo tools and resources on ``server`` (an MCPServer, a FastMCP: any framework of
+    :mod:`projector.server.adapters`); returns the store and database they use."""
     store = store or RefundStore()
     db = db or DemoDatabase()
 
@@ -432,8 +433,11 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
         return await anyio.to_thread.run_sync(db.query, sql, limiter=sql_worker[0])
 
     read_only = ToolAnnotations(read_only_hint=True)
-    # MCPServer.add_tool(fn, name=...) and FastMCP.tool(fn, name=...) take the same keywords
-    add = server.add_tool if isinstance(server, MCPServer) else server.tool
+    adapter = adapters.for_server(server)
+
+    def add(fn: Callable[..., Any], **kwargs: Any) -> None:
+        adapter.add_tool(server, fn, **kwargs)
+
     add(get_order, name="get_order", description="Look up an order by id.", annotations=read_only)
     add(check_eligibility, name="check_eligibility",
         description="Decide whether an order can be refunded under the policy.", annotations=read_only)
@@ -464,30 +468,24 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
     return store, db
 
 
-FRAMEWORKS = ("mcp", "fastmcp")
 INSTRUCTIONS = ("Demo server for projector: the shipped example skills (SEP-2640), their workflows as prompts, and "
                 "real demo tools.")
 
 
 def demo_server(skills: str | Path | None = "generated_skills", workflows: str | Path | None = "workflows", *,
                 page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
-                name: str = "projector-demo", framework: str = "mcp",
+                name: str = "projector-demo", framework: str = adapters.DEFAULT,
                 skill_tools: bool = False) -> tuple[Any, RefundStore]:
     """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`.
 
-    ``framework="fastmcp"`` builds the same demo on a ``fastmcp.FastMCP`` (the ``project-skill[fastmcp]`` extra), with
-    ``page_size`` as the server's ``list_page_size``. ``skill_tools`` is :func:`projector.server.attach`'s.
+    ``framework`` names one of :func:`projector.server.adapters.names`: ``"fastmcp"`` builds the same demo on a
+    ``fastmcp.FastMCP`` (the ``project-skill[fastmcp]`` extra), with ``page_size`` as the server's
+    ``list_page_size``. ``skill_tools`` is :func:`projector.server.attach`'s.
     """
-    if framework == "fastmcp":
-        from fastmcp import FastMCP
-
-        fserver: Any = FastMCP(name, instructions=INSTRUCTIONS, version=__version__, list_page_size=page_size)
-        store, _ = add_demo_tools(fserver)
-        attach(fserver, skills, workflows, page_size=page_size, cache=cache, skill_tools=skill_tools)
-        return fserver, store
-    if framework != "mcp":
-        raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
-    server: MCPServer = MCPServer(name, version=__version__, instructions=INSTRUCTIONS)
+    if framework not in adapters.REGISTRY:
+        raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(adapters.names())}")
+    server = adapters.get(framework).make_server(name, version=__version__, instructions=INSTRUCTIONS,
+                                                 page_size=page_size)
     store, _ = add_demo_tools(server)
     attach(server, skills, workflows, page_size=page_size, cache=cache, skill_tools=skill_tools)
     return server, store

@@ -18,7 +18,7 @@ from projector.load import load_all
 from projector.server import SkillsExtension, attach, build_server
 from projector.server.bootstrap import parse as parse_bootstrap
 from projector.server.demo import RefundStore, add_demo_tools, demo_server
-from projector.server.errors import ServeError
+from projector.server.errors import AttachError
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILLS = ROOT / "generated_skills"
@@ -261,7 +261,7 @@ def refunds_only() -> list:
 
 
 def attach_error(server: MCPServer, workflows: Any, skills: Any = None) -> str:
-    with pytest.raises(ServeError) as info:
+    with pytest.raises(AttachError) as info:
         attach(server, skills, workflows)
     return str(info.value)
 
