@@ -7,8 +7,7 @@ uses only ``[a-z0-9.-]`` (valid wherever MCP names are), maps back to exactly on
 workflow's prompt name (its raw workflow name) could only share by spelling out ``skill.``. :func:`projector.server.
 attach` refuses such a collision with a clear error rather than letting one prompt hide the other.
 
-Each framework's adapter (:mod:`projector.server.adapters`) makes the prompt of :func:`bootstrap_name`,
-:func:`title` and :func:`description`, and answers it with :func:`render`. Getting the prompt returns one user message that inlines SKILL.md and then each supporting file, in manifest order,
+Getting the prompt returns one user message that inlines SKILL.md and then each supporting file, in manifest order,
 byte for byte as ``resources/read`` serves them. Each file is one block::
 
     <file uri="skill://refund-flow/SKILL.md" mimeType="text/markdown" bytes="2298">
@@ -18,6 +17,9 @@ byte for byte as ``resources/read`` serves them. Each file is one block::
 The ``bytes`` count makes the blocks unambiguous whatever a file contains: the file is the ``bytes`` bytes after the
 opening line. A line break is added before ``</file>`` only when the file does not end with one. A file that is not
 UTF-8 cannot be inlined as text; its block says so and points at ``resources/read``.
+
+Nothing here depends on the framework: each framework's adapter (:mod:`projector.server.adapters`) makes the prompt
+of :func:`bootstrap_name`, :func:`title` and :func:`description`, and answers it with :func:`render`.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from importlib import resources
@@ -44,6 +44,7 @@ from mcp_types import ToolAnnotations
 from .. import __version__
 from . import adapters
 from .attach import attach
+from .demo_printf import printf_sizes
 from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE
 
 # ------------------------------------------------------------------------------------------------------ refunds
@@ -289,90 +290,6 @@ def _connect() -> sqlite3.Connection:
     return conn
 
 
-_FLAGS = frozenset("-+ #!0,")
-_ONE_ARGUMENT = frozenset("dicouxXpfeEgGsqQwzr")  # conversions that take an argument (SQLite's fmtinfo table)
-
-
-def printf_sizes(fmt: str, args: Sequence[Any], as_int: Callable[[Any], int]) -> Iterator[int]:
-    """Every field width and precision of SQLite's ``printf(fmt, *args)``, read the way SQLite's own formatter
-    reads them (``sqlite3_str_vappendf``): flags, a width of digits or ``*`` (the next argument), a precision of
-    ``.`` digits or ``.*``, ``l``/``ll``, a conversion that takes the next argument, ``%%``; an unknown conversion
-    ends the formatting. ``*`` values are read with ``as_int`` and given as absolute values; digit runs as written
-    (SQLite wraps long ones, so this may only be larger)."""
-    n, i, k = len(fmt), 0, 0
-
-    def at(j: int) -> str:
-        return fmt[j] if j < n else ""
-
-    def take() -> Any:
-        nonlocal k
-        k += 1
-        return args[k - 1] if k <= len(args) else None
-
-    def digits(j: int) -> int:
-        while "0" <= at(j) <= "9":
-            j += 1
-        return j
-
-    while i < n:
-        if fmt[i] != "%":
-            i += 1
-            continue
-        i += 1
-        c = at(i)
-        if not c:
-            return
-        while True:
-            done = False
-            if c in _FLAGS:
-                pass
-            elif c == "l":
-                i += 1
-                if at(i) == "l":
-                    i += 1
-                c, done = at(i), True
-            elif "1" <= c <= "9":
-                j = digits(i)
-                yield int(fmt[i:j])
-                if at(j) not in (".", "l"):
-                    i, c, done = j, at(j), True
-                else:
-                    i = j - 1
-            elif c == "*":
-                yield abs(as_int(take()))
-                if at(i + 1) not in (".", "l"):
-                    i += 1
-                    c, done = at(i), True
-            elif c == ".":
-                i += 1
-                if at(i) == "*":
-                    yield abs(as_int(take()))
-                    i += 1
-                else:
-                    j = digits(i)
-                    yield int(fmt[i:j] or "0")
-                    i = j
-                if at(i) == "l":
-                    i -= 1
-                else:
-                    c, done = at(i), True
-            else:
-                done = True
-            if done:
-                break
-            i += 1
-            c = at(i)
-            if not c:
-                return
-        if not c:
-            return
-        if c in _ONE_ARGUMENT:
-            take()
-        elif c not in ("%", "n"):
-            return
-        i += 1
-
-
 def _cell(value: Any) -> Any:
     """A SQLite value as JSON: a blob as its SQL hex literal, a non-finite float as text."""
     if isinstance(value, bytes):
@@ -461,10 +378,10 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
                                         f"{', '.join(sorted(POLICIES))}")
         return POLICIES[region]
 
-    server.resource("sqlite://demo/schema", name="demo-schema", mime_type="application/sql",
-                    description="The demo shop database's schema (CREATE TABLE statements).")(schema)
-    server.resource("docs://refund-policy/{region}", name="refund-policy", mime_type="text/markdown",
-                    description="The refund policy of a region (eu, uk, us).")(refund_policy)
+    adapter.add_resource(server, "sqlite://demo/schema", schema, name="demo-schema", mime_type="application/sql",
+                         description="The demo shop database's schema (CREATE TABLE statements).")
+    adapter.add_resource(server, "docs://refund-policy/{region}", refund_policy, name="refund-policy",
+                         mime_type="text/markdown", description="The refund policy of a region (eu, uk, us).")
     return store, db
 
 

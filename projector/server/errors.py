@@ -13,8 +13,9 @@ class AttachError(ProjectorError):
     """The skills tree or the workflows cannot be served as they are (a bad tree, a missing tool, a bad schema)."""
 
 
-def attach_error(where: str, code: str, message: str, hint: str | None = None) -> AttachError:
+def serve_error(where: str, code: str, message: str, hint: str | None = None) -> AttachError:
+    """An :class:`AttachError` with one diagnostic at ``where``."""
     return AttachError(error(Span(where), code, message, hint))
 
 
-__all__ = ["AttachError", "Diagnostic", "attach_error"]
+__all__ = ["AttachError", "Diagnostic", "serve_error"]

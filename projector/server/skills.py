@@ -42,7 +42,7 @@ from ..bounded import BadJSON, Unreadable, loads, read_regular
 from ..bundle import INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, parse_frontmatter
 from ..naming import NAME_RULE, RESERVED, RESERVED_WORDS, SEGMENT_RULE
 from ..errors import plural
-from .errors import AttachError, attach_error
+from .errors import AttachError, serve_error
 
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 DIRECTORY_MIME = "inode/directory"
@@ -211,14 +211,14 @@ class SkillTree:
         try:
             raw = read_regular(index_path, MAX_INDEX_BYTES)
         except Unreadable as exc:
-            raise attach_error(where, "no-index", f"cannot read the skills index: {exc}",
+            raise serve_error(where, "no-index", f"cannot read the skills index: {exc}",
                               "point --skills at a folder written by `project-skill build`") from None
         try:
             manifest = loads(raw)
         except BadJSON as exc:
-            raise attach_error(where, "bad-index", f"the skills index is not valid JSON: {exc}") from None
+            raise serve_error(where, "bad-index", f"the skills index is not valid JSON: {exc}") from None
         if not isinstance(manifest, dict) or not isinstance(manifest.get("skills"), list):
-            raise attach_error(where, "bad-index", "the skills index must be an object with a 'skills' array")
+            raise serve_error(where, "bad-index", "the skills index must be an object with a 'skills' array")
         real_root = root_path.resolve()
         skills: list[Skill] = []
         uris: set[str] = set()
@@ -231,11 +231,11 @@ class SkillTree:
                 problems.extend(exc.diagnostics)
                 continue
             if skill.uri in uris:
-                problems.extend(attach_error(where, "duplicate-skill", f"{skill.uri} is listed twice").diagnostics)
+                problems.extend(serve_error(where, "duplicate-skill", f"{skill.uri} is listed twice").diagnostics)
                 continue
             for f in skill.files:
                 if f.uri in files:
-                    problems.extend(attach_error(where, "duplicate-file", f"{f.uri} belongs to two skills").diagnostics)
+                    problems.extend(serve_error(where, "duplicate-file", f"{f.uri} belongs to two skills").diagnostics)
                 files[f.uri] = f
             skills.append(skill)
             uris.add(skill.uri)
@@ -251,24 +251,24 @@ def _check_rel(rel: str) -> bool:
 
 def _load_skill(real_root: Path, entry: Any, where: str) -> Skill:
     if not isinstance(entry, dict):
-        raise attach_error(where, "bad-entry", "an entry must be an object")
+        raise serve_error(where, "bad-entry", "an entry must be an object")
     uri = entry.get("uri")
     suffix = "/" + SKILL_FILE
     if not isinstance(uri, str) or not uri.startswith(SCHEME) or not uri.endswith(suffix):
-        raise attach_error(where, "bad-entry", f"the entry uri {uri!r} is not skill://<path>/SKILL.md")
+        raise serve_error(where, "bad-entry", f"the entry uri {uri!r} is not skill://<path>/SKILL.md")
     path = uri[len(SCHEME):-len(suffix)]
     if not path or not all(SEGMENT_RULE.fullmatch(p) for p in path.split("/")):
-        raise attach_error(where, "bad-entry", f"the skill path {path!r} in {uri} is not lowercase slug segments")
+        raise serve_error(where, "bad-entry", f"the skill path {path!r} in {uri} is not lowercase slug segments")
     device = next((p for p in path.split("/") if p in RESERVED), None)
     if device is not None:  # as build refuses it (reserved-name): a folder no Windows checkout can hold
-        raise attach_error(where, "bad-entry", f"the skill path {path!r} in {uri} holds {device!r}, a Windows device "
+        raise serve_error(where, "bad-entry", f"the skill path {path!r} in {uri} holds {device!r}, a Windows device "
                           f"name ({RESERVED_WORDS})")
     name = path.rsplit("/", 1)[-1]
     if not NAME_RULE.fullmatch(name):
-        raise attach_error(where, "bad-entry", f"the skill name {name!r} breaks the Agent Skills name rule")
+        raise serve_error(where, "bad-entry", f"the skill name {name!r} breaks the Agent Skills name rule")
     resources = entry.get("resources")
     if not isinstance(resources, list) or not resources:
-        raise attach_error(where, "bad-entry", f"{uri}: 'resources' must be a non-empty array")
+        raise serve_error(where, "bad-entry", f"{uri}: 'resources' must be a non-empty array")
     base = SCHEME + path + "/"
     skill_dir = real_root / path
     loaded: list[SkillFile] = []
@@ -276,56 +276,56 @@ def _load_skill(real_root: Path, entry: Any, where: str) -> Skill:
     budget = MAX_BYTES  # SEP-2640: a skill holds at most 16 MiB, so no file is read past what is left of it
     for r in resources:
         if not isinstance(r, dict) or not isinstance(r.get("uri"), str):
-            raise attach_error(where, "bad-entry", f"{uri}: every resource needs a string 'uri'")
+            raise serve_error(where, "bad-entry", f"{uri}: every resource needs a string 'uri'")
         ruri = r["uri"]
         rel = ruri[len(base):] if ruri.startswith(base) else ""
         if not rel or not _check_rel(rel):
-            raise attach_error(where, "foreign-file", f"{uri}: the resource {ruri!r} is not a plain path inside the "
+            raise serve_error(where, "foreign-file", f"{uri}: the resource {ruri!r} is not a plain path inside the "
                               f"skill ({base}...)")
         if ruri in seen:
-            raise attach_error(where, "bad-entry", f"{uri}: {ruri} is listed twice")
+            raise serve_error(where, "bad-entry", f"{uri}: {ruri} is listed twice")
         seen.add(ruri)
         disk = skill_dir.joinpath(*rel.split("/"))
         try:
             real = disk.resolve(strict=True)
             real.relative_to(real_root)
         except (OSError, ValueError):
-            raise attach_error(where, "missing-file", f"{ruri}: {disk.as_posix()} does not exist inside the tree",
+            raise serve_error(where, "missing-file", f"{ruri}: {disk.as_posix()} does not exist inside the tree",
                               "rebuild the tree with `project-skill build`") from None
         if real != disk:  # the build writes no link: one in the tree (a checkout can hold any) is not followed
-            raise attach_error(where, "missing-file", f"{ruri}: {disk.as_posix()} is reached through a symbolic link, "
+            raise serve_error(where, "missing-file", f"{ruri}: {disk.as_posix()} is reached through a symbolic link, "
                               "which is not followed", "rebuild the tree with `project-skill build`")
         try:
             data = read_regular(disk, budget)
         except Unreadable as exc:
-            raise attach_error(where, "missing-file", f"{ruri}: cannot read {disk.as_posix()}: {exc}",
+            raise serve_error(where, "missing-file", f"{ruri}: cannot read {disk.as_posix()}: {exc}",
                               f"a skill is regular files of at most {MAX_BYTES} bytes in all (SEP-2640); rebuild "
                               "the tree with `project-skill build`") from None
         budget -= len(data)
         got = "sha256:" + hashlib.sha256(data).hexdigest()
         if r.get("digest") != got or r.get("size") != len(data):
-            raise attach_error(where, "digest-mismatch",
+            raise serve_error(where, "digest-mismatch",
                               f"{ruri}: the file on disk ({plural(len(data), 'byte')}, {got}) does not match the manifest "
                               f"({r.get('size')} bytes, {r.get('digest')}); refusing to serve the tree",
                               "rebuild the tree with `project-skill build`, or restore the committed files")
         loaded.append(SkillFile(ruri, rel, data, mime_type(rel, data)))
     skill_md = next((f for f in loaded if f.rel == SKILL_FILE), None)
     if skill_md is None:
-        raise attach_error(where, "bad-entry", f"{uri}: the entry does not list its own SKILL.md")
+        raise serve_error(where, "bad-entry", f"{uri}: the entry does not list its own SKILL.md")
     if skill_md.text is None:
-        raise attach_error(where, "bad-skill-md", f"{uri}: SKILL.md is not UTF-8")
+        raise serve_error(where, "bad-skill-md", f"{uri}: SKILL.md is not UTF-8")
     try:
         fm = parse_frontmatter(skill_md.data)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise attach_error(where, "bad-skill-md", f"{uri}: {exc}") from None
+        raise serve_error(where, "bad-skill-md", f"{uri}: {exc}") from None
     except Exception as exc:  # yaml.YAMLError
-        raise attach_error(where, "bad-skill-md", f"{uri}: the frontmatter is not YAML: {exc}") from None
+        raise serve_error(where, "bad-skill-md", f"{uri}: the frontmatter is not YAML: {exc}") from None
     if entry.get("frontmatter") != fm:
-        raise attach_error(where, "frontmatter-mismatch",
+        raise serve_error(where, "frontmatter-mismatch",
                           f"{uri}: the entry's frontmatter differs from the one in SKILL.md",
                           "rebuild the tree with `project-skill build`")
     if fm.get("name") != name or not isinstance(fm.get("description"), str) or not fm["description"]:
-        raise attach_error(where, "bad-skill-md", f"{uri}: the frontmatter needs name '{name}' and a description")
+        raise serve_error(where, "bad-skill-md", f"{uri}: the frontmatter needs name '{name}' and a description")
     return Skill(path, entry, tuple(loaded))
 
 

@@ -7,7 +7,7 @@ runner (:mod:`projector.server.workflow`) knows only :class:`~projector.server.w
 - recognise a server object, and list what is on it (:class:`Listing`);
 - register the SEP-2640 skills extension, the workflow and bootstrap prompts, and the skill tools;
 - make a :class:`~projector.server.workflow.WorkflowHost` for a request, and a tool that gets one (the matrix's agent);
-- make a server and add a plain tool to it (the demo server);
+- make a server and add a plain tool or resource to it (the demo server);
 - run a transport (stdio, Streamable HTTP).
 
 These are exactly what mcp's MCPServer (:mod:`.mcp`) and FastMCP (:mod:`.fastmcp`) need today. An adapter calls
@@ -83,6 +83,11 @@ class Adapter(ABC):
         """Add ``fn`` as a tool. ``text_only``: its result is text content, with no output schema. ``host``: ``fn``
         takes the request's :class:`~projector.server.workflow.WorkflowHost` as its first argument, and the tool's
         parameters are the rest of ``fn``'s."""
+
+    @abstractmethod
+    def add_resource(self, server: Any, uri: str, fn: Callable[..., Any], *, name: str, mime_type: str,
+                     description: str) -> None:
+        """Add ``fn`` as the resource ``uri``, or as a resource template when ``uri`` has ``{variables}``."""
 
     @abstractmethod
     def make_server(self, name: str, *, version: str, instructions: str, page_size: int) -> Any:

@@ -391,6 +391,10 @@ class FastMCPAdapter(Adapter):
         server.tool(fn, name=name, description=description, annotations=annotations,
                     **({"output_schema": None} if text_only else {}))
 
+    def add_resource(self, server: Any, uri: str, fn: Callable[..., Any], *, name: str, mime_type: str,
+                     description: str) -> None:
+        server.resource(uri, name=name, mime_type=mime_type, description=description)(fn)
+
     def make_server(self, name: str, *, version: str, instructions: str, page_size: int) -> FastMCP:
         return FastMCP(name, instructions=instructions, version=version, list_page_size=page_size)
 

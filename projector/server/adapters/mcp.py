@@ -199,6 +199,10 @@ class MCPAdapter(Adapter):
         server.add_tool(fn, name=name, description=description, annotations=annotations,
                         **({"structured_output": False} if text_only else {}))
 
+    def add_resource(self, server: Any, uri: str, fn: Callable[..., Any], *, name: str, mime_type: str,
+                     description: str) -> None:
+        server.resource(uri, name=name, mime_type=mime_type, description=description)(fn)
+
     def make_server(self, name: str, *, version: str, instructions: str, page_size: int) -> MCPServer:
         return MCPServer(name, version=version, instructions=instructions)
 
