@@ -21,7 +21,7 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
-from ..server.adapters import for_server
+from ..server.adapters import detect
 from ..server.workflow import WorkflowHost
 from .reader import ReadError, StepFailed, follow, parse, result_value
 
@@ -67,7 +67,9 @@ class _ServerBackend:
 def register_agent(server: Any, *, skill_scheme: str = "skill://") -> None:
     """Add the ``agent`` and ``agent_trace`` tools to ``server``, an ``MCPServer`` or a ``fastmcp.FastMCP`` (which
     must serve the skills it is asked for); a TypeError for anything else."""
-    adapter = for_server(server)
+    adapter = detect(server)
+    if adapter is None:
+        raise TypeError(f"register_agent() takes an mcp MCPServer or a fastmcp.FastMCP, not {type(server).__name__}")
     last: dict[str, Any] = {}
 
     async def agent(host: WorkflowHost, skill: str, arguments: dict[str, str]) -> str:
