@@ -149,7 +149,7 @@ def test_one_skill_one_file_one_finding_are_singular(cli, tmp_path):
 
 def test_a_one_step_prompt_says_one_step():
     pytest.importorskip("mcp")
-    from projector.server.workflow import WorkflowPrompt
+    from projector.server.adapters.mcp import WorkflowPrompt
 
     wf, _ = parse(TITLED, "t.yaml")
     prompt = WorkflowPrompt.for_workflow(wf)

@@ -25,7 +25,7 @@ from projector.errors import (BuildError, Diagnostic, DiskError, LoadError, Plai
 from projector.matrix.harness import MatrixError
 from projector.matrix.reader import ReadError
 from projector.remote.errors import DynamicDeclined, LockError, OutputError, ServerError, VerificationError
-from projector.server.errors import ServeError
+from projector.server.errors import AttachError
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "projector"
@@ -41,7 +41,7 @@ TABLE: list[tuple[type[BaseException], BaseException, int]] = [
     (LoadError, LoadError(_diag()), 1),
     (BuildError, BuildError(_diag()), 1),
     (DiskError, DiskError(_diag()), 1),
-    (ServeError, ServeError("a tree that cannot be served"), 1),
+    (AttachError, AttachError("a tree that cannot be served"), 1),
     (VerificationError, VerificationError("digest-mismatch", "skill://a/SKILL.md", "no"), 1),
     (DynamicDeclined, DynamicDeclined("dynamic-declined", "skill://a/SKILL.md", "no"), 1),
     (LockError, LockError("bad-lock", "skills.lock", "no"), 1),

@@ -219,8 +219,9 @@ def test_attach_and_build_give_the_same_diagnostics(tmp_path):
     on the server) report the same problems, because both call projector.fit."""
     from mcp.server.mcpserver import MCPServer
 
-    from projector.server import _now, attach
-    from projector.server.errors import ServeError
+    from projector.server import attach
+    from projector.server.adapters.mcp import run_now
+    from projector.server.errors import AttachError
 
     server = MCPServer("x")
 
@@ -232,7 +233,7 @@ def test_attach_and_build_give_the_same_diagnostics(tmp_path):
     def get_order(id: str) -> dict[str, str]:
         return {"id": id}
 
-    listed = {t.name: t for t in _now(server.list_tools())}
+    listed = {t.name: t for t in run_now(server.list_tools())}
     tools = [{"name": name, "input_schema": t.input_schema, **({"output_schema": t.output_schema}
                                                                  if t.output_schema else {})}
              for name, t in sorted(listed.items())]
@@ -253,7 +254,7 @@ def test_attach_and_build_give_the_same_diagnostics(tmp_path):
     wf.write_text(text, "utf-8")
     with pytest.raises(LoadError) as built:
         load_file(wf)
-    with pytest.raises(ServeError) as served:
+    with pytest.raises(AttachError) as served:
         attach(server, None, [wf])
     as_built = [(str(d.span), d.code, d.message, d.hint) for d in built.value.diagnostics]
     as_served = [(str(d.span), d.code, d.message, d.hint) for d in served.value.diagnostics]

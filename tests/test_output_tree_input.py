@@ -48,11 +48,11 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 def serve_load(root: Path) -> subprocess.CompletedProcess:
     return run("""
-        from projector.server.errors import ServeError
+        from projector.server.errors import AttachError
         from projector.server.skills import SkillTree
         try:
             SkillTree.load(sys.argv[1])
-        except ServeError as exc:
+        except AttachError as exc:
             print(exc)
             sys.exit(1)
         print("served")

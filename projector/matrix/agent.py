@@ -7,8 +7,8 @@ itself, follows it with the same reader and the same deterministic policy the cl
 steps.
 
 The server's tools and resources are reached through the same per-framework host as the server-side workflow runner
-(:class:`projector.server.workflow.WorkflowHost`: ``MCPServerHost``, or ``FastMCPHost`` on FastMCP), so the agent has
-no framework code of its own.
+(:class:`projector.server.workflow.WorkflowHost`, made by the server's adapter, :mod:`projector.server.adapters`), so
+the agent has no framework code of its own.
 
 It also adds ``agent_trace``, a read-only tool that returns what the last agent run did (its own requests and
 turns). The harness reads it after a run, as an observer, the way it reads the ledger; it is not part of the
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
-from ..server.workflow import MCPServerHost, WorkflowHost
+from ..server.adapters import detect
+from ..server.workflow import WorkflowHost
 from .reader import ReadError, StepFailed, follow, parse, result_value
 
 AGENT_TOOL = "agent"
@@ -66,10 +66,13 @@ class _ServerBackend:
 
 def register_agent(server: Any, *, skill_scheme: str = "skill://") -> None:
     """Add the ``agent`` and ``agent_trace`` tools to ``server``, an ``MCPServer`` or a ``fastmcp.FastMCP`` (which
-    must serve the skills it is asked for)."""
+    must serve the skills it is asked for); a TypeError for anything else."""
+    adapter = detect(server)
+    if adapter is None:
+        raise TypeError(f"register_agent() takes an mcp MCPServer or a fastmcp.FastMCP, not {type(server).__name__}")
     last: dict[str, Any] = {}
 
-    async def run(host: WorkflowHost, skill: str, arguments: dict[str, str]) -> str:
+    async def agent(host: WorkflowHost, skill: str, arguments: dict[str, str]) -> str:
         backend = _ServerBackend(host)
         text = await backend.read_resource(f"{skill_scheme}{skill}/SKILL.md")
         try:
@@ -84,25 +87,8 @@ def register_agent(server: Any, *, skill_scheme: str = "skill://") -> None:
     async def agent_trace() -> dict[str, Any]:
         return dict(last)
 
-    if isinstance(server, MCPServer):
-        async def agent(skill: str, arguments: dict[str, str], ctx: Context) -> str:
-            return await run(MCPServerHost(ctx), skill, arguments)
-
-        server.add_tool(agent, name=AGENT_TOOL, description=AGENT_DESCRIPTION, annotations=AGENT_ANNOTATIONS,
-                        structured_output=False)  # a message for the model, not data: text content only
-        server.add_tool(agent_trace, name=TRACE_TOOL, description=TRACE_DESCRIPTION, annotations=TRACE_ANNOTATIONS)
-        return
-    from fastmcp import FastMCP
-
-    if not isinstance(server, FastMCP):
-        raise TypeError(f"register_agent() takes an mcp MCPServer or a fastmcp.FastMCP, not {type(server).__name__}")
-    from fastmcp.server.dependencies import get_context
-
-    from ..server.fastmcp_adapter import FastMCPHost
-
-    async def fagent(skill: str, arguments: dict[str, str]) -> str:
-        return await run(FastMCPHost(get_context()), skill, arguments)
-
-    server.tool(fagent, name=AGENT_TOOL, description=AGENT_DESCRIPTION, annotations=AGENT_ANNOTATIONS,
-                output_schema=None)  # as on MCPServer: text content only
-    server.tool(agent_trace, name=TRACE_TOOL, description=TRACE_DESCRIPTION, annotations=TRACE_ANNOTATIONS)
+    # the agent's answer is a message for the model, not data: text content only
+    adapter.add_tool(server, agent, name=AGENT_TOOL, description=AGENT_DESCRIPTION, annotations=AGENT_ANNOTATIONS,
+                     text_only=True, host=True)
+    adapter.add_tool(server, agent_trace, name=TRACE_TOOL, description=TRACE_DESCRIPTION,
+                     annotations=TRACE_ANNOTATIONS)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import difflib
 import functools
-import importlib.util
 import sys
 from pathlib import Path
 
 from ..errors import UsageError
 from ..exits import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Shell, run
+from ..server import adapters
 
 DEFAULT_OUT = "docs/data/matrix.json"
 
@@ -46,7 +46,7 @@ def _matrix(name: str, argv: list[str]) -> int:
     ap.add_argument("--root", default=".", help="the project tree (default: the current folder)")
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"the data file, relative to --root (default: {DEFAULT_OUT})")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if the data is stale")
-    ap.add_argument("--framework", choices=("mcp", "fastmcp"), default="mcp",
+    ap.add_argument("--framework", choices=adapters.names(), default=adapters.DEFAULT,
                     help="the demo server's framework: mcp's MCPServer (the default; the committed data is measured "
                          "on it) or FastMCP (needs the project-skill[fastmcp] extra). On FastMCP every figure is the "
                          "same except the skill surface's context bytes: FastMCP prints a tool's structured result "
@@ -57,9 +57,9 @@ def _matrix(name: str, argv: list[str]) -> int:
         raise UsageError(f"{root.as_posix()}/generated_skills/skills.json is missing; run project-skill build first "
                          "(or pass --root)")
 
-    if args.framework == "fastmcp" and importlib.util.find_spec("fastmcp") is None:
-        print(f"project-skill {name}: --framework fastmcp needs FastMCP: pip install 'project-skill[fastmcp]'",
-              file=sys.stderr)
+    missing = adapters.missing(args.framework)
+    if missing is not None:
+        print(f"project-skill {name}: --framework {args.framework} {missing}", file=sys.stderr)
         return EXIT_USAGE
     import anyio
 
@@ -78,7 +78,7 @@ def _matrix(name: str, argv: list[str]) -> int:
             old.decode("utf-8", "replace").splitlines(keepends=True), new.decode().splitlines(keepends=True),
             fromfile=f"a/{args.out}", tofile=f"b/{args.out}"))
         print(f"\n{args.out} is out of date; run: project-skill matrix")
-        if args.framework != "mcp":
+        if args.framework != adapters.DEFAULT:
             print(f"(the committed data is measured on mcp; on {args.framework} the skill surface's tool results "
                   "are compact JSON text, so its context bytes differ by design)")
         return EXIT_FINDINGS

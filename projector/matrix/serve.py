@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..exits import Shell, run
+from ..exits import EXIT_OK, Shell, run
+from ..server import adapters
 from .agent import register_agent
 
 PROG = "python -m projector.matrix.serve"
 
 
-def build(skills: str, workflows: str, framework: str = "mcp"):
+def build(skills: str, workflows: str, framework: str = adapters.DEFAULT):
     from ..server.demo import demo_server
 
     server, store = demo_server(skills, workflows, framework=framework)
@@ -34,18 +35,11 @@ def _serve(argv: list[str] | None) -> int:
                                  description="The demo server plus the server-side agent, on stdio.")
     ap.add_argument("--skills", default="generated_skills")
     ap.add_argument("--workflows", default="workflows")
-    ap.add_argument("--framework", choices=("mcp", "fastmcp"), default="mcp")
+    ap.add_argument("--framework", choices=adapters.names(), default=adapters.DEFAULT)
     args = ap.parse_args(argv)
     server, _ = build(args.skills, args.workflows, args.framework)
-    if args.framework == "fastmcp":  # as project-skill serve --framework fastmcp --stdio
-        server.run("stdio", show_banner=False)
-        return 0
-    import anyio
-
-    from ..server.stdio import serve_stdio  # the same stdio transport as project-skill serve --stdio
-
-    anyio.run(serve_stdio, server)
-    return 0
+    adapters.get(args.framework).run_stdio(server)  # the same stdio transport as project-skill serve --stdio
+    return EXIT_OK
 
 
 if __name__ == "__main__":

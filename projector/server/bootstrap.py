@@ -17,14 +17,15 @@ byte for byte as ``resources/read`` serves them. Each file is one block::
 The ``bytes`` count makes the blocks unambiguous whatever a file contains: the file is the ``bytes`` bytes after the
 opening line. A line break is added before ``</file>`` only when the file does not end with one. A file that is not
 UTF-8 cannot be inlined as text; its block says so and points at ``resources/read``.
+
+Nothing here depends on the framework: each framework's adapter (:mod:`projector.server.adapters`) makes the prompt
+of :func:`bootstrap_name`, :func:`title` and :func:`description`, and answers it with :func:`render`.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
-
-from mcp.server.mcpserver.prompts.base import Message, Prompt, UserMessage
 
 from ..errors import plural
 from .skills import Skill
@@ -73,28 +74,20 @@ def parse(text: str) -> dict[str, bytes]:
         pos = len(data[:start + size].decode("utf-8"))
 
 
-class BootstrapPrompt(Prompt):
-    """One skill, inlined into a user message (see the module docstring)."""
-
-    skill: Any = None
-
-    @classmethod
-    def for_skill(cls, skill: Skill) -> BootstrapPrompt:
-        n = len(skill.files) - 1
-        return cls(name=bootstrap_name(skill), fn=_unused, arguments=[], skill=skill,
-                   title=f"Skill: {skill.name}",
-                   description=(f"{skill.frontmatter['description']} Loads the skill {skill.uri} (SKILL.md and {n} "
-                                f"supporting file{'s' * (n != 1)}) into the conversation, for clients without "
-                                f"SEP-2640 skills support."))
-
-    async def render(self, arguments: dict[str, Any] | None, context: Any) -> list[Message]:  # type: ignore[override]
-        if arguments:
-            from mcp.shared.exceptions import MCPError
-            from mcp_types import INVALID_PARAMS
-
-            raise MCPError(code=INVALID_PARAMS, message=f"The prompt {self.name!r} takes no arguments")
-        return [UserMessage(render(self.skill))]
+def title(skill: Skill) -> str:
+    return f"Skill: {skill.name}"
 
 
-def _unused() -> str:  # pragma: no cover - BootstrapPrompt.render never calls fn
-    raise AssertionError("unreachable")
+def description(skill: Skill) -> str:
+    n = len(skill.files) - 1
+    return (f"{skill.frontmatter['description']} Loads the skill {skill.uri} (SKILL.md and {n} "
+            f"supporting file{'s' * (n != 1)}) into the conversation, for clients without SEP-2640 skills support.")
+
+
+def refuse_arguments(name: str, arguments: dict[str, Any] | None) -> None:
+    """A bootstrap prompt takes no arguments: any is ``-32602``, on every framework."""
+    if arguments:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import INVALID_PARAMS
+
+        raise MCPError(code=INVALID_PARAMS, message=f"The prompt {name!r} takes no arguments")

@@ -15,7 +15,6 @@ Over HTTP, a request whose Host or Origin names another server is refused (DNS r
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import ipaddress
 import sys
 from dataclasses import replace
@@ -23,8 +22,9 @@ from typing import Any
 
 from ..errors import Diagnostic, UsageError
 from ..exits import EXIT_OK, Shell, run
-from . import ATTACH_HINT, ATTACH_RESOURCE_HINT
-from .errors import ServeError
+from . import adapters
+from .attaching import ATTACH_HINT, ATTACH_RESOURCE_HINT
+from .errors import AttachError
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -99,7 +99,7 @@ def parser(name: str) -> argparse.ArgumentParser:
     ap.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN", type=_allowed_origin,
                     help="HTTP: also accept requests sent by a browser page of ORIGIN (e.g. https://app.example.com); "
                          "repeatable. Any other Origin is refused with 403")
-    ap.add_argument("--framework", choices=("mcp", "fastmcp"), default=None,
+    ap.add_argument("--framework", choices=adapters.names(), default=None,
                     help="the demo's framework: mcp's MCPServer (the default) or FastMCP (needs the "
                          "project-skill[fastmcp] extra). A target's framework is detected from the object; when "
                          "given, it must agree")
@@ -144,7 +144,7 @@ def _on_the_command_line(problems: list[Diagnostic], hints: dict[str, str]) -> l
 
 
 def _server(args: argparse.Namespace) -> tuple[Any, str]:
-    """The server to run, attached, and its framework. A UsageError or a ProjectorError (a ServeError) otherwise."""
+    """The server to run, attached, and its framework. A UsageError or a ProjectorError (an AttachError) otherwise."""
     from mcp.server.caching import CacheHint
 
     from . import attach
@@ -156,27 +156,28 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
         server, framework = load_server(args.target)
         if args.framework is not None and args.framework != framework:
             raise UsageError(f"{args.target}: --framework {args.framework}, but the target is "
-                             f"{'a FastMCP server' if framework == 'fastmcp' else 'an mcp MCPServer'}; leave "
-                             f"--framework out (it is detected from the object)")
+                             f"{adapters.REGISTRY[framework].a_server}; leave --framework out (it is detected from "
+                             f"the object)")
         try:
             attach(server, args.skills, args.workflows, page_size=args.page_size, cache=cache,
                    skill_tools=args.skill_tools)
-        except ServeError as exc:
-            raise ServeError(_on_the_command_line(exc.diagnostics, {
+        except AttachError as exc:
+            raise AttachError(_on_the_command_line(exc.diagnostics, {
                 ATTACH_HINT: f"register it on {args.target}",
                 ATTACH_RESOURCE_HINT: f"register the resource on {args.target}"})) from None
         return server, framework
 
     from .demo import demo_server
 
-    framework = args.framework or "mcp"
-    if framework == "fastmcp" and importlib.util.find_spec("fastmcp") is None:
-        raise UsageError("--framework fastmcp needs FastMCP: pip install 'project-skill[fastmcp]'")
+    framework = args.framework or adapters.DEFAULT
+    missing = adapters.missing(framework)
+    if missing is not None:
+        raise UsageError(f"--framework {framework} {missing}")
     try:
         server, _ = demo_server(args.skills, args.workflows, page_size=args.page_size, cache=cache,
                                 framework=framework, skill_tools=args.skill_tools)
-    except ServeError as exc:
-        raise ServeError(_on_the_command_line(exc.diagnostics, DEMO_HINTS)) from None
+    except AttachError as exc:
+        raise AttachError(_on_the_command_line(exc.diagnostics, DEMO_HINTS)) from None
     return server, framework
 
 
@@ -195,14 +196,7 @@ def _serve(name: str, argv: list[str]) -> int:
     try:
         if args.http is None:
             print(f"project-skill {name}: serving MCP on stdio ({what})", file=sys.stderr, flush=True)
-            if framework == "fastmcp":
-                server.run("stdio", show_banner=False)
-            else:
-                import anyio
-
-                from .stdio import serve_stdio
-
-                anyio.run(serve_stdio, server, args.max_line_bytes)
+            adapters.get(framework).run_stdio(server, args.max_line_bytes)
         else:
             host, port = args.http
             shown = f"[{host}]" if _is_v6(host) else host

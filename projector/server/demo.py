@@ -15,7 +15,8 @@ refund workflow's step 3 guidance asks the caller to act on it. A server-side ru
 ``workflows/refunds-gated.yaml`` (the prompt ``refund_flow_gated``) states the check as a ``when:`` condition, which
 the server-side run enforces: it stops before ``issue_refund`` on an ineligible order.
 
-For other tests and tools: ``server, store = demo_server()`` gives a ready MCPServer and its store;
+For other tests and tools: ``server, store = demo_server()`` gives a ready server (mcp's MCPServer unless
+``framework=`` names another of :mod:`projector.server.adapters`) and its store;
 ``store.ledger()`` is the list of refunds issued so far.
 """
 
@@ -27,7 +28,7 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from importlib import resources
@@ -37,12 +38,13 @@ from typing import Any
 import anyio
 import anyio.to_thread
 from mcp.server.caching import CacheHint
-from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp_types import ToolAnnotations
 
 from .. import __version__
-from . import attach
+from . import adapters
+from .attaching import attach
+from .demo_printf import printf_sizes
 from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE
 
 # ------------------------------------------------------------------------------------------------------ refunds
@@ -288,90 +290,6 @@ def _connect() -> sqlite3.Connection:
     return conn
 
 
-_FLAGS = frozenset("-+ #!0,")
-_ONE_ARGUMENT = frozenset("dicouxXpfeEgGsqQwzr")  # conversions that take an argument (SQLite's fmtinfo table)
-
-
-def printf_sizes(fmt: str, args: Sequence[Any], as_int: Callable[[Any], int]) -> Iterator[int]:
-    """Every field width and precision of SQLite's ``printf(fmt, *args)``, read the way SQLite's own formatter
-    reads them (``sqlite3_str_vappendf``): flags, a width of digits or ``*`` (the next argument), a precision of
-    ``.`` digits or ``.*``, ``l``/``ll``, a conversion that takes the next argument, ``%%``; an unknown conversion
-    ends the formatting. ``*`` values are read with ``as_int`` and given as absolute values; digit runs as written
-    (SQLite wraps long ones, so this may only be larger)."""
-    n, i, k = len(fmt), 0, 0
-
-    def at(j: int) -> str:
-        return fmt[j] if j < n else ""
-
-    def take() -> Any:
-        nonlocal k
-        k += 1
-        return args[k - 1] if k <= len(args) else None
-
-    def digits(j: int) -> int:
-        while "0" <= at(j) <= "9":
-            j += 1
-        return j
-
-    while i < n:
-        if fmt[i] != "%":
-            i += 1
-            continue
-        i += 1
-        c = at(i)
-        if not c:
-            return
-        while True:
-            done = False
-            if c in _FLAGS:
-                pass
-            elif c == "l":
-                i += 1
-                if at(i) == "l":
-                    i += 1
-                c, done = at(i), True
-            elif "1" <= c <= "9":
-                j = digits(i)
-                yield int(fmt[i:j])
-                if at(j) not in (".", "l"):
-                    i, c, done = j, at(j), True
-                else:
-                    i = j - 1
-            elif c == "*":
-                yield abs(as_int(take()))
-                if at(i + 1) not in (".", "l"):
-                    i += 1
-                    c, done = at(i), True
-            elif c == ".":
-                i += 1
-                if at(i) == "*":
-                    yield abs(as_int(take()))
-                    i += 1
-                else:
-                    j = digits(i)
-                    yield int(fmt[i:j] or "0")
-                    i = j
-                if at(i) == "l":
-                    i -= 1
-                else:
-                    c, done = at(i), True
-            else:
-                done = True
-            if done:
-                break
-            i += 1
-            c = at(i)
-            if not c:
-                return
-        if not c:
-            return
-        if c in _ONE_ARGUMENT:
-            take()
-        elif c not in ("%", "n"):
-            return
-        i += 1
-
-
 def _cell(value: Any) -> Any:
     """A SQLite value as JSON: a blob as its SQL hex literal, a non-finite float as text."""
     if isinstance(value, bytes):
@@ -402,8 +320,8 @@ def _take_rows(cur: sqlite3.Cursor) -> tuple[list[list[Any]], str | None]:
 
 def add_demo_tools(server: Any, store: RefundStore | None = None,
                    db: DemoDatabase | None = None) -> tuple[RefundStore, DemoDatabase]:
-    """Register the demo tools and resources on ``server`` (an MCPServer or a FastMCP); returns the store and
-    database they use."""
+    """Register the demo tools and resources on ``server`` (an MCPServer, a FastMCP: any framework of
+    :mod:`projector.server.adapters`); returns the store and database they use."""
     store = store or RefundStore()
     db = db or DemoDatabase()
 
@@ -432,8 +350,11 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
         return await anyio.to_thread.run_sync(db.query, sql, limiter=sql_worker[0])
 
     read_only = ToolAnnotations(read_only_hint=True)
-    # MCPServer.add_tool(fn, name=...) and FastMCP.tool(fn, name=...) take the same keywords
-    add = server.add_tool if isinstance(server, MCPServer) else server.tool
+    adapter = adapters.for_server(server)
+
+    def add(fn: Callable[..., Any], **kwargs: Any) -> None:
+        adapter.add_tool(server, fn, **kwargs)
+
     add(get_order, name="get_order", description="Look up an order by id.", annotations=read_only)
     add(check_eligibility, name="check_eligibility",
         description="Decide whether an order can be refunded under the policy.", annotations=read_only)
@@ -457,37 +378,31 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
                                         f"{', '.join(sorted(POLICIES))}")
         return POLICIES[region]
 
-    server.resource("sqlite://demo/schema", name="demo-schema", mime_type="application/sql",
-                    description="The demo shop database's schema (CREATE TABLE statements).")(schema)
-    server.resource("docs://refund-policy/{region}", name="refund-policy", mime_type="text/markdown",
-                    description="The refund policy of a region (eu, uk, us).")(refund_policy)
+    adapter.add_resource(server, "sqlite://demo/schema", schema, name="demo-schema", mime_type="application/sql",
+                         description="The demo shop database's schema (CREATE TABLE statements).")
+    adapter.add_resource(server, "docs://refund-policy/{region}", refund_policy, name="refund-policy",
+                         mime_type="text/markdown", description="The refund policy of a region (eu, uk, us).")
     return store, db
 
 
-FRAMEWORKS = ("mcp", "fastmcp")
 INSTRUCTIONS = ("Demo server for projector: the shipped example skills (SEP-2640), their workflows as prompts, and "
                 "real demo tools.")
 
 
 def demo_server(skills: str | Path | None = "generated_skills", workflows: str | Path | None = "workflows", *,
                 page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
-                name: str = "projector-demo", framework: str = "mcp",
+                name: str = "projector-demo", framework: str = adapters.DEFAULT,
                 skill_tools: bool = False) -> tuple[Any, RefundStore]:
     """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`.
 
-    ``framework="fastmcp"`` builds the same demo on a ``fastmcp.FastMCP`` (the ``project-skill[fastmcp]`` extra), with
-    ``page_size`` as the server's ``list_page_size``. ``skill_tools`` is :func:`projector.server.attach`'s.
+    ``framework`` names one of :func:`projector.server.adapters.names`: ``"fastmcp"`` builds the same demo on a
+    ``fastmcp.FastMCP`` (the ``project-skill[fastmcp]`` extra), with ``page_size`` as the server's
+    ``list_page_size``. ``skill_tools`` is :func:`projector.server.attach`'s.
     """
-    if framework == "fastmcp":
-        from fastmcp import FastMCP
-
-        fserver: Any = FastMCP(name, instructions=INSTRUCTIONS, version=__version__, list_page_size=page_size)
-        store, _ = add_demo_tools(fserver)
-        attach(fserver, skills, workflows, page_size=page_size, cache=cache, skill_tools=skill_tools)
-        return fserver, store
-    if framework != "mcp":
-        raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(FRAMEWORKS)}")
-    server: MCPServer = MCPServer(name, version=__version__, instructions=INSTRUCTIONS)
+    if framework not in adapters.REGISTRY:
+        raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(adapters.names())}")
+    server = adapters.get(framework).make_server(name, version=__version__, instructions=INSTRUCTIONS,
+                                                 page_size=page_size)
     store, _ = add_demo_tools(server)
     attach(server, skills, workflows, page_size=page_size, cache=cache, skill_tools=skill_tools)
     return server, store

@@ -237,28 +237,16 @@ async def serve_http_async(server: Any, host: str = "127.0.0.1", port: int = 800
                            max_connections: int | None = None, stateless: bool = True) -> None:
     """Serve ``server`` (an mcp ``MCPServer`` or a ``fastmcp.FastMCP``) over Streamable HTTP at
     ``http://host:port/path`` behind the Host/Origin allow-list and the connection bound of the module docstring."""
-    import uvicorn
-    from mcp.server.mcpserver import MCPServer
-    from starlette.middleware import Middleware
+    from .adapters import for_server
 
+    adapter = for_server(server)  # a TypeError for anything that is not a server of a known framework
     settings = transport_security(host, allow_hosts, allow_origins)
     limit = connection_bound(raise_nofile_limit(), max_connections)
     install_loop_guard()
     _preload()
     options: dict[str, Any] = {"http": bounded_protocol(limit), "limit_concurrency": limit + 1}
-    if isinstance(server, MCPServer):
-        app = server.streamable_http_app(streamable_http_path=path, stateless_http=stateless,
-                                         transport_security=settings, host=host)
-        config = uvicorn.Config(HostOriginGuard(app, settings), host=host, port=port,
-                                log_level=server.settings.log_level.lower(), **options)
-        await uvicorn.Server(config).serve()
-        return
-    from . import _framework
-
-    _framework(server)  # a TypeError for anything that is neither
-    await server.run_http_async(show_banner=False, transport="http", host=host, port=port, path=path,
-                                stateless_http=stateless, host_origin_protection=False,
-                                middleware=[Middleware(HostOriginGuard, settings=settings)], uvicorn_config=options)
+    await adapter.serve_http(server, host=host, port=port, path=path, stateless=stateless, security=settings,
+                             guard=HostOriginGuard, options=options)
 
 
 def serve_http(server: Any, host: str = "127.0.0.1", port: int = 8000, **kwargs: Any) -> None:

@@ -19,7 +19,7 @@ The descriptions name the skills (name and the first line of the description), i
 description without bound; past that they say how many more there are (and ``load_skill`` still loads those).
 
 Nothing here depends on the framework: :mod:`projector.server` registers the tools on MCPServer and
-:mod:`projector.server.fastmcp_adapter` on FastMCP.
+:mod:`projector.server.adapters.fastmcp` on FastMCP.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import mcp_types as types
 from pydantic import Field
 
 from ..errors import Span, error
-from .errors import ServeError
+from .errors import AttachError
 from .skills import SCHEME, SKILL_FILE, Skill, SkillFile, SkillTree
 
 LOAD_SKILL = "load_skill"
@@ -148,15 +148,15 @@ class SkillTools:
 
 
 def check_names(tree: SkillTree | None, taken: Collection[str]) -> None:
-    """Raise :class:`ServeError` when the skill tools cannot be added: no tree, or a tool name already taken."""
+    """Raise :class:`AttachError` when the skill tools cannot be added: no tree, or a tool name already taken."""
     if tree is None:
-        raise ServeError("skill_tools=True needs a skills tree: pass attach(skills=...), or leave skill_tools off")
+        raise AttachError("skill_tools=True needs a skills tree: pass attach(skills=...), or leave skill_tools off")
     clashes = [error(Span("<attach>"), "tool-collision",
                      f"the server already has a tool named '{name}', which skill_tools=True adds",
                      "rename that tool, or leave skill_tools off (serve: drop --skill-tools)")
                for name in TOOL_NAMES if name in taken]
     if clashes:
-        raise ServeError(clashes)
+        raise AttachError(clashes)
 
 
 NAME_HELP = "The skill's name, as listed in this tool's description (e.g. hello-world)."

@@ -1,7 +1,7 @@
 """The SEP-2640 skills extension: serve a ``generated_skills/`` tree from its committed ``skills.json``.
 
 The tree is read once, when the extension is built: ``skills.json`` and every file it lists, into memory. Each file's
-size and sha256 must equal the manifest, or nothing is served (:class:`~projector.server.errors.ServeError`). From then
+size and sha256 must equal the manifest, or nothing is served (:class:`~projector.server.errors.AttachError`). From then
 on every request is answered from memory, so the bytes served are exactly the bytes digested, and no request can make
 the server open a file: traversal, foreign URIs and files on disk that the manifest does not list are all simply
 unknown (``-32602``).
@@ -42,7 +42,7 @@ from ..bounded import BadJSON, Unreadable, loads, read_regular
 from ..bundle import INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, parse_frontmatter
 from ..naming import NAME_RULE, RESERVED, RESERVED_WORDS, SEGMENT_RULE
 from ..errors import plural
-from .errors import ServeError, serve_error
+from .errors import AttachError, serve_error
 
 SKILLS_EXTENSION = "io.modelcontextprotocol/skills"
 DIRECTORY_MIME = "inode/directory"
@@ -204,7 +204,7 @@ class SkillTree:
 
     @classmethod
     def load(cls, root: str | Path) -> SkillTree:
-        """Read ``root/skills.json`` and every file it lists; raise :class:`ServeError` on any mismatch."""
+        """Read ``root/skills.json`` and every file it lists; raise :class:`AttachError` on any mismatch."""
         root_path = Path(root)
         index_path = root_path / INDEX_FILE
         where = index_path.as_posix()
@@ -227,7 +227,7 @@ class SkillTree:
         for i, entry in enumerate(manifest["skills"]):
             try:
                 skill = _load_skill(real_root, entry, f"{where}: skills[{i}]")
-            except ServeError as exc:
+            except AttachError as exc:
                 problems.extend(exc.diagnostics)
                 continue
             if skill.uri in uris:
@@ -240,7 +240,7 @@ class SkillTree:
             skills.append(skill)
             uris.add(skill.uri)
         if problems:
-            raise ServeError(problems)
+            raise AttachError(problems)
         return cls(root_path.as_posix(), tuple(skills), files, _directories(skills))
 
 
@@ -416,7 +416,7 @@ class SkillsExtension(Extension):
     def __init__(self, tree: SkillTree | str | Path = "generated_skills", *, page_size: int = DEFAULT_PAGE_SIZE,
                  cache: CacheHint = DEFAULT_CACHE):
         if not isinstance(page_size, int) or page_size < 1:
-            raise ServeError(f"the page size must be a positive integer, not {page_size!r}")
+            raise AttachError(f"the page size must be a positive integer, not {page_size!r}")
         self.tree = tree if isinstance(tree, SkillTree) else SkillTree.load(tree)
         self.page_size = page_size
         self.cache = cache

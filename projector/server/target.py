@@ -105,12 +105,10 @@ def _attribute(target: str, loaded: ModuleType, module: str, attr: str) -> Any:
 
 
 def _framework(obj: Any) -> str | None:
-    from . import _framework as detect
+    from .adapters import detect
 
-    try:
-        return detect(obj)
-    except TypeError:
-        return None
+    adapter = detect(obj)
+    return adapter.name if adapter is not None else None
 
 
 def _kind(obj: Any) -> str:
@@ -129,7 +127,8 @@ def _required(fn: Any) -> list[str] | None:
 
 
 def load_server(target: str) -> tuple[Any, str]:
-    """The server TARGET names, and its framework (``"mcp"`` or ``"fastmcp"``). A UsageError otherwise."""
+    """The server TARGET names, and its framework's name (:mod:`projector.server.adapters`). A UsageError
+    otherwise."""
     module, attr = split(target)
     obj = _attribute(target, import_target(target, module), module, attr)
     framework = _framework(obj)

@@ -33,7 +33,7 @@ from projector.builder import WorkflowBuilder, arg
 from projector.server import attach, attach_async
 from projector.server.bootstrap import parse as parse_bootstrap
 from projector.server.demo import add_demo_tools, demo_server
-from projector.server.errors import ServeError
+from projector.server.errors import AttachError
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILLS = ROOT / "generated_skills"
@@ -136,7 +136,7 @@ def bad_workflows() -> list:
 def test_fastmcp_runs_the_same_attach_checks_and_adds_nothing_when_they_fail():
     def failure(server: Any) -> list[tuple[str, str]]:
         add_demo_tools(server)
-        with pytest.raises(ServeError) as info:
+        with pytest.raises(AttachError) as info:
             attach(server, SKILLS, bad_workflows())
         return [(d.code, d.message) for d in info.value.diagnostics]
 
@@ -162,7 +162,7 @@ def test_fastmcp_prompt_name_clashes_are_refused():
     def mine() -> str:
         return "mine"
 
-    with pytest.raises(ServeError) as info:
+    with pytest.raises(AttachError) as info:
         attach(server, SKILLS, WORKFLOWS)
     assert [d.code for d in info.value.diagnostics] == ["prompt-collision"]
     assert "refund_flow" in info.value.diagnostics[0].message
@@ -177,7 +177,7 @@ def test_a_fastmcp_server_with_its_own_skills_extension_is_refused_clearly(tmp_p
     assert main(["build", str(WORKFLOWS), "--skills-only", "--out", str(skills_only)]) == 0
     server = FastMCP("shop")
     server.add_extension(SkillsExtension())
-    with pytest.raises(ServeError) as info:
+    with pytest.raises(AttachError) as info:
         attach(server, skills_only, None)
     assert "skills extension" in str(info.value.diagnostics[0].message)
 
@@ -444,7 +444,7 @@ def test_serve_framework_fastmcp_without_the_extra_is_a_usage_error(monkeypatch,
     from projector.server import cli as serve_cli
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(serve_cli.importlib.util, "find_spec", lambda name, *a: None if name == "fastmcp"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "fastmcp"
                         else real(name, *a))
     assert serve_cli.main("serve", ["--framework", "fastmcp"]) == 2
     err = capsys.readouterr().err
@@ -455,7 +455,7 @@ def test_fastmcp_refuses_skills_whose_workflow_prompt_is_not_offered():
     """The same missing-workflow-prompt check as on MCPServer: serving the shipped skills without their workflows
     would send a model looking for prompts that are not there."""
     server = FastMCP("skills-alone")
-    with pytest.raises(ServeError) as info:
+    with pytest.raises(AttachError) as info:
         attach(server, SKILLS, None)
     assert sorted((d.code, Path(d.span.file).parent.name) for d in info.value.diagnostics) == [
         ("missing-workflow-prompt", "code-mode"), ("missing-workflow-prompt", "hello-world"),

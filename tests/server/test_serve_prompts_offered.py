@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from projector.output import compile_paths, write
 from projector.server import attach
 from projector.server.cli import main
-from projector.server.errors import ServeError
+from projector.server.errors import AttachError
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILLS = ROOT / "generated_skills"
@@ -21,7 +21,7 @@ WORKFLOWS = ROOT / "workflows"
 
 def test_attach_refuses_skills_whose_prompt_is_not_offered():
     server = MCPServer("x")
-    with pytest.raises(ServeError) as info:
+    with pytest.raises(AttachError) as info:
         attach(server, SKILLS, None)
     diags = info.value.diagnostics
     assert [(d.code, Path(d.span.file).parent.name) for d in diags] == [

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from conftest import GENERATED
-from projector.server.errors import ServeError
+from projector.server.errors import AttachError
 from projector.server.skills import _check_rel, _load_skill
 
 SKILL = "skill://hello-world/SKILL.md"
@@ -155,7 +155,7 @@ EXPECTED = {
 
 
 def _refusal(root, entry):
-    with pytest.raises(ServeError) as info:
+    with pytest.raises(AttachError) as info:
         _load_skill(root, copy.deepcopy(entry), "w")
     (d,) = info.value.diagnostics
     return d

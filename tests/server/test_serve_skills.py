@@ -25,7 +25,7 @@ from pydantic import TypeAdapter
 from projector.bundle import make_entry
 from projector.server import SkillsExtension, SkillTree
 from projector.server.demo import demo_server
-from projector.server.errors import ServeError
+from projector.server.errors import AttachError
 from projector.server.skills import SKILLS_EXTENSION, decode_cursor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -325,7 +325,7 @@ def copy_tree(tmp_path: Path) -> Path:
 
 
 def load_error(root: Path) -> str:
-    with pytest.raises(ServeError) as info:
+    with pytest.raises(AttachError) as info:
         SkillTree.load(root)
     return str(info.value)
 
@@ -449,5 +449,5 @@ async def test_each_supporting_file_gets_its_own_mime_type_and_bytes(tmp_path):
 
 def test_page_size_must_be_positive():
     for bad in [0, -1, "2"]:
-        with pytest.raises(ServeError):
+        with pytest.raises(AttachError):
             SkillsExtension(SKILLS, page_size=bad)  # type: ignore[arg-type]

@@ -18,7 +18,7 @@ from projector.load import load_all
 from projector.server import SkillsExtension, attach, build_server
 from projector.server.bootstrap import parse as parse_bootstrap
 from projector.server.demo import RefundStore, add_demo_tools, demo_server
-from projector.server.errors import ServeError
+from projector.server.errors import AttachError
 
 ROOT = Path(__file__).resolve().parents[2]
 SKILLS = ROOT / "generated_skills"
@@ -260,8 +260,8 @@ def refunds_only() -> list:
     return [wf for wf in load_all([str(WORKFLOWS)]) if wf.name == "refund_flow"]
 
 
-def attach_error(server: MCPServer, workflows: Any, skills: Any = None) -> str:
-    with pytest.raises(ServeError) as info:
+def serve_error(server: MCPServer, workflows: Any, skills: Any = None) -> str:
+    with pytest.raises(AttachError) as info:
         attach(server, skills, workflows)
     return str(info.value)
 
@@ -270,7 +270,7 @@ def test_attach_fails_when_a_tool_is_missing():
     server = MCPServer("x")
     bare_refund_tools(server, drop="issue_refund")
     server.resource("docs://refund-policy/{region}", name="policy")(lambda region: region)
-    msg = attach_error(server, refunds_only())
+    msg = serve_error(server, refunds_only())
     assert "step 'issue_refund' calls the tool 'issue_refund', which the server does not have" in msg
     assert "refunds.yaml:47:5: error[unknown-tool]" in msg  # where the step is written
     assert "register it on the server before calling attach(); the server's tools: check_eligibility, get_order" \
@@ -285,7 +285,7 @@ def test_attach_fails_when_the_schema_does_not_accept_the_arguments():
 
     bare_refund_tools(server, drop="issue_refund")
     server.add_tool(issue_refund)
-    msg = attach_error(server, refunds_only())
+    msg = serve_error(server, refunds_only())
     # one misspelling, one error at the key (issue 19): 'order_id' for the required 'order'
     assert "refunds.yaml:50:7: error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a " \
            "parameter of the tool 'issue_refund'; the tool requires 'order', which is not given\n" \
@@ -305,7 +305,7 @@ def test_attach_checks_argument_types():
            .step("s", tool="count", args={"n": const("three")}).build(),
            WorkflowBuilder("c2", "Argument of the wrong type.").argument("flag", type="boolean").tool("count")
            .step("s", tool="count", args={"n": arg("flag")}).build()]
-    msg = attach_error(server, wfs)
+    msg = serve_error(server, wfs)
     # each at the line of its .step(...) call (the builder records the caller's place)
     lines = Path(__file__).read_text("utf-8").splitlines()
     at = [next(i for i, s in enumerate(lines, 1) if s.strip().startswith(call)) for call in
@@ -325,7 +325,7 @@ def test_attach_refuses_prompt_name_collisions_and_changes_nothing():
     def taken() -> str:
         return "mine"
 
-    msg = attach_error(server, refunds_only(), SKILLS)
+    msg = serve_error(server, refunds_only(), SKILLS)
     assert "prompt-collision" in msg and "'refund_flow'" in msg
     assert getattr(server, "_extensions") == []  # nothing was added
 

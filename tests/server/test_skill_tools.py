@@ -26,7 +26,7 @@ from mcp.server.mcpserver import MCPServer
 
 from projector.server import attach
 from projector.server.demo import add_demo_tools, demo_server
-from projector.server.errors import ServeError
+from projector.server.errors import AttachError
 from projector.server.skill_tools import LOAD_SKILL, MAX_LINE, MAX_LISTED, READ_SKILL_FILE, SkillTools
 from projector.server.skills import SkillTree
 
@@ -182,7 +182,7 @@ def test_a_tool_of_the_same_name_is_a_clear_error_and_nothing_is_added(framework
         return name
 
     (server.add_tool if framework == "mcp" else server.tool)(mine, name=taken, description="the author's own")
-    with pytest.raises(ServeError) as info:
+    with pytest.raises(AttachError) as info:
         attach(server, SKILLS, WORKFLOWS, skill_tools=True)
     (d,) = info.value.diagnostics
     assert d.code == "tool-collision"
@@ -194,7 +194,7 @@ def test_a_tool_of_the_same_name_is_a_clear_error_and_nothing_is_added(framework
 def test_skill_tools_without_skills_is_a_clear_error():
     server = MCPServer("shop")
     add_demo_tools(server)
-    with pytest.raises(ServeError, match="skill_tools=True needs a skills tree"):
+    with pytest.raises(AttachError, match="skill_tools=True needs a skills tree"):
         attach(server, None, WORKFLOWS, skill_tools=True, workflow_prompts=False)
 
 

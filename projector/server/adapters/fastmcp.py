@@ -1,9 +1,9 @@
-"""FastMCP (``fastmcp`` >= 4.2) as a second framework for :func:`projector.server.attach`.
+"""FastMCP (``fastmcp`` >= 4.2) as a framework projector serves on: the adapter.
 
-Install it with ``pip install 'project-skill[fastmcp]'``. Nothing in the core imports this module; ``attach`` imports it
-only when it is given a ``fastmcp.FastMCP``.
+Install it with ``pip install 'project-skill[fastmcp]'``. Nothing in the core imports this module; the registry
+(:mod:`projector.server.adapters`) imports it only when a FastMCP server is asked for by name or given to ``attach``.
 
-What :func:`attach_fastmcp` adds, through FastMCP's public API:
+What :func:`projector.server.attach` adds here, through FastMCP's public API:
 
 - :class:`TreeProvider`, a ``SkillManifestProvider`` serving the verified in-memory :class:`SkillTree` (the bytes
   checked against ``skills.json`` at load, exactly as on ``MCPServer``). ``resources/list`` shows each SKILL.md only,
@@ -12,7 +12,8 @@ What :func:`attach_fastmcp` adds, through FastMCP's public API:
   ``resources/templates/list`` shows the level-1 templates of the supporting files (:class:`TreeFileTemplate`, the
   same as on ``MCPServer``), so that FastMCP's proxy and ``mount()`` forward every skill whole.
 - :class:`TreeSkillsExtension`, a ``fastmcp.skills.extension.SkillsExtension`` that declares
-  ``{"directoryRead": true}`` and binds ``resources/directory/read`` to the same handler ``MCPServer`` uses.
+  ``{"directoryRead": true}`` and binds ``resources/directory/read`` to the same handler ``MCPServer`` uses (found
+  among that extension's public method bindings).
   ``skills/list`` and ``skills/get`` are FastMCP's own handlers (sorted by URI, paged by
   ``FastMCP(list_page_size=...)``), with ``attach``'s ``cache`` stamped on as ``ttlMs`` and ``cacheScope``
   (the directory handler stamps the same values).
@@ -52,14 +53,15 @@ from fastmcp.tools.function_tool import FunctionTool
 from mcp.server.caching import CacheHint
 from pydantic import AnyUrl, BaseModel, Field
 
-from ..model import Workflow
-from .bootstrap import BootstrapPrompt, bootstrap_name
-from .bootstrap import render as render_bootstrap
-from .errors import ServeError
-from .skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams, SkillTree
-from .skills import SkillsExtension as MCPSkillsExtension
-from .skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, SkillTools, check_names, functions
-from .workflow import ToolSpec, WorkflowHost, WorkflowPrompt, run_workflow
+from ... import fit
+from ...model import Workflow
+from .. import bootstrap
+from ..errors import AttachError
+from ..skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams, Skill, SkillTree
+from ..skills import SkillsExtension as MCPSkillsExtension
+from ..skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, SkillTools, functions
+from ..workflow import ToolSpec, WorkflowHost, prompt_spec, run_workflow
+from .base import Adapter, Listing, with_host
 
 T = TypeVar("T")
 
@@ -172,10 +174,14 @@ class TreeSkillsExtension(FastMCPSkillsExtension):
         self.tree = tree
         self.provider = provider
         self.cache = cache
-        self._directory = MCPSkillsExtension(tree, page_size=page_size, cache=cache)
+        self.page_size = page_size
+        # resources/directory/read: the handler of MCPServer's extension, as that extension binds it
+        self._directory_read = next(b.handler for b in MCPSkillsExtension(tree, page_size=page_size,
+                                                                         cache=cache).methods()
+                                    if b.method == "resources/directory/read")
 
     def clone(self) -> TreeSkillsExtension:
-        return TreeSkillsExtension(self.tree, self.provider, page_size=self._directory.page_size, cache=self.cache)
+        return TreeSkillsExtension(self.tree, self.provider, page_size=self.page_size, cache=self.cache)
 
     def settings(self) -> dict[str, Any]:
         return {"directoryRead": True}
@@ -186,7 +192,7 @@ class TreeSkillsExtension(FastMCPSkillsExtension):
         own = [MethodBinding(method=b.method, params_type=b.params_type, handler=self._stamped(b.handler))
                for b in super().methods()]
         return (*own, MethodBinding(method="resources/directory/read", params_type=DirectoryReadParams,
-                                    handler=self._directory._directory_read))
+                                    handler=self._directory_read))
 
     def _stamped(self, handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
         async def stamped(ctx: Any, params: Any) -> Any:
@@ -255,14 +261,14 @@ class FastMCPWorkflowPrompt(FastMCPPrompt):
 
     @classmethod
     def for_workflow(cls, wf: Workflow) -> FastMCPWorkflowPrompt:
-        base = WorkflowPrompt.for_workflow(wf)
+        spec = prompt_spec(wf)
         args = [FastMCPPromptArgument(name=a.name, description=a.description, required=bool(a.required))
-                for a in base.arguments or ()]
-        return cls(name=base.name, description=base.description, arguments=args, workflow=wf)
+                for a in spec.arguments]
+        return cls(name=spec.name, description=spec.description, arguments=args, workflow=wf)
 
     async def render(self, arguments: dict[str, Any] | None = None) -> list[FastMCPMessage]:  # type: ignore[override]
-        messages = await run_workflow(self.workflow, arguments or {}, FastMCPHost(get_context()))
-        return [FastMCPMessage(m.content.text, role=m.role) for m in messages]
+        turns = await run_workflow(self.workflow, arguments or {}, FastMCPHost(get_context()))
+        return [FastMCPMessage(t.text, role=t.role) for t in turns]
 
     def to_mcp_prompt(self, **overrides: Any) -> mcp_types.Prompt:
         return _no_meta(self, overrides)
@@ -275,16 +281,12 @@ class FastMCPBootstrapPrompt(FastMCPPrompt):
 
     @classmethod
     def for_skill(cls, skill: Any) -> FastMCPBootstrapPrompt:
-        base = BootstrapPrompt.for_skill(skill)
-        return cls(name=bootstrap_name(skill), title=base.title, description=base.description, arguments=[],
-                   skill=skill)
+        return cls(name=bootstrap.bootstrap_name(skill), title=bootstrap.title(skill),
+                   description=bootstrap.description(skill), arguments=[], skill=skill)
 
     async def render(self, arguments: dict[str, Any] | None = None) -> list[FastMCPMessage]:  # type: ignore[override]
-        if arguments:
-            from mcp.shared.exceptions import MCPError
-
-            raise MCPError(code=mcp_types.INVALID_PARAMS, message=f"The prompt {self.name!r} takes no arguments")
-        return [FastMCPMessage(render_bootstrap(self.skill))]
+        bootstrap.refuse_arguments(self.name, arguments)
+        return [FastMCPMessage(bootstrap.render(self.skill))]
 
     def to_mcp_prompt(self, **overrides: Any) -> mcp_types.Prompt:
         return _no_meta(self, overrides)
@@ -339,41 +341,73 @@ def run_sync(fn: Callable[[], Awaitable[T]]) -> T:
     return box["value"]
 
 
-async def attach_fastmcp(server: FastMCP, tree: SkillTree | None, wfs: Sequence[Workflow], *, page_size: int,
-                         cache: CacheHint, bootstrap_prompts: bool,
-                         skill_tools: bool = False) -> TreeSkillsExtension | None:
-    """The FastMCP half of :func:`projector.server.attach_async` (see there): the same checks as on MCPServer."""
-    from .. import fit
-    from . import _check_prompt_names, check_workflows
+class FastMCPAdapter(Adapter):
+    """FastMCP's ``fastmcp.FastMCP``."""
 
-    # The tools as tools/list shows them (input and output schemas, annotations), as on MCPServer.
-    tools = {t.name: fit.from_listing(t.to_mcp_tool()) for t in await server.list_tools()}
-    if skill_tools:
-        check_names(tree, tools)
-    templates = [t.uri_template for t in await server.list_resource_templates()]
-    resources = [str(r.uri) for r in await server.list_resources()]
-    problems = check_workflows(wfs, tools, resources, templates)
-    if problems:
-        raise ServeError(problems)
+    name = "fastmcp"
 
-    prompts: list[FastMCPPrompt] = [FastMCPWorkflowPrompt.for_workflow(wf) for wf in wfs]
-    if tree is not None and bootstrap_prompts:
-        prompts += [FastMCPBootstrapPrompt.for_skill(s) for s in tree.skills]
-    _check_prompt_names([p.name for p in prompts], {p.name for p in await server.list_prompts()}, tree)
+    def recognises(self, obj: Any) -> bool:
+        return isinstance(obj, FastMCP)
 
-    ext: TreeSkillsExtension | None = None
-    if tree is not None:
-        provider = TreeProvider(tree)
-        ext = TreeSkillsExtension(tree, provider, page_size=page_size, cache=cache)
+    def run_sync(self, fn: Callable[[], Awaitable[T]]) -> T:
+        return run_sync(fn)
+
+    async def listing(self, server: FastMCP) -> Listing:
+        # the tools as tools/list shows them (input and output schemas, annotations), as on MCPServer
+        return Listing(tools={t.name: fit.from_listing(t.to_mcp_tool()) for t in await server.list_tools()},
+                       templates=[t.uri_template for t in await server.list_resource_templates()],
+                       resources=[str(r.uri) for r in await server.list_resources()],
+                       prompts={p.name for p in await server.list_prompts()})
+
+    def add_extension(self, server: FastMCP, ext: MCPSkillsExtension, listing: Listing) -> TreeSkillsExtension:
+        provider = TreeProvider(ext.tree)
+        served = TreeSkillsExtension(ext.tree, provider, page_size=ext.page_size, cache=ext.cache)
         try:
-            server.add_extension(ext)
+            server.add_extension(served)
         except (ValueError, RuntimeError) as exc:
-            raise ServeError(f"cannot add the skills extension to this FastMCP server: {exc}") from None
+            raise AttachError(f"cannot add the skills extension to this FastMCP server: {exc}") from None
         server.add_provider(provider)
         if not any(isinstance(m, LegacyExtensionsMiddleware) for m in server.middleware):
-            server.middleware.insert(0, LegacyExtensionsMiddleware(ext.settings()))  # outermost: no one else sees it
-    for p in prompts:
-        server.add_prompt(p)
-    if skill_tools and tree is not None:
-        add_skill_tools(server, tree)
-    return ext
+            server.middleware.insert(0, LegacyExtensionsMiddleware(served.settings()))  # outermost: no one else sees it
+        return served
+
+    def workflow_prompt(self, wf: Workflow) -> FastMCPWorkflowPrompt:
+        return FastMCPWorkflowPrompt.for_workflow(wf)
+
+    def bootstrap_prompt(self, skill: Skill) -> FastMCPBootstrapPrompt:
+        return FastMCPBootstrapPrompt.for_skill(skill)
+
+    def add_prompts(self, server: FastMCP, prompts: Sequence[Any]) -> None:
+        for p in prompts:
+            server.add_prompt(p)
+
+    def add_skill_tools(self, server: FastMCP, tree: SkillTree) -> SkillTools:
+        return add_skill_tools(server, tree)
+
+    def add_tool(self, server: FastMCP, fn: Callable[..., Any], *, name: str, description: str, annotations: Any,
+                 text_only: bool = False, host: bool = False) -> None:
+        if host:
+            fn = with_host(fn, lambda kwargs: FastMCPHost(get_context()))
+        server.tool(fn, name=name, description=description, annotations=annotations,
+                    **({"output_schema": None} if text_only else {}))
+
+    def add_resource(self, server: Any, uri: str, fn: Callable[..., Any], *, name: str, mime_type: str,
+                     description: str) -> None:
+        server.resource(uri, name=name, mime_type=mime_type, description=description)(fn)
+
+    def make_server(self, name: str, *, version: str, instructions: str, page_size: int) -> FastMCP:
+        return FastMCP(name, instructions=instructions, version=version, list_page_size=page_size)
+
+    def run_stdio(self, server: FastMCP, max_line_bytes: int | None = None) -> None:
+        server.run("stdio", show_banner=False)
+
+    async def serve_http(self, server: FastMCP, *, host: str, port: int, path: str, stateless: bool, security: Any,
+                         guard: Any, options: dict[str, Any]) -> None:
+        from starlette.middleware import Middleware as ASGIMiddleware
+
+        await server.run_http_async(show_banner=False, transport="http", host=host, port=port, path=path,
+                                    stateless_http=stateless, host_origin_protection=False,
+                                    middleware=[ASGIMiddleware(guard, settings=security)], uvicorn_config=options)
+
+
+ADAPTER = FastMCPAdapter()

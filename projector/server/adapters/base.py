@@ -1,0 +1,124 @@
+"""What projector needs from a framework it serves on: the adapter interface.
+
+:func:`projector.server.attach` is one algorithm (:mod:`projector.server.attaching`) over this interface, and the
+runner (:mod:`projector.server.workflow`) knows only :class:`~projector.server.workflow.WorkflowHost` and neutral
+:class:`~projector.server.workflow.Turn` objects. An adapter turns those into one framework's objects:
+
+- recognise a server object, and list what is on it (:class:`Listing`);
+- register the SEP-2640 skills extension, the workflow and bootstrap prompts, and the skill tools;
+- make a :class:`~projector.server.workflow.WorkflowHost` for a request, and a tool that gets one (the matrix's agent);
+- make a server and add a plain tool or resource to it (the demo server);
+- run a transport (stdio, Streamable HTTP).
+
+These are exactly what mcp's MCPServer (:mod:`.mcp`) and FastMCP (:mod:`.fastmcp`) need today. An adapter calls
+nothing private of another adapter; what two adapters share lives in a framework-free module (the runner, the
+bootstrap text, the skills tree).
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ...model import Workflow
+from ..skills import Skill, SkillsExtension, SkillTree
+from ..workflow import WorkflowHost
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a server has before ``attach()`` adds anything: its tools (by name, as :func:`projector.fit.from_listing`
+    reads them), the URIs of its resources and resource templates, and the names of its prompts."""
+
+    tools: dict[str, Any]
+    templates: list[str]
+    resources: list[str]
+    prompts: set[str]
+
+
+class Adapter(ABC):
+    """One framework. Every method takes the framework's own server object."""
+
+    name: str  # as in the registry (projector.server.adapters.REGISTRY)
+
+    @abstractmethod
+    def recognises(self, obj: Any) -> bool:
+        """Whether ``obj`` is a server of this framework."""
+
+    @abstractmethod
+    def run_sync(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run ``fn()`` (``attach_async``) to completion from synchronous code, at import time or inside a loop."""
+
+    @abstractmethod
+    async def listing(self, server: Any) -> Listing: ...
+
+    @abstractmethod
+    def add_extension(self, server: Any, ext: SkillsExtension, listing: Listing) -> Any:
+        """Serve ``ext``'s tree (SEP-2640) on ``server``; returns the extension as the framework holds it."""
+
+    @abstractmethod
+    def workflow_prompt(self, wf: Workflow) -> Any:
+        """A prompt object (with a ``name``) whose ``prompts/get`` runs ``wf`` with the one runner."""
+
+    @abstractmethod
+    def bootstrap_prompt(self, skill: Skill) -> Any:
+        """A prompt object (with a ``name``) that inlines ``skill`` (:mod:`projector.server.bootstrap`)."""
+
+    @abstractmethod
+    def add_prompts(self, server: Any, prompts: Sequence[Any]) -> None: ...
+
+    @abstractmethod
+    def add_skill_tools(self, server: Any, tree: SkillTree) -> Any:
+        """``load_skill`` and ``read_skill_file`` (:mod:`projector.server.skill_tools`), their names checked."""
+
+    @abstractmethod
+    def add_tool(self, server: Any, fn: Callable[..., Any], *, name: str, description: str, annotations: Any,
+                 text_only: bool = False, host: bool = False) -> None:
+        """Add ``fn`` as a tool. ``text_only``: its result is text content, with no output schema. ``host``: ``fn``
+        takes the request's :class:`~projector.server.workflow.WorkflowHost` as its first argument, and the tool's
+        parameters are the rest of ``fn``'s."""
+
+    @abstractmethod
+    def add_resource(self, server: Any, uri: str, fn: Callable[..., Any], *, name: str, mime_type: str,
+                     description: str) -> None:
+        """Add ``fn`` as the resource ``uri``, or as a resource template when ``uri`` has ``{variables}``."""
+
+    @abstractmethod
+    def make_server(self, name: str, *, version: str, instructions: str, page_size: int) -> Any:
+        """A new, empty server (the demo's); ``page_size`` pages ``skills/list`` where the framework pages it."""
+
+    @abstractmethod
+    def run_stdio(self, server: Any, max_line_bytes: int | None = None) -> None:
+        """Serve on this process's stdin and stdout until the input ends."""
+
+    @abstractmethod
+    async def serve_http(self, server: Any, *, host: str, port: int, path: str, stateless: bool, security: Any,
+                         guard: Any, options: dict[str, Any]) -> None:
+        """Serve Streamable HTTP behind ``guard`` (:class:`projector.server.http.HostOriginGuard`, with
+        ``security``), with the uvicorn ``options`` of :mod:`projector.server.http`."""
+
+
+def with_host(fn: Callable[..., Awaitable[Any]], host: Callable[[dict[str, Any]], WorkflowHost],
+              extra: Sequence[inspect.Parameter] = ()) -> Callable[..., Awaitable[Any]]:
+    """A tool function whose parameters are ``fn``'s after the first (plus ``extra``, which a framework fills in),
+    and which calls ``fn`` with ``host(kwargs)`` first (``host`` takes out what ``extra`` put in). The annotations
+    are resolved, so a framework reads the same parameter types as on ``fn``: the ``host=True`` of
+    :meth:`Adapter.add_tool`."""
+    hints = typing.get_type_hints(fn)
+    params = [p.replace(annotation=hints.get(p.name, p.annotation))
+              for p in list(inspect.signature(fn).parameters.values())[1:]] + list(extra)
+    returns = hints.get("return", inspect.Signature.empty)
+
+    async def tool(**kwargs: Any) -> Any:
+        return await fn(host(kwargs), **kwargs)
+
+    tool.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
+    tool.__annotations__ = {p.name: p.annotation for p in params} | ({"return": returns} if "return" in hints else {})
+    tool.__name__, tool.__qualname__, tool.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return tool

@@ -1,0 +1,166 @@
+"""``attach()``: the one algorithm that adds the skills, the workflow prompts and the bootstrap prompts to a server.
+
+It runs on every framework through the adapter interface (:class:`projector.server.adapters.base.Adapter`): list
+what the server has; check, before anything is added, that every step fits the server's tools and resources
+(:func:`check_served_workflows`, the core's :mod:`projector.fit` plus the resources), that the skill tools and the
+prompt names are free, and that every workflow prompt a skill names is offered; then register the extension, the
+prompts and the tools. Nothing is added to the server when it raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mcp.server.caching import CacheHint
+from mcp.shared.uri_template import UriTemplate
+
+from .. import fit
+from ..errors import Diagnostic, Span, error
+from ..model import PLACEHOLDER, Workflow
+from . import adapters
+from .adapters.base import Adapter, Listing
+from .errors import AttachError
+from .skill_tools import check_names
+from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SkillsExtension, SkillTree
+
+Workflows = str | Path | Sequence[Workflow | str | Path] | None
+Skills = str | Path | SkillTree | SkillsExtension | None
+# lead the hints of unknown-tool and unknown-resource; `project-skill serve` says them for the command line instead
+ATTACH_HINT = "register it on the server before calling attach()"
+ATTACH_RESOURCE_HINT = "register the resource on the server before calling attach()"
+
+
+def load_workflows(workflows: Workflows) -> list[Workflow]:
+    """A folder or file of workflow YAML, workflows built in code (``projector.builder``), or a list mixing
+    both, as a list of workflows."""
+    if workflows is None:
+        return []
+    from ..load import load_all
+
+    # The server's own tools are the truth here: a step may call a tool its file does not list, and the steps are
+    # fitted to the server's tools by check_served_workflows().
+    if isinstance(workflows, (str, Path)):
+        return load_all([str(workflows)], tools_from_server=True)
+    items = list(workflows)
+    paths = [str(w) for w in items if isinstance(w, (str, Path))]
+    return [w for w in items if isinstance(w, Workflow)] + (load_all(paths, tools_from_server=True) if paths else [])
+
+
+def _unknown_resources(wf: Workflow, resources: Sequence[str], parsed: Sequence[UriTemplate]) -> list[Diagnostic]:
+    problems = []
+    for step in wf.steps:
+        if step.tool is not None:
+            continue
+        where = step.span if step.span.line else Span(wf.source)
+        for uri in step.resources:
+            sample = PLACEHOLDER.sub("x", uri)
+            if sample not in resources and not any(t.match(sample) is not None for t in parsed):
+                problems.append(error(where, "unknown-resource",
+                                      f"workflow '{wf.name}', step '{step.name}': the server has no resource or "
+                                      f"template matching '{uri}'",
+                                      ATTACH_RESOURCE_HINT))
+    return problems
+
+
+def check_served_workflows(workflows: Sequence[Workflow], tools: dict[str, Any],
+                           resources: Sequence[str] = (), templates: Sequence[str] = ()) -> list[Diagnostic]:
+    """Every way the steps do not fit the server. ``tools`` maps tool names to their input schemas (dicts), to
+    ``mcp_types.Tool`` objects or to model :class:`~projector.model.Tool` objects (then output schemas are checked
+    too). The steps are fitted to the tools by the core (:func:`projector.fit.check_workflows`), exactly as ``build``
+    fits them; resources are checked here, against the server's resources and templates."""
+    problems = fit.check_workflows(workflows, tools, hint=ATTACH_HINT)
+    parsed = [UriTemplate.parse(t) for t in templates]
+    for wf in workflows:
+        problems += _unknown_resources(wf, resources, parsed)
+    return sorted(problems, key=Diagnostic.sort_key)
+
+
+def _check_prompt_names(names: Sequence[str], taken: set[str], tree: SkillTree | None = None) -> None:
+    """Raise :class:`AttachError` when a new prompt's name is taken, on the server or twice among ``names``, or when
+    a served skill names a workflow prompt (``metadata.workflow``) that is neither on the server nor among ``names``."""
+    unoffered = [] if tree is None else fit.check_prompts(
+        ((f"{tree.root}/{s.path}/SKILL.md", s.name, s.entry.get("frontmatter")) for s in tree.skills),
+        set(taken) | set(names))
+    seen: set[str] = set()
+    clashes = []
+    for name in names:
+        if name in taken or name in seen:
+            clashes.append(error(Span("<attach>"), "prompt-collision",
+                                 f"the prompt name '{name}' is taken twice (a workflow, a skill's bootstrap "
+                                 f"prompt, or a prompt already on the server)", "rename the workflow"))
+        seen.add(name)
+    if clashes or unoffered:
+        raise AttachError(clashes + unoffered)
+
+
+def _extension(skills: Skills, page_size: int, cache: CacheHint) -> SkillsExtension | None:
+    if skills is None or isinstance(skills, SkillsExtension):
+        return skills
+    return SkillsExtension(skills, page_size=page_size, cache=cache)
+
+
+def _prompts(adapter: Adapter, wfs: Sequence[Workflow], tree: SkillTree | None, bootstrap_prompts: bool) -> list[Any]:
+    prompts = [adapter.workflow_prompt(wf) for wf in wfs]
+    if tree is not None and bootstrap_prompts:
+        prompts += [adapter.bootstrap_prompt(s) for s in tree.skills]
+    return prompts
+
+
+def _check(listing: Listing, wfs: Sequence[Workflow], tree: SkillTree | None, skill_tools: bool) -> None:
+    if skill_tools:
+        check_names(tree, listing.tools)
+    problems = check_served_workflows(wfs, listing.tools, listing.resources, listing.templates)
+    if problems:
+        raise AttachError(problems)
+
+
+def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
+           page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
+           bootstrap_prompts: bool = True, skill_tools: bool = False) -> Any:
+    """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``: an ``mcp``
+    ``MCPServer`` or a ``fastmcp.FastMCP`` (any other object is a ``TypeError``).
+
+    ``skills``: a ``generated_skills`` folder, a loaded :class:`SkillTree`, a :class:`SkillsExtension` (for example
+    the one the server was built with), or None for prompts only. ``workflows``: a folder or file of workflow YAML,
+    a list of :class:`~projector.model.Workflow` (e.g. from the builder), or None. Returns the extension.
+
+    On FastMCP, ``skills/list`` is paged by the server's own ``FastMCP(list_page_size=...)``; ``page_size`` pages
+    ``resources/directory/read`` there.
+
+    ``skill_tools=True`` also adds two read-only tools, ``load_skill(name)`` and ``read_skill_file(uri)``, serving
+    the same verified bytes as ``resources/read``, for hosts that call tools but never read resources
+    (:mod:`projector.server.skill_tools`). It needs ``skills``; a tool of either name already on the server is an
+    :class:`AttachError` (``tool-collision``).
+
+    It is synchronous, so it runs at import time; it also works inside a running event loop (or use
+    :func:`attach_async` there). Raises :class:`AttachError` when the tree does not match its manifest, when a step
+    does not fit the server's tools, when a skill names a workflow prompt (``metadata.workflow``) that the server
+    will not offer (build such skills with ``project-skill build --skills-only``), or when a prompt name is already
+    taken. Nothing is added to the server when it raises.
+    """
+    adapter = adapters.for_server(server)
+    return adapter.run_sync(lambda: attach_async(server, skills, workflows, page_size=page_size, cache=cache,
+                                                 workflow_prompts=workflow_prompts,
+                                                 bootstrap_prompts=bootstrap_prompts, skill_tools=skill_tools))
+
+
+async def attach_async(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
+                       page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
+                       workflow_prompts: bool = True, bootstrap_prompts: bool = True,
+                       skill_tools: bool = False) -> Any:
+    """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
+    adapter = adapters.for_server(server)
+    ext = _extension(skills, page_size, cache)
+    wfs = load_workflows(workflows) if workflow_prompts else []
+    tree = ext.tree if ext is not None else None
+    listing = await adapter.listing(server)
+    _check(listing, wfs, tree, skill_tools)
+    prompts = _prompts(adapter, wfs, tree, bootstrap_prompts)
+    _check_prompt_names([p.name for p in prompts], listing.prompts, tree)
+    served = adapter.add_extension(server, ext, listing) if ext is not None else None
+    adapter.add_prompts(server, prompts)
+    if skill_tools and tree is not None:
+        adapter.add_skill_tools(server, tree)
+    return served
