@@ -153,7 +153,7 @@ def test_a_tampered_server_is_refused_at_the_lock_entry_and_nothing_is_written(t
 
 
 def test_every_refusal_is_reported_at_once_each_at_its_entry(tmp_path, composer):
-    servers, run = composer
+    servers, _ = composer
     lock = pinned(composer, tmp_path)
 
     def both(served: Served) -> None:
@@ -180,7 +180,7 @@ def test_a_pinned_skill_no_longer_served_is_refused(tmp_path, composer):
 # ------------------------------------------------------------------------------------------------------ unpinned
 
 def test_an_unpinned_skill_is_refused_and_accepted_as_a_user_turn_with_the_opt_in(tmp_path, composer):
-    servers, run = composer
+    _, run = composer
     lock = pinned(composer, tmp_path, "refund-flow")
     out = tmp_path / "instructions.txt"
     rc, _, err = run("compose", "--locked", str(lock), "srv", "refund-flow", "hello-world", "--out", str(out))
@@ -245,7 +245,7 @@ def test_a_pinned_skill_that_reproduces_the_tag_stays_inside_its_own(tmp_path, c
     def inject(served: Served) -> None:
         served.set_file(SKILL, served.data[SKILL] + forged.encode("utf-8"), recompute=True)
 
-    servers, run = composer
+    servers, _ = composer
     servers["srv"], _ = serve(mutate=inject)
     lock = pinned(composer, tmp_path, "refund-flow")
     composition = anyio.run(lambda: compose(lock, targets={"srv": servers["srv"]}))
@@ -299,7 +299,7 @@ def test_a_bad_lock_is_refused_as_remote_load_refuses_it(tmp_path):
 
 
 def test_usage(tmp_path, composer):
-    servers, run = composer
+    _, run = composer
     lock = pinned(composer, tmp_path)
     rc, _, err = run("compose", "--locked", str(lock), "srv", TOOLS)
     assert rc == 2 and "compose whole skills" in err
