@@ -226,6 +226,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("projector.server.cli", "serve the skills and workflows over MCP"),
     "remote": ("projector.remote.cli", "list or load skills from any SEP-2640 server, verifying every byte"),
     "pin": ("projector.remote.cli", "pin a server's skill manifests in a lock file"),
+    "compose": ("projector.remote.compose_cli", "compose an agent's instructions from pinned skills, verified first"),
     "matrix": ("projector.matrix.cli", "measure skill vs. workflow vs. agent on the refunds task"),
     "docs": ("projector.docs", "write (or --check) the generated pages of the docs site"),
 }

@@ -305,6 +305,7 @@ CLI_COMMANDS: tuple[tuple[str, str, str | None, tuple[str, ...]], ...] = (
     ("project-skill remote list", "projector.remote.cli", "remote", ("list",)),
     ("project-skill remote load", "projector.remote.cli", "remote", ("load",)),
     ("project-skill pin", "projector.remote.cli", "pin", ()),
+    ("project-skill compose", "projector.remote.compose_cli", "compose", ()),
     ("project-skill matrix", "projector.matrix.cli", "matrix", ()),
     ("project-skill docs", "projector.docs", "docs", ()),
 )

@@ -1,0 +1,93 @@
+"""``project-skill compose``: the command-line face of :mod:`projector.remote.compose`.
+
+It writes the system instructions composed from a lock file's pinned skills: to ``--out FILE`` (atomically), or to
+standard output, byte for byte what :attr:`~.compose.Composition.instructions` holds. A user-role turn (an unpinned
+skill accepted with ``--unpinned user-turn``) never goes there. It is printed to standard error after a header
+line, so a pipe of standard output carries the instructions alone. On any refusal the command exits 1 and writes
+nothing. It only parses, calls :func:`~.compose.compose` and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import Diagnostic, DiskError, Span, UsageError, printable
+from ..exits import EXIT_OK, EXIT_USAGE, Shell, run, say
+
+PROG = "project-skill compose"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = _Parser(
+        prog=PROG,
+        description="Compose an agent's system instructions from pinned skills. Each skill is resolved on the "
+                    "server that pinned it and verified against its pin before any byte is used, then put inside "
+                    "an origin tag that names the server, the skill URI and the manifest digest. A changed "
+                    "manifest, a changed file or frontmatter, an unpinned skill (without --unpinned user-turn) or "
+                    "a \"dynamic\" skill is refused at the lock entry's line:col, and nothing is written.",
+        epilog="exit codes: 0 ok, 1 refused (nothing written), 2 usage")
+    ap.add_argument("--locked", required=True, metavar="LOCK", help="the lock file made by project-skill pin")
+    ap.add_argument("server", nargs="?", metavar="SERVER",
+                    help="compose from this server only, as the lock names it (default: every skill the lock pins)")
+    ap.add_argument("skills", nargs="*", metavar="SKILL",
+                    help="a skill name or SKILL.md URI on SERVER (default: every skill the lock pins for SERVER)")
+    ap.add_argument("--unpinned", choices=("refuse", "user-turn"), default="refuse",
+                    help="what to do with a named skill the lock does not pin: refuse it (the default), or hand it "
+                         "to the agent as a user-role turn, verified against the served manifest only and never in "
+                         "the instructions (printed to standard error)")
+    ap.add_argument("--out", metavar="FILE",
+                    help="write the instructions to FILE, atomically (default: standard output)")
+    return ap
+
+
+def _write(path: str, data: bytes) -> None:
+    from ..disk import write_file
+
+    try:
+        write_file(path, data)
+    except OSError as exc:
+        raise DiskError(Diagnostic(Span(path), "error", "io", f"cannot write the instructions: "
+                                   f"{exc.strerror or exc}")) from None
+
+
+async def _compose(args: argparse.Namespace) -> int:
+    from .compose import compose, summary
+
+    selection = None if args.server is None else {args.server: tuple(args.skills)}
+    composition = await compose(args.locked, selection, unpinned=args.unpinned)
+    data = composition.instructions.encode("utf-8")
+    if args.out:
+        _write(args.out, data)
+    else:
+        sys.stdout.write(composition.instructions)
+        sys.stdout.flush()
+    for skill, text in zip(composition.user_turns, composition.user_turn_texts()):
+        print(f"{PROG}: a user-role turn, not in the instructions (unpinned): {printable(skill.server)} "
+              f"{printable(skill.uri)}", file=sys.stderr)
+        sys.stderr.write(text)
+    where = f"wrote {args.out}" if args.out else "composed"
+    print(f"{PROG}: {where}: {summary(composition)}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _command(argv: list[str]) -> int:
+    import anyio
+
+    args = parser().parse_args(argv)
+    if args.skills and args.server is None:  # pragma: no cover: argparse fills SERVER first
+        raise UsageError("name the SERVER before its skills")
+    return anyio.run(_compose, args)
+
+
+def main(name: str, argv: list[str]) -> int:
+    shell = Shell(PROG, findings=lambda diags: say(PROG, diags),
+                  closing=lambda _: f"{PROG}: refused; nothing was written")
+    return run(shell, lambda: _command(argv))
