@@ -15,6 +15,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from ..disk import write_file
+
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 DEFAULT_OUT = "docs/data/matrix.json"
 
@@ -67,7 +69,7 @@ def main(name: str = "matrix", argv: list[str] | None = None) -> int:
     except harness.MatrixError as exc:
         print(f"project-skill {name}: a run failed: {exc}", file=sys.stderr)
         return EXIT_FINDINGS
-    new = harness.dumps(data)
+    new = harness.matrix_json(data)
     out = root / args.out
     print(table(data))
     if args.check:
@@ -86,9 +88,6 @@ def main(name: str = "matrix", argv: list[str] | None = None) -> int:
     if out.is_file() and out.read_bytes() == new:
         print(f"up to date: {args.out}")
         return EXIT_OK
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_bytes(new)
-    tmp.replace(out)
+    write_file(out, new)
     print(f"wrote {args.out}; run project-skill docs to regenerate the matrix page")
     return EXIT_OK
