@@ -19,7 +19,8 @@ from pathlib import Path
 
 from ..disk import write_file
 from ..errors import ProjectorError, plural
-from .pages import HEADER, DocsError, generate
+from .common import HEADER, DocsError
+from .pages import generate
 
 __all__ = ["HEADER", "DocsError", "generate", "compare", "write", "main"]
 
