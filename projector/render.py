@@ -290,7 +290,7 @@ def _tool_effect(wf: Workflow, step: Step) -> str:
     return "changes data, destructive" if tool.destructive else "changes data"
 
 
-def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> dict[str, Any]:
+def _step_view(wf: Workflow, index: int, step: Step, gated: set[str]) -> dict[str, Any]:
     template = step.template_dict
     resources = []
     for uri in step.resources:
@@ -306,7 +306,7 @@ def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> di
         "resources": resources,
         "bind": step.bind,
         "guidance": inert(step.guidance.strip()) if step.guidance else None,
-        "gate": step.name in gate_steps,
+        "gate": step.name in gated,
         "conditions": _conditions_view(wf, step),
     }
 
@@ -354,9 +354,10 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
     ``metadata.workflow`` in its frontmatter and no server-accelerated alternative."""
     name = naming.skill_name(wf.name)
     path = naming.skill_path(name, prefix)
-    diagnostics = gates.check(wf, skills_only=skills_only)
-    gate_steps = {d.extra["step"] for d in diagnostics if d.code == "gate-on-side-effect"}
-    steps = [_step_view(wf, i, s, gate_steps) for i, s in enumerate(wf.steps, 1)]
+    found = gates.check(wf, skills_only=skills_only)
+    diagnostics = list(found.diagnostics)
+    gated = set(found.gated)
+    steps = [_step_view(wf, i, s, gated) for i, s in enumerate(wf.steps, 1)]
     if wf.allowed_tools is not None:
         diagnostics.append(Diagnostic(
             wf.allowed_tools_span, "warning", "allowed-tools-ignored",
