@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import jinja2
 import yaml
@@ -207,24 +207,39 @@ def describe_source(src: Source, wf: Workflow, *, ask: bool = False, default: An
     """A data source in plain words. ``ask``: an optional input whose value must come from the user, never from the
     model (:func:`projector.gates.asks_user`). ``default``: the tool's default for the parameter an optional input
     feeds (:func:`tool_default`), used when the user gave none."""
-    if isinstance(src, FromArg):
-        declared = wf.argument(src.name)
-        if declared is not None and not declared.required:
-            if ask:
-                return f"the input {code(src.name)}; if the user gave none, ask the user for it; never work it out " \
-                       "yourself"
-            if default is not _NO_DEFAULT:
-                return (f"the input {code(src.name)}; if the user gave none, leave it out (the tool uses "
-                        f"{code(canonical_json(default, indent=None))})")
-            return f"the input {code(src.name)}; if the user gave none, a value you work out yourself"
+    match src:
+        case FromArg():
+            return _describe_input(src, wf, ask, default)
+        case FromStep():
+            return _describe_result(src, wf, whole="the whole result")
+        case Const():
+            return _describe_constant(src)
+        case _:
+            assert_never(src)
+
+
+def _describe_input(src: FromArg, wf: Workflow, ask: bool, default: Any) -> str:
+    declared = wf.argument(src.name)
+    if declared is None or declared.required:
         return f"the input {code(src.name)}"
-    if isinstance(src, FromStep):
-        found = wf.step_for_bind(src.bind)
-        origin = f"step {found[0] + 1}" if found else "an earlier step"
-        if src.field is None:
-            return f"the whole result saved as {code(src.bind)} ({origin})"
-        return f"the field {code(src.field)} of {code(src.bind)} ({origin})"
-    assert isinstance(src, Const)
+    if ask:
+        return f"the input {code(src.name)}; if the user gave none, ask the user for it; never work it out yourself"
+    if default is not _NO_DEFAULT:
+        return (f"the input {code(src.name)}; if the user gave none, leave it out (the tool uses "
+                f"{code(canonical_json(default, indent=None))})")
+    return f"the input {code(src.name)}; if the user gave none, a value you work out yourself"
+
+
+def _describe_result(src: FromStep, wf: Workflow, *, whole: str) -> str:
+    """A saved result, or one field of it, with the step that saves it. ``whole``: the words for the whole result."""
+    found = wf.step_for_bind(src.bind)
+    origin = f"step {found[0] + 1}" if found else "an earlier step"
+    if src.field is None:
+        return f"{whole} saved as {code(src.bind)} ({origin})"
+    return f"the field {code(src.field)} of {code(src.bind)} ({origin})"
+
+
+def _describe_constant(src: Const) -> str:
     value = src.value
     if isinstance(value, str) and LINE_BREAK.search(value):  # as JSON, on one line: a code span cannot hold a line
         return f"the text {code(canonical_json(value, indent=None))}"
@@ -244,15 +259,15 @@ def _values(values: Any) -> str:
 def describe_condition(cond: Condition, wf: Workflow) -> str:
     """A condition in plain words: "the field `eligible` of `eligibility` (step 2) is `true`"."""
     subject = cond.subject
-    if isinstance(subject, FromArg):
-        if cond.op == "exists":
+    match subject:
+        case FromArg() if cond.op == "exists":
             return f"the user {'gave' if cond.value else 'did not give'} the input {code(subject.name)}"
-        what = f"the input {code(subject.name)}"
-    else:
-        found = wf.step_for_bind(subject.bind)
-        origin = f"step {found[0] + 1}" if found else "an earlier step"
-        what = (f"the field {code(subject.field)} of {code(subject.bind)} ({origin})" if subject.field is not None
-                else f"the result saved as {code(subject.bind)} ({origin})")
+        case FromArg():
+            what = f"the input {code(subject.name)}"
+        case FromStep():
+            what = _describe_result(subject, wf, whole="the result")
+        case _:
+            assert_never(subject)
     if cond.op == "equals":
         return f"{what} is {code(canonical_json(cond.value, indent=None))}"
     if cond.op == "not_equals":
