@@ -259,15 +259,15 @@ def _values(values: Any) -> str:
 def describe_condition(cond: Condition, wf: Workflow) -> str:
     """A condition in plain words: "the field `eligible` of `eligibility` (step 2) is `true`"."""
     subject = cond.subject
-    match subject:
-        case FromArg() if cond.op == "exists":
+    if isinstance(subject, FromArg):
+        if cond.op == "exists":
             return f"the user {'gave' if cond.value else 'did not give'} the input {code(subject.name)}"
-        case FromArg():
-            what = f"the input {code(subject.name)}"
-        case FromStep():
-            what = _describe_result(subject, wf, whole="the result")
-        case _:
-            assert_never(subject)
+        what = f"the input {code(subject.name)}"
+    else:
+        found = wf.step_for_bind(subject.bind)
+        origin = f"step {found[0] + 1}" if found else "an earlier step"
+        what = (f"the field {code(subject.field)} of {code(subject.bind)} ({origin})" if subject.field is not None
+                else f"the result saved as {code(subject.bind)} ({origin})")
     if cond.op == "equals":
         return f"{what} is {code(canonical_json(cond.value, indent=None))}"
     if cond.op == "not_equals":
