@@ -278,40 +278,75 @@ def replace_tree(out: Path, plan: Callable[[Path], Plan | None]) -> bool:
 
 
 def write_file(path: Path | str, data: bytes, *, exclusive: bool = False) -> None:
-    """Write one file atomically: the bytes go to a temporary file beside it (``.NAME.XXXXXXXX.tmp``), which then
-    takes the name, so a reader never sees half a file and a kill leaves the old file (or none) in place. With
-    ``exclusive`` the name is taken only if nothing has it (a hard link, which refuses an existing name as
-    ``O_EXCL`` does; where links are refused, the file is created with ``O_EXCL`` and written in place): an existing
-    file is never replaced, and :class:`FileExistsError` is raised. Other problems raise :class:`OSError`."""
+    """Write one file atomically: the bytes go to a new temporary file beside it (``.NAME.XXXXXXXX.tmp``, created
+    ``O_CREAT|O_EXCL|O_NOFOLLOW`` by :func:`_write`), which then takes the name (``os.replace``), so a reader never
+    sees half a file and a failure or a kill leaves the old file (or none) in place. On any failure the temporary
+    is removed again. Like the tree's files, it is not fsync'd. With ``exclusive`` the name is taken only if
+    nothing has it (a hard link, which refuses an existing name as ``O_EXCL`` does; where links are refused, the
+    file is created with ``O_EXCL`` and written in place): an existing file is never replaced, and
+    :class:`FileExistsError` is raised. Other problems raise :class:`OSError`. The docs pages, the matrix data,
+    lock files, tool snapshots and ``init``'s files are all written here."""
     path = Path(path)
     if exclusive and os.path.lexists(path):
         raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    _write(tmp, data)
+    tmp = _temporary(path, data)
     try:
-        if not exclusive:
+        if exclusive:
+            _take_free_name(tmp, path, data)
+        else:
             os.replace(tmp, path)
-            return
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise
-        except OSError as exc:
-            if exc.errno not in _UNSUPPORTED | {errno.EXDEV, errno.EMLINK}:
-                raise
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
 
 
+_TEMP_TRIES = 8  # a temporary's name is taken only by a planted file: after this many, give up
+
+
+def _temporary(path: Path, data: bytes) -> Path:
+    """A new file beside ``path`` of a random name, holding ``data``. A name that exists (planted, or a rare clash)
+    is never written into or removed: another name is tried. A failed write removes the file it made."""
+    tries = _TEMP_TRIES
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            _write(tmp, data)
+            return tmp
+        except FileExistsError:
+            tries -= 1
+            if not tries:
+                raise
+        except BaseException:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+def _take_free_name(tmp: Path, path: Path, data: bytes) -> None:
+    """``tmp`` (holding ``data``) also at ``path``, only if nothing has that name: a hard link; where links are
+    refused, a new file made with ``O_EXCL`` and written in place."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in _UNSUPPORTED | {errno.EXDEV, errno.EMLINK}:
+            raise
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+
+
 # ------------------------------------------------------------------- the file-system changes (crash tests wrap these)
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
 def _write(path: Path, data: bytes) -> None:
-    with open(path, "xb") as f:
+    """A new file (never one that exists, nor through a link) holding ``data``; mode 0666 under the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666)
+    with os.fdopen(fd, "wb") as f:
         f.write(data)
 
 

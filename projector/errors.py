@@ -93,7 +93,7 @@ class Diagnostic:
 
 class ProjectorError(Exception):
     """The root of every error this project raises on purpose. Its exit code comes from the one map,
-    :data:`projector.exits.EXIT_CODES`, by its class."""
+    :data:`projector.exits.EXIT_CODES`, by its class (:func:`projector.exits.exit_code`)."""
 
     def __init__(self, diagnostics: list[Diagnostic] | Diagnostic | str):
         if isinstance(diagnostics, str):
@@ -102,12 +102,6 @@ class ProjectorError(Exception):
             diagnostics = [diagnostics]
         self.diagnostics: list[Diagnostic] = sorted(diagnostics, key=Diagnostic.sort_key)
         super().__init__("\n".join(format_text(d) for d in self.diagnostics))
-
-    @property
-    def exit_code(self) -> int:
-        from .exits import exit_code  # the map imports this module: looked up when asked
-
-        return exit_code(self)
 
 
 class PlainError(ProjectorError):

@@ -8,7 +8,7 @@ step's other warnings are reported here too, so that ``acknowledge:`` and ``unus
 ``uses-skippable-result``, and ``unstructured-result`` (a field path into a result that is text), whose rule is
 :func:`projector.fit.unstructured_reads`. When the guidance names a saved result, the gate hint suggests a condition
 on one of its fields, or, when its tool returns text (:func:`projector.fit.returns_text`), on an input the user
-supplies. These checks return diagnostics as data; nothing here prints.
+supplies. These checks return diagnostics, and the steps they gate, as data; nothing here prints.
 """
 
 from __future__ import annotations
@@ -171,14 +171,26 @@ def _diag(step: Step, code: str, message: str, hint: str | None) -> Diagnostic:
                       message, hint, acknowledged=step.acknowledged.get(code), extra={"step": step.name})
 
 
-def check(wf: Workflow, *, skills_only: bool = False) -> list[Diagnostic]:
-    """Every gate finding of ``wf``. Acknowledged ones are kept, marked with their reason.
+@dataclass(frozen=True)
+class GateFindings:
+    """What :func:`check` finds: its ``diagnostics`` (acknowledged ones kept, marked with their reason), and, as
+    data beside them, the ``gated`` steps (by name, in step order): those that call a side-effecting tool under
+    gate-like guidance with no ``when:`` condition. :func:`projector.render.project` lays those steps out with the
+    gate's "decide before you call" sentence."""
+
+    diagnostics: list[Diagnostic]
+    gated: tuple[str, ...] = ()
+
+
+def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
+    """Every gate finding of ``wf``, and the steps it gates (:class:`GateFindings`).
 
     ``skills_only``: the build serves no workflow prompt (``build --skills-only``). The same findings fire, with the
     same codes and severities (so acknowledgements and ``--strict`` mean the same in both builds), but their words
     say what happens there: the model's judgment is all that applies the guidance, and a ``when:`` condition
     becomes a check the skill states before the call, not one a server-side run enforces."""
     out: list[Diagnostic] = []
+    gated: list[str] = []
     names = ResultNames()  # the results saved before the current step, by bind and step name
     skippable: dict[str, tuple[int, Step]] = {}  # bind -> the earlier step that on_fail: skip may leave out
     for index, step in enumerate(wf.steps, 1):
@@ -205,6 +217,7 @@ def check(wf: Workflow, *, skills_only: bool = False) -> list[Diagnostic]:
                                  f"(\"{gate.phrase}\"). {why}",
                                  _gate_hint(wf, names, step.guidance, gate, skills_only)))
                 fired.add("gate-on-side-effect")
+                gated.append(step.name)
             else:
                 if skills_only:
                     stated = (" (the skill states its when: conditions as checks before the call)"
@@ -239,7 +252,7 @@ def check(wf: Workflow, *, skills_only: bool = False) -> list[Diagnostic]:
             names.add(step.name, step.bind)
             if step.when and step.on_fail == "skip":
                 skippable[step.bind] = (index, step)
-    return out
+    return GateFindings(out, tuple(gated))
 
 
 def _gate_hint(wf: Workflow, names: ResultNames, guidance: str, gate: GateMatch, skills_only: bool = False) -> str:

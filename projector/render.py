@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 import jinja2
 import yaml
@@ -207,24 +207,39 @@ def describe_source(src: Source, wf: Workflow, *, ask: bool = False, default: An
     """A data source in plain words. ``ask``: an optional input whose value must come from the user, never from the
     model (:func:`projector.gates.asks_user`). ``default``: the tool's default for the parameter an optional input
     feeds (:func:`tool_default`), used when the user gave none."""
-    if isinstance(src, FromArg):
-        declared = wf.argument(src.name)
-        if declared is not None and not declared.required:
-            if ask:
-                return f"the input {code(src.name)}; if the user gave none, ask the user for it; never work it out " \
-                       "yourself"
-            if default is not _NO_DEFAULT:
-                return (f"the input {code(src.name)}; if the user gave none, leave it out (the tool uses "
-                        f"{code(canonical_json(default, indent=None))})")
-            return f"the input {code(src.name)}; if the user gave none, a value you work out yourself"
+    match src:
+        case FromArg():
+            return _describe_input(src, wf, ask, default)
+        case FromStep():
+            return _describe_result(src, wf, whole="the whole result")
+        case Const():
+            return _describe_constant(src)
+        case _:
+            assert_never(src)
+
+
+def _describe_input(src: FromArg, wf: Workflow, ask: bool, default: Any) -> str:
+    declared = wf.argument(src.name)
+    if declared is None or declared.required:
         return f"the input {code(src.name)}"
-    if isinstance(src, FromStep):
-        found = wf.step_for_bind(src.bind)
-        origin = f"step {found[0] + 1}" if found else "an earlier step"
-        if src.field is None:
-            return f"the whole result saved as {code(src.bind)} ({origin})"
-        return f"the field {code(src.field)} of {code(src.bind)} ({origin})"
-    assert isinstance(src, Const)
+    if ask:
+        return f"the input {code(src.name)}; if the user gave none, ask the user for it; never work it out yourself"
+    if default is not _NO_DEFAULT:
+        return (f"the input {code(src.name)}; if the user gave none, leave it out (the tool uses "
+                f"{code(canonical_json(default, indent=None))})")
+    return f"the input {code(src.name)}; if the user gave none, a value you work out yourself"
+
+
+def _describe_result(src: FromStep, wf: Workflow, *, whole: str) -> str:
+    """A saved result, or one field of it, with the step that saves it. ``whole``: the words for the whole result."""
+    found = wf.step_for_bind(src.bind)
+    origin = f"step {found[0] + 1}" if found else "an earlier step"
+    if src.field is None:
+        return f"{whole} saved as {code(src.bind)} ({origin})"
+    return f"the field {code(src.field)} of {code(src.bind)} ({origin})"
+
+
+def _describe_constant(src: Const) -> str:
     value = src.value
     if isinstance(value, str) and LINE_BREAK.search(value):  # as JSON, on one line: a code span cannot hold a line
         return f"the text {code(canonical_json(value, indent=None))}"
@@ -281,7 +296,7 @@ def _tool_effect(wf: Workflow, step: Step) -> str:
     return "changes data, destructive" if tool.destructive else "changes data"
 
 
-def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> dict[str, Any]:
+def _step_view(wf: Workflow, index: int, step: Step, gated: set[str]) -> dict[str, Any]:
     template = step.template_dict
     resources = []
     for uri in step.resources:
@@ -297,7 +312,7 @@ def _step_view(wf: Workflow, index: int, step: Step, gate_steps: set[str]) -> di
         "resources": resources,
         "bind": step.bind,
         "guidance": inert(step.guidance.strip()) if step.guidance else None,
-        "gate": step.name in gate_steps,
+        "gate": step.name in gated,
         "conditions": _conditions_view(wf, step),
     }
 
@@ -345,9 +360,10 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
     ``metadata.workflow`` in its frontmatter and no server-accelerated alternative."""
     name = naming.skill_name(wf.name)
     path = naming.skill_path(name, prefix)
-    diagnostics = gates.check(wf, skills_only=skills_only)
-    gate_steps = {d.extra["step"] for d in diagnostics if d.code == "gate-on-side-effect"}
-    steps = [_step_view(wf, i, s, gate_steps) for i, s in enumerate(wf.steps, 1)]
+    found = gates.check(wf, skills_only=skills_only)
+    diagnostics = list(found.diagnostics)
+    gated = set(found.gated)
+    steps = [_step_view(wf, i, s, gated) for i, s in enumerate(wf.steps, 1)]
     if wf.allowed_tools is not None:
         diagnostics.append(Diagnostic(
             wf.allowed_tools_span, "warning", "allowed-tools-ignored",

@@ -426,3 +426,40 @@ def test_write_file_exclusive_without_links_never_writes_into_a_file_that_appear
         disk.write_file(tmp_path / "f.txt", b"ours", exclusive=True)
     assert (tmp_path / "f.txt").read_bytes() == b"theirs"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
+def test_write_file_removes_its_temporary_when_the_write_fails(tmp_path, monkeypatch):
+    """A write that fails half-way (a full disk) leaves the old file and no temporary beside it."""
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    real = disk._write
+
+    def half(path, data):
+        real(path, data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(disk, "_write", half)
+    with pytest.raises(OSError):
+        disk.write_file(target, b"new bytes")
+    assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
+def test_write_file_never_writes_into_or_removes_a_planted_temporary(tmp_path, monkeypatch):
+    """A file or a link already at the temporary's name is left alone: another name is tried."""
+    planted = tmp_path / ".f.txt.00000000.tmp"
+    planted.symlink_to(tmp_path / "elsewhere")
+    names = iter(["00000000", "11111111"])
+    monkeypatch.setattr(disk.secrets, "token_hex", lambda n: next(names))
+    disk.write_file(tmp_path / "f.txt", b"ours")
+    assert (tmp_path / "f.txt").read_bytes() == b"ours" and planted.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".f.txt.00000000.tmp", "f.txt"]
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_write_file_gives_up_after_a_few_taken_temporary_names(tmp_path, monkeypatch):
+    (tmp_path / ".f.txt.00000000.tmp").write_bytes(b"theirs")
+    monkeypatch.setattr(disk.secrets, "token_hex", lambda n: "00000000")
+    with pytest.raises(FileExistsError):
+        disk.write_file(tmp_path / "f.txt", b"ours")
+    assert (tmp_path / ".f.txt.00000000.tmp").read_bytes() == b"theirs"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".f.txt.00000000.tmp"]

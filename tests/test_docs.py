@@ -363,3 +363,36 @@ def test_catalog_refuses_an_index_path_outside_the_tree(tree: Path, capsys):
                                                       '"skill://../../README.md"'), "utf-8")
     assert run(tree) == 1
     assert "which is not a path inside the tree" in capsys.readouterr().err
+
+
+
+@pytest.mark.parametrize("fails", ["rename", "write"])
+def test_a_failed_page_write_keeps_the_old_page_and_leaves_no_temporary(tmp_path: Path, monkeypatch, fails):
+    """Pages are written by disk.write_file: a rename or a write that fails leaves the committed page as it was and
+    no temporary file beside it (a fixed ``page.md.tmp`` stayed behind before). The write fails for real: a file
+    size limit (RLIMIT_FSIZE, its signal ignored) makes the system refuse the bytes past 256 with EFBIG."""
+    import errno
+    import os
+    import resource
+    import signal
+
+    from projector import docs
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "page.md").write_bytes(b"old\n")
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.getsignal(signal.SIGXFSZ)
+    if fails == "rename":
+        monkeypatch.setattr(os, "replace", lambda *a, **k: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
+    else:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256, hard))
+    try:
+        with pytest.raises(OSError):
+            docs.write(tmp_path, {"page.md": b"new page\n" * 512})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+        monkeypatch.undo()
+    assert (tmp_path / "docs" / "page.md").read_bytes() == b"old\n"
+    assert sorted(os.listdir(tmp_path / "docs")) == ["page.md"]

@@ -126,16 +126,41 @@ def test_every_field_of_every_finding():
     wf, diags = parse(WORKFLOW, "gates.yaml")
     assert diags == []
     found = []
-    for d in gates.check(wf):
+    for d in gates.check(wf).diagnostics:
         j = d.to_json()
         j["extra"] = d.extra
         found.append(j)
     assert found == EXPECTED
 
 
+def test_the_gated_steps_come_back_as_data_beside_the_diagnostics():
+    """``gated`` names exactly the steps that the gate warning is about, acknowledged or not, in step order."""
+    wf, _ = parse(WORKFLOW, "gates.yaml")
+    found = gates.check(wf)
+    assert found.gated == ("refund_gate",)
+    acked = parse(WORKFLOW.replace("guidance: Refuse ineligible orders.", "guidance: Refuse ineligible orders.\n"
+                                   "    acknowledge: {gate-on-side-effect: the tool refuses them}"), "gates.yaml")[0]
+    assert [d.acknowledged for d in gates.check(acked).diagnostics if d.code == "gate-on-side-effect"] == \
+        ["the tool refuses them"]
+    assert gates.check(acked).gated == ("refund_gate",)
+
+
+def test_the_layout_follows_the_gated_steps_not_the_warning_codes(monkeypatch):
+    """render.project lays a step out as gated because check says so in its data, not by reading its diagnostics
+    back by code: the same diagnostics with no gated step give no "decide before you call" sentence."""
+    from projector import render
+
+    wf, _ = parse(WORKFLOW, "gates.yaml")
+    sentence = b"Decide this yourself before you call `refund`."
+    assert sentence in render.project(wf).files["SKILL.md"]
+    real = gates.check
+    monkeypatch.setattr(gates, "check", lambda wf, **kw: gates.GateFindings(real(wf, **kw).diagnostics, ()))
+    assert sentence not in render.project(wf).files["SKILL.md"]
+
+
 def test_a_step_without_guidance_or_tool_raises_nothing():
     wf, _ = parse(WORKFLOW, "gates.yaml")
-    assert all(d.extra.get("step") != "resource_only" for d in gates.check(wf))
+    assert all(d.extra.get("step") != "resource_only" for d in gates.check(wf).diagnostics)
 
 
 # The findings about saved results and inputs (issue 12's analysis): a step using a result that on_fail: skip may
@@ -261,7 +286,7 @@ def test_every_field_of_the_saved_result_and_input_findings(skills_only):
     wf, diags = parse(MORE, "more.yaml")
     assert diags == []
     found = []
-    for d in gates.check(wf, skills_only=skills_only):
+    for d in gates.check(wf, skills_only=skills_only).diagnostics:
         j = d.to_json()
         j["extra"] = d.extra
         found.append(j)
@@ -355,7 +380,7 @@ def test_every_field_of_the_unstructured_result_findings(skills_only):
     wf, diags = parse(TEXT, "text.yaml")
     assert diags == []
     found = []
-    for d in gates.check(wf, skills_only=skills_only):
+    for d in gates.check(wf, skills_only=skills_only).diagnostics:
         j = d.to_json()
         j["extra"] = d.extra
         found.append(j)
@@ -386,7 +411,7 @@ def test_the_gate_hint_suggests_field_only_for_a_result_that_has_fields(skills_o
     assert diags == []
     then = ("the skill states it as an exact check before the call (served with its workflow prompt, the server-side "
             "run enforces it too)" if skills_only else "the server-side run enforces it")
-    hints = {d.extra["step"]: d.hint for d in gates.check(wf, skills_only=skills_only)
+    hints = {d.extra["step"]: d.hint for d in gates.check(wf, skills_only=skills_only).diagnostics
              if d.code == "gate-on-side-effect"}
     assert hints == {
         "commit_text": "the guidance names the saved result 'staged_diff', but the tool 'diff' returns text (it "
@@ -474,10 +499,10 @@ def test_asks_user(tool, arguments, key, src, asks):
 
 def test_an_input_without_a_position_is_reported_at_its_step():
     st = Step("s", tool="pay", args=(("to", FromArg("who")),), span=Span("w.yaml", 7, 5))
-    [d] = gates.check(_wf(st, tools=[PAY], arguments=[Argument("who")]))
+    [d] = gates.check(_wf(st, tools=[PAY], arguments=[Argument("who")])).diagnostics
     assert (d.code, d.span) == ("ask-for-input", Span("w.yaml", 7, 5))
     placed = Step("s", tool="pay", args=(("to", FromArg("who", Span("w.yaml", 8, 11))),), span=Span("w.yaml", 7, 5))
-    [d] = gates.check(_wf(placed, tools=[PAY], arguments=[Argument("who")]))
+    [d] = gates.check(_wf(placed, tools=[PAY], arguments=[Argument("who")])).diagnostics
     assert (d.code, d.span) == ("ask-for-input", Span("w.yaml", 8, 11))
 
 
@@ -492,7 +517,7 @@ _MAYBE = dict(tool="t", when=(Condition(FromArg("go"), "equals", True),))
 ])
 def test_only_a_conditional_step_that_skips_leaves_its_result_out(earlier, fires):
     user = Step("user", tool="t", args=(("x", FromStep("m", "id")),))
-    found = [d.code for d in gates.check(_wf(earlier, user, tools=[READ]))]
+    found = [d.code for d in gates.check(_wf(earlier, user, tools=[READ])).diagnostics]
     assert found == (["uses-skippable-result"] if fires else [])
 
 
@@ -500,7 +525,7 @@ def test_only_an_earlier_step_can_leave_a_result_out():
     """The check looks back only: a step after this one (or the step itself) is not a result it can be missing."""
     user = Step("user", tool="t", args=(("x", FromStep("m", "id")),))
     later = Step("maybe", bind="m", on_fail="skip", **_MAYBE)
-    assert gates.check(_wf(user, later, tools=[READ])) == []
+    assert gates.check(_wf(user, later, tools=[READ])).diagnostics == []
 
 
 # -------------------------------------------------------------------- linear in the steps (issue 17, item 15)
@@ -580,7 +605,7 @@ def test_every_pass_over_the_steps_is_linear(stage):
     from projector.render import project
     from projector.validate import validate
 
-    run = {"gates": gates.check, "validate": validate, "project": project}[stage]
+    run = {"gates": lambda wf: gates.check(wf).diagnostics, "validate": validate, "project": project}[stage]
     reads = {}
     for n in (300, 3000):
         wf = _many_steps(n)
@@ -597,7 +622,7 @@ def test_a_gated_step_looks_its_guidance_up_once_in_one_pass_over_its_words(monk
     real = gates.ResultNames.named
     monkeypatch.setattr(gates.ResultNames, "named", lambda self, text, after=0: calls.append(text) or
                         real(self, text, after))
-    found = gates.check(_many_steps(30))
+    found = gates.check(_many_steps(30)).diagnostics
     gated = [d for d in found if d.code == "gate-on-side-effect"]
     assert len(calls) == len(gated) == 20
     assert "the guidance names the saved result" not in gated[0].hint  # step 1 has no result before it
@@ -621,4 +646,4 @@ def test_the_steps_bench_workflow_is_valid_and_gated():
     wf, diags = parse(module.workflow(40), "many_steps.yaml")
     assert wf is not None and len(wf.steps) == 40
     assert [d for d in diags if d.severity == "error"] == []
-    assert len([d for d in gates.check(wf) if d.code == "guidance-on-side-effect"]) == 20
+    assert len([d for d in gates.check(wf).diagnostics if d.code == "guidance-on-side-effect"]) == 20

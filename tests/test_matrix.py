@@ -191,7 +191,7 @@ def test_figures_are_deterministic_across_two_runs(fresh):
 
 def test_committed_data_equals_a_fresh_run(fresh):
     assert DATA.is_file(), "docs/data/matrix.json is missing; run project-skill matrix"
-    assert harness.dumps(fresh) == DATA.read_bytes(), "docs/data/matrix.json is stale; run project-skill matrix"
+    assert harness.matrix_json(fresh) == DATA.read_bytes(), "docs/data/matrix.json is stale; run project-skill matrix"
 
 
 def test_cli_check_and_write(fresh, tmp_path, monkeypatch, capsys):
@@ -273,7 +273,7 @@ def test_figures_are_the_same_on_fastmcp_but_for_the_compact_json_of_tool_result
 
     monkeypatch.setattr(harness, "context_bytes", as_on_mcpserver)
     on_fastmcp = anyio.run(functools.partial(harness.measure, ROOT, framework="fastmcp"))
-    assert harness.dumps(on_fastmcp) == DATA.read_bytes()
+    assert harness.matrix_json(on_fastmcp) == DATA.read_bytes()
     assert translated  # the difference is real, not assumed: FastMCP's tool results were translated
 
     # measured as they are, the figures differ exactly where tool results reach the client: the skill surface

@@ -17,9 +17,11 @@ import difflib
 import sys
 from pathlib import Path
 
+from ..disk import write_file
 from ..errors import UsageError, plural
 from ..exits import EXIT_FINDINGS, EXIT_OK, Shell, run
-from .pages import HEADER, DocsError, generate
+from .common import HEADER, DocsError
+from .pages import generate
 
 __all__ = ["HEADER", "DocsError", "generate", "compare", "write", "main"]
 
@@ -76,10 +78,7 @@ def write(root: Path, pages: dict[str, bytes]) -> list[str]:
         path = docs / rel
         if path.exists() and path.read_bytes() == data:
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_file(path, data)
         touched.append(f"wrote docs/{rel}")
     return touched
 

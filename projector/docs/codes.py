@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import bundle, gates, load, output, positioned, render, shape, validate
 from ..builder import WorkflowBuilder, arg
 from ..errors import Diagnostic, format_text
-from .pages import DocsError
+from .common import DocsError
 
 CORE_MODULES = (gates, render, bundle, output, validate, load, positioned, shape)
 

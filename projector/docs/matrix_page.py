@@ -14,7 +14,7 @@ from typing import Any
 from .matrix_chart import bar_chart
 from .matrix_rule import decision_rule
 from .matrix_terms import BLIND_SPOT_CLASS, JUDGMENT_LOCUS, MARKER, SURFACE_LABEL, is_blind_spot
-from .pages import DocsError
+from .common import DocsError
 
 DATA = "docs/data/matrix.json"
 

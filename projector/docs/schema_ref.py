@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .pages import DocsError, cell, read_text
+from .common import DocsError, cell, read_text
 
 SCHEMA = "schemas/workflow.schema.json"
 

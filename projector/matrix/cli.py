@@ -14,6 +14,7 @@ import functools
 import sys
 from pathlib import Path
 
+from ..disk import write_file
 from ..errors import UsageError
 from ..exits import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Shell, run
 from ..server import adapters
@@ -66,7 +67,7 @@ def _matrix(name: str, argv: list[str]) -> int:
     from . import harness
 
     data = anyio.run(functools.partial(harness.measure, root, framework=args.framework))  # a MatrixError: exit 1
-    new = harness.dumps(data)
+    new = harness.matrix_json(data)
     out = root / args.out
     print(table(data))
     if args.check:
@@ -85,9 +86,6 @@ def _matrix(name: str, argv: list[str]) -> int:
     if out.is_file() and out.read_bytes() == new:
         print(f"up to date: {args.out}")
         return EXIT_OK
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_bytes(new)
-    tmp.replace(out)
+    write_file(out, new)
     print(f"wrote {args.out}; run project-skill docs to regenerate the matrix page")
     return EXIT_OK

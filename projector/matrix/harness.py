@@ -366,5 +366,6 @@ def _leaf(exc: BaseException) -> BaseException:
     return exc
 
 
-def dumps(data: dict[str, Any]) -> bytes:
+def matrix_json(data: dict[str, Any]) -> bytes:
+    """The bytes of ``docs/data/matrix.json``: indent 2, keys in the measurement's order, UTF-8, one newline."""
     return (json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n").encode("utf-8")

@@ -35,13 +35,13 @@ import hashlib
 import json
 import os
 import shlex
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from .. import bounded
 from ..bundle import dumps
+from ..disk import write_file
 from ..errors import plural
 from .errors import LockError
 from .verify import DIGEST_RULE, FRONTMATTER_YAML, FileRef, SkillEntry, check_manifest, check_reading, clip
@@ -129,18 +129,8 @@ def dumps_lock(lock: Lock) -> bytes:
 
 
 def write_lock(path: str | Path, lock: Lock) -> None:
-    """Write atomically: a temporary file beside the target, then a rename."""
-    path = Path(path)
-    data = dumps_lock(lock)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write atomically, by :func:`projector.disk.write_file` (a temporary file beside the target, then a rename)."""
+    write_file(path, dumps_lock(lock))
 
 
 def _bad(path: str, message: str) -> LockError:

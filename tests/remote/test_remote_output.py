@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from projector import exits
 from projector.remote.client import LoadedSkill
 from projector.remote.errors import OutputError
 from projector.remote.output import STAGE_PREFIX, write_bundles
@@ -77,7 +78,7 @@ def test_out_naming_a_file_is_a_usage_error_and_a_symlink_is_followed(tmp_path):
     (tmp_path / "file").write_bytes(b"precious")
     with pytest.raises(UsageError) as info:
         write_bundles(tmp_path / "file", [skill("skill://hello/SKILL.md", {"SKILL.md": b"h"})])
-    assert info.value.exit_code == 2 and (tmp_path / "file").read_bytes() == b"precious"
+    assert exits.exit_code(info.value) == 2 and (tmp_path / "file").read_bytes() == b"precious"
     (tmp_path / "real").mkdir()
     (tmp_path / "real" / "mine.txt").write_bytes(b"mine")
     (tmp_path / "link").symlink_to("real")

@@ -103,7 +103,7 @@ def test_write_lock_is_atomic_and_leaves_nothing_behind(tmp_path, monkeypatch):
     monkeypatch.setattr(pins.os, "replace", lambda a, b: (temps.append(a), real_replace(a, b)))
     pins.write_lock(target, lock)
     assert target.read_bytes() == pins.dumps_lock(lock) and os.listdir(target.parent) == ["skills.lock"]
-    (tmp,) = temps  # beside the target (one file system: the rename is atomic), named after it
+    (tmp,) = map(os.fspath, temps)  # beside the target (one file system: the rename is atomic), named after it
     assert os.path.dirname(tmp) == str(target.parent)
     assert os.path.basename(tmp).startswith(".skills.lock.") and tmp.endswith(".tmp")
     monkeypatch.setattr(pins.os, "replace", lambda a, b: (_ for _ in ()).throw(OSError("disk full")))

@@ -73,9 +73,9 @@ def test_the_demo_server_agrees_with_the_shipped_workflows():
 
 def test_gate_warnings_rest_on_what_the_server_declares():
     wf = load_file(WORKFLOWS / "refunds.yaml")
-    assert codes(gates.check(wf), "gate-on-side-effect")  # the file says issue_refund is destructive
+    assert codes(gates.check(wf).diagnostics, "gate-on-side-effect")  # the file says issue_refund is destructive
     (new,), warnings = apply_tools_from([wf], lying_server(read_only_refund=True), "lying")
-    assert not codes(gates.check(new), "gate-on-side-effect")  # the server says it is read-only
+    assert not codes(gates.check(new).diagnostics, "gate-on-side-effect")  # the server says it is read-only
     (w,) = codes(warnings, "tool-mismatch")
     assert w.severity == "warning"
     assert w.span == wf.tool("issue_refund").span and w.span.line > 0
