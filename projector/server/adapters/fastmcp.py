@@ -55,13 +55,13 @@ from pydantic import AnyUrl, BaseModel, Field
 
 from ... import fit
 from ...model import Workflow
-from .. import bootstrap
+from .. import bootstrap, confirm
 from ..errors import AttachError
 from ..skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams, Skill, SkillTree
 from ..skills import SkillsExtension as MCPSkillsExtension
 from ..skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, SkillTools, functions
 from ..workflow import ToolSpec, WorkflowHost, prompt_spec, run_workflow
-from .base import Adapter, Listing, with_host
+from .base import Adapter, Listing, seal_with, with_host
 
 T = TypeVar("T")
 
@@ -258,17 +258,25 @@ class FastMCPWorkflowPrompt(FastMCPPrompt):
     """A workflow as a FastMCP prompt, run on the server by the same runner as on ``MCPServer``."""
 
     workflow: Any = Field(default=None, exclude=True)
+    guard: Any = Field(default=None, exclude=True)  # the confirmations' replay guard
 
     @classmethod
-    def for_workflow(cls, wf: Workflow) -> FastMCPWorkflowPrompt:
+    def for_workflow(cls, wf: Workflow, guard: Any = None) -> FastMCPWorkflowPrompt:
         spec = prompt_spec(wf)
         args = [FastMCPPromptArgument(name=a.name, description=a.description, required=bool(a.required))
                 for a in spec.arguments]
-        return cls(name=spec.name, description=spec.description, arguments=args, workflow=wf)
+        return cls(name=spec.name, description=spec.description, arguments=args, workflow=wf, guard=guard)
 
-    async def render(self, arguments: dict[str, Any] | None = None) -> list[FastMCPMessage]:  # type: ignore[override]
-        turns = await run_workflow(self.workflow, arguments or {}, FastMCPHost(get_context()))
-        return [FastMCPMessage(t.text, role=t.role) for t in turns]
+    async def render(self, arguments: dict[str, Any] | None = None) -> Any:  # type: ignore[override]
+        ctx = get_context()
+        rc = ctx.request_context
+        can_ask = rc is not None and confirm.can_elicit(rc.session.client_capabilities, rc.protocol_version)
+        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses,
+                               guard=self.guard)
+        result = await run_workflow(self.workflow, arguments or {}, FastMCPHost(ctx), rnd)
+        if isinstance(result, confirm.Asking):
+            return confirm.input_required(result)  # FastMCP passes it through (InputRequiredPromptResult)
+        return [FastMCPMessage(t.text, role=t.role) for t in result]
 
     def to_mcp_prompt(self, **overrides: Any) -> mcp_types.Prompt:
         return _no_meta(self, overrides)
@@ -371,8 +379,11 @@ class FastMCPAdapter(Adapter):
             server.middleware.insert(0, LegacyExtensionsMiddleware(served.settings()))  # outermost: no one else sees it
         return served
 
-    def workflow_prompt(self, wf: Workflow) -> FastMCPWorkflowPrompt:
-        return FastMCPWorkflowPrompt.for_workflow(wf)
+    def workflow_prompt(self, wf: Workflow, guard: Any = None) -> FastMCPWorkflowPrompt:
+        return FastMCPWorkflowPrompt.for_workflow(wf, guard)
+
+    def set_state_key(self, server: FastMCP, key: str) -> None:
+        seal_with(server._mcp_server, key)
 
     def bootstrap_prompt(self, skill: Skill) -> FastMCPBootstrapPrompt:
         return FastMCPBootstrapPrompt.for_skill(skill)

@@ -28,13 +28,13 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt, PromptArgument, UserMessage
 
 from ...model import Workflow
-from .. import bootstrap
+from .. import bootstrap, confirm
 from ..errors import AttachError
 from ..skill_tools import SkillTools, add_to_mcpserver
 from ..skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, Skill, SkillsExtension, SkillTree,
                       legacy_extensions_middleware)
 from ..workflow import ToolSpec, Turn, WorkflowHost, prompt_spec, run_workflow
-from .base import Adapter, Listing, with_host
+from .base import Adapter, Listing, seal_with, with_host
 
 T = TypeVar("T")
 
@@ -66,16 +66,20 @@ class WorkflowPrompt(Prompt):
     """A workflow as an MCP prompt that runs on the server (:mod:`projector.server.workflow`)."""
 
     workflow: Any = None
+    guard: Any = None  # the confirmations' replay guard (projector.server.confirm.ReplayGuard)
 
     @classmethod
-    def for_workflow(cls, wf: Workflow) -> WorkflowPrompt:
+    def for_workflow(cls, wf: Workflow, guard: Any = None) -> WorkflowPrompt:
         spec = prompt_spec(wf)
         args = [PromptArgument(name=a.name, required=a.required, description=a.description) for a in spec.arguments]
         return cls(name=spec.name, title=spec.title, description=spec.description, arguments=args, fn=_unused,
-                   workflow=wf)
+                   workflow=wf, guard=guard)
 
-    async def render(self, arguments: dict[str, Any] | None, context: Context) -> list[Message]:  # type: ignore[override]
-        return messages(await run_workflow(self.workflow, arguments or {}, MCPServerHost(context)))
+    async def render(self, arguments: dict[str, Any] | None, context: Context) -> Any:  # type: ignore[override]
+        rnd = confirm.Round.of(can_ask=confirm.can_elicit(context.client_capabilities, context.protocol_version),
+                               state=context.request_state, responses=context.input_responses, guard=self.guard)
+        result = await run_workflow(self.workflow, arguments or {}, MCPServerHost(context), rnd)
+        return confirm.input_required(result) if isinstance(result, confirm.Asking) else messages(result)
 
 
 class BootstrapPrompt(Prompt):
@@ -176,8 +180,11 @@ class MCPAdapter(Adapter):
             server.middleware.append(legacy_extensions_middleware(SKILLS_EXTENSION, ext.settings()))
         return ext
 
-    def workflow_prompt(self, wf: Workflow) -> WorkflowPrompt:
-        return WorkflowPrompt.for_workflow(wf)
+    def workflow_prompt(self, wf: Workflow, guard: Any = None) -> WorkflowPrompt:
+        return WorkflowPrompt.for_workflow(wf, guard)
+
+    def set_state_key(self, server: MCPServer, key: str) -> None:
+        seal_with(server._lowlevel_server, key)
 
     def bootstrap_prompt(self, skill: Skill) -> BootstrapPrompt:
         return BootstrapPrompt.for_skill(skill)
