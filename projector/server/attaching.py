@@ -23,7 +23,6 @@ from ..model import PLACEHOLDER, Workflow
 from . import adapters
 from .adapters.base import Adapter, Listing
 from .errors import AttachError
-from .confirm import ReplayGuard, guard_from_environment
 from .skill_tools import check_names
 from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SkillsExtension, SkillTree
 
@@ -104,9 +103,8 @@ def _extension(skills: Skills, page_size: int, cache: CacheHint) -> SkillsExtens
     return SkillsExtension(skills, page_size=page_size, cache=cache)
 
 
-def _prompts(adapter: Adapter, wfs: Sequence[Workflow], tree: SkillTree | None, bootstrap_prompts: bool,
-             guard: ReplayGuard | None = None) -> list[Any]:
-    prompts = [adapter.workflow_prompt(wf, guard) for wf in wfs]
+def _prompts(adapter: Adapter, wfs: Sequence[Workflow], tree: SkillTree | None, bootstrap_prompts: bool) -> list[Any]:
+    prompts = [adapter.workflow_prompt(wf) for wf in wfs]
     if tree is not None and bootstrap_prompts:
         prompts += [adapter.bootstrap_prompt(s) for s in tree.skills]
     return prompts
@@ -125,14 +123,13 @@ def _seal_with(adapter: Adapter, server: Any, key: str) -> None:
         adapter.set_state_key(server, key)
     except (ValueError, TypeError) as exc:
         raise AttachError(error(Span("<attach>"), "bad-state-key", f"cannot seal requestState under the given key "
-                                f"(state_key, or ${STATE_KEY_ENV}): {exc}",
+                                f"(state_key, or ${STATE_KEY_ENV}): {str(exc).split('. Generate')[0]}",
                                 'generate one with: python -c "import secrets; print(secrets.token_hex(32))"')) from None
 
 
 def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
            page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
-           bootstrap_prompts: bool = True, skill_tools: bool = False, state_key: str | None = None,
-           replay_guard: ReplayGuard | None = None) -> Any:
+           bootstrap_prompts: bool = True, skill_tools: bool = False, state_key: str | None = None) -> Any:
     """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``: an ``mcp``
     ``MCPServer`` or a ``fastmcp.FastMCP`` (any other object is a ``TypeError``).
 
@@ -152,9 +149,9 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     confirmations and asked inputs; default ``$PROJECT_SKILL_STATE_KEY``. Processes that share it accept each
     other's state; without one the framework seals under a random key per process, so a state is accepted only by
     the process that made it (a restart or another worker refuses it, and the person is asked again).
-    ``replay_guard``: where each confirmation's yes is claimed, so that it runs its step once
-    (:class:`~projector.server.confirm.ReplayGuard`); default a SQLite file at ``$PROJECT_SKILL_REPLAY_DB`` when set
-    (share it between processes that share a key), else this process's memory.
+    Each confirmation's yes is claimed once, so that it runs its step once (:mod:`projector.server.confirm`): in a
+    SQLite file at ``$PROJECT_SKILL_REPLAY_DB`` when it is set (share it between processes that share a key), else
+    in this process's memory.
 
     It is synchronous, so it runs at import time; it also works inside a running event loop (or use
     :func:`attach_async` there). Raises :class:`AttachError` when the tree does not match its manifest, when a step
@@ -166,14 +163,13 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     return adapter.run_sync(lambda: attach_async(server, skills, workflows, page_size=page_size, cache=cache,
                                                  workflow_prompts=workflow_prompts,
                                                  bootstrap_prompts=bootstrap_prompts, skill_tools=skill_tools,
-                                                 state_key=state_key, replay_guard=replay_guard))
+                                                 state_key=state_key))
 
 
 async def attach_async(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
                        page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
                        workflow_prompts: bool = True, bootstrap_prompts: bool = True,
-                       skill_tools: bool = False, state_key: str | None = None,
-                       replay_guard: ReplayGuard | None = None) -> Any:
+                       skill_tools: bool = False, state_key: str | None = None) -> Any:
     """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
     adapter = adapters.for_server(server)
     ext = _extension(skills, page_size, cache)
@@ -182,8 +178,7 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
     listing = await adapter.listing(server)
     _check(listing, wfs, tree, skill_tools)
     key = state_key if state_key is not None else os.environ.get(STATE_KEY_ENV) or None
-    guard = replay_guard if replay_guard is not None else guard_from_environment()
-    prompts = _prompts(adapter, wfs, tree, bootstrap_prompts, guard)
+    prompts = _prompts(adapter, wfs, tree, bootstrap_prompts)
     _check_prompt_names([p.name for p in prompts], listing.prompts, tree)
     if key is not None and wfs:
         _seal_with(adapter, server, key)

@@ -18,7 +18,7 @@ the runner's side of that, in no framework's terms:
   single-use: the same state and the same yes could be sent twice within its lifetime (a retry after a timeout, a
   copy). So the yes claims the question's token before the step runs, and a token already claimed is refused with
   -32602 and nothing runs. :class:`MemoryGuard` holds the claims of one process; :class:`SqliteGuard` holds them in
-  one SQLite file that several processes on a host share (``PROJECT_SKILL_REPLAY_DB``).
+  one SQLite file that several processes on a host share (``PROJECT_SKILL_REPLAY_DB``, :func:`process_guard`).
 """
 
 from __future__ import annotations
@@ -77,12 +77,11 @@ class Round:
     can_ask: bool = False
     state: str | None = None
     answers: dict[str, Answer] = field(default_factory=dict)
-    guard: ReplayGuard | None = None
 
     @classmethod
-    def of(cls, *, can_ask: bool, state: str | None, responses: Any, guard: ReplayGuard | None) -> Round:
+    def of(cls, *, can_ask: bool, state: str | None, responses: Any) -> Round:
         answers = {str(k): Answer.of(v) for k, v in (responses or {}).items()}
-        return cls(can_ask, state, answers, guard)
+        return cls(can_ask, state, answers)
 
 
 def can_elicit(capabilities: Any, protocol_version: str | None) -> bool:
@@ -301,8 +300,7 @@ async def confirmation(run: _Run, n: int, step: Step) -> Decision:
     if run.resumed == (n, "confirm"):
         answer = run.round.answers.get(f"confirm-{n}")
         if answer is not None and answer.action == "accept" and answer.content.get("confirm") is True:
-            guard = run.round.guard or DEFAULT_GUARD
-            if not await guard.claim(run.token):
+            if not await process_guard().claim(run.token):
                 raise invalid_state("its confirmation was answered before, and its step has run")
             return Decision(True, f"{message} (a person answered yes)")
         return Decision(False, f"the person did not confirm it (\"{message}\"): {_said(answer)}")
@@ -373,11 +371,14 @@ class SqliteGuard(ReplayGuard):
             db.close()
 
 
-DEFAULT_GUARD: ReplayGuard = MemoryGuard()
 REPLAY_DB_ENV = "PROJECT_SKILL_REPLAY_DB"
+_GUARDS: dict[str, ReplayGuard] = {"": MemoryGuard()}
 
 
-def guard_from_environment() -> ReplayGuard:
-    """:class:`SqliteGuard` on ``$PROJECT_SKILL_REPLAY_DB`` when it is set, else this process's claims."""
-    path = os.environ.get(REPLAY_DB_ENV)
-    return SqliteGuard(path) if path else DEFAULT_GUARD
+def process_guard() -> ReplayGuard:
+    """Where this process claims its confirmations: a :class:`SqliteGuard` on ``$PROJECT_SKILL_REPLAY_DB`` when it
+    is set, else this process's memory. Tokens are random, so every server of a process can share one guard."""
+    path = os.environ.get(REPLAY_DB_ENV, "")
+    if path not in _GUARDS:
+        _GUARDS[path] = SqliteGuard(path)
+    return _GUARDS[path]

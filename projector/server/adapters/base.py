@@ -63,9 +63,8 @@ class Adapter(ABC):
         """Serve ``ext``'s tree (SEP-2640) on ``server``; returns the extension as the framework holds it."""
 
     @abstractmethod
-    def workflow_prompt(self, wf: Workflow, guard: Any = None) -> Any:
-        """A prompt object (with a ``name``) whose ``prompts/get`` runs ``wf`` with the one runner, its
-        confirmations claimed in ``guard`` (:class:`projector.server.confirm.ReplayGuard`)."""
+    def workflow_prompt(self, wf: Workflow) -> Any:
+        """A prompt object (with a ``name``) whose ``prompts/get`` runs ``wf`` with the one runner."""
 
     def set_state_key(self, server: Any, key: str) -> None:
         """Seal the server's ``requestState`` under ``key`` (shared by every process that serves with it), in place

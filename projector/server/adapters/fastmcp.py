@@ -258,21 +258,19 @@ class FastMCPWorkflowPrompt(FastMCPPrompt):
     """A workflow as a FastMCP prompt, run on the server by the same runner as on ``MCPServer``."""
 
     workflow: Any = Field(default=None, exclude=True)
-    guard: Any = Field(default=None, exclude=True)  # the confirmations' replay guard
 
     @classmethod
-    def for_workflow(cls, wf: Workflow, guard: Any = None) -> FastMCPWorkflowPrompt:
+    def for_workflow(cls, wf: Workflow) -> FastMCPWorkflowPrompt:
         spec = prompt_spec(wf)
         args = [FastMCPPromptArgument(name=a.name, description=a.description, required=bool(a.required))
                 for a in spec.arguments]
-        return cls(name=spec.name, description=spec.description, arguments=args, workflow=wf, guard=guard)
+        return cls(name=spec.name, description=spec.description, arguments=args, workflow=wf)
 
     async def render(self, arguments: dict[str, Any] | None = None) -> Any:  # type: ignore[override]
         ctx = get_context()
         rc = ctx.request_context
         can_ask = rc is not None and confirm.can_elicit(rc.session.client_capabilities, rc.protocol_version)
-        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses,
-                               guard=self.guard)
+        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses)
         result = await run_workflow(self.workflow, arguments or {}, FastMCPHost(ctx), rnd)
         if isinstance(result, confirm.Asking):
             return confirm.input_required(result)  # FastMCP passes it through (InputRequiredPromptResult)
@@ -379,8 +377,8 @@ class FastMCPAdapter(Adapter):
             server.middleware.insert(0, LegacyExtensionsMiddleware(served.settings()))  # outermost: no one else sees it
         return served
 
-    def workflow_prompt(self, wf: Workflow, guard: Any = None) -> FastMCPWorkflowPrompt:
-        return FastMCPWorkflowPrompt.for_workflow(wf, guard)
+    def workflow_prompt(self, wf: Workflow) -> FastMCPWorkflowPrompt:
+        return FastMCPWorkflowPrompt.for_workflow(wf)
 
     def set_state_key(self, server: FastMCP, key: str) -> None:
         seal_with(server._mcp_server, key)

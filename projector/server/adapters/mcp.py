@@ -66,18 +66,17 @@ class WorkflowPrompt(Prompt):
     """A workflow as an MCP prompt that runs on the server (:mod:`projector.server.workflow`)."""
 
     workflow: Any = None
-    guard: Any = None  # the confirmations' replay guard (projector.server.confirm.ReplayGuard)
 
     @classmethod
-    def for_workflow(cls, wf: Workflow, guard: Any = None) -> WorkflowPrompt:
+    def for_workflow(cls, wf: Workflow) -> WorkflowPrompt:
         spec = prompt_spec(wf)
         args = [PromptArgument(name=a.name, required=a.required, description=a.description) for a in spec.arguments]
         return cls(name=spec.name, title=spec.title, description=spec.description, arguments=args, fn=_unused,
-                   workflow=wf, guard=guard)
+                   workflow=wf)
 
     async def render(self, arguments: dict[str, Any] | None, context: Context) -> Any:  # type: ignore[override]
         rnd = confirm.Round.of(can_ask=confirm.can_elicit(context.client_capabilities, context.protocol_version),
-                               state=context.request_state, responses=context.input_responses, guard=self.guard)
+                               state=context.request_state, responses=context.input_responses)
         result = await run_workflow(self.workflow, arguments or {}, MCPServerHost(context), rnd)
         return confirm.input_required(result) if isinstance(result, confirm.Asking) else messages(result)
 
@@ -180,8 +179,8 @@ class MCPAdapter(Adapter):
             server.middleware.append(legacy_extensions_middleware(SKILLS_EXTENSION, ext.settings()))
         return ext
 
-    def workflow_prompt(self, wf: Workflow, guard: Any = None) -> WorkflowPrompt:
-        return WorkflowPrompt.for_workflow(wf, guard)
+    def workflow_prompt(self, wf: Workflow) -> WorkflowPrompt:
+        return WorkflowPrompt.for_workflow(wf)
 
     def set_state_key(self, server: MCPServer, key: str) -> None:
         seal_with(server._lowlevel_server, key)
