@@ -382,3 +382,35 @@ def test_an_unconfigured_guard_is_per_process():
 
     guard = MemoryGuard()
     assert anyio.run(guard.claim, "t") is True and anyio.run(guard.claim, "t") is False
+
+
+# --------------------------------------------------------------------------------------- the TypeScript SDK v2
+
+def _node_and_client() -> tuple[str, str]:
+    from .test_peers import _conformance_script
+
+    script = _conformance_script()
+    cache = script.cache_dir()
+    script.install(cache, log=lambda *_: None)
+    return str(script.node_binary(cache)), str(script.install_peer(cache, script.TS_CLIENT_V2, log=lambda *_: None))
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_typescript_sdk_v2_client_answers_the_confirmation(framework):
+    node, client = _node_and_client()
+    script = Path(__file__).with_name("ts_confirm_v2_client.cjs")
+    seen = {}
+    proc, port = start({}, framework)  # one process: the refunds add up in its ledger
+    try:
+        for kind in ("no", "none", "yes"):
+            done = subprocess.run([node, str(script), client, f"http://127.0.0.1:{port}/mcp", kind, "A1001"],
+                                  cwd=ROOT, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr
+            seen[kind] = json.loads(done.stdout)
+    finally:
+        stop(proc)
+    assert len(seen["no"]["asked"]) == 1 and seen["no"]["refunds"]["result"] == []
+    assert "the person did not confirm it" in seen["no"]["messages"][-1]["text"]
+    assert seen["none"]["asked"] == [] and "it needs a person's confirmation" in seen["none"]["messages"][-1]["text"]
+    assert len(seen["yes"]["asked"]) == 1 and seen["yes"]["messages"][-1]["text"].startswith("Done")
+    assert [r["order_id"] for r in seen["yes"]["refunds"]["result"]] == ["A1001"]
