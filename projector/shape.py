@@ -200,13 +200,10 @@ class _Builder:
 
     def flag(self, m: dict[str, Y], key: str, what: str) -> bool:
         """A true-or-false key of ``what`` (false when absent, or not a boolean: then ``wrong-type``)."""
-        if key not in m:
-            return False
-        if not isinstance(m[key].value, bool):
+        if key in m and not isinstance(m[key].value, bool):
             self.err(m[key].span, "wrong-type", f"'{key}' of {what} must be true or false, not "
                      f"{type_name(m[key].value)}")
-            return False
-        return m[key].value
+        return key in m and m[key].value is True
 
     def instruction(self, y: Y) -> Instruction | None:
         m = self.mapping(y, "instruction", "an instruction")
@@ -355,19 +352,14 @@ class _Builder:
         )
 
     def confirm(self, m: dict[str, Y], what: str) -> Confirm | None:
-        """``confirm:``: a mapping with the question (``message``) and the values shown with it (``show``, a list of
-        data sources). Checks the shape; validate() checks the sources and the text."""
-        y = m.get("confirm")
-        if y is None:
+        """``confirm:``: the question (``message``) and the values shown with it (``show``, data sources)."""
+        where, y = f"'confirm' of {what}", m.get("confirm")
+        if y is None or (cm := self.mapping(y, "confirm", where)) is None:
             return None
-        cm = self.mapping(y, "confirm", f"'confirm' of {what}")
-        if cm is None:
-            return None
-        where = f"'confirm' of {what}"
-        show = tuple(s for s in (self.source(sy, f"value {i} of 'confirm.show' of {what}")
-                                 for i, sy in enumerate(self.listing(cm, "show", where), 1)) if s is not None)
-        return Confirm(message=self.string(cm, "message", where, "") or "", show=show, span=y.span,
-                       message_span=cm["message"].span if "message" in cm else y.span)
+        show = (self.source(sy, f"value {i} of 'confirm.show' of {what}")
+                for i, sy in enumerate(self.listing(cm, "show", where), 1))
+        return Confirm(self.string(cm, "message", where, "") or "", tuple(s for s in show if s is not None), y.span,
+                       cm["message"].span if "message" in cm else y.span)
 
     def conditions(self, m: dict[str, Y], what: str) -> tuple[Condition, ...]:
         """``when:``: one condition mapping, or a list of them. Checks the shape; validate() checks the rest."""
