@@ -29,7 +29,6 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult, InputRequiredResult
 
 from projector.server import attach
-from projector.server.confirm import MemoryGuard
 from projector.server.demo import demo_server
 from projector.server.errors import AttachError
 
@@ -379,6 +378,8 @@ async def test_processes_with_different_keys_refuse_each_others_state(tmp_path):
 
 def test_an_unconfigured_guard_is_per_process():
     import anyio
+
+    from projector.server.confirm import MemoryGuard
 
     guard = MemoryGuard()
     assert anyio.run(guard.claim, "t") is True and anyio.run(guard.claim, "t") is False
