@@ -1,6 +1,6 @@
 """A Python builder for workflows, for authors who keep their workflows next to their server.
 
-    from projector.builder import WorkflowBuilder, arg, step, const, condition
+    from projector.builder import WorkflowBuilder, arg, step, const, condition, confirm
 
     wf = (
         WorkflowBuilder("refund_flow", "Process a customer refund after checking eligibility.")
@@ -24,13 +24,14 @@ does: a step may then name a tool and nothing else, and a ``.tool(...)`` declara
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import Diagnostic, LoadError, Span
-from .model import Argument, Condition, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
+from .model import Argument, Condition, Confirm, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .validate import validate
 
 if TYPE_CHECKING:
@@ -93,6 +94,14 @@ def condition(subject: FromArg | FromStep, **operator: Any) -> Condition:
     if isinstance(value, tuple):
         value = list(value)
     return Condition(subject, op, value)  # type: ignore[arg-type]  # build() reports an unknown operator
+
+
+def confirm(message: str, *show: Source) -> Confirm:
+    """A step's ``confirm``: the question a person answers before the step runs, and the values shown with it, in
+    order: ``confirm("Issue this refund?", step("order", "total"), arg("reason"))``."""
+    if not all(isinstance(s, (FromArg, FromStep, Const)) for s in show):
+        raise TypeError("the values a confirmation shows must be arg(...), step(...) or const(...)")
+    return Confirm(message, tuple(show))
 
 
 class WorkflowBuilder:
@@ -161,8 +170,10 @@ class WorkflowBuilder:
         return self
 
     def argument(self, name: str, description: str = "", *, required: bool = False,
-                 type: str | None = None) -> WorkflowBuilder:
-        self._arguments.append(Argument(name, description, required, type, span=self._span()))  # type: ignore[arg-type]
+                 type: str | None = None, ask: bool = False) -> WorkflowBuilder:
+        where = self._span()
+        self._arguments.append(Argument(name, description, required, type, span=where,  # type: ignore[arg-type]
+                                        ask=ask, ask_span=where))
         return self
 
     def instruction(self, role: str, text: str) -> WorkflowBuilder:
@@ -182,7 +193,7 @@ class WorkflowBuilder:
              template: Mapping[str, Source] | None = None,
              acknowledge: Mapping[str, str] | None = None,
              when: Condition | list[Condition] | tuple[Condition, ...] = (),
-             on_fail: str = "stop") -> WorkflowBuilder:
+             on_fail: str = "stop", confirm: Confirm | None = None) -> WorkflowBuilder:
         for what, mapping in (("args", args), ("template", template)):
             for key, src in (mapping or {}).items():
                 if not isinstance(src, (FromArg, FromStep, Const)):
@@ -190,11 +201,16 @@ class WorkflowBuilder:
         conditions = (when,) if isinstance(when, Condition) else tuple(when)
         if not all(isinstance(c, Condition) for c in conditions):
             raise TypeError(f"step {name!r}: when must be condition(...) or a list of them")
+        if confirm is not None and not isinstance(confirm, Confirm):
+            raise TypeError(f"step {name!r}: confirm must be confirm(...)")
+        if confirm is not None:
+            where = self._span()
+            confirm = dataclasses.replace(confirm, span=where, message_span=where)
         self._steps.append(Step(
             name=name, tool=tool, args=tuple((args or {}).items()), bind=bind, guidance=guidance,
             resources=tuple(resources), template=tuple((template or {}).items()),
             acknowledge=tuple((acknowledge or {}).items()), span=self._span(), guidance_span=self._span(),
-            when=conditions, on_fail=on_fail, on_fail_span=self._span()))  # type: ignore[arg-type]
+            when=conditions, on_fail=on_fail, on_fail_span=self._span(), confirm=confirm))  # type: ignore[arg-type]
         return self
 
     def build(self) -> Workflow:

@@ -286,8 +286,11 @@ def _missing_parameters(wf: Workflow, step: Step, tool: Tool, schema: dict[str, 
 
 def _field_reads(step: Step) -> list[tuple[str, FromStep]]:
     """Every ``{step: BIND, field: PATH}`` a step reads, with how a message names it: its arguments and template
-    bindings (by key), and its ``when:`` conditions' subjects."""
+    bindings (by key), the values its confirmation shows, and its ``when:`` conditions' subjects."""
     reads = [(f"'{key}'", src) for key, src in step.sources() if isinstance(src, FromStep)]
+    if step.confirm is not None:
+        reads += [(f"value {i} of 'confirm.show'", src) for i, src in enumerate(step.confirm.show, 1)
+                  if isinstance(src, FromStep)]
     for cond in step.when:
         if isinstance(cond.subject, FromStep):
             reads.append(("a condition" if len(step.when) > 1 else "the condition", cond.subject))

@@ -8,7 +8,9 @@ step's other warnings are reported here too, so that ``acknowledge:`` and ``unus
 ``uses-skippable-result``, and ``unstructured-result`` (a field path into a result that is text), whose rule is
 :func:`projector.fit.unstructured_reads`. When the guidance names a saved result, the gate hint suggests a condition
 on one of its fields, or, when its tool returns text (:func:`projector.fit.returns_text`), on an input the user
-supplies. These checks return diagnostics, and the steps they gate, as data; nothing here prints.
+supplies. A step with ``confirm:`` gets no ``gate-on-side-effect`` for guidance about approval (a person's yes is
+enforced by the server-side run), and a ``confirm:`` on a step that changes nothing is ``confirm-on-read-only``.
+These checks return diagnostics, and the steps they gate, as data; nothing here prints.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from .errors import Diagnostic
 from .fit import returns_text, unstructured_reads
-from .model import FromArg, FromStep, Step, Workflow
+from .model import FromArg, FromStep, Step, Tool, Workflow
 
 # Each pattern is one family of gate-like wording. The first match (leftmost) is quoted in the warning.
 GATE_WORDING: tuple[tuple[str, str], ...] = (
@@ -71,7 +73,11 @@ CODES = {
     "unused-acknowledgement": "warning",
     "uses-skippable-result": "warning",
     "unstructured-result": "warning",  # projector.fit.unstructured_reads makes it; reported with its step's findings
+    "confirm-on-read-only": "warning",
 }
+# The gate wording that a step's ``confirm:`` answers: a person's yes is the approval, or the verification, that the
+# guidance asks for, so such a step gets no gate-on-side-effect (its guidance is still shown, and not applied).
+CONFIRMED_FAMILIES = ("permission", "verification")
 ACKNOWLEDGEABLE = ("gate-on-side-effect", "unverifiable-step", "guidance-on-side-effect", "uses-skippable-result",
                    "unstructured-result")
 
@@ -207,7 +213,7 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
             fired.add("unverifiable-step")
         elif tool is not None and tool.side_effecting and step.guidance:
             gate = find_gate(step.guidance)
-            if gate and not step.when:
+            if gate and not step.when and not (step.confirm and gate.family in CONFIRMED_FAMILIES):
                 why = ("Only the model's judgment applies it: no workflow prompt is served (--skills-only), and "
                        "nothing on the server stops the call if the model decides wrong" if skills_only else
                        f"Guidance prose cannot stop a server-side run: the '{wf.name}' workflow prompt will run this "
@@ -242,6 +248,7 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
                                       "the user for it and never to work it out itself",
                                       "make the argument required if the step cannot run without it",
                                       extra={"step": step.name}))
+        out.extend(_confirm_on_read_only(tool, step, label))
         for code, reason in step.acknowledge:
             if code not in fired:
                 out.append(Diagnostic(step.span, "warning", "unused-acknowledgement",
@@ -253,6 +260,17 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
             if step.when and step.on_fail == "skip":
                 skippable[step.bind] = (index, step)
     return GateFindings(out, tuple(gated))
+
+
+def _confirm_on_read_only(tool: Tool | None, step: Step, label: str) -> list[Diagnostic]:
+    """``confirm-on-read-only``: a confirmation before a step that changes nothing (a read-only tool, or resources)
+    only costs the person a question."""
+    if step.confirm is None or (step.tool is not None and (tool is None or tool.side_effecting)):
+        return []
+    what = f"calls the read-only tool '{tool.name}'" if tool is not None else "only reads resources"
+    return [Diagnostic(step.confirm.span if step.confirm.span.line else step.span, "warning", "confirm-on-read-only",
+                       f"{label} asks a person to confirm, but it {what}: nothing needs their yes",
+                       "remove confirm, or put it on the step that changes data", extra={"step": step.name})]
 
 
 def _gate_hint(wf: Workflow, names: ResultNames, guidance: str, gate: GateMatch, skills_only: bool = False) -> str:

@@ -25,6 +25,12 @@ def _span() -> Any:
     return field(default=_NOWHERE, compare=False, repr=False)
 
 
+def _additive(default: Any) -> Any:
+    """A field added to format version 1 after its first release: :func:`canonical` leaves it out while it has its
+    default, so that every workflow written without it keeps its canonical form, and so its digest."""
+    return field(default=default, metadata={"additive": True})
+
+
 @dataclass(frozen=True)
 class FromArg:
     """``{arg: NAME}``: the prompt argument NAME."""
@@ -68,6 +74,18 @@ OnFail = Literal["stop", "skip"]
 
 
 @dataclass(frozen=True)
+class Confirm:
+    """``confirm:``: a person must say yes before the step runs. ``message`` is the question; ``show`` the values the
+    person sees with it, in order, each a data source checked like a step argument. A no acts as a failed condition
+    (the step's ``on_fail``)."""
+
+    message: str
+    show: tuple[Source, ...] = ()
+    span: Span = _span()
+    message_span: Span = _span()
+
+
+@dataclass(frozen=True)
 class Condition:
     """One entry of a step's ``when:``: a subject (``{arg}``, ``{step}`` or ``{step, field}``), one operator and its
     operand, a JSON value (a list for ``in`` and ``not_in``, a boolean for ``exists``). Evaluated by
@@ -87,6 +105,10 @@ class Argument:
     required: bool = False
     type: ArgType | None = None
     span: Span = _span()
+    # ``ask: true``: when the prompt was called without it, the server-side run asks the person for it the first time
+    # a step needs it (an optional argument only).
+    ask: bool = _additive(False)
+    ask_span: Span = _span()
 
 
 @dataclass(frozen=True)
@@ -143,6 +165,8 @@ class Step:
     # Where each key of ``args`` is written, for a problem with the key itself (a misspelled parameter); empty for a
     # step built in Python, whose problems are reported at the step.
     arg_spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
+    # ``confirm:``: a person's yes before the step runs (:class:`Confirm`); None: no confirmation.
+    confirm: Confirm | None = _additive(None)
 
     @property
     def args_dict(self) -> dict[str, Source]:
@@ -231,12 +255,13 @@ class Workflow:
 
 def canonical(value: Any) -> Any:
     """The model as plain JSON: each node is ``{"kind": ClassName, field: value, ...}`` over its compared fields
-    only, so positions and the source's name take no part (as in equality), and a tuple is a list. Two workflows
+    only, so positions and the source's name take no part (as in equality), and a tuple is a list. A field added to
+    the format later (:func:`_additive`) is left out while it has its default. Two workflows
     that are equal have the same canonical form, whether they were loaded from YAML or built in Python."""
     if is_dataclass(value) and not isinstance(value, type):
         node: dict[str, Any] = {"kind": type(value).__name__}
         for f in fields(value):
-            if f.compare:
+            if f.compare and not (f.metadata.get("additive") and getattr(value, f.name) == f.default):
                 node[f.name] = canonical(getattr(value, f.name))
         return node
     if isinstance(value, (tuple, list)):

@@ -307,14 +307,41 @@ def _step_view(wf: Workflow, index: int, step: Step, gated: set[str]) -> dict[st
         "name": step.name,
         "tool": step.tool,
         "effect": _tool_effect(wf, step),
-        "args": [(k, describe_source(v, wf, ask=gates.asks_user(wf, step, k, v), default=tool_default(wf, step, k)))
+        "args": [(k, describe_source(v, wf, ask=_asked(wf, step, k, v), default=tool_default(wf, step, k)))
                  for k, v in step.args],
         "resources": resources,
         "bind": step.bind,
         "guidance": inert(step.guidance.strip()) if step.guidance else None,
         "gate": step.name in gated,
         "conditions": _conditions_view(wf, step),
+        "confirm": _confirm_view(wf, step),
     }
+
+
+def _asked(wf: Workflow, step: Step, key: str, src: Source) -> bool:
+    """Whether the skill tells its reader to ask the user for the input ``src`` feeds: an input the side-effecting
+    tool requires (:func:`projector.gates.asks_user`), or one declared ``ask: true``."""
+    declared = wf.argument(src.name) if isinstance(src, FromArg) else None
+    return gates.asks_user(wf, step, key, src) or (declared is not None and declared.ask)
+
+
+def _confirm_view(wf: Workflow, step: Step) -> dict[str, Any] | None:
+    """A step's ``confirm:`` in plain words: the question, the values shown with it, and what anything but an
+    explicit yes does (the step's ``on_fail``, as for a failed condition)."""
+    if step.confirm is None:
+        return None
+    action = f"call {code(step.tool)}" if step.tool else "read this step's resources"
+    if step.on_fail == "skip":
+        then = f"do not {action}: skip this step, tell the user it was not confirmed, and go on with the next step."
+    else:
+        then = f"do not {action}: stop the procedure here, and tell the user that it was not confirmed."
+    only = f"Call {code(step.tool)} only on an explicit yes." if step.tool else \
+        "Read this step's resources only on an explicit yes."
+    return {"message": step.confirm.message.strip(), "action": action, "only": only,
+            "show": [describe_source(src, wf, ask=isinstance(src, FromArg) and _asked(wf, step, "", src))
+                     for src in step.confirm.show],
+            "otherwise": f"If the answer is anything else (a no, no answer, a change of subject), {then}",
+            "skip": step.on_fail == "skip"}
 
 
 def _shown(wf: Workflow) -> Workflow:

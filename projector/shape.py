@@ -14,7 +14,7 @@ from typing import Any
 
 from .conditions import OPERATORS, literal
 from .errors import Diagnostic, Span, error, plural, printable_quote
-from .model import Argument, Condition, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
+from .model import Argument, Condition, Confirm, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .positioned import Y, Reader, type_name, decode, normalize
 from .validate import validate
 
@@ -35,6 +35,7 @@ KEYS = {
     "instruction": tuple(_DEFS["instruction"]["properties"]),
     "tool": tuple(_DEFS["tool"]["properties"]),
     "step": tuple(_DEFS["step"]["properties"]),
+    "confirm": tuple(_DEFS["confirm"]["properties"]),
 }
 REQUIRED = {
     "workflow": tuple(SCHEMA["required"]),
@@ -42,6 +43,7 @@ REQUIRED = {
     "instruction": tuple(_DEFS["instruction"]["required"]),
     "tool": tuple(_DEFS["tool"]["required"]),
     "step": tuple(_DEFS["step"]["required"]),
+    "confirm": tuple(_DEFS["confirm"]["required"]),
 }
 SOURCE_KEYS = ("arg", "step", "field", "const")
 SUBJECT_KEYS = ("arg", "step", "field")
@@ -182,13 +184,7 @@ class _Builder:
         if m is None:
             return None
         what = f"argument '{m['name'].value}'" if "name" in m else "an argument"
-        required = False
-        if "required" in m:
-            if isinstance(m["required"].value, bool):
-                required = m["required"].value
-            else:
-                self.err(m["required"].span, "wrong-type",
-                         f"'required' of {what} must be true or false, not {type_name(m['required'].value)}")
+        required, ask = (self.flag(m, key, what) for key in ("required", "ask"))
         typ = None
         if "type" in m:
             typ = m["type"].value
@@ -199,7 +195,15 @@ class _Builder:
                 typ = None
         return Argument(name=self.string(m, "name", what, "") or "",
                         description=self.string(m, "description", what, "") or "",
-                        required=required, type=typ, span=y.span)
+                        required=required, type=typ, span=y.span, ask=ask,
+                        ask_span=m["ask"].span if "ask" in m else y.span)
+
+    def flag(self, m: dict[str, Y], key: str, what: str) -> bool:
+        """A true-or-false key of ``what`` (false when absent, or not a boolean: then ``wrong-type``)."""
+        if key in m and not isinstance(m[key].value, bool):
+            self.err(m[key].span, "wrong-type", f"'{key}' of {what} must be true or false, not "
+                     f"{type_name(m[key].value)}")
+        return key in m and m[key].value is True
 
     def instruction(self, y: Y) -> Instruction | None:
         m = self.mapping(y, "instruction", "an instruction")
@@ -344,7 +348,18 @@ class _Builder:
             when=when,
             on_fail=on_fail,  # type: ignore[arg-type]  # validate() refuses anything but stop and skip
             on_fail_span=m["on_fail"].span if "on_fail" in m else y.span,
+            confirm=self.confirm(m, what),
         )
+
+    def confirm(self, m: dict[str, Y], what: str) -> Confirm | None:
+        """``confirm:``: the question (``message``) and the values shown with it (``show``, data sources)."""
+        where, y = f"'confirm' of {what}", m.get("confirm")
+        if y is None or (cm := self.mapping(y, "confirm", where)) is None:
+            return None
+        show = (self.source(sy, f"value {i} of 'confirm.show' of {what}")
+                for i, sy in enumerate(self.listing(cm, "show", where), 1))
+        return Confirm(self.string(cm, "message", where, "") or "", tuple(s for s in show if s is not None), y.span,
+                       cm["message"].span if "message" in cm else y.span)
 
     def conditions(self, m: dict[str, Y], what: str) -> tuple[Condition, ...]:
         """``when:``: one condition mapping, or a list of them. Checks the shape; validate() checks the rest."""

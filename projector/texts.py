@@ -148,6 +148,11 @@ def _step_texts(step: Step, what: str) -> list[Diagnostic | None]:
     for key, src in step.sources():
         found.append(_text_problem(step.span, f"an argument name of {what}", key, one_line=True))
         found.extend(_source_texts(src, f"{what}, {key!r}"))
+    if step.confirm is not None:
+        found.append(_text_problem(step.confirm.message_span, f"the confirmation message of {what}",
+                                   step.confirm.message, one_line=True))
+        for src in step.confirm.show:
+            found.extend(_source_texts(src, f"{what}, 'confirm.show'"))
     for cond in step.when:
         found.extend(_reference_texts(cond.subject, f"a condition of {what}"))
         found.append(_value_problem(cond.span, f"the value of a condition of {what}", cond.value))

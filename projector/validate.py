@@ -4,7 +4,8 @@ workflow is held to the same rules however it was written. Returns every problem
 :func:`validate` is a list of small rules, one function each, composed by plain lines in the order their
 diagnostics come out: the workflow's own fields, its declarations, then each step's rules, then its texts and the
 fit of its steps to its tools. A reference to a prompt argument or to an earlier result (a step's sources, its
-template, the placeholders of its constants, the subjects of its conditions) is resolved by one resolver,
+template, the placeholders of its constants, the subjects of its conditions, the values its confirmation shows) is
+resolved by one resolver,
 :class:`References`. The condition operators are :mod:`projector.conditions`' one table.
 """
 
@@ -18,7 +19,7 @@ from . import fit, naming
 from .conditions import ON_FAIL, OPERATORS, Operator, literal
 from .gates import ACKNOWLEDGEABLE
 from .errors import Diagnostic, Span, error, suggest as _suggest
-from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
+from .model import PLACEHOLDER, Argument, Condition, Const, FromArg, FromStep, Source, Step, Workflow
 from .texts import frontmatter_problems, invisible_problem, text_problems
 
 MAX_DESCRIPTION = 1024
@@ -39,6 +40,7 @@ def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnosti
         *frontmatter_problems(wf),
         *_unique_names(wf.arguments, "an argument name is empty", "duplicate-argument", "argument '{}' is declared twice"),
         *_unique_names(wf.tools, "a tool name is empty", "duplicate-tool", "tool '{}' is declared twice"),
+        *(_ask_rule(a) for a in wf.arguments if a.ask and a.required),
         *(error(ins.span, "empty-instruction", "an instruction has no text")
           for ins in wf.instructions if not ins.text.strip()),
         *_has_steps(wf),
@@ -202,9 +204,32 @@ def _step_rules(wf: Workflow, tools_from_server: bool) -> list[Diagnostic]:
         out.extend(_tool_or_resources(step, what, tools))
         out.extend(d for key, src in step.sources() for d in refs.source(src, f"{what}, '{key}'"))
         out.extend(check_conditions(step, what, refs))
+        out.extend(_confirm_rules(step, what, refs))
         out.extend(_template_rules(step, what))
         out.append(_bind_rule(step, what, refs.bound))
     return [d for d in out if d is not None]
+
+
+def _ask_rule(arg: Argument) -> Diagnostic:
+    """``ask: true`` is for an optional argument: a required one is always given, so there is nothing to ask."""
+    return error(arg.ask_span, "ask-on-required", f"argument '{arg.name}' is required and has ask: true; a required "
+                 "argument is always given, so it is never asked for",
+                 "remove ask, or make the argument optional (required: false) so the run asks for it when not given")
+
+
+def _confirm_rules(step: Step, what: str, refs: References) -> list[Diagnostic | None]:
+    """``confirm:`` has a question, and each value it shows is a sound reference (the one resolver, as for the
+    step's arguments). Its texts are :func:`projector.texts.text_problems`' to check."""
+    confirm = step.confirm
+    if confirm is None:
+        return []
+    found: list[Diagnostic | None] = []
+    if not confirm.message.strip():
+        found.append(error(confirm.message_span, "empty-confirm-message", f"the confirmation of {what} has an empty "
+                           "message", "write the question the person answers yes or no, e.g. 'Issue this refund?'"))
+    for i, src in enumerate(confirm.show, 1):
+        found.extend(refs.source(src, f"{what}, value {i} of 'confirm.show'"))
+    return found
 
 
 def _step_name(step: Step, names: set[str]) -> Diagnostic | None:
@@ -292,7 +317,7 @@ def _on_fail_rule(step: Step, what: str) -> Diagnostic | None:
     if step.on_fail not in ON_FAIL:
         return error(step.on_fail_span, "bad-on-fail", f"{what} has on_fail '{step.on_fail}'",
                      _suggest(str(step.on_fail), ON_FAIL) or "on_fail is stop (the default) or skip")
-    if step.on_fail != "stop" and not step.when:
+    if step.on_fail != "stop" and not step.when and step.confirm is None:
         return error(step.on_fail_span, "on-fail-without-when", f"{what} has on_fail but no when",
                      "add the conditions under when:, or remove on_fail")
     return None

@@ -69,6 +69,7 @@ def test_corpus_has_every_class():
                 "compatibility-too-long",
                 "empty-field",
                 "allowed-tools-ignored",
+                "ask-on-required", "empty-confirm-message", "confirm-undeclared-argument", "confirm-on-read-only",
                 }
     assert required <= names
 

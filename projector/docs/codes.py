@@ -75,7 +75,9 @@ PROSE: dict[str, Prose] = {
               "that guidance with its own judgment, but the workflow prompt runs on the server and executes every "
               "step unconditionally, so the condition is a promise the prompt breaks. The warning quotes the phrase "
               "that matched. It does not fire on a step that states its conditions as data with `when:`: the "
-              "server-side run enforces those. Under `build --skills-only` no prompt is served, and the warning says "
+              "server-side run enforces those. Nor does it fire for wording about approval or verification (*approve*, "
+              "*confirm*, *verify*) on a step with `confirm:`: the server-side run asks a person and runs the step "
+              "only on their yes. Under `build --skills-only` no prompt is served, and the warning says "
               "so: only the model's judgment applies the condition, and nothing on the server stops the call.",
         fix="Where the condition can be stated as data over earlier results or the arguments, state it with "
             "`when:` (and `on_fail: stop` or `skip`): the server-side run checks it just before the step, and the "
@@ -111,6 +113,26 @@ tools:
                        "is left is a note: the server still shows the guidance without acting on it.",
         resolved="""    when: {step: eligibility, field: eligible, equals: true}
     on_fail: stop
+"""),
+    "confirm-on-read-only": Prose(
+        fires="A step has `confirm:` but changes nothing: its tool says `readOnlyHint: true` (and not "
+              "`destructiveHint: true`), or it only reads resources. The server-side run would stop and ask a person "
+              "a question whose answer protects nothing.",
+        fix="Remove `confirm:`, or move it to the step that changes data (the one whose tool is side-effecting).",
+        example="""name: lookup
+description: Look up an order.
+arguments:
+  - {name: order_id, required: true}
+tools:
+  - name: get_order
+    annotations: {readOnlyHint: true}
+steps:
+  - name: fetch_order
+    tool: get_order
+    args:
+      id: {arg: order_id}
+    confirm:
+      message: Look up this order?
 """),
     "uses-skippable-result": Prose(
         fires="A step uses (in its `args` or `template`) the result of an earlier step that has `when:` with "

@@ -9,6 +9,7 @@ prompts and the tools. Nothing is added to the server when it raises.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SkillsExtension, SkillTree
 Workflows = str | Path | Sequence[Workflow | str | Path] | None
 Skills = str | Path | SkillTree | SkillsExtension | None
 # lead the hints of unknown-tool and unknown-resource; `project-skill serve` says them for the command line instead
+STATE_KEY_ENV = "PROJECT_SKILL_STATE_KEY"
 ATTACH_HINT = "register it on the server before calling attach()"
 ATTACH_RESOURCE_HINT = "register the resource on the server before calling attach()"
 
@@ -116,9 +118,18 @@ def _check(listing: Listing, wfs: Sequence[Workflow], tree: SkillTree | None, sk
         raise AttachError(problems)
 
 
+def _seal_with(adapter: Adapter, server: Any, key: str) -> None:
+    try:
+        adapter.set_state_key(server, key)
+    except (ValueError, TypeError) as exc:
+        raise AttachError(error(Span("<attach>"), "bad-state-key", f"cannot seal requestState under the given key "
+                                f"(state_key, or ${STATE_KEY_ENV}): {str(exc).split('. Generate')[0]}",
+                                'generate one with: python -c "import secrets; print(secrets.token_hex(32))"')) from None
+
+
 def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
            page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
-           bootstrap_prompts: bool = True, skill_tools: bool = False) -> Any:
+           bootstrap_prompts: bool = True, skill_tools: bool = False, state_key: str | None = None) -> Any:
     """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``: an ``mcp``
     ``MCPServer`` or a ``fastmcp.FastMCP`` (any other object is a ``TypeError``).
 
@@ -134,6 +145,14 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     (:mod:`projector.server.skill_tools`). It needs ``skills``; a tool of either name already on the server is an
     :class:`AttachError` (``tool-collision``).
 
+    ``state_key``: the secret (at least 32 characters) that seals the ``requestState`` of the workflow prompts'
+    confirmations and asked inputs; default ``$PROJECT_SKILL_STATE_KEY``. Processes that share it accept each
+    other's state; without one the framework seals under a random key per process, so a state is accepted only by
+    the process that made it (a restart or another worker refuses it, and the person is asked again).
+    Each confirmation's yes is claimed once, so that it runs its step once (:mod:`projector.server.confirm`): in a
+    SQLite file at ``$PROJECT_SKILL_REPLAY_DB`` when it is set (share it between processes that share a key), else
+    in this process's memory.
+
     It is synchronous, so it runs at import time; it also works inside a running event loop (or use
     :func:`attach_async` there). Raises :class:`AttachError` when the tree does not match its manifest, when a step
     does not fit the server's tools, when a skill names a workflow prompt (``metadata.workflow``) that the server
@@ -143,13 +162,14 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     adapter = adapters.for_server(server)
     return adapter.run_sync(lambda: attach_async(server, skills, workflows, page_size=page_size, cache=cache,
                                                  workflow_prompts=workflow_prompts,
-                                                 bootstrap_prompts=bootstrap_prompts, skill_tools=skill_tools))
+                                                 bootstrap_prompts=bootstrap_prompts, skill_tools=skill_tools,
+                                                 state_key=state_key))
 
 
 async def attach_async(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
                        page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
                        workflow_prompts: bool = True, bootstrap_prompts: bool = True,
-                       skill_tools: bool = False) -> Any:
+                       skill_tools: bool = False, state_key: str | None = None) -> Any:
     """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
     adapter = adapters.for_server(server)
     ext = _extension(skills, page_size, cache)
@@ -157,8 +177,11 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
     tree = ext.tree if ext is not None else None
     listing = await adapter.listing(server)
     _check(listing, wfs, tree, skill_tools)
+    key = state_key if state_key is not None else os.environ.get(STATE_KEY_ENV) or None
     prompts = _prompts(adapter, wfs, tree, bootstrap_prompts)
     _check_prompt_names([p.name for p in prompts], listing.prompts, tree)
+    if key is not None and wfs:
+        _seal_with(adapter, server, key)
     served = adapter.add_extension(server, ext, listing) if ext is not None else None
     adapter.add_prompts(server, prompts)
     if skill_tools and tree is not None:

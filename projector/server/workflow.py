@@ -40,6 +40,7 @@ from ..conditions import Check, failure_text, first_failure, statement
 from ..errors import plural
 from ..fit import wraps_result
 from ..model import PLACEHOLDER, Const, FromArg, FromStep, Source, Step, Workflow
+from . import confirm
 from .arguments import canonical_text, convert_argument
 
 
@@ -74,6 +75,10 @@ class _Run:
         self.skipped: dict[str, str] = {}  # bind -> why its step was skipped (on_fail: skip)
         self.skipped_count = 0
         self.turns: list[Turn] = []
+        self.round = confirm.Round()  # what the client brought: whether it can be asked, its state, its answers
+        self.resumed: tuple[int, str] | None = None  # the step this round resumes at, and what it waited for
+        self.token = ""  # the one-time token of the confirmation this round answers
+        self.asked: dict[str, Any] = {}  # the answers to asked inputs (ask: true), by argument name
 
     def resolve(self, source: Source) -> Any:
         if isinstance(source, FromArg):
@@ -224,6 +229,8 @@ def _describe(step: Step) -> str:
         line = "read " + ", ".join(f"`{r}`" for r in step.resources)
     if step.when:
         line += ", only if " + " and ".join(statement(c) for c in step.when)
+    if step.confirm is not None:
+        line += ", once a person confirms it"
     return line
 
 
@@ -243,19 +250,43 @@ def check_arguments(wf: Workflow, arguments: dict[str, Any]) -> dict[str, Any]:
     return {name: convert_argument(declared[name], raw) for name, raw in arguments.items()}
 
 
-async def run_workflow(wf: Workflow, arguments: dict[str, Any], host: WorkflowHost) -> list[Turn]:
+async def run_workflow(wf: Workflow, arguments: dict[str, Any], host: WorkflowHost,
+                       round: confirm.Round | None = None) -> list[Turn] | confirm.Asking:
     """Run ``wf`` on ``host``'s server and return the transcript: every step in order (:func:`run_step`), until
-    one stops the run, then the closing turn."""
+    one stops the run, then the closing turn. Or, when a step needs a person (``confirm:``, an ``ask: true`` input)
+    and ``round`` says the client can ask, the questions and the state to resume from (:mod:`.confirm`); the
+    retry's ``round`` carries that state and the answers, and the run resumes at that step: no earlier tool is
+    called again. Without ``round`` the client cannot be asked."""
     typed = check_arguments(wf, arguments)
     # what a {placeholder} gets: the canonical text of the value the conditions check, the text itself for strings
     run = _Run(wf, {name: canonical_text(value) for name, value in typed.items()}, typed, host)
-    run.turns += _opening(wf, typed)
+    run.round = round or confirm.Round()
+    first = _resume(run) if run.round.state is not None else 1
+    if first == 1:
+        run.turns += _opening(wf, typed)
     run.tools = await host.tools()
-    for n, step in enumerate(wf.steps, 1):
-        if not await run_step(run, n, step):
-            return run.turns
+    try:
+        for n, step in enumerate(wf.steps, 1):
+            if n >= first and not await run_step(run, n, step):
+                return run.turns
+    except confirm.Pause as paused:
+        return paused.asking
     run.turns.append(_done(wf, run.skipped_count))
     return run.turns
+
+
+def _resume(run: _Run) -> int:
+    """Take up the paused run that this round's state holds; returns the step it resumes at."""
+    assert run.round.state is not None
+    state = confirm.RunState.loads(run.round.state, run.wf)
+    run.results, run.skipped, run.skipped_count = state.results, state.skipped, state.skipped_count
+    run.turns = [Turn(role, text) for role, text in state.turns]  # type: ignore[arg-type]
+    run.resumed, run.token = (state.step, state.waits), state.token
+    for name, value in state.asked.items():
+        declared = run.wf.argument(name)
+        if declared is not None and name not in run.typed:
+            confirm._take(run, declared, value)
+    return state.step
 
 
 def _opening(wf: Workflow, typed: dict[str, Any]) -> list[Turn]:
@@ -282,11 +313,20 @@ async def run_step(run: _Run, n: int, step: Step) -> bool:
     ``run.turns``; False when the run stops here (a failed ``on_fail: stop`` condition, a hand-over, an error)."""
     total = len(run.wf.steps)
     head = f"Step {n} of {total}: `{step.name}`."
+    unasked = confirm.ask_inputs(run, n, step)
+    if unasked is not None:
+        run.turns.append(_needs_person(run.wf, n, step, unasked))
+        return False
     if step.when:
         found = first_failure(step.when, run.typed, run.results)
         if found is not None:
             return await _condition_failed(run, n, step, found, head)
         head += "\nChecked by the server: " + "; ".join(statement(c) for c in step.when) + "."
+    if step.confirm is not None:
+        decision = await confirm.confirmation(run, n, step)
+        if not decision.yes:
+            return await _not_confirmed(run, n, step, decision, head)
+        head += f"\nConfirmed: {decision.reason}."
     if step.guidance:
         applies = "it enforces only the conditions above" if step.when else "it runs every step"
         head += f"\nGuidance (the server cannot apply it; {applies}): {step.guidance.strip()}"
@@ -308,6 +348,29 @@ async def _condition_failed(run: _Run, n: int, step: Step, found: Check, head: s
     await run.host.report_progress(n, total, f"step {n} of {total}: {step.name} (skipped)")
     run.skipped_count += 1
     return True
+
+
+async def _not_confirmed(run: _Run, n: int, step: Step, decision: confirm.Decision, head: str) -> bool:
+    """A no (or a cancel, or no answer) acts as ``on_fail``; a client that cannot ask always stops the run."""
+    if step.on_fail != "skip" or not decision.can_ask:
+        run.turns.append(_needs_person(run.wf, n, step, decision.reason))
+        return False
+    total = len(run.wf.steps)
+    run.turns.append(_assistant(f"{head}\nSkipped: {decision.reason}. Going on with the next step."))
+    if step.bind:
+        run.skipped[step.bind] = f"step {n} `{step.name}`, which saves `{step.bind}`, was not confirmed"
+    await run.host.report_progress(n, total, f"step {n} of {total}: {step.name} (skipped)")
+    run.skipped_count += 1
+    return True
+
+
+def _needs_person(wf: Workflow, n: int, step: Step, why: str) -> Turn:
+    """The run stops before step ``n``: a person did not say yes, did not give an input, or cannot be asked."""
+    rest = len(wf.steps) - n
+    action = f"did not call `{step.tool}`" if step.tool else "did not read the step's resources"
+    tail = f", and the {rest} later step{'s' * (rest != 1)} did not run" if rest else ""
+    return _user(f"Stopped before step {n} of {len(wf.steps)} (`{step.name}`): {why}. The server {action}{tail}; "
+                 "tell the user why the workflow stopped.")
 
 
 def _tool_params(run: _Run, n: int, step: Step, tool: ToolSpec | None) -> dict[str, Any] | None:

@@ -459,4 +459,5 @@ def test_fastmcp_refuses_skills_whose_workflow_prompt_is_not_offered():
         attach(server, SKILLS, None)
     assert sorted((d.code, Path(d.span.file).parent.name) for d in info.value.diagnostics) == [
         ("missing-workflow-prompt", "code-mode"), ("missing-workflow-prompt", "hello-world"),
-        ("missing-workflow-prompt", "refund-flow"), ("missing-workflow-prompt", "refund-flow-gated")]
+        ("missing-workflow-prompt", "refund-flow"), ("missing-workflow-prompt", "refund-flow-approved"),
+        ("missing-workflow-prompt", "refund-flow-gated")]

@@ -26,8 +26,9 @@ def test_attach_refuses_skills_whose_prompt_is_not_offered():
     diags = info.value.diagnostics
     assert [(d.code, Path(d.span.file).parent.name) for d in diags] == [
         ("missing-workflow-prompt", "code-mode"), ("missing-workflow-prompt", "hello-world"),
-        ("missing-workflow-prompt", "refund-flow-gated"), ("missing-workflow-prompt", "refund-flow")]
-    assert "skill 'refund-flow' names the workflow prompt 'refund_flow'" in diags[3].message
+        ("missing-workflow-prompt", "refund-flow-approved"), ("missing-workflow-prompt", "refund-flow-gated"),
+        ("missing-workflow-prompt", "refund-flow")]
+    assert "skill 'refund-flow' names the workflow prompt 'refund_flow'" in diags[4].message
     assert "--skills-only" in diags[3].hint
     assert getattr(server, "_extensions") == []  # nothing was added
 
@@ -62,7 +63,7 @@ async def test_skills_only_bundles_are_served_without_workflows(tmp_path):
     async with Client(server) as client:
         prompts = sorted(p.name for p in (await client.list_prompts()).prompts)
         assert prompts == ["skill.code-mode", "skill.hello-world", "skill.refund-flow",
-                           "skill.refund-flow-gated"]
+                           "skill.refund-flow-approved", "skill.refund-flow-gated"]
         text = (await client.read_resource("skill://refund-flow/SKILL.md")).contents[0].text
         assert "refund_flow" not in text and "Server-accelerated" not in text
 

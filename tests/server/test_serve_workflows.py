@@ -342,8 +342,9 @@ async def test_attach_with_the_extension_given_at_construction_uses_it():
             __import__("pydantic").TypeAdapter(dict[str, Any]))
         assert len(page["skills"]) == 2 and "nextCursor" in page
         names = sorted(p.name for p in (await client.list_prompts()).prompts)
-        assert names == ["code_mode", "hello_world", "refund_flow", "refund_flow_gated", "skill.code-mode",
-                         "skill.hello-world", "skill.refund-flow", "skill.refund-flow-gated"]
+        assert names == ["code_mode", "hello_world", "refund_flow", "refund_flow_approved", "refund_flow_gated",
+                         "skill.code-mode", "skill.hello-world", "skill.refund-flow", "skill.refund-flow-approved",
+                         "skill.refund-flow-gated"]
 
 
 def test_build_server_is_one_call(tmp_path):
@@ -398,7 +399,7 @@ def test_demo_tools_match_the_workflow_declarations():
             for name, prop in tool["input_schema"]["properties"].items():
                 assert props[name]["type"] == prop["type"]
             declared += 1
-    assert declared == 8  # refunds.yaml and refunds-gated.yaml declare the same three tools
+    assert declared == 11  # refunds.yaml, refunds-gated.yaml and refunds-approved.yaml declare the same three tools
 
 
 def test_the_eligibility_policy():

@@ -66,6 +66,12 @@ class Adapter(ABC):
     def workflow_prompt(self, wf: Workflow) -> Any:
         """A prompt object (with a ``name``) whose ``prompts/get`` runs ``wf`` with the one runner."""
 
+    def set_state_key(self, server: Any, key: str) -> None:
+        """Seal the server's ``requestState`` under ``key`` (shared by every process that serves with it), in place
+        of the framework's own key (a random one per process). Raises ``ValueError`` for a key that is too short.
+        A framework that cannot (this default) refuses: its confirmations would not verify across processes."""
+        raise ValueError(f"the {self.name} adapter cannot seal requestState under a given key")
+
     @abstractmethod
     def bootstrap_prompt(self, skill: Skill) -> Any:
         """A prompt object (with a ``name``) that inlines ``skill`` (:mod:`projector.server.bootstrap`)."""
@@ -102,6 +108,21 @@ class Adapter(ABC):
                          guard: Any, options: dict[str, Any]) -> None:
         """Serve Streamable HTTP behind ``guard`` (:class:`projector.server.http.HostOriginGuard`, with
         ``security``), with the uvicorn ``options`` of :mod:`projector.server.http`."""
+
+
+def seal_with(lowlevel: Any, key: str) -> None:
+    """Replace the request-state boundary (``mcp.server.request_state``) that mcp's and FastMCP's low-level server
+    installs at construction with one that seals under ``key``, for the same audience (the server's name). Both
+    frameworks take the policy only at construction (``request_state_security=``); this is for a server that
+    ``attach()`` is given already built."""
+    from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+
+    boundary = RequestStateBoundary(RequestStateSecurity(keys=[key]), default_audience=lowlevel.name)
+    found = [i for i, m in enumerate(lowlevel.middleware) if isinstance(m, RequestStateBoundary)]
+    if found:
+        lowlevel.middleware[found[0]] = boundary
+    else:  # pragma: no cover - both frameworks install one
+        lowlevel.middleware.insert(0, boundary)
 
 
 def with_host(fn: Callable[..., Awaitable[Any]], host: Callable[[dict[str, Any]], WorkflowHost],

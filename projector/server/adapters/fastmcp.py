@@ -55,13 +55,13 @@ from pydantic import AnyUrl, BaseModel, Field
 
 from ... import fit
 from ...model import Workflow
-from .. import bootstrap
+from .. import bootstrap, confirm
 from ..errors import AttachError
 from ..skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams, Skill, SkillTree
 from ..skills import SkillsExtension as MCPSkillsExtension
 from ..skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, SkillTools, functions
 from ..workflow import ToolSpec, WorkflowHost, prompt_spec, run_workflow
-from .base import Adapter, Listing, with_host
+from .base import Adapter, Listing, seal_with, with_host
 
 T = TypeVar("T")
 
@@ -266,9 +266,15 @@ class FastMCPWorkflowPrompt(FastMCPPrompt):
                 for a in spec.arguments]
         return cls(name=spec.name, description=spec.description, arguments=args, workflow=wf)
 
-    async def render(self, arguments: dict[str, Any] | None = None) -> list[FastMCPMessage]:  # type: ignore[override]
-        turns = await run_workflow(self.workflow, arguments or {}, FastMCPHost(get_context()))
-        return [FastMCPMessage(t.text, role=t.role) for t in turns]
+    async def render(self, arguments: dict[str, Any] | None = None) -> Any:  # type: ignore[override]
+        ctx = get_context()
+        rc = ctx.request_context
+        can_ask = rc is not None and confirm.can_elicit(rc.session.client_capabilities, rc.protocol_version)
+        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses)
+        result = await run_workflow(self.workflow, arguments or {}, FastMCPHost(ctx), rnd)
+        if isinstance(result, confirm.Asking):
+            return confirm.input_required(result)  # FastMCP passes it through (InputRequiredPromptResult)
+        return [FastMCPMessage(t.text, role=t.role) for t in result]
 
     def to_mcp_prompt(self, **overrides: Any) -> mcp_types.Prompt:
         return _no_meta(self, overrides)
@@ -373,6 +379,9 @@ class FastMCPAdapter(Adapter):
 
     def workflow_prompt(self, wf: Workflow) -> FastMCPWorkflowPrompt:
         return FastMCPWorkflowPrompt.for_workflow(wf)
+
+    def set_state_key(self, server: FastMCP, key: str) -> None:
+        seal_with(server._mcp_server, key)
 
     def bootstrap_prompt(self, skill: Skill) -> FastMCPBootstrapPrompt:
         return FastMCPBootstrapPrompt.for_skill(skill)

@@ -28,13 +28,13 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt, PromptArgument, UserMessage
 
 from ...model import Workflow
-from .. import bootstrap
+from .. import bootstrap, confirm
 from ..errors import AttachError
 from ..skill_tools import SkillTools, add_to_mcpserver
 from ..skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, Skill, SkillsExtension, SkillTree,
                       legacy_extensions_middleware)
 from ..workflow import ToolSpec, Turn, WorkflowHost, prompt_spec, run_workflow
-from .base import Adapter, Listing, with_host
+from .base import Adapter, Listing, seal_with, with_host
 
 T = TypeVar("T")
 
@@ -74,8 +74,11 @@ class WorkflowPrompt(Prompt):
         return cls(name=spec.name, title=spec.title, description=spec.description, arguments=args, fn=_unused,
                    workflow=wf)
 
-    async def render(self, arguments: dict[str, Any] | None, context: Context) -> list[Message]:  # type: ignore[override]
-        return messages(await run_workflow(self.workflow, arguments or {}, MCPServerHost(context)))
+    async def render(self, arguments: dict[str, Any] | None, context: Context) -> Any:  # type: ignore[override]
+        rnd = confirm.Round.of(can_ask=confirm.can_elicit(context.client_capabilities, context.protocol_version),
+                               state=context.request_state, responses=context.input_responses)
+        result = await run_workflow(self.workflow, arguments or {}, MCPServerHost(context), rnd)
+        return confirm.input_required(result) if isinstance(result, confirm.Asking) else messages(result)
 
 
 class BootstrapPrompt(Prompt):
@@ -178,6 +181,9 @@ class MCPAdapter(Adapter):
 
     def workflow_prompt(self, wf: Workflow) -> WorkflowPrompt:
         return WorkflowPrompt.for_workflow(wf)
+
+    def set_state_key(self, server: MCPServer, key: str) -> None:
+        seal_with(server._lowlevel_server, key)
 
     def bootstrap_prompt(self, skill: Skill) -> BootstrapPrompt:
         return BootstrapPrompt.for_skill(skill)

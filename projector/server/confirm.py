@@ -1,0 +1,384 @@
+"""A person in the loop that the server enforces: a step's ``confirm:`` and an argument's ``ask: true``.
+
+The 2026-07-28 protocol lets ``prompts/get`` answer with an ``InputRequiredResult``: elicitation requests and an
+opaque ``requestState``; the client asks its user and retries with ``inputResponses`` and the state. This module is
+the runner's side of that, in no framework's terms:
+
+- :class:`Round` is what the client brought to this ``prompts/get`` (whether it can be asked at all, the state it
+  echoed, its answers); an adapter makes it from its framework's request context.
+- :func:`ask_inputs` and :func:`confirmation` are the two checks :func:`projector.server.workflow.run_step` makes
+  before a step: they either let the step go on, stop the run with a turn that says why, or pause the run by raising
+  :class:`Pause`, which carries an :class:`Asking` (the questions and the state to resume from). The adapter turns an
+  :class:`Asking` into its framework's ``InputRequiredResult``.
+- :class:`RunState` is what the state carries: the step to resume at, the results so far, the answers given, the
+  transcript so far, and a one-time token for a confirmation. It is plain JSON here: the framework's request-state
+  boundary (``mcp.server.request_state``, AES-GCM under ``PROJECT_SKILL_STATE_KEY``) seals it on the way out,
+  and verifies it on the way back, before the runner sees it; a state that does not verify never reaches here.
+- :class:`ReplayGuard` makes each confirmation's yes run its step at most once. A sealed state is authentic, not
+  single-use: the same state and the same yes could be sent twice within its lifetime (a retry after a timeout, a
+  copy). So the yes claims the question's token before the step runs, and a token already claimed is refused with
+  -32602 and nothing runs. :class:`MemoryGuard` holds the claims of one process; :class:`SqliteGuard` holds them in
+  one SQLite file that several processes on a host share (``PROJECT_SKILL_REPLAY_DB``, :func:`process_guard`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from ..model import Argument, Const, FromArg, FromStep, Source, Step, Workflow
+from .arguments import canonical_text
+
+if TYPE_CHECKING:
+    from .workflow import _Run
+
+STATE_VERSION = 1
+# How long a claim is kept: the request state's lifetime (mcp's default TTL, 600 s) and the clock skew it allows.
+CLAIM_SECONDS = 600.0 + 60.0
+ELICITATION_PROTOCOL = "2026-07-28"
+_CANNOT_ASK = ("this client cannot ask a person (it did not declare elicitation, or it speaks a protocol older than "
+               f"{ELICITATION_PROTOCOL})")
+
+
+# ------------------------------------------------------------------------------------------------------- the round
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer of the client's ``inputResponses``: an elicitation result's ``action`` and ``content``."""
+
+    action: str
+    content: dict[str, Any]
+
+    @classmethod
+    def of(cls, raw: Any) -> Answer:
+        data = raw.model_dump(by_alias=True, exclude_none=True) if hasattr(raw, "model_dump") else raw
+        if not isinstance(data, dict):
+            return cls("cancel", {})
+        content = data.get("content")
+        return cls(str(data.get("action", "cancel")), content if isinstance(content, dict) else {})
+
+
+@dataclass(frozen=True)
+class Round:
+    """What the client brought to this ``prompts/get``: whether it can be asked (it declared form elicitation and
+    speaks 2026-07-28 or later), the state it echoed (already verified, in plain text) and its answers by key."""
+
+    can_ask: bool = False
+    state: str | None = None
+    answers: dict[str, Answer] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, *, can_ask: bool, state: str | None, responses: Any) -> Round:
+        answers = {str(k): Answer.of(v) for k, v in (responses or {}).items()}
+        return cls(can_ask, state, answers)
+
+
+def can_elicit(capabilities: Any, protocol_version: str | None) -> bool:
+    """Whether a client with these capabilities, on this protocol, can be asked through an ``InputRequiredResult``:
+    form elicitation declared (a bare ``elicitation: {}`` counts as form), and a protocol of 2026-07-28 or later."""
+    elicitation = getattr(capabilities, "elicitation", None) if capabilities is not None else None
+    if elicitation is None or (getattr(elicitation, "form", None) is None and getattr(elicitation, "url", None)):
+        return False
+    return protocol_version is not None and protocol_version >= ELICITATION_PROTOCOL
+
+
+@dataclass(frozen=True)
+class Asking:
+    """The run paused for a person: ``requests`` maps each key to an elicitation's message and requested schema;
+    ``state`` is the plain JSON the framework seals as ``requestState``."""
+
+    requests: dict[str, tuple[str, dict[str, Any]]]
+    state: str
+
+
+def input_required(asking: Asking) -> Any:
+    """``asking`` as the wire's ``InputRequiredResult``: one form elicitation per question, and the plain state,
+    which the framework's request-state boundary seals on the way out."""
+    from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
+
+    return InputRequiredResult(
+        input_requests={key: ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+                        for key, (message, schema) in asking.requests.items()},
+        request_state=asking.state)
+
+
+class Pause(Exception):
+    """Raised by a check to pause the run; :func:`projector.server.workflow.run_workflow` returns its asking."""
+
+    def __init__(self, asking: Asking):
+        super().__init__("input required")
+        self.asking = asking
+
+
+def invalid_state(why: str) -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message=f"Invalid requestState: {why}; nothing was run",
+                    data={"reason": "invalid_request_state"})
+
+
+# ------------------------------------------------------------------------------------------------------- the state
+
+@dataclass
+class RunState:
+    """What a paused run needs to resume: the step (1-based) and what it waits for (``confirm`` or ``ask``), the
+    one-time token of a confirmation, the results and skips so far, the answers to asked inputs, the transcript."""
+
+    step: int
+    waits: str
+    token: str
+    results: dict[str, Any]
+    skipped: dict[str, str]
+    skipped_count: int
+    asked: dict[str, Any]
+    turns: list[tuple[str, str]]
+
+    def dumps(self, wf: Workflow) -> str:
+        return json.dumps({"v": STATE_VERSION, "workflow": wf.name, "step": self.step, "waits": self.waits,
+                           "token": self.token, "results": self.results, "skipped": self.skipped,
+                           "skipped_count": self.skipped_count, "asked": self.asked,
+                           "turns": [list(t) for t in self.turns]}, sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False)
+
+    @classmethod
+    def loads(cls, text: str, wf: Workflow) -> RunState:
+        """The state a run of ``wf`` paused with; -32602 for anything else (a state of another workflow, or one this
+        version of the runner did not write)."""
+        try:
+            data = json.loads(text)
+            if data["v"] != STATE_VERSION or data["workflow"] != wf.name or data["waits"] not in ("confirm", "ask"):
+                raise ValueError
+            step = data["step"]
+            if not (isinstance(step, int) and 1 <= step <= len(wf.steps)):
+                raise ValueError
+            return cls(step, data["waits"], str(data["token"]), dict(data["results"]), dict(data["skipped"]),
+                       int(data["skipped_count"]), dict(data["asked"]),
+                       [(str(r), str(t)) for r, t in data["turns"]])
+        except (ValueError, KeyError, TypeError):
+            raise invalid_state("it is not the state of a paused run of this workflow") from None
+
+
+def snapshot(run: _Run, n: int, waits: str) -> RunState:
+    return RunState(n, waits, secrets.token_hex(16), run.results, run.skipped, run.skipped_count, run.asked,
+                    [(t.role, t.text) for t in run.turns])
+
+
+# -------------------------------------------------------------------------------------------------- asked inputs
+
+def needed_arguments(step: Step) -> list[str]:
+    """The prompt arguments a step reads, in order: its conditions' subjects, its sources (and their constants'
+    placeholders), and the values its confirmation shows."""
+    found: list[str] = []
+    sources: list[Source] = [s for _, s in step.sources()] + list(step.confirm.show if step.confirm else ())
+    found += [c.subject.name for c in step.when if isinstance(c.subject, FromArg)]
+    for src in sources:
+        if isinstance(src, FromArg):
+            found.append(src.name)
+        elif isinstance(src, Const):
+            found += list(src.placeholders)
+    return list(dict.fromkeys(found))
+
+
+_JSON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}
+
+
+def _fits(arg: Argument, value: Any) -> bool:
+    kind = arg.type or "string"
+    if isinstance(value, bool) and kind != "boolean":
+        return False
+    return isinstance(value, _JSON_TYPES[kind])
+
+
+def _ask_schema(args: list[Argument]) -> dict[str, Any]:
+    props = {a.name: {"type": a.type or "string", "title": a.name,
+                      **({"description": a.description} if a.description else {})} for a in args}
+    return {"type": "object", "properties": props, "required": [a.name for a in args]}
+
+
+def _take(run: _Run, arg: Argument, value: Any) -> None:
+    run.asked[arg.name] = value
+    run.typed[arg.name] = value
+    run.given[arg.name] = canonical_text(value)
+
+
+def ask_inputs(run: _Run, n: int, step: Step) -> str | None:
+    """Step ``n``'s ``ask: true`` inputs that the prompt was called without: taken from this round's answer when it
+    answers them, else asked (raises :class:`Pause`). Returns why the run stops here (the inputs cannot be asked,
+    or the person did not give them), or None when the step can go on."""
+    wf = run.wf
+    missing = [a for a in (wf.argument(name) for name in needed_arguments(step))
+               if a is not None and a.ask and a.name not in run.typed]
+    if not missing:
+        return None
+    names = ", ".join(f"`{a.name}`" for a in missing)
+    what = f"the input{'s' * (len(missing) != 1)} {names}, which the prompt was called without"
+    if run.resumed == (n, "ask"):
+        answer = run.round.answers.get(f"ask-{n}")
+        if answer is None or answer.action != "accept":
+            said = _said(answer)
+            return f"it needs {what}, and the person did not give {'it' if len(missing) == 1 else 'them'} ({said})"
+        wrong = [a for a in missing if a.name not in answer.content or not _fits(a, answer.content[a.name])]
+        if wrong:
+            a = wrong[0]
+            return f"it needs {what}, and the answer for `{a.name}` is not {_a(a.type or 'string')}"
+        for a in missing:
+            _take(run, a, answer.content[a.name])
+        return None
+    if not run.round.can_ask:
+        return (f"it needs {what}, and {_CANNOT_ASK}. Call the prompt again with "
+                f"{'it' if len(missing) == 1 else 'them'}, asked of the user; never work "
+                f"{'it' if len(missing) == 1 else 'them'} out yourself")
+    total = len(wf.steps)
+    message = (f"Step {n} of {total} of `{wf.name}` (`{step.name}`) needs " + "; ".join(
+        f"`{a.name}`" + (f" ({a.description.strip()})" if a.description.strip() else "") for a in missing) + ".")
+    raise Pause(Asking({f"ask-{n}": (message, _ask_schema(missing))}, snapshot(run, n, "ask").dumps(wf)))
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def _said(answer: Answer | None) -> str:
+    if answer is None:
+        return "no answer came back"
+    return {"decline": "they declined", "cancel": "they cancelled the question"}.get(answer.action,
+                                                                                      "they answered no")
+
+
+# -------------------------------------------------------------------------------------------------- confirmation
+
+def _label(src: Source, i: int) -> str:
+    if isinstance(src, FromArg):
+        return f"the input `{src.name}`"
+    if isinstance(src, FromStep):
+        return f"`{src.bind}.{src.field}`" if src.field else f"`{src.bind}`"
+    return f"value {i}"
+
+
+def shown(run: _Run, step: Step) -> str:
+    """The values the confirmation shows, one line each: ``- `order.total`: 129.0``."""
+    from .workflow import Missing
+
+    lines = []
+    assert step.confirm is not None
+    for i, src in enumerate(step.confirm.show, 1):
+        value = run.resolve(src)
+        text = "(no value)" if isinstance(value, Missing) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+        lines.append(f"- {_label(src, i)}: {text}")
+    return "\n".join(lines)
+
+
+def confirm_schema(step: Step) -> dict[str, Any]:
+    return {"type": "object", "required": ["confirm"],
+            "properties": {"confirm": {"type": "boolean", "title": "Confirm",
+                                       "description": f"Yes runs the step `{step.name}`; anything else does not."}}}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a confirmation decided: ``yes`` (run the step, its token claimed), or why not (``reason``)."""
+
+    yes: bool
+    reason: str = ""
+    can_ask: bool = True
+
+
+async def confirmation(run: _Run, n: int, step: Step) -> Decision:
+    """Step ``n``'s ``confirm:``, once its conditions hold: this round's answer to it, or the question (raises
+    :class:`Pause`). A yes claims the question's one-time token (-32602 when it was claimed before: nothing runs)."""
+    assert step.confirm is not None
+    message = step.confirm.message.strip()
+    if run.resumed == (n, "confirm"):
+        answer = run.round.answers.get(f"confirm-{n}")
+        if answer is not None and answer.action == "accept" and answer.content.get("confirm") is True:
+            if not await process_guard().claim(run.token):
+                raise invalid_state("its confirmation was answered before, and its step has run")
+            return Decision(True, f"{message} (a person answered yes)")
+        return Decision(False, f"the person did not confirm it (\"{message}\"): {_said(answer)}")
+    if not run.round.can_ask:
+        return Decision(False, f"it needs a person's confirmation (\"{message}\"), and {_CANNOT_ASK}; the step never "
+                               "runs unconfirmed", can_ask=False)
+    values = shown(run, step)
+    text = f"{message}\n\n{values}" if values else message
+    raise Pause(Asking({f"confirm-{n}": (text, confirm_schema(step))}, snapshot(run, n, "confirm").dumps(run.wf)))
+
+
+# ---------------------------------------------------------------------------------------------------- the guard
+
+class ReplayGuard(ABC):
+    """Claims of one-time tokens: :meth:`claim` is true the first time for a token, false ever after (for at least
+    :data:`CLAIM_SECONDS`, the longest a state that carries it verifies)."""
+
+    @abstractmethod
+    async def claim(self, token: str) -> bool: ...
+
+
+class MemoryGuard(ReplayGuard):
+    """The claims of this process. Two processes that share a state key do not share these: give them a
+    :class:`SqliteGuard` on one file."""
+
+    def __init__(self) -> None:
+        self._claims: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    async def claim(self, token: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            for old in [t for t, at in self._claims.items() if now - at > CLAIM_SECONDS]:
+                del self._claims[old]
+            if token in self._claims:
+                return False
+            self._claims[token] = now
+            return True
+
+
+class SqliteGuard(ReplayGuard):
+    """The claims in one SQLite file, shared by every process that opens it: a claim is an insert of the token as a
+    primary key, which only one process can make."""
+
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        with self._connect() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS claims (token TEXT PRIMARY KEY, at REAL NOT NULL)")
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+
+    async def claim(self, token: str) -> bool:
+        import anyio.to_thread
+
+        return await anyio.to_thread.run_sync(self._claim, token)
+
+    def _claim(self, token: str) -> bool:
+        now = time.time()
+        db = self._connect()
+        try:
+            db.execute("DELETE FROM claims WHERE at < ?", (now - CLAIM_SECONDS,))
+            db.execute("INSERT INTO claims (token, at) VALUES (?, ?)", (token, now))
+            return True
+        except sqlite3.IntegrityError:
+            return False
+        finally:
+            db.close()
+
+
+REPLAY_DB_ENV = "PROJECT_SKILL_REPLAY_DB"
+_GUARDS: dict[str, ReplayGuard] = {"": MemoryGuard()}
+
+
+def process_guard() -> ReplayGuard:
+    """Where this process claims its confirmations: a :class:`SqliteGuard` on ``$PROJECT_SKILL_REPLAY_DB`` when it
+    is set, else this process's memory. Tokens are random, so every server of a process can share one guard."""
+    path = os.environ.get(REPLAY_DB_ENV, "")
+    if path not in _GUARDS:
+        _GUARDS[path] = SqliteGuard(path)
+    return _GUARDS[path]
