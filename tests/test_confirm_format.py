@@ -94,8 +94,8 @@ def test_a_confirmed_step_gets_no_gate_warning_for_approval_wording():
                 .tool("pay", annotations={"destructiveHint": True})
                 .step("pay", tool="pay", guidance="Get the supervisor's approval first.", confirm=confirm)
                 .build())
-    assert "gate-on-side-effect" in _codes(gates.check(wf(None)))
-    found = gates.check(wf(builder.confirm("Pay now?")))
+    assert "gate-on-side-effect" in _codes(gates.check(wf(None)).diagnostics)
+    found = gates.check(wf(builder.confirm("Pay now?"))).diagnostics
     assert "gate-on-side-effect" not in _codes(found)
     assert "guidance-on-side-effect" in _codes(found)
 
@@ -105,7 +105,7 @@ def test_a_confirmed_step_still_gets_the_gate_warning_for_a_condition_in_words()
           .tool("pay", annotations={"destructiveHint": True})
           .step("pay", tool="pay", guidance="Only pay if the order is paid.", confirm=builder.confirm("Pay now?"))
           .build())
-    assert "gate-on-side-effect" in _codes(gates.check(wf))
+    assert "gate-on-side-effect" in _codes(gates.check(wf).diagnostics)
 
 
 def test_the_skill_states_the_confirmation_before_the_call_and_the_asked_input():

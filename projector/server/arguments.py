@@ -1,7 +1,8 @@
 """A workflow prompt's arguments, from the strings ``prompts/get`` carries to the values the workflow declares.
 
 The runner (:mod:`projector.server.workflow`) converts every argument here before a step runs; a bad value is
-``-32602`` (Invalid params) naming the argument, on every framework.
+``-32602`` (Invalid params) naming the argument, on every framework. :class:`Missing` is why a value a step needs
+could not be had (an optional argument not given, a result not saved); the runner and its confirmations both read it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
@@ -21,6 +23,13 @@ from ..model import Argument
 # so a gate would check 12 while the tool got "acct-1_2"; such texts are refused, with the canonical form to write.
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)", re.ASCII)
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?", re.ASCII)  # JSON's number grammar
+
+
+@dataclass(frozen=True)
+class Missing:
+    """Why a value could not be resolved."""
+
+    reason: str
 
 
 def canonical_text(value: Any) -> str:

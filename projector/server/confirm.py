@@ -38,7 +38,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from ..model import Argument, Const, FromArg, FromStep, Source, Step, Workflow
-from .arguments import canonical_text
+from .arguments import Missing, canonical_text
 
 if TYPE_CHECKING:
     from .workflow import _Run
@@ -266,8 +266,6 @@ def _label(src: Source, i: int) -> str:
 
 def shown(run: _Run, step: Step) -> str:
     """The values the confirmation shows, one line each: ``- `order.total`: 129.0``."""
-    from .workflow import Missing
-
     lines = []
     assert step.confirm is not None
     for i, src in enumerate(step.confirm.show, 1):

@@ -41,7 +41,7 @@ from ..errors import plural
 from ..fit import wraps_result
 from ..model import PLACEHOLDER, Const, FromArg, FromStep, Source, Step, Workflow
 from . import confirm
-from .arguments import canonical_text, convert_argument
+from .arguments import Missing, canonical_text, convert_argument
 
 
 def dumps(value: Any) -> str:
@@ -54,13 +54,6 @@ def _fence(value: Any) -> str:
 
 
 # -------------------------------------------------------------------------------------------------------- resolving
-
-@dataclass(frozen=True)
-class Missing:
-    """Why a value could not be resolved."""
-
-    reason: str
-
 
 class _Run:
     """One run of a workflow: what it was given, what its steps saved or skipped, and its transcript so far."""
