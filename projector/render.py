@@ -8,7 +8,6 @@ folding, so the bytes are the same whether or not libyaml is installed.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -20,6 +19,7 @@ import yaml
 
 from . import gates, jsontext, model, naming
 from .errors import Diagnostic
+from .sep2640 import digest
 from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
 from .yaml12 import add_quoting
 
@@ -327,7 +327,7 @@ def workflow_digest(wf: Workflow) -> str:
     built in Python gets one too and equals the same workflow loaded from YAML, and a comment or a reordered mapping
     changes nothing; no path, time or tool version takes part, so every machine derives the same stamp."""
     data = canonical_json(model.canonical(wf), indent=None).encode("utf-8")
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return digest(data)
 
 
 def frontmatter_of(wf: Workflow, name: str, *, skills_only: bool = False) -> dict[str, Any]:

@@ -108,7 +108,7 @@ def _pin_parser() -> argparse.ArgumentParser:
 async def resolve(remote: Any, targets: Sequence[str], everything: bool) -> list[tuple[Any, tuple[str, ...] | None]]:
     """Targets -> [(entry, files or None for all)], sorted by URI. Lists skills (never reads a file)."""
     from .client import skill_of
-    from .verify import SKILL_FILE
+    from ..sep2640 import SKILL_FILE
 
     listing: list[Any] | None = None
 

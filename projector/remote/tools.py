@@ -49,7 +49,7 @@ from ..errors import Diagnostic, LoadError, Span
 from ..fit import check_steps, from_listing, from_wire
 from ..model import Tool, Workflow
 from ..validate import tool_problems
-from .verify import describe_value, value_diff
+from ..sep2640 import describe_value, value_diff
 
 # JSON Schema's annotation keywords (the meta-data vocabulary and $comment): they do not change what a schema accepts.
 _SCHEMA_ANNOTATIONS = frozenset({"title", "description", "examples", "$comment", "default", "deprecated", "readOnly",
