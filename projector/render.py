@@ -19,7 +19,7 @@ import yaml
 
 from . import gates, jsontext, model, naming
 from .errors import Diagnostic
-from .sep2640 import digest
+from .sep2640 import SKILL_FILE, digest
 from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
 from .yaml12 import add_quoting
 
@@ -378,7 +378,7 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
         "tools_file": TOOLS_FILE if wf.tools else None,
     }
     env = environment()
-    files = {"SKILL.md": _finish(env.get_template("SKILL.md.j2").render(context))}
+    files = {SKILL_FILE: _finish(env.get_template("SKILL.md.j2").render(context))}
     if wf.tools:
         used: dict[str, list[str]] = {t.name: [] for t in wf.tools}
         for s in steps:
@@ -386,7 +386,7 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
                 used[s["tool"]].append(f"step {s['number']} ({code(s['name'])})")
         files[TOOLS_FILE] = _finish(env.get_template("tools.md.j2").render(
             {"skill_name": name, "tools": shown.tools, "used": used}))
-    body_lines = files["SKILL.md"].count(b"\n")
+    body_lines = files[SKILL_FILE].count(b"\n")
     if body_lines > MAX_BODY_LINES:
         diagnostics.append(Diagnostic(wf.span, "warning", "body-too-long",
                                       f"SKILL.md of '{name}' has {body_lines} lines; hosts expect under "
