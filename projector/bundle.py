@@ -1,57 +1,22 @@
 """Bundles and the index: the SEP-2640 ``skills/list`` entry of each projected skill, and ``skills.json``.
 
 An entry's frontmatter is parsed back from the SKILL.md bytes that were rendered, never taken from the model, so the
-index can only say what the file says.
+index can only say what the file says; it is read by the one frontmatter reader (:mod:`projector.sep2640`), which
+also owns the limits, the URIs and the digest.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from . import jsontext, naming
+from . import jsontext
 from .errors import BuildError, Diagnostic, Span, error
+from .sep2640 import MAX_BYTES, MAX_FILES, SKILL_FILE, digest, parse_frontmatter, skill_uri
 
 if TYPE_CHECKING:  # render imports Jinja2, which a run answered by the cache never needs
     from .render import Projection
-
-MAX_FILES = 512
-MAX_BYTES = 16 * 1024 * 1024
-INDEX_FILE = "skills.json"
-# How large a skills.json is read back from a tree (serve; build and check read the previous one). SEP-2640 bounds
-# each skill (MAX_FILES, MAX_BYTES), not the index: an entry of a skill of a few files is under 1 KiB (about 700
-# bytes for the examples), so this holds some 90,000 skills. Build and check also read up to twice the index they
-# derive (projector.output), so a larger build still reads back what it wrote.
-MAX_INDEX_BYTES = 64 * 1024 * 1024
-
-
-def digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def split_frontmatter(text: str) -> tuple[str, str]:
-    """``---\\n<yaml>---\\n<body>`` -> (yaml, body). Raises ValueError when there is no frontmatter block."""
-    if not text.startswith("---\n"):
-        raise ValueError("SKILL.md does not start with a '---' frontmatter line")
-    end = text.find("\n---\n", 3)
-    if end < 0:
-        raise ValueError("SKILL.md frontmatter is not closed by a '---' line")
-    return text[4:end + 1], text[end + 5:]
-
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # same values, several times faster
-
-
-def parse_frontmatter(data: bytes) -> dict[str, Any]:
-    fm_text, _ = split_frontmatter(data.decode("utf-8"))
-    value = yaml.load(fm_text, Loader=_Loader)  # noqa: S506 - a safe loader
-    if not isinstance(value, dict):
-        raise ValueError("SKILL.md frontmatter is not a mapping")
-    return value
 
 
 @dataclass(frozen=True)
@@ -75,11 +40,14 @@ class Bundle:
 
 def make_entry(path: str, files: dict[str, bytes]) -> dict[str, Any]:
     """The SEP-2640 entry: uri, frontmatter (parsed from the bytes), resources (SKILL.md first, then by path)."""
-    order = ["SKILL.md", *sorted(k for k in files if k != "SKILL.md")]
+    order = [SKILL_FILE, *sorted(k for k in files if k != SKILL_FILE)]
+    uri = skill_uri(path)
     return {
-        "uri": naming.skill_uri(path),
-        "frontmatter": parse_frontmatter(files["SKILL.md"]),
-        "resources": [{"uri": naming.skill_uri(path, rel), "digest": digest(files[rel]), "size": len(files[rel])}
+        "uri": uri,
+        # YAML 1.1, PyYAML's reading, as the build wrote it: the build never imports ruamel.yaml, and the two readings
+        # of what it writes are the same (projector.sep2640.frontmatter)
+        "frontmatter": parse_frontmatter(files[SKILL_FILE], uri, "1.1"),
+        "resources": [{"uri": skill_uri(path, rel), "digest": digest(files[rel]), "size": len(files[rel])}
                       for rel in order],
     }
 

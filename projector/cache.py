@@ -56,8 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from . import bounded
-from .bundle import MAX_BYTES, Bundle
+from .bundle import Bundle
 from .errors import Diagnostic, Span
+from .sep2640 import MAX_BYTES
 
 CACHE_DIR = ".projector_cache"
 FORMAT = 3  # bump when the entry layout below changes

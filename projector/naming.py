@@ -74,6 +74,3 @@ def skill_path(slug: str, prefix: tuple[str, ...] = ()) -> str:
     """The skill path, which is also the bundle's folder relative to the output root."""
     return "/".join((*prefix, slug))
 
-
-def skill_uri(path: str, file: str = "SKILL.md") -> str:
-    return f"skill://{path}/{file}"

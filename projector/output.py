@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from .bounded import BadJSON, Unreadable, loads, read_regular
-from .bundle import INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, Bundle, bundle, index
+from .bundle import Bundle, bundle, index
 from .disk import Plan, replace_tree
 from .errors import BuildError, Diagnostic, LoadError, Span, error, printable
 from .model import Workflow
+from .sep2640 import INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, skill_path_of
 from .cache import Cache
 from .load import discover, load_data, read_source
 from .validate import collisions, name_collisions
@@ -226,7 +227,7 @@ def _owned_dirs(out: Path, limit: int) -> tuple[set[str], str]:
         return set(), ""
     try:
         data = loads(read_regular(path, limit))
-        return {e["uri"].removeprefix("skill://").removesuffix("/SKILL.md") for e in data["skills"]}, ""
+        return {skill_path_of(e["uri"]) for e in data["skills"]}, ""
     except (Unreadable, BadJSON) as exc:
         return set(), str(exc)
     except (KeyError, TypeError, AttributeError):

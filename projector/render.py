@@ -8,7 +8,6 @@ folding, so the bytes are the same whether or not libyaml is installed.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -20,6 +19,7 @@ import yaml
 
 from . import conditions, gates, jsontext, model, naming
 from .errors import Diagnostic
+from .sep2640 import SKILL_FILE, digest
 from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
 from .yaml12 import add_quoting
 
@@ -360,7 +360,7 @@ def workflow_digest(wf: Workflow) -> str:
     built in Python gets one too and equals the same workflow loaded from YAML, and a comment or a reordered mapping
     changes nothing; no path, time or tool version takes part, so every machine derives the same stamp."""
     data = canonical_json(model.canonical(wf), indent=None).encode("utf-8")
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+    return digest(data)
 
 
 def frontmatter_of(wf: Workflow, name: str, *, skills_only: bool = False) -> dict[str, Any]:
@@ -412,7 +412,7 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
         "tools_file": TOOLS_FILE if wf.tools else None,
     }
     env = environment()
-    files = {"SKILL.md": _finish(env.get_template("SKILL.md.j2").render(context))}
+    files = {SKILL_FILE: _finish(env.get_template("SKILL.md.j2").render(context))}
     if wf.tools:
         used: dict[str, list[str]] = {t.name: [] for t in wf.tools}
         for s in steps:
@@ -420,7 +420,7 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
                 used[s["tool"]].append(f"step {s['number']} ({code(s['name'])})")
         files[TOOLS_FILE] = _finish(env.get_template("tools.md.j2").render(
             {"skill_name": name, "tools": shown.tools, "used": used}))
-    body_lines = files["SKILL.md"].count(b"\n")
+    body_lines = files[SKILL_FILE].count(b"\n")
     if body_lines > MAX_BODY_LINES:
         diagnostics.append(Diagnostic(wf.span, "warning", "body-too-long",
                                       f"SKILL.md of '{name}' has {body_lines} lines; hosts expect under "

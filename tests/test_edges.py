@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 from projector.builder import WorkflowBuilder, arg
-from projector.bundle import parse_frontmatter
+from projector.sep2640 import parse_frontmatter
 from projector.load import parse
 from projector.output import compile_paths, compile_workflows
 from projector.render import project
@@ -25,7 +25,7 @@ def test_skills_only_names_no_workflow_prompt(cli, tmp_path):
     run = cli("build", HELLO, "--skills-only", "--out", str(out))
     assert run.code == 0, run.err
     md = (out / "hello-world" / "SKILL.md").read_bytes()
-    fm = parse_frontmatter(md)
+    fm = parse_frontmatter(md, "SKILL.md")
     assert fm == {"name": "hello-world", "description": "Greet someone by name with the server's greeter.",
                   "metadata": {"workflow-digest": fm["metadata"]["workflow-digest"]}}  # the stamp only
     assert fm["metadata"]["workflow-digest"].startswith("sha256:")
@@ -177,5 +177,5 @@ def test_skills_only_builds_the_same_bytes_in_parallel(tmp_path):
     from projector.load import load_all
 
     assert compile_workflows(load_all(workflows), skills_only=True).files == serial.files
-    assert all(list(parse_frontmatter(data)["metadata"]) == ["workflow-digest"]
+    assert all(list(parse_frontmatter(data, rel)["metadata"]) == ["workflow-digest"]
                for rel, data in serial.files.items() if rel.endswith("SKILL.md"))

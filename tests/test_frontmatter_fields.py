@@ -8,7 +8,8 @@ import yaml
 from skills_ref.validator import validate as agentskills_validate
 
 from projector.builder import WorkflowBuilder
-from projector.bundle import bundle, split_frontmatter
+from projector.bundle import bundle
+from projector.sep2640 import split_frontmatter
 from projector.errors import LoadError
 from projector.load import load_data, parse
 from projector.render import project, workflow_digest

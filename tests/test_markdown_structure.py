@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from projector.builder import WorkflowBuilder, arg, const
-from projector.bundle import parse_frontmatter, split_frontmatter
+from projector.sep2640 import parse_frontmatter, split_frontmatter
 from projector.errors import LoadError
 from projector.render import inert, project, workflow_digest
 from projector.texts import _INVISIBLE
@@ -62,7 +62,7 @@ def files(wf):
     out = project(wf).files
     fm, body = split_frontmatter(out["SKILL.md"].decode("utf-8"))
     return {"SKILL.md": body.encode(), "references/tools.md": out["references/tools.md"]}, \
-        parse_frontmatter(out["SKILL.md"])
+        parse_frontmatter(out["SKILL.md"], "SKILL.md")
 
 
 BASELINE, _ = files(workflow())

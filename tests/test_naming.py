@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import ROOT
-from projector import naming
+from projector import naming, sep2640
 
 
 @pytest.mark.parametrize("name, slug", [("refund_flow", "refund-flow"), ("Hello World", "hello-world"),
@@ -44,8 +44,8 @@ def test_bad_prefixes(prefix):
 def test_paths_and_uris():
     assert naming.skill_path("refund-flow") == "refund-flow"
     assert naming.skill_path("refund-flow", ("a", "b")) == "a/b/refund-flow"
-    assert naming.skill_uri("a/b") == "skill://a/b/SKILL.md"
-    assert naming.skill_uri("a/b", "references/tools.md") == "skill://a/b/references/tools.md"
+    assert sep2640.skill_uri("a/b") == "skill://a/b/SKILL.md"
+    assert sep2640.skill_uri("a/b", "references/tools.md") == "skill://a/b/references/tools.md"
 
 
 @pytest.mark.parametrize("name, ok", [("a", True), ("a-b", True), ("a" * 64, True), ("a" * 65, False), ("-a", False),

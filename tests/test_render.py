@@ -11,7 +11,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from conftest import EXAMPLES, GENERATED
 from projector.builder import WorkflowBuilder, arg, const, step
-from projector.bundle import parse_frontmatter, split_frontmatter
+from projector.sep2640 import parse_frontmatter, split_frontmatter
 from projector.errors import LoadError
 from projector.load import load_all, load_file, parse
 from projector.output import compile_workflows
@@ -194,7 +194,7 @@ def test_frontmatter_round_trips_any_description(description):
     wf = WorkflowBuilder("fm", description).tool("t", annotations={"readOnlyHint": True}).step(
         "s", tool="t").build()
     files = project(wf).files
-    fm = parse_frontmatter(files["SKILL.md"])
+    fm = parse_frontmatter(files["SKILL.md"], "SKILL.md")
     assert fm == {"name": "fm", "description": description,
                   "metadata": {"workflow": "fm", "workflow-digest": workflow_digest(wf)}}
     assert list(fm) == ["name", "description", "metadata"]

@@ -11,7 +11,7 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from projector.bundle import split_frontmatter
+from projector.sep2640 import split_frontmatter
 from projector.render import dump_frontmatter
 from projector import yaml12
 from projector.yaml12 import load_core

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..bounded import loads
-from ..bundle import INDEX_FILE, MAX_BYTES, digest
+from ..sep2640 import INDEX_FILE, MAX_BYTES, SCHEME, digest
 from ..render import fenced
 from .codes import warnings_page
 from .common import DocsError, cell, page, read_bytes, read_text
@@ -100,7 +100,7 @@ def _skill_files(root: Path) -> list[tuple[dict, list[tuple[dict, str, bytes]]]]
     for entry in skills:
         files = []
         for res in entry["resources"]:
-            rel = res["uri"].removeprefix("skill://")
+            rel = res["uri"].removeprefix(SCHEME)
             if rel.startswith("/") or any(part in ("", ".", "..") for part in rel.split("/")):
                 raise DocsError(f"{INDEX_FILE} lists {res['uri']!r}, which is not a path inside the tree; "
                                 "run: project-skill build")

@@ -25,7 +25,7 @@ from typing import Any
 
 _EXPORTS = {
     "connect": "client", "RemoteSkills": "client", "LoadedSkill": "client", "parse_server": "client",
-    "SkillEntry": "verify", "FileRef": "verify", "yaml_equal": "verify", "check_manifest": "verify",
+    "SkillEntry": "..sep2640", "FileRef": "..sep2640", "yaml_equal": "..sep2640", "check_manifest": "..sep2640",
     "Lock": "pins", "Pin": "pins", "read_lock": "pins", "write_lock": "pins", "pin_entry": "pins",
     "manifest_digest": "pins",
     "write_bundles": "output",
@@ -41,4 +41,5 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'projector.remote' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return getattr(importlib.import_module(module if module.startswith(".") else f"{__name__}.{module}", __name__),
+                   name)

@@ -36,11 +36,12 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from ..sep2640 import (EXTENSION_ID, SKILL_FILE, SkillEntry, check_manifest, check_reading, parse_entry, relative_path,
+                       verify_bytes)
 from .errors import DynamicDeclined, RemoteError, ServerError, VerificationError
 from .pins import Pin, compare
 from .transport import MAX_LISTING, MAX_MESSAGE, MAX_READ, Budget, bounded_http_client, bounded_stdio_client, read_limit
-from .verify import (SKILL_FILE, SKILLS_EXT, SkillEntry, check_frontmatter, check_manifest, check_reading,
-                     frontmatter_note, parse_entry, relative_path, verify_bytes)
+from .verify import check_frontmatter, frontmatter_note
 
 _RAW = TypeAdapter(dict[str, Any])
 MAX_PAGES = 1000
@@ -177,7 +178,7 @@ class RemoteSkills:
         ext = self.client.server_capabilities.extensions
         if ext is None:
             return False if self.client.protocol_version in MODERN_PROTOCOL_VERSIONS else None
-        return SKILLS_EXT in ext
+        return EXTENSION_ID in ext
 
     # ---------------------------------------------------------------------------------------------- requests
 
@@ -190,7 +191,7 @@ class RemoteSkills:
             self._tripped()
             if exc.code == METHOD_NOT_FOUND and method.startswith("skills/"):
                 raise ServerError("not-a-skills-server", self.label, f"the server does not implement {method}",
-                                  f"it does not serve the {SKILLS_EXT} extension") from None
+                                  f"it does not serve the {EXTENSION_ID} extension") from None
             raise ServerError("server-error", params.get("uri") or self.label,
                               f"{method} failed: JSON-RPC error {exc.code}: {exc.error.message}") from None
         except RemoteError:
@@ -202,7 +203,7 @@ class RemoteSkills:
     def _require_skills(self) -> None:
         if self.declares_skills() is False:
             raise ServerError("not-a-skills-server", self.label,
-                              f"the server does not declare the {SKILLS_EXT} extension")
+                              f"the server does not declare the {EXTENSION_ID} extension")
 
     async def list_skills(self) -> list[SkillEntry]:
         """Every page of ``skills/list``, in served order. Reads no file."""

@@ -97,7 +97,7 @@ class _Wire:
 
     @staticmethod
     def skill_file() -> str:
-        from .verify import SKILL_FILE
+        from ..sep2640 import SKILL_FILE
 
         return SKILL_FILE
 

@@ -32,26 +32,12 @@ Each new kind of refusal has a hostile input under ``tests/bad_inputs/`` named a
 
 from __future__ import annotations
 
-from ..errors import Diagnostic, ProjectorError, Span
+from ..sep2640 import VerificationError, WireError
 
-
-class RemoteError(ProjectorError):
-    """A problem with a remote server or what it serves. ``code`` is the code of the first diagnostic."""
-
-    def __init__(self, code: str, where: str, message: str, hint: str | None = None):
-        super().__init__(Diagnostic(Span(where or "<server>"), "error", code, message, hint))
-        self.code = code
-        self.where = where
-        self.message = message
-        self.hint = hint
-
-    def with_hint(self, hint: str) -> "RemoteError":
-        joined = f"{self.hint}; {hint}" if self.hint else hint
-        return type(self)(self.code, self.where, self.message, joined)
-
-
-class VerificationError(RemoteError):
-    """Served bytes or a served manifest failed verification. Nothing from them was used."""
+# A problem with a remote server or what it serves: ``code`` is the code of the first diagnostic. The wire's refusal
+# (projector.sep2640) has exactly this shape, and verification is raised there: so it is one class, and a
+# VerificationError is a RemoteError.
+RemoteError = WireError
 
 
 class DynamicDeclined(RemoteError):
@@ -68,3 +54,6 @@ class ServerError(RemoteError):
 
 class OutputError(RemoteError):
     """Verified bundles could not be written where asked."""
+
+
+__all__ = ["DynamicDeclined", "LockError", "OutputError", "RemoteError", "ServerError", "VerificationError"]

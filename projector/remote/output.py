@@ -29,13 +29,12 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..errors import Span
+from ..sep2640 import (INDEX_FILE, MAX_INDEX_BYTES, MAX_URI_SEGMENTS, SCHEME, SKILL_FILE, URI_RULE, bad_segment, clip,
+                       skill_path_of)
 from .client import LoadedSkill
 from .errors import OutputError
-from .verify import MAX_URI_SEGMENTS, SCHEME, SKILL_FILE, clip
 
 STAGE_PREFIX = ".project-skill-stage-"
-INDEX_FILE = "skills.json"
-MAX_INDEX_BYTES = 64 * 1024 * 1024
 CONFLICT_HINT = "move that path away, or load into another --out folder; nothing was written"
 _NAME_HINT = ("remote load --out writes only folders whose names pass the Agent Skills name rule; load without --out "
               "to inspect the skill")
@@ -51,8 +50,8 @@ def skill_dir_of(uri: str) -> tuple[str, ...]:
     read: the CLI calls it before it loads a skill."""
     from ..naming import NAME_RULE, RESERVED, RESERVED_WORDS, SEGMENT_RULE
 
-    m = SCHEME.match(uri)
-    if m is None or m.group(1) != "skill" or not uri.endswith("/" + SKILL_FILE):
+    m = URI_RULE.match(uri)
+    if m is None or not uri.startswith(SCHEME) or not uri.endswith("/" + SKILL_FILE):
         raise OutputError("bad-output-path", clip(uri), f"only a skill://…/{SKILL_FILE} URI names a skill folder")
     parts = m.group(2).split("/")[:-1]
     if len(parts) + 1 > MAX_URI_SEGMENTS:
@@ -78,7 +77,7 @@ def skill_dir(skill: LoadedSkill) -> tuple[str, ...]:
 def bundle_files(skill: LoadedSkill) -> dict[tuple[str, ...], bytes]:
     """``{path segments relative to the skill folder: bytes}``, each segment percent-decoded and checked."""
     root = skill_dir(skill)
-    prefix = f"skill://{'/'.join(root)}/"
+    prefix = f"{SCHEME}{'/'.join(root)}/"
     out: dict[tuple[str, ...], bytes] = {}
     for uri, data in skill.files.items():
         if not uri.startswith(prefix):
@@ -86,7 +85,7 @@ def bundle_files(skill: LoadedSkill) -> dict[tuple[str, ...], bytes]:
         segs = []
         for raw in uri[len(prefix):].split("/"):
             seg = unquote(raw)
-            if seg in ("", ".", "..") or any(c in seg for c in "/\\\0") or seg.startswith("."):
+            if bad_segment(seg) or seg.startswith("."):
                 raise OutputError("bad-output-path", clip(uri), f"the path segment {clip(raw, 64)!r} cannot name a "
                                   "file (empty, '.', '..', a dot-name, or a separator or NUL once decoded)")
             segs.append(seg)
@@ -186,4 +185,4 @@ def _owned(real: Path) -> set[str]:
 
 def _dir_of(uri: str) -> str:
     """An index entry's folder, as :func:`projector.output._owned_dirs` reads it."""
-    return uri.removeprefix("skill://").removesuffix("/" + SKILL_FILE)
+    return skill_path_of(uri)

@@ -31,7 +31,6 @@ A reader that predates the field ignores it and reads YAML 1.2, so it refuses su
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shlex
@@ -44,7 +43,7 @@ from ..bundle import dumps
 from ..disk import write_file
 from ..errors import plural
 from .errors import LockError
-from .verify import DIGEST_RULE, FRONTMATTER_YAML, FileRef, SkillEntry, check_manifest, check_reading, clip
+from ..sep2640 import DIGEST_RULE, FRONTMATTER_YAML, FileRef, SkillEntry, check_manifest, check_reading, clip, digest
 
 LOCK_VERSION = 1
 
@@ -52,7 +51,7 @@ LOCK_VERSION = 1
 def manifest_digest(files: Iterable[FileRef]) -> str:
     pairs = sorted([f.uri, f.digest] for f in files)
     canonical = json.dumps(pairs, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return "sha256:" + hashlib.sha256(canonical).hexdigest()
+    return digest(canonical)
 
 
 def server_key(spec: str) -> str:

@@ -85,7 +85,7 @@ async def _named(listing: _Listing, name: str) -> Any:
 
 
 async def _target(listing: _Listing, target: str) -> tuple[Any, str | None]:
-    from .verify import SKILL_FILE
+    from ..sep2640 import SKILL_FILE
 
     if "://" not in target:
         return await _named(listing, target), None

@@ -48,8 +48,8 @@ from .. import bounded, jsontext
 from ..errors import Diagnostic, LoadError, Span
 from ..fit import check_steps, from_listing, from_wire, unknown_tool
 from ..model import Tool, Workflow
+from ..sep2640 import describe_value, value_diff
 from ..texts import tool_problems
-from .verify import describe_value, value_diff
 
 if TYPE_CHECKING:
     from ..output import Build

@@ -34,7 +34,7 @@ import httpx2
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.message import SessionMessage
 
-from ..bundle import MAX_BYTES
+from ..sep2640 import MAX_BYTES
 from .errors import ServerError
 
 logger = logging.getLogger(__name__)

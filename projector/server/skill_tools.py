@@ -33,8 +33,9 @@ import mcp_types as types
 from pydantic import Field
 
 from ..errors import Span, error
+from ..sep2640 import SCHEME, SKILL_FILE
 from .errors import AttachError
-from .skills import SCHEME, SKILL_FILE, Skill, SkillFile, SkillTree
+from .tree import Skill, SkillFile, SkillTree
 
 LOAD_SKILL = "load_skill"
 READ_SKILL_FILE = "read_skill_file"

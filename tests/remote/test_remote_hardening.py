@@ -12,12 +12,14 @@ import pytest
 from projector.remote import connect
 from projector.remote.errors import LockError, VerificationError
 from projector.remote.pins import manifest_digest, parse_lock, read_lock
-from projector.remote.verify import FileRef, check_frontmatter, check_manifest, parse_entry, sha256
+from projector.remote.verify import check_frontmatter
+from projector.sep2640 import FileRef, check_manifest, parse_entry
+from projector.sep2640 import digest as sha256
 from remote_fixtures import SCHEME, Served, cli, serve, sha
 
 ROOT = Path(__file__).resolve().parents[2]
 BAD = ROOT / "tests" / "bad_inputs"
-MAX_URI_LENGTH = 2048  # projector.remote.verify's bounds, pinned here
+MAX_URI_LENGTH = 2048  # projector.sep2640's bounds, pinned here
 MAX_URI_SEGMENTS = 64
 NAME_HINT = ("a skill's frontmatter name and the last segment of its URI are one and the same; a host must not load "
              "a skill under another name than the one it is served at")

@@ -10,7 +10,7 @@ from projector import exits
 from projector.remote.client import LoadedSkill
 from projector.remote.errors import OutputError
 from projector.remote.output import STAGE_PREFIX, write_bundles
-from projector.remote.verify import parse_entry, sha256
+from projector.sep2640 import digest as sha256, parse_entry
 
 
 def skill(uri: str, files: dict[str, bytes]) -> LoadedSkill:

@@ -11,7 +11,7 @@ import pytest
 from projector.remote.errors import LockError
 from projector.remote.pins import (Lock, changes, dumps_lock, manifest_digest, parse_lock, pin_entry, read_lock,
                                    server_key)
-from projector.remote.verify import FileRef, parse_entry
+from projector.sep2640 import FileRef, parse_entry
 from remote_fixtures import cli, SCHEME, Served, honest, serve, sha
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"

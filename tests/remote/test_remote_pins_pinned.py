@@ -12,7 +12,8 @@ import pytest
 from projector.remote import pins
 from projector.remote.errors import LockError
 from projector.remote.pins import Lock, Pin, changes, compare, manifest_digest, parse_lock, pin_entry, read_lock
-from projector.remote.verify import FileRef, parse_entry, sha256
+from projector.sep2640 import FileRef, parse_entry
+from projector.sep2640 import digest as sha256
 
 A = "skill://a/SKILL.md"
 B = "skill://a/b.md"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-from projector.bundle import split_frontmatter
+from projector.sep2640 import split_frontmatter
 from projector.load import load_all
 from projector.output import compile_workflows
 from test_remote_tools import WORKFLOWS, lying_server

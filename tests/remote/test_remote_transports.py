@@ -79,7 +79,7 @@ def test_http_pin_then_locked_load(http_url, tmp_path):
     # a lock whose pin differs (as if the server had changed since) refuses before any read
     doc["skills"][0]["files"][0]["digest"] = "sha256:" + "0" * 64
     from projector.remote.pins import manifest_digest
-    from projector.remote.verify import FileRef
+    from projector.sep2640 import FileRef
 
     doc["skills"][0]["manifest"] = manifest_digest(FileRef(**f) for f in doc["skills"][0]["files"])
     lock.write_text(json.dumps(doc), "utf-8")

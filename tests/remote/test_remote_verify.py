@@ -8,9 +8,10 @@ import pytest
 import yaml
 
 from projector.remote.errors import VerificationError
-from projector.remote.verify import (FileRef, check_frontmatter, check_manifest, mapping_diff, parse_entry,
-                                     parse_frontmatter, relative_path, sha256, uri_segments, verify_bytes,
-                                     yaml_equal)
+from projector.remote.verify import check_frontmatter
+from projector.sep2640 import (FileRef, check_manifest, mapping_diff, parse_entry, parse_frontmatter, relative_path,
+                               uri_segments, verify_bytes, yaml_equal)
+from projector.sep2640 import digest as sha256
 
 BODY = b"---\nname: demo\ndescription: A demo\n---\n\n# Demo\n"
 
@@ -533,7 +534,7 @@ def test_capital_letters_and_spaces_in_manifest_uris():
 
 
 def test_key_set_diff_edges():
-    from projector.remote.verify import key_set_diff
+    from projector.sep2640 import key_set_diff
 
     assert key_set_diff({"a": 1}, "x") == [] and key_set_diff([1], 5) == [] and key_set_diff("x", {"a": 1}) == []
     assert key_set_diff([{"a": 1}], [{}]) == ["0.a"]
@@ -579,7 +580,7 @@ def test_ambiguity_errors_in_full(yaml_text, message):
 
 
 def test_the_depth_limit_is_exact():
-    from projector.remote.verify import MAX_FRONTMATTER_DEPTH
+    from projector.sep2640 import MAX_FRONTMATTER_DEPTH
 
     def fm(n):  # the top-level mapping is one level, each bracket one more
         return f"---\nx: {'[' * n}{']' * n}\n---\n".encode()
@@ -589,7 +590,7 @@ def test_the_depth_limit_is_exact():
 
 
 def test_describe_value_names_the_type_and_escapes_and_cuts_the_text():
-    from projector.remote.verify import _MISSING, describe_value
+    from projector.sep2640 import MISSING as _MISSING, describe_value
 
     assert describe_value(_MISSING) == "missing"
     assert describe_value(None) == "null"
@@ -610,7 +611,7 @@ def test_describe_value_names_the_type_and_escapes_and_cuts_the_text():
 
 
 def test_value_diff_follows_mappings_and_names_each_path():
-    from projector.remote.verify import _MISSING, value_diff
+    from projector.sep2640 import MISSING as _MISSING, value_diff
 
     assert value_diff({"a": 1}, {"a": 1}) == []
     assert value_diff({"a": 1, "m": {"x": 1, "y": 2}}, {"a": 2, "m": {"x": 1, "z": 3}}) == [
@@ -624,7 +625,7 @@ def test_value_diff_follows_mappings_and_names_each_path():
 
 
 def test_clip_keeps_a_text_of_exactly_the_limit_and_cuts_one_more():
-    from projector.remote.verify import clip
+    from projector.sep2640 import clip
 
     assert clip("u" * 120) == "u" * 120 and clip("u" * 121) == "u" * 120 + "..."
     assert clip("abcd", 4) == "abcd" and clip("abcde", 4) == "abcd..."
@@ -636,7 +637,7 @@ def test_clip_keeps_a_text_of_exactly_the_limit_and_cuts_one_more():
     ("a\n\nb\x85", 3, 2),
 ])
 def test_refuse_line_breaks_counts_lines_and_columns_from_the_start(text, line, col):
-    from projector.remote.verify import YAML11_ONLY_BREAKS, refuse_line_breaks
+    from projector.sep2640.frontmatter import YAML11_ONLY_BREAKS, refuse_line_breaks
 
     with pytest.raises(VerificationError) as info:
         refuse_line_breaks(text, len(text), "w")
@@ -647,13 +648,13 @@ def test_refuse_line_breaks_counts_lines_and_columns_from_the_start(text, line, 
 
 
 def test_refuse_line_breaks_looks_only_before_the_end():
-    from projector.remote.verify import refuse_line_breaks
+    from projector.sep2640 import refuse_line_breaks
 
     refuse_line_breaks("ab\u2028", 2, "w")  # the break is past the frontmatter block: body text, not refused
 
 
 def test_check_name_of_an_entry_whose_root_has_no_slash():
-    from projector.remote.verify import check_name
+    from projector.sep2640 import check_name
 
     e = entry([], uri="/SKILL.md", fm={"name": "demo", "description": "A demo"})
     with pytest.raises(VerificationError) as info:

@@ -23,7 +23,8 @@ import pytest
 
 from projector.remote.errors import LockError, VerificationError
 from projector.remote.pins import Pin, compare, parse_lock, pin_entry, read_lock, server_key
-from projector.remote.verify import check_frontmatter, frontmatter_note, parse_entry, sha256
+from projector.remote.verify import check_frontmatter, frontmatter_note
+from projector.sep2640 import digest as sha256, parse_entry
 from remote_fixtures import SCHEME, Served, cli, serve
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import GENERATED
 from projector.server.errors import AttachError
-from projector.server.skills import _check_rel, _load_skill
+from projector.server.tree import _check_rel, _load_skill
 
 SKILL = "skill://hello-world/SKILL.md"
 TOOLS = "skill://hello-world/references/tools.md"
@@ -190,7 +190,7 @@ def test_the_honest_entry_loads(tree):
 
 def test_no_file_is_read_past_the_sep_limit_of_its_skill(tree, monkeypatch):
     """The files of one skill hold at most 16 MiB together (SEP-2640): each is read with what is left, never more."""
-    from projector.server import skills
+    from projector.server import tree as skills
 
     root, base = tree
     sizes = [r["size"] for r in base["resources"]]
@@ -229,8 +229,7 @@ def _one_file_tree(tmp_path, data: bytes, frontmatter=None, path="hello-world"):
 
 @pytest.mark.parametrize("data, frontmatter, code, message, hint", [
     (b"\xff", None, "bad-skill-md", f"{SKILL}: SKILL.md is not UTF-8", None),
-    (b"# no frontmatter\n", None, "bad-skill-md", f"{SKILL}: SKILL.md does not start with a '---' frontmatter line",
-     None),
+    (b"# no frontmatter\n", None, "bad-skill-md", f"{SKILL}: SKILL.md has no '---' frontmatter block", None),
     (b"---\n- a list\n---\n", None, "bad-skill-md", f"{SKILL}: SKILL.md frontmatter is not a mapping", None),
     (b"---\nname: hello-world\ndescription: other\n---\n", None, "frontmatter-mismatch",
      f"{SKILL}: the entry's frontmatter differs from the one in SKILL.md", "rebuild the tree with `project-skill build`"),
@@ -251,7 +250,7 @@ def test_skill_md_that_is_not_yaml(tmp_path):
     root, entry = _one_file_tree(tmp_path, b"---\nname: [\n---\n")
     d = _refusal(root, entry)
     assert (d.span.file, d.code, d.hint) == ("w", "bad-skill-md", None)
-    assert d.message.startswith(f"{SKILL}: the frontmatter is not YAML: ")
+    assert d.message == f"{SKILL}: SKILL.md frontmatter is not valid YAML at frontmatter line 1"
 
 
 def test_nested_skill_paths_and_names(tmp_path):

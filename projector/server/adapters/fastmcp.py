@@ -55,6 +55,7 @@ from pydantic import AnyUrl, BaseModel, Field
 
 from ... import fit
 from ...model import Workflow
+from ...sep2640 import SKILL_FILE, digest
 from .. import bootstrap, confirm
 from ..errors import AttachError
 from ..skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams, Skill, SkillTree
@@ -116,10 +117,10 @@ class TreeProvider(SkillManifestProvider):
         for skill in tree.skills:
             self._manifests[skill.path] = SkillManifest(
                 frontmatter=SkillFrontmatter.model_validate(skill.frontmatter),
-                files={f.rel: FastMCPSkillFile(digest=f"sha256:{_sha256(f.data)}", size=len(f.data))
+                files={f.rel: FastMCPSkillFile(digest=digest(f.data), size=len(f.data))
                        for f in skill.files})
             for f in skill.files:
-                is_md = f.rel == "SKILL.md"
+                is_md = f.rel == SKILL_FILE
                 res = TreeFileResource(
                     uri=AnyUrl(f.uri), name=skill.frontmatter["name"] if is_md else f"{skill.path}/{f.rel}",
                     description=skill.frontmatter["description"] if is_md else None, mime_type=f.mime_type,
@@ -156,12 +157,6 @@ class TreeProvider(SkillManifestProvider):
 
     def __repr__(self) -> str:
         return f"TreeProvider({self.tree.root!r})"
-
-
-def _sha256(data: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
 
 
 class TreeSkillsExtension(FastMCPSkillsExtension):

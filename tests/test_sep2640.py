@@ -1,0 +1,162 @@
+"""The SEP-2640 wire has one owner (projector/sep2640/): its id, its digest and its frontmatter reader are defined
+once in the package, and the server and the client refuse the same frontmatter.
+
+The structural checks grep the source tree, so a second copy (a module that spells ``"sha256:" + hexdigest`` again,
+or declares the extension id itself) fails here. The table runs each frontmatter through ``serve``'s tree loading and
+through the client's verification (entry, manifest, bytes, frontmatter), with the same bytes and the same entry.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from projector import sep2640
+from projector.errors import ProjectorError
+from projector.remote.verify import check_frontmatter
+from projector.sep2640 import VerificationError, check_manifest, digest, parse_entry, parse_frontmatter, verify_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "projector"
+GENERATED = ROOT / "generated_skills"
+OWNER = "projector/sep2640/wire.py"
+
+
+def sources() -> dict[str, str]:
+    return {p.relative_to(ROOT).as_posix(): p.read_text("utf-8") for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def holders(pattern: str) -> list[str]:
+    rx = re.compile(pattern)
+    return sorted(path for path, text in sources().items() if rx.search(text))
+
+
+def test_the_extension_id_is_written_once():
+    assert holders(r"""["']io\.modelcontextprotocol/skills["']""") == [OWNER]
+    assert sep2640.EXTENSION_ID == "io.modelcontextprotocol/skills"
+
+
+def test_the_digest_is_spelled_once():
+    assert holders(r"\bdef digest\(") == [OWNER]
+    # "sha256:" + a hex digest, in any spelling: concatenated, or formatted in an f-string
+    assert holders(r"""["']sha256:["']\s*\+|f["']sha256:\{""") == [OWNER]
+    assert digest(b"x") == "sha256:2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"
+
+
+def test_one_frontmatter_reader_and_one_scheme():
+    assert holders(r"\bdef parse_frontmatter\(") == ["projector/sep2640/frontmatter.py"]
+    assert holders(r"\bdef split_frontmatter\(") == ["projector/sep2640/frontmatter.py"]
+    assert holders(r"""(?m)^\s*\w+\s*=\s*["']skill://["']""") == [OWNER]
+    assert holders(r"""(?m)^\s*\w+\s*=\s*["']SKILL\.md["']""") == [OWNER]
+    assert holders(r"""(?m)^\s*\w+\s*=\s*["']skills\.json["']""") == [OWNER]
+
+
+def test_the_build_reads_its_output_the_same_under_yaml_1_1_and_1_2():
+    """The build reads back each SKILL.md it writes as YAML 1.1 (it imports no ruamel.yaml); the server and the
+    client read it as YAML 1.2. The build quotes whatever the two read differently, so both give the entry."""
+    index = json.loads((GENERATED / "skills.json").read_text("utf-8"))
+    assert index["skills"]
+    for entry in index["skills"]:
+        rel = sep2640.skill_path_of(entry["uri"])
+        data = (GENERATED / rel / "SKILL.md").read_bytes()
+        read_1_1 = parse_frontmatter(data, entry["uri"], "1.1")
+        assert read_1_1 == parse_frontmatter(data, entry["uri"]) == entry["frontmatter"]
+        assert list(read_1_1) == list(entry["frontmatter"])
+
+
+def test_skill_uri_and_its_inverse():
+    assert sep2640.skill_uri("a/b/name") == "skill://a/b/name/SKILL.md"
+    assert sep2640.skill_uri("a/name", "references/x.md") == "skill://a/name/references/x.md"
+    assert sep2640.skill_path_of(sep2640.skill_uri("a/b/name")) == "a/b/name"
+    assert sep2640.last_segment("skill://a/b/name/SKILL.md") == "name"
+
+
+@pytest.mark.parametrize("segment, bad", [("a", False), ("a.md", False), ("...", False), (".hidden", False),
+                                          ("", True), (".", True), ("..", True), ("a/b", True), ("a\\b", True),
+                                          ("a\0b", True)])
+def test_the_segment_rule(segment, bad):
+    assert sep2640.bad_segment(segment) is bad
+
+
+# ------------------------------------------------------------------------------------------------------ server == client
+
+DESCRIPTION = "Say hello."
+NAME = "hello"
+URI = f"skill://{NAME}/SKILL.md"
+FM = {"name": NAME, "description": DESCRIPTION}
+
+# id: (SKILL.md bytes, the entry's frontmatter). Each is honest about digests and sizes: only the frontmatter lies.
+CASES: dict[str, tuple[bytes, dict]] = {
+    "honest": (b"---\nname: hello\ndescription: Say hello.\n---\n\n# Hello\n", FM),
+    "CRLF and a BOM": ("\ufeff---\r\nname: hello\r\ndescription: Say hello.\r\n---\r\n".encode(), FM),
+    "yes, listed as YAML 1.1 reads it": (b"---\nname: hello\ndescription: Say hello.\nok: yes\n---\n",
+                                         {**FM, "ok": True}),
+    "yes, listed as YAML 1.2 reads it": (b"---\nname: hello\ndescription: Say hello.\nok: yes\n---\n",
+                                         {**FM, "ok": "yes"}),
+    "0o17 listed as 15": (b"---\nname: hello\ndescription: Say hello.\nmode: 0o17\n---\n", {**FM, "mode": 15}),
+    "010 listed as 8": (b"---\nname: hello\ndescription: Say hello.\nmode: 010\n---\n", {**FM, "mode": 8}),
+    "1:30 listed as 90": (b"---\nname: hello\ndescription: Say hello.\nt: 1:30\n---\n", {**FM, "t": 90}),
+    "description: no, listed as false": (b"---\nname: hello\ndescription: no\n---\n", {**FM, "description": False}),
+    "a null key the entry lacks": (b"---\nname: hello\ndescription: Say hello.\nlicense: ~\n---\n", FM),
+    "a duplicate key": (b"---\nname: hello\nname: hello\ndescription: Say hello.\n---\n", FM),
+    "an anchor": (b"---\nname: hello\ndescription: &d Say hello.\n---\n", FM),
+    "an alias": (b"---\nname: &n hello\ndescription: Say hello.\nalso: *n\n---\n", {**FM, "also": NAME}),
+    "a tag": (b"---\nname: hello\ndescription: !!str Say hello.\n---\n", FM),
+    "a merge key": (b"---\nname: hello\ndescription: Say hello.\nm:\n  <<: {a: 1}\n---\n", {**FM, "m": {"a": 1}}),
+    "U+2028": ("---\nname: hello\ndescription: Say\u2028hello.\n---\n".encode(), {**FM, "description": "Say hello."}),
+    "not UTF-8": (b"---\nname: hello\ndescription: \xff\n---\n", FM),
+    "no frontmatter": (b"# Hello\n", FM),
+    "not YAML": (b"---\nname: [hello\ndescription: Say hello.\n---\n", FM),
+    "not a mapping": (b"---\n- hello\n---\n", FM),
+    "too deep": (b"---\nname: hello\ndescription: Say hello.\nx: " + b"[" * 70 + b"]" * 70 + b"\n---\n", FM),
+    "another name, file and entry alike": (b"---\nname: evil\ndescription: Say hello.\n---\n", {**FM, "name": "evil"}),
+}
+# The server words a refusal as its own where it has one; every other code is the client's.
+SERVER_CODE = {"bad-frontmatter": "bad-skill-md", "name-mismatch": "bad-skill-md"}
+
+
+def client_verdict(data: bytes, frontmatter: dict) -> str | None:
+    """What the client makes of the skill: None (loaded), or the code it refuses with."""
+    entry = parse_entry({"uri": URI, "frontmatter": frontmatter,
+                         "resources": [{"uri": URI, "digest": digest(data), "size": len(data)}]})
+    try:
+        check_manifest(entry)
+        verify_bytes(entry.resources[0], data)
+        check_frontmatter(entry, data)
+    except VerificationError as exc:
+        return exc.code
+    return None
+
+
+def server_verdict(root: Path, data: bytes, frontmatter: dict) -> str | None:
+    """What ``serve`` makes of a tree holding only this skill: None (served), or the code it refuses with."""
+    from projector.server.tree import SkillTree
+
+    (root / NAME).mkdir(parents=True)
+    (root / NAME / "SKILL.md").write_bytes(data)
+    entry = {"uri": URI, "frontmatter": frontmatter,
+             "resources": [{"uri": URI, "digest": digest(data), "size": len(data)}]}
+    (root / "skills.json").write_text(json.dumps({"skills": [entry]}), "utf-8")
+    try:
+        SkillTree.load(root)
+    except ProjectorError as exc:
+        (d,) = exc.diagnostics
+        return d.code
+    return None
+
+
+def test_the_table_has_both_verdicts():
+    verdicts = {client_verdict(*case) for case in CASES.values()}
+    assert None in verdicts and {"frontmatter-mismatch", "frontmatter-ambiguous", "bad-frontmatter",
+                                 "name-mismatch"} <= verdicts
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_server_and_client_accept_and_refuse_the_same_frontmatter(tmp_path, case):
+    data, frontmatter = CASES[case]
+    client = client_verdict(data, frontmatter)
+    server = server_verdict(tmp_path / "tree", data, frontmatter)
+    assert server == SERVER_CODE.get(client, client), (client, server)
