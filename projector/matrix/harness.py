@@ -176,12 +176,15 @@ async def recorded_stdio(params: StdioServerParameters, log: WireLog, errlog: An
         yield _Read(read, log), _Write(write, log)
 
 
-def server_params(root: Path, framework: str = "mcp") -> StdioServerParameters:
+def server_params(root: Path, framework: str = "mcp", lock: Path | None = None) -> StdioServerParameters:
+    """The measured server's command line. ``lock``: where its set-up writes the lock its agent composes from (the
+    run's temporary folder); by default a temporary folder of the server's own."""
     root = root.resolve()
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "projector.matrix.serve", "--skills", str(root / "generated_skills"),
-              "--workflows", str(root / "workflows"), "--framework", framework],
+              "--workflows", str(root / "workflows"), "--framework", framework,
+              *(["--lock", str(lock)] if lock is not None else [])],
         cwd=str(root))
 
 
@@ -220,9 +223,11 @@ async def _ledger(client: Client) -> list[dict[str, Any]]:
 async def run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str],
                   framework: str = "mcp") -> dict[str, Any]:
     log = WireLog()
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog:
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog, \
+            tempfile.TemporaryDirectory(prefix="projector-matrix-") as folder:
         try:
-            return await _run_one(root, task, surface, scenario, arguments, log, errlog, framework)
+            params = server_params(root, framework, Path(folder) / "skills.lock")
+            return await _run_one(task, surface, scenario, arguments, log, errlog, params)
         except MatrixError as exc:
             raise MatrixError(f"{task.task}/{surface}/{scenario}: {exc}") from None
         except Exception as exc:
@@ -237,9 +242,9 @@ class MatrixError(PlainError):
     """A run of the matrix failed: which task, surface and scenario, and why."""
 
 
-async def _run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str], log: WireLog,
-                   errlog: Any, framework: str) -> dict[str, Any]:
-    async with Client(recorded_stdio(server_params(root, framework), log, errlog), cache=None) as client:
+async def _run_one(task: Task, surface: str, scenario: str, arguments: dict[str, str], log: WireLog,
+                   errlog: Any, params: StdioServerParameters) -> dict[str, Any]:
+    async with Client(recorded_stdio(params, log, errlog), cache=None) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         if task.refunds and await _ledger(client):
             raise MatrixError("the server's ledger is not empty before the run")
@@ -296,6 +301,8 @@ async def _run_one(root: Path, task: Task, surface: str, scenario: str, argument
     run["requests"] = requests
     if surface == "agent":
         run["server_requests"] = (trace or {}).get("requests", [])
+        run["instructions_bytes"] = (trace or {}).get("instructions_bytes", 0)
+        run["skill_md_bytes"] = (trace or {}).get("skill_bytes", 0)
     run["answer"] = answer
     return run
 
