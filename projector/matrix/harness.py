@@ -11,6 +11,9 @@ The figures, per run:
 - **model turns**: client-side model inferences. Skill: one per request (the model makes them one at a time, each
   after reading the last result) plus one for the final answer. Workflow, gated or not: one (the user picks the
   prompt; the model reads the transcript and answers). Agent: two (call the agent tool; answer from its message);
+- **server model turns** (agent only): the agent's own inferences, from its trace: one per step plus one for its
+  final message. Its instructions are composed from the lock its server made at set-up, before its loop, so the
+  SKILL.md is not one of its steps; **instructions bytes** is their size;
 - **context bytes**: for each response received inside the window, the ``result`` object as it came off the wire,
   less the protocol envelope (``_meta`` and ``resultType``), serialized as compact JSON with sorted keys
   (``separators=(",", ":")``, UTF-8, non-ASCII kept); summed;
@@ -315,6 +318,13 @@ DEFINITIONS = {
                    "for the final answer. Workflow, gated or not: one (the user picks the prompt; the model reads "
                    "the transcript and answers). Agent: two (call the agent tool; answer from its message). The agent's own turns "
                    "run on the server and are listed separately as server model turns.",
+    "server_model_turns": "agent only: inferences of the agent's model, on the server: one per step it takes (a "
+                          "tool call or a read) plus one for its final message. The SKILL.md is not one of its steps: "
+                          "the agent's instructions are composed before its loop, from the lock its server's set-up "
+                          "made (`projector.remote.compose`), with the skill in them.",
+    "instructions_bytes": "agent only: the UTF-8 bytes of the system instructions composed for the run: a preamble, "
+                          "then the SKILL.md (`skill_md_bytes`) inside its origin tag. They stay on the server; none "
+                          "of them reaches the client.",
     "context_bytes": "the sum, over the responses the client received during the run, of the JSON-RPC `result` "
                      "object as it came off the wire, less the protocol envelope (`_meta`, `resultType`), "
                      "serialized as compact JSON with sorted keys (separators `,` and `:`, UTF-8, non-ASCII kept). "
@@ -360,7 +370,8 @@ async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int 
         "format": 1,
         "generator": "project-skill matrix",
         "transport": "stdio: `python -m projector.matrix.serve`, the demo server of `project-skill serve` plus the "
-                     "server-side agent tool",
+                     "server-side agent tool, whose set-up pins the served skills into a lock in the run's temporary "
+                     "folder before the first request",
         "policy": POLICY,
         "definitions": DEFINITIONS,
         "tasks": out_tasks,
