@@ -25,6 +25,9 @@ What :func:`projector.server.attach` adds here, through FastMCP's public API:
   ``MCPServer``, from :mod:`projector.server.skill_tools`).
 
 None of these components carries FastMCP's unprefixed ``_meta.fastmcp`` block.
+
+:func:`in_process_http` connects projector's verifying client (built on ``mcp.Client``) to a FastMCP server in this
+process through public API only: the server's Streamable HTTP app and its lifespan, over an ASGI transport.
 """
 
 from __future__ import annotations
