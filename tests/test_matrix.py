@@ -1,4 +1,5 @@
-"""``project-skill matrix``: the reader, the policy, the agent tool, and the harness over a real stdio transport.
+"""``project-skill matrix``: the reader, the policy, the agent tool (composing from a lock made at set-up), and the
+harness over a real stdio transport.
 
 The slow part (one full measurement, ~20 s, and a second run of the refunds task) runs once per module."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -15,7 +17,7 @@ from mcp import Client
 
 from projector.matrix import cli as matrix_cli
 from projector.matrix import harness
-from projector.matrix.agent import AGENT_TOOL, TRACE_TOOL, register_agent
+from projector.matrix.agent import AGENT_TOOL, READ_COMPOSED, SERVER, TRACE_TOOL, make_lock, register_agent
 from projector.matrix.policy import judge
 from projector.matrix.reader import ReadError, parse, parse_source
 
@@ -86,13 +88,24 @@ def test_policy_follows_the_eligibility_result():
 
 # ----------------------------------------------------------------------------------------------- the agent, in memory
 
-@pytest.mark.anyio
-async def test_agent_tool_declines_the_ineligible_order_and_refunds_the_eligible_one(monkeypatch):
+async def _agent_server(tmp_path: Path, framework: str = "mcp", skills=None):
+    """The demo server with the agent, after its set-up: the lock made from the skills it serves."""
     from projector.server.demo import demo_server
 
-    monkeypatch.chdir(ROOT)
-    server, store = demo_server()
-    register_agent(server)
+    lock = tmp_path / "skills.lock"
+    server, store = demo_server(ROOT / "generated_skills" if skills is None else skills, ROOT / "workflows",
+                                framework=framework)
+    register_agent(server, lock=lock)
+    await make_lock(server, lock)
+    return server, store, lock
+
+
+@pytest.mark.anyio
+async def test_agent_tool_declines_the_ineligible_order_and_refunds_the_eligible_one(tmp_path):
+    server, store, lock = await _agent_server(tmp_path)
+    assert [p["uri"] for p in json.loads(lock.read_text())["skills"]] == [
+        "skill://code-mode/SKILL.md", "skill://hello-world/SKILL.md", "skill://refund-flow-gated/SKILL.md",
+        "skill://refund-flow/SKILL.md"]
     async with Client(server) as client:
         res = await client.call_tool(AGENT_TOOL, {"skill": "refund-flow", "arguments": {"order_id": "A1002"}})
         assert not res.is_error
@@ -104,13 +117,9 @@ async def test_agent_tool_declines_the_ineligible_order_and_refunds_the_eligible
 
 
 @pytest.mark.anyio
-async def test_agent_tool_on_fastmcp_declines_the_ineligible_order_and_refunds_the_eligible_one(monkeypatch):
+async def test_agent_tool_on_fastmcp_declines_the_ineligible_order_and_refunds_the_eligible_one(tmp_path):
     fastmcp = pytest.importorskip("fastmcp")
-    from projector.server.demo import demo_server
-
-    monkeypatch.chdir(ROOT)
-    server, store = demo_server(framework="fastmcp")
-    register_agent(server)
+    server, store, _ = await _agent_server(tmp_path, "fastmcp")
     async with fastmcp.Client(server) as client:
         res = await client.call_tool_mcp(AGENT_TOOL, {"skill": "refund-flow", "arguments": {"order_id": "A1002"}})
         assert not res.is_error
@@ -121,14 +130,71 @@ async def test_agent_tool_on_fastmcp_declines_the_ineligible_order_and_refunds_t
         assert [r["order_id"] for r in store.ledger()] == ["A1001"]
         assert res.structured_content is None  # only the final message reaches the client, as on MCPServer
         trace = await client.call_tool_mcp(TRACE_TOOL, {})
+        # No SKILL.md read: the skill reached the agent in its instructions, composed (and verified against the
+        # lock) before the loop. The loop's requests are the steps alone.
         assert [q["target"] for q in trace.structured_content["requests"]] == [
-            "skill://refund-flow/SKILL.md", "get_order", "check_eligibility", "issue_refund",
-            "docs://refund-policy/eu"]
+            "get_order", "check_eligibility", "issue_refund", "docs://refund-policy/eu"]
 
 
-def test_register_agent_refuses_a_foreign_server():
+@pytest.mark.anyio
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+async def test_the_agent_composes_from_the_lock_and_refuses_a_skill_changed_after_set_up(tmp_path, framework):
+    """Surface C's trust rule: the lock made at set-up is the approval, and each run composes from it before its
+    loop. One byte of one file of the served skill changed after set-up: the run is refused with the lock's
+    position and the changed file, before the agent calls a single tool; the other skills still run."""
+    if framework == "fastmcp":
+        pytest.importorskip("fastmcp")
+    from projector.server.skills import SkillTree
+
+    tree = SkillTree.load(ROOT / "generated_skills")
+    server, store, lock = await _agent_server(tmp_path, framework, tree)
+    tools = "skill://refund-flow/references/tools.md"
+    data = bytearray(tree.files[tools].data)
+    data[100] ^= 0x01
+    tree.files[tools] = replace(tree.files[tools], data=bytes(data))  # the server now serves other bytes
+
+    from projector.server import adapters
+
+    async with Client(adapters.get(framework).in_process(server)) as client:
+        res = await client.call_tool(AGENT_TOOL, {"skill": "refund-flow", "arguments": {"order_id": "A1001"}})
+        assert res.is_error
+        text = res.content[0].text
+        assert "refused to run the skill 'refund-flow'" in text and "digest-mismatch" in text, text
+        assert f"{lock}:" in text and tools in text, text  # at the lock's entry, naming the changed file
+        assert store.ledger() == []
+        trace = (await client.call_tool(TRACE_TOOL, {})).structured_content
+        assert trace["requests"] == [] and trace["model_turns"] == 0 and "digest-mismatch" in trace["refused"]
+        ok = await client.call_tool(AGENT_TOOL, {"skill": "hello-world", "arguments": {"name": "Ada"}})
+        assert not ok.is_error and "Hello, Ada!" in ok.content[0].text
+
+
+@pytest.mark.anyio
+async def test_the_agent_reads_its_skills_files_from_the_composition_only(tmp_path):
+    """A read of one of the composed skill's own files comes from the composition (the verified bytes, no server
+    request); a URI under the skill that its pinned manifest does not list is refused."""
+    from projector.matrix.agent import _ServerBackend
+    from projector.matrix.reader import StepFailed
+    from projector.remote.compose import compose
+
+    server, _, lock = await _agent_server(tmp_path)
+    composition = await compose(lock, {SERVER: ["refund-flow"]}, targets={SERVER: server})
+
+    class NoHost:
+        async def read_resource(self, uri):
+            raise AssertionError(f"the server was asked for {uri}")
+
+    backend = _ServerBackend(NoHost(), composition)
+    tools = "skill://refund-flow/references/tools.md"
+    assert await backend.read_resource(tools) == (ROOT / "generated_skills/refund-flow/references/tools.md").read_text()
+    with pytest.raises(StepFailed, match="unlisted-file"):
+        await backend.read_resource("skill://refund-flow/references/other.md")
+    assert backend.requests == [{"method": READ_COMPOSED, "target": tools},
+                                {"method": READ_COMPOSED, "target": "skill://refund-flow/references/other.md"}]
+
+
+def test_register_agent_refuses_a_foreign_server(tmp_path):
     with pytest.raises(TypeError, match="MCPServer or a fastmcp.FastMCP"):
-        register_agent(object())
+        register_agent(object(), lock=tmp_path / "skills.lock")
 
 
 def test_context_bytes_leave_out_the_envelope_only():
@@ -177,11 +243,20 @@ def test_figures_are_consistent_with_the_recorded_requests(fresh):
             else:
                 assert [q["target"] for q in r["requests"]] == [AGENT_TOOL]
                 assert r["server_model_turns"] == len(r["server_requests"]) + 1
-    # the agent did on the server what the skill's client did over the wire
-    runs = _runs(fresh, "refunds")
-    for sc in ("eligible", "ineligible"):
-        assert [(q["method"], q["target"]) for q in runs[("agent", sc)]["server_requests"]] == \
-            [(q["method"], q["target"]) for q in runs[("skill", sc)]["requests"]]
+                # the composed instructions: the SKILL.md, plus the preamble and its origin tag
+                skill_md = (ROOT / "generated_skills" / task["skill"] / "SKILL.md").read_bytes()
+                assert r["skill_md_bytes"] == len(skill_md) < r["instructions_bytes"]
+    # The agent did on the server what the skill's client did over the wire, but for reading the SKILL.md: the skill
+    # surface's first request. The agent's SKILL.md came in its instructions, composed from the lock before its loop,
+    # so its loop starts at the first step (and has one model turn fewer than before it composed).
+    for task in fresh["tasks"]:
+        runs = _runs(fresh, task["task"])
+        for (surface, sc), r in runs.items():
+            if surface == "agent":
+                skill = runs[("skill", sc)]["requests"]
+                assert skill[0]["target"] == f"skill://{task['skill']}/SKILL.md"
+                assert [(q["method"], q["target"]) for q in r["server_requests"]] == \
+                    [(q["method"], q["target"]) for q in skill[1:]]
 
 
 def test_figures_are_deterministic_across_two_runs(fresh):

@@ -152,6 +152,47 @@ before the refund and the policy read.
 """
 
 
+def _agent_section(data: dict[str, Any]) -> str:
+    """How surface C gets its skill: the lock made at set-up, the composition before each run, and what it moved."""
+    runs = [(t["task"], r) for t in data["tasks"] for r in t["runs"] if r["surface"] == "agent"]
+    if not runs or any("instructions_bytes" not in r for _, r in runs):
+        return ""
+    sizes = dict.fromkeys((t, r["skill_md_bytes"], r["instructions_bytes"]) for t, r in runs)  # in task order
+    size_text = "".join(f"\n    - {t}: {i} bytes, the SKILL.md's {m} plus {i - m};" for t, m, i in sizes)
+    turns = "".join(f"\n    - {t}, {r['scenario']}: {r['server_model_turns']} server model turns (it was "
+                    f"{r['server_model_turns'] + 1});" for t, r in runs)
+    return f"""## How the agent gets its skill
+
+When the measured server starts, before the first request, its set-up connects projector's verifying client to the
+server in process and pins every skill it serves into a lock file in the run's temporary folder, as
+`project-skill pin` does: the approval, made from the manifests, reading no file. Each run of the agent tool then
+composes its system instructions from that lock with `projector.remote.compose`, before its loop: the skill is
+resolved on the server and verified against its pin, and enters the instructions inside an origin tag that names
+the server, the skill and the manifest digest. A skill that no longer matches the lock is refused there, and the
+tool fails with the refusal before the agent calls a single tool (a test changes one byte of one file after set-up
+and checks it). A read of one of the skill's own files would come from the composition's reader, which holds the
+verified bytes of the pinned manifest only; none of these tasks reads one. The agent's reads here (the refund policy,
+the database schema) are the server's own resources, not files of any skill, so they remain requests to the server.
+
+What this changes, and what it does not:
+
+- **The client's figures do not change.** Round trips, client model turns, context bytes and the refund are what
+  they were before the agent composed: the client still sends one `tools/call` and receives only the final message.
+  The composition adds no byte that reaches the client.
+- **The agent's own loop is one step shorter.** The SKILL.md is in its instructions, so the agent no longer reads it
+  from its server as its first request: its server requests are the skill surface's requests less that first
+  read, and it has one server model turn fewer than when it read the SKILL.md itself:{turns}
+
+    The composition's own requests (opening the in-process connection, `skills/list`, then a `resources/read` of
+    each file of the pinned manifest, each checked against the pin) run before the loop, with no model involved, so
+    they count as neither the agent's requests nor its turns.
+- **The instructions are larger than the SKILL.md** by the preamble and the origin tag (`instructions_bytes` and
+  `skill_md_bytes` in the data):{size_text}
+
+    These bytes stay on the server, in the agent's own context, which the page does not otherwise measure.
+"""
+
+
 def _requests_section(task: dict[str, Any]) -> str:
     out = []
     for run in task["runs"]:
@@ -180,7 +221,9 @@ runs**.
   data (`when:`). The server checks it just before the step and stops the run, naming the condition and the value it
   saw, when it fails. Judgment that is not stated as data still runs nowhere.
 - **C. Agent.** A tool on the server runs the server's own model with the skill as its instructions, and returns only
-  its final message. Judgment runs on the server, out of the host's sight.
+  its final message. Judgment runs on the server, out of the host's sight. Here the instructions are composed
+  through `projector.remote.compose` ([Skills for your agent](agents.md)) from a lock made at the server's set-up:
+  see [How the agent gets its skill](#how-the-agent-gets-its-skill).
 """
     if data is None:
         return intro + f"""
@@ -248,6 +291,7 @@ judgment it is given, not how well a particular model follows it.
 {bar_chart(refunds)}
 
 {_blind_spot(by)}
+{_agent_section(data)}
 {decision_rule(refunds, others)}
 ## Beside spike 011
 
@@ -270,7 +314,9 @@ payloads, so they differ between the two projects; this project's counting rule 
 The demo server runs on `mcp`'s MCPServer here. On FastMCP (`project-skill matrix --framework fastmcp`) every figure
 is the same except the skill rows' context bytes, which are smaller: both frameworks send a tool's structured result
 as the same `structuredContent`, but FastMCP prints it in the text content as compact JSON and MCPServer with a
-two-space indent. A test measures both and checks that this is the only difference.
+two-space indent. A test measures both and checks that this is the only difference. The agent composes on both
+through each framework's public in-process connection (`mcp.Client` on an MCPServer; on FastMCP, its Streamable
+HTTP app reached through an ASGI transport, with no socket), and its figures are the same on both.
 
 ## Definitions
 

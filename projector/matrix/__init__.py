@@ -2,7 +2,7 @@
 
 - :mod:`.reader`: reads a generated SKILL.md back into a procedure and follows it, one request per step;
 - :mod:`.policy`: the deterministic policy that stands in for the model's judgment;
-- :mod:`.agent`: the server-side agent tool (surface C);
+- :mod:`.agent`: the server-side agent tool (surface C), composing each run from a lock made at set-up;
 - :mod:`.serve`: the measured server (the demo server plus the agent), on stdio;
 - :mod:`.harness`: runs every task, surface and scenario over stdio and records what went over the wire;
 - :mod:`.cli`: the command.

@@ -11,6 +11,9 @@ The figures, per run:
 - **model turns**: client-side model inferences. Skill: one per request (the model makes them one at a time, each
   after reading the last result) plus one for the final answer. Workflow, gated or not: one (the user picks the
   prompt; the model reads the transcript and answers). Agent: two (call the agent tool; answer from its message);
+- **server model turns** (agent only): the agent's own inferences, from its trace: one per step plus one for its
+  final message. Its instructions are composed from the lock its server made at set-up, before its loop, so the
+  SKILL.md is not one of its steps; **instructions bytes** is their size;
 - **context bytes**: for each response received inside the window, the ``result`` object as it came off the wire,
   less the protocol envelope (``_meta`` and ``resultType``), serialized as compact JSON with sorted keys
   (``separators=(",", ":")``, UTF-8, non-ASCII kept); summed;
@@ -176,12 +179,15 @@ async def recorded_stdio(params: StdioServerParameters, log: WireLog, errlog: An
         yield _Read(read, log), _Write(write, log)
 
 
-def server_params(root: Path, framework: str = "mcp") -> StdioServerParameters:
+def server_params(root: Path, framework: str = "mcp", lock: Path | None = None) -> StdioServerParameters:
+    """The measured server's command line. ``lock``: where its set-up writes the lock its agent composes from (the
+    run's temporary folder); by default a temporary folder of the server's own."""
     root = root.resolve()
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "projector.matrix.serve", "--skills", str(root / "generated_skills"),
-              "--workflows", str(root / "workflows"), "--framework", framework],
+              "--workflows", str(root / "workflows"), "--framework", framework,
+              *(["--lock", str(lock)] if lock is not None else [])],
         cwd=str(root))
 
 
@@ -220,9 +226,11 @@ async def _ledger(client: Client) -> list[dict[str, Any]]:
 async def run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str],
                   framework: str = "mcp") -> dict[str, Any]:
     log = WireLog()
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog:
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog, \
+            tempfile.TemporaryDirectory(prefix="projector-matrix-") as folder:
         try:
-            return await _run_one(root, task, surface, scenario, arguments, log, errlog, framework)
+            params = server_params(root, framework, Path(folder) / "skills.lock")
+            return await _run_one(task, surface, scenario, arguments, log, errlog, params)
         except MatrixError as exc:
             raise MatrixError(f"{task.task}/{surface}/{scenario}: {exc}") from None
         except Exception as exc:
@@ -237,9 +245,9 @@ class MatrixError(PlainError):
     """A run of the matrix failed: which task, surface and scenario, and why."""
 
 
-async def _run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str], log: WireLog,
-                   errlog: Any, framework: str) -> dict[str, Any]:
-    async with Client(recorded_stdio(server_params(root, framework), log, errlog), cache=None) as client:
+async def _run_one(task: Task, surface: str, scenario: str, arguments: dict[str, str], log: WireLog,
+                   errlog: Any, params: StdioServerParameters) -> dict[str, Any]:
+    async with Client(recorded_stdio(params, log, errlog), cache=None) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         if task.refunds and await _ledger(client):
             raise MatrixError("the server's ledger is not empty before the run")
@@ -296,6 +304,8 @@ async def _run_one(root: Path, task: Task, surface: str, scenario: str, argument
     run["requests"] = requests
     if surface == "agent":
         run["server_requests"] = (trace or {}).get("requests", [])
+        run["instructions_bytes"] = (trace or {}).get("instructions_bytes", 0)
+        run["skill_md_bytes"] = (trace or {}).get("skill_bytes", 0)
     run["answer"] = answer
     return run
 
@@ -308,6 +318,13 @@ DEFINITIONS = {
                    "for the final answer. Workflow, gated or not: one (the user picks the prompt; the model reads "
                    "the transcript and answers). Agent: two (call the agent tool; answer from its message). The agent's own turns "
                    "run on the server and are listed separately as server model turns.",
+    "server_model_turns": "agent only: inferences of the agent's model, on the server: one per step it takes (a "
+                          "tool call or a read) plus one for its final message. The SKILL.md is not one of its steps: "
+                          "the agent's instructions are composed before its loop, from the lock its server's set-up "
+                          "made (`projector.remote.compose`), with the skill in them.",
+    "instructions_bytes": "agent only: the UTF-8 bytes of the system instructions composed for the run: a preamble, "
+                          "then the SKILL.md (`skill_md_bytes`) inside its origin tag. They stay on the server; none "
+                          "of them reaches the client.",
     "context_bytes": "the sum, over the responses the client received during the run, of the JSON-RPC `result` "
                      "object as it came off the wire, less the protocol envelope (`_meta`, `resultType`), "
                      "serialized as compact JSON with sorted keys (separators `,` and `:`, UTF-8, non-ASCII kept). "
@@ -353,7 +370,8 @@ async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int 
         "format": 1,
         "generator": "project-skill matrix",
         "transport": "stdio: `python -m projector.matrix.serve`, the demo server of `project-skill serve` plus the "
-                     "server-side agent tool",
+                     "server-side agent tool, whose set-up pins the served skills into a lock in the run's temporary "
+                     "folder before the first request",
         "policy": POLICY,
         "definitions": DEFINITIONS,
         "tasks": out_tasks,

@@ -1,28 +1,36 @@
 """The server the matrix measures:
-``python -m projector.matrix.serve [--skills DIR] [--workflows DIR] [--framework mcp|fastmcp]``.
+``python -m projector.matrix.serve [--skills DIR] [--workflows DIR] [--framework mcp|fastmcp] [--lock FILE]``.
 
 It is exactly the demo server of ``project-skill serve`` (:func:`projector.server.demo.demo_server`: the demo tools,
 the skills, the workflow prompts), plus the server-side agent of :mod:`projector.matrix.agent`, on the same stdio
 transport as ``project-skill serve --stdio``, on either framework (``mcp``'s MCPServer by default, or FastMCP).
+
+Before it serves, the set-up pins the skills it serves into ``--lock`` (by default a file in a temporary folder of
+its own, removed when it exits); the agent composes every run from that lock.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from pathlib import Path
 
 from ..exits import EXIT_OK, Shell, run
 from ..server import adapters
-from .agent import register_agent
+from .agent import make_lock, register_agent
 
 PROG = "python -m projector.matrix.serve"
+LOCK = "skills.lock"
 
 
-def build(skills: str, workflows: str, framework: str = adapters.DEFAULT):
+def build(skills: str, workflows: str, framework: str = adapters.DEFAULT, *, lock: str | Path):
+    """The measured server, its agent composing from ``lock``, which :func:`projector.matrix.agent.make_lock`
+    makes at set-up."""
     from ..server.demo import demo_server
 
     server, store = demo_server(skills, workflows, framework=framework)
-    register_agent(server)
+    register_agent(server, lock=lock)
     return server, store
 
 
@@ -31,14 +39,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(argv: list[str] | None) -> int:
+    import anyio
+
     ap = argparse.ArgumentParser(prog=PROG,
                                  description="The demo server plus the server-side agent, on stdio.")
     ap.add_argument("--skills", default="generated_skills")
     ap.add_argument("--workflows", default="workflows")
     ap.add_argument("--framework", choices=adapters.names(), default=adapters.DEFAULT)
+    ap.add_argument("--lock", default=None, help="where the set-up writes the lock the agent composes from "
+                                                 "(default: a temporary folder, removed on exit)")
     args = ap.parse_args(argv)
-    server, _ = build(args.skills, args.workflows, args.framework)
-    adapters.get(args.framework).run_stdio(server)  # the same stdio transport as project-skill serve --stdio
+    with tempfile.TemporaryDirectory(prefix="projector-matrix-") as tmp:
+        lock = Path(args.lock) if args.lock else Path(tmp) / LOCK
+        server, _ = build(args.skills, args.workflows, args.framework, lock=lock)
+        anyio.run(make_lock, server, lock)  # the set-up, before any request
+        adapters.get(args.framework).run_stdio(server)  # the same stdio transport as project-skill serve --stdio
     return EXIT_OK
 
 

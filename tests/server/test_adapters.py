@@ -252,15 +252,21 @@ def test_the_demo_and_its_workflow_prompts_run_on_a_registered_framework(toy):
         (SKILLS / "refund-flow" / "SKILL.md").read_bytes()
 
 
-def test_the_matrix_agent_gets_a_host_on_a_registered_framework(toy):
-    from projector.matrix.agent import AGENT_TOOL, register_agent
+def test_the_matrix_agent_gets_a_host_on_a_registered_framework_and_refuses_to_run_unverified(toy, tmp_path):
+    """The agent's tool is added through the adapter (it gets a host), but the agent composes each run from a lock
+    made at set-up over projector's verifying client, in process. The toy speaks no MCP, so its adapter keeps the
+    default ``in_process``: the set-up is refused, and so is a run, before its loop."""
+    from projector.matrix.agent import AGENT_TOOL, make_lock, register_agent
     from projector.server.demo import demo_server
 
     server, _ = demo_server(SKILLS, WORKFLOWS, framework="toy")
-    register_agent(server)
-    answer = anyio.run(lambda: server.tools[AGENT_TOOL]["fn"](skill="hello-world", arguments={"name": "Ada"}))
-    assert "Hello, Ada!" in answer
+    lock = tmp_path / "skills.lock"
+    register_agent(server, lock=lock)
     assert server.tools[AGENT_TOOL]["input_schema"]["required"] == ["skill", "arguments"]
+    with pytest.raises(TypeError, match="cannot connect to a toy server in process"):
+        anyio.run(make_lock, server, lock)
+    with pytest.raises(TypeError, match="cannot connect to a toy server in process"):
+        anyio.run(lambda: server.tools[AGENT_TOOL]["fn"](skill="hello-world", arguments={"name": "Ada"}))
 
 
 def test_serve_runs_a_registered_framework(toy, capsys):

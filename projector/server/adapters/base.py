@@ -8,7 +8,8 @@ runner (:mod:`projector.server.workflow`) knows only :class:`~projector.server.w
 - register the SEP-2640 skills extension, the workflow and bootstrap prompts, and the skill tools;
 - make a :class:`~projector.server.workflow.WorkflowHost` for a request, and a tool that gets one (the matrix's agent);
 - make a server and add a plain tool or resource to it (the demo server);
-- run a transport (stdio, Streamable HTTP).
+- run a transport (stdio, Streamable HTTP), and connect projector's verifying client to a server in this process
+  (the matrix's agent verifies its own server's skills through it).
 
 These are exactly what mcp's MCPServer (:mod:`.mcp`) and FastMCP (:mod:`.fastmcp`) need today. An adapter calls
 nothing private of another adapter; what two adapters share lives in a framework-free module (the runner, the
@@ -46,6 +47,8 @@ class Adapter(ABC):
     """One framework. Every method takes the framework's own server object."""
 
     name: str  # as in the registry (projector.server.adapters.REGISTRY)
+    # what a tool raises so that its message reaches the client as an ``isError`` result (not masked)
+    tool_error: type[Exception] = ValueError
 
     @abstractmethod
     def recognises(self, obj: Any) -> bool:
@@ -102,6 +105,13 @@ class Adapter(ABC):
     @abstractmethod
     def run_stdio(self, server: Any, max_line_bytes: int | None = None) -> None:
         """Serve on this process's stdin and stdout until the input ends."""
+
+    def in_process(self, server: Any) -> Any:
+        """What projector's verifying client (:func:`projector.remote.connect`, over :class:`mcp.Client`) connects
+        to for ``server`` in this process, through the framework's public API: a server object that
+        :class:`mcp.Client` takes, or a transport. A transport is entered once: ask again for each connection. A
+        framework that cannot be reached in process keeps this default, a TypeError."""
+        raise TypeError(f"projector's verifying client cannot connect to a {self.name} server in process")
 
     @abstractmethod
     async def serve_http(self, server: Any, *, host: str, port: int, path: str, stateless: bool, security: Any,

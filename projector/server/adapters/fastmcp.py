@@ -25,13 +25,17 @@ What :func:`projector.server.attach` adds here, through FastMCP's public API:
   ``MCPServer``, from :mod:`projector.server.skill_tools`).
 
 None of these components carries FastMCP's unprefixed ``_meta.fastmcp`` block.
+
+:func:`in_process_http` connects projector's verifying client (built on ``mcp.Client``) to a FastMCP server in this
+process through public API only: the server's Streamable HTTP app and its lifespan, over an ASGI transport.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import mcp_types
@@ -342,10 +346,31 @@ def run_sync(fn: Callable[[], Awaitable[T]]) -> T:
     return box["value"]
 
 
+@asynccontextmanager
+async def in_process_http(server: FastMCP) -> AsyncIterator[Any]:
+    """A transport that ``mcp.Client`` takes, to ``server`` in this process, through FastMCP's public API only: its
+    Streamable HTTP app (``http_app()``, stateless, JSON responses) with its ``lifespan``, reached through an
+    ``httpx2`` ASGI transport, so no socket is opened. (``fastmcp.Client(server)`` is FastMCP's own in-process
+    client, but projector's verifying client is built on ``mcp.Client``.)"""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    app = server.http_app(path=IN_PROCESS_PATH, stateless_http=True, json_response=True,
+                          host_origin_protection=False)
+    async with app.lifespan(app):
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=IN_PROCESS_URL) as http:
+            async with streamable_http_client(IN_PROCESS_URL + IN_PROCESS_PATH, http_client=http) as streams:
+                yield streams[0], streams[1]
+
+
+IN_PROCESS_URL, IN_PROCESS_PATH = "http://in-process", "/mcp"
+
+
 class FastMCPAdapter(Adapter):
     """FastMCP's ``fastmcp.FastMCP``."""
 
     name = "fastmcp"
+    tool_error = ToolError
 
     def recognises(self, obj: Any) -> bool:
         return isinstance(obj, FastMCP)
@@ -404,6 +429,9 @@ class FastMCPAdapter(Adapter):
 
     def run_stdio(self, server: FastMCP, max_line_bytes: int | None = None) -> None:
         server.run("stdio", show_banner=False)
+
+    def in_process(self, server: FastMCP) -> Any:
+        return in_process_http(server)
 
     async def serve_http(self, server: FastMCP, *, host: str, port: int, path: str, stateless: bool, security: Any,
                          guard: Any, options: dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError as MCPToolError
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt, PromptArgument, UserMessage
 
 from ...model import Workflow
@@ -153,6 +154,7 @@ class MCPAdapter(Adapter):
     """mcp's MCPServer."""
 
     name = "mcp"
+    tool_error = MCPToolError
 
     def recognises(self, obj: Any) -> bool:
         return isinstance(obj, MCPServer)
@@ -221,6 +223,9 @@ class MCPAdapter(Adapter):
             anyio.run(serve_stdio, server)
         else:
             anyio.run(serve_stdio, server, max_line_bytes)
+
+    def in_process(self, server: MCPServer) -> MCPServer:
+        return server  # mcp.Client connects to an MCPServer in process
 
     async def serve_http(self, server: MCPServer, *, host: str, port: int, path: str, stateless: bool, security: Any,
                          guard: Any, options: dict[str, Any]) -> None:
