@@ -985,7 +985,7 @@ def render_md(res: dict[str, Any]) -> str:
              ".venv/bin/python bench/bench.py --only targets  # the build and check targets only: a few minutes",
              ".venv/bin/python bench/bench.py --quick         # a smoke test: under a minute", "```", "",
              "Every time is the median of several cold runs of a fresh process, run round-robin so changes in machine "
-             "load hit every case alike; CPU is user + system time of that process, and peak memory its maximum "
+             "load hit every case alike, each after an untimed sync of what the case before it wrote; CPU is user + system time of that process, and peak memory its maximum "
              "resident set. The workflow sets are synthetic and deterministic (`bench/workgen.py`, seed "
              f"{res['seed']}): 3 to 8 steps each, every data-source kind, guidance, acknowledged and unacknowledged "
              "gate warnings, resource-only steps with templates, and every kind of tool annotation.", "",
