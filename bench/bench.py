@@ -6,7 +6,9 @@ a. cold-process wall time of ``project-skill build`` and ``check`` on the exampl
    imports yaml, jinja2 and slugify (and against bare ``python -c pass``);
 b. build and check of 10, 1,000 and 10,000 synthetic workflows (bench/workgen.py, seeded): a fresh build (empty
    folder, no cache), a rebuild over a stale tree (every workflow changed), an up-to-date build, and check with a
-   warm cache and with ``--no-cache``; per-workflow cost and whether it is linear;
+   warm cache and with ``--no-cache``; per-workflow cost and whether it is linear; and, round-robin with them, the
+   machine's own floors for the same files (bench/floors.py: start-up, parse, write, read and hash), to which the
+   build and check targets are ratios;
 c. peak memory (max RSS) of every process measured;
 d. over Streamable HTTP on loopback, against one ``project-skill serve --http`` process: requests per second and
    p50/p99 latency of skills/get plus resources/read, against plain resources/read of the same SKILL.md bytes;
@@ -15,6 +17,9 @@ e. skills/list paged over every skill of the 10,000-skill tree, several full pas
 f. FastMCP (the ``project-skill[fastmcp]`` extra): skills/get + resources/read throughput of ``project-skill serve
    --framework fastmcp`` against FastMCP's own ``SkillsDirectoryProvider`` (bench/fastmcp_directory_server.py)
    serving the same tree (the shipped examples), paired round by round.
+
+g. where the time goes: each stage of a fresh build of 1,000 timed alone, and cProfile of a fresh build and of a
+   rebuild over a stale tree (serial, one process).
 
 ``--only PART`` runs some parts and merges them into the committed results (the other parts keep their numbers).
 
@@ -50,21 +55,30 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-import workgen  # bench/workgen.py: this script's folder is on sys.path
+import floors  # bench/floors.py and bench/workgen.py: this script's folder is on sys.path
+import workgen
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 PY = sys.executable
 
 TARGETS = {
-    "check_vs_floor": 1.5,        # a cold check of the examples (no cache yet, as in CI) takes <= 1.5x the floor
-    "build_1000_s": 1.0,          # 1,000 workflows build in <= 1.0 s on a 2-core machine: fresh, and over a stale tree
-    "check_1000_warm_s": 0.3,     # check of 1,000 unchanged workflows, warm cache, in <= 0.3 s
+    "check_vs_floor": 1.5,        # a cold check of the examples (no cache yet, as in CI) takes <= 1.5x the import floor
+    "build_vs_floor": 0.8,        # a fresh build of 1,000 on 2 cores <= 0.8x (parse floor + write floor - start-up)
     "stale_vs_fresh": 1.1,        # a rebuild over a stale tree costs <= 1.1x a fresh build
+    "check_warm_vs_floor": 1.5,   # a warm up-to-date check of 1,000 <= 1.5x the read-and-hash floor
     "build_10000_vs_1000": 11.0,  # 10,000 in <= 11x the time of 1,000
     "skill_vs_plain": 0.9,        # skills/get + read at >= 0.9x the throughput of a plain read
     "list_memory_growth": 0.05,   # RSS after the last skills/list pass within 5 % of the first pass
     "fastmcp_vs_directory": 1.0,  # our FastMCP path serves skills/get + read at >= 1.0x FastMCP's own provider
+}
+# Absolute times are no targets any more (issue 23): on a shared VM they move by 2x from one run to the next, and
+# the disk alone can take most of a second to write 2,000 small files. They are still measured and shown.
+RETIRED = {
+    "build_1000_s": (1.0, "1,000 workflows, fresh and over a stale tree, in <= 1.0 s: below this disk's own write "
+                          "floor; replaced by the ratio to the parse and write floors"),
+    "check_1000_warm_s": (0.3, "a warm check of 1,000 in <= 0.3 s: replaced by the ratio to the read-and-hash "
+                               "floor"),
 }
 
 
@@ -125,10 +139,10 @@ def measure(cases: list[Case], runs: int, label: str) -> dict[str, dict[str, Any
         for c in cases:
             if c.before:
                 c.before()
-                # Untimed: flush what the preparation wrote (a restored tree, a removed folder), so its write-back
-                # does not land in the timed run.
-                if hasattr(os, "sync"):
-                    os.sync()
+            # Untimed, before every case: flush what the preparation and the previous case wrote (a restored tree, a
+            # removed folder, a built tree), so its write-back does not land in this timed run.
+            if hasattr(os, "sync"):
+                os.sync()
             s = run_once(c.argv)
             if r:
                 samples[c.name].append(s)
@@ -199,8 +213,22 @@ def ensure_stale(work: Path, n: int, seed: int) -> tuple[Path, Path]:
     return tree, cache
 
 
+def restorer(stale_tree: Path, stale_cache: Path, over: Path, cache: Path) -> Callable[[], None]:
+    """Untimed preparation of a rebuild over a stale tree: ``over`` and ``cache`` as :func:`ensure_stale` keeps
+    them."""
+
+    def restore() -> None:
+        remover(over)()
+        remover(cache)()
+        shutil.copytree(stale_tree, over, symlinks=True)
+        shutil.copytree(stale_cache, cache, symlinks=True)
+
+    return restore
+
+
 def bench_scale(work: Path, sizes: tuple[int, ...], runs: dict[int, int], seed: int) -> dict[str, Any]:
-    """Per size, round-robin in this order (the cache state each case starts from is the one it names):
+    """Per size, round-robin in this order (the cache state each case starts from is the one it names), the floors
+    (bench/floors.py) between them:
 
     - *build*: into an empty folder, with no cache (a fresh clone): it writes the tree and fills the cache;
     - *build over a stale tree*: over a tree built from the revised set, with that set's cache: every workflow changed;
@@ -215,32 +243,37 @@ def bench_scale(work: Path, sizes: tuple[int, ...], runs: dict[int, int], seed: 
         stale_tree, stale_cache = ensure_stale(work, n, seed)
         fresh, over = work / f"fresh-{n}", work / f"over-{n}"
         cache = src / CACHE
+        blob, written = floors.capture(out, work / f"tree-{n}.marshal"), work / f"floor-write-{n}"
 
         def clean_fresh(fresh: Path = fresh, cache: Path = cache) -> None:
             remover(fresh)()
             remover(cache)()
 
-        def restore_stale(over: Path = over, cache: Path = cache) -> None:
-            remover(over)()
-            remover(cache)()
-            shutil.copytree(stale_tree, over, symlinks=True)
-            shutil.copytree(stale_cache, cache, symlinks=True)
+        def floor(case: str, before: Callable[[], None] | None = None, src: Path = src, out: Path = out,
+                  blob: Path = blob, written: Path = written) -> Case:
+            return Case(case, floors.argv(case, src, out, blob, written), before)
 
         files = sum(1 for p in out.rglob("*") if p.is_file())
         cases = [
             Case("build", [*ps, "build", str(src), "--out", str(fresh)], clean_fresh),
-            Case("build over a stale tree", [*ps, "build", str(src), "--out", str(over)], restore_stale),
+            floor(floors.PARSE_CASE),
+            Case("build over a stale tree", [*ps, "build", str(src), "--out", str(over)],
+                 restorer(stale_tree, stale_cache, over, cache)),
+            floor(floors.WRITE_CASE, remover(written)),
             Case("build, up to date", [*ps, "build", str(src), "--out", str(out)]),
             Case("check", [*ps, "check", str(src), "--out", str(out)]),
+            floor(floors.HASH_CASE),
             Case("check, no cache", [*ps, "check", str(src), "--out", str(out), "--no-cache"]),
+            floor(floors.START_CASE),
         ]
         r = measure(cases, runs[n], f"{n} workflows")
-        for path in (fresh, over):
+        for path in (fresh, over, written):
             shutil.rmtree(path, ignore_errors=True)
         input_bytes = sum(p.stat().st_size for p in src.iterdir() if p.is_file())
         output_bytes = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
         results[str(n)] = {"workflows": n, "input_bytes": input_bytes, "output_files": files,
                            "output_bytes": output_bytes, **r}
+        results[str(n)]["ratios"] = floors.ratios(results[str(n)])
     return results
 
 
@@ -299,6 +332,79 @@ def stage_profile(work: Path, n: int, seed: int, runs: int) -> dict[str, Any]:
         raise SystemExit(f"bench: stage profile failed:\n{proc.stderr[-2000:]}")
     shutil.rmtree(work / f"stages-{n}", ignore_errors=True)
     return {"workflows": n, "runs": runs, **json.loads(proc.stdout)}
+
+
+PROFILE_SCRIPT = r"""
+import cProfile, json, os, pstats, sys, time
+from projector.cli import main
+report, argv = sys.argv[1], sys.argv[2:]
+sys.stdout = open(os.devnull, "w")
+prof = cProfile.Profile()
+t0 = time.perf_counter()
+prof.enable()
+try:
+    code = main(argv)
+except SystemExit as exc:
+    code = exc.code
+prof.disable()
+wall = time.perf_counter() - t0
+if code:
+    sys.exit(f"exit {code}")
+
+def short(file):
+    for mark in ("/site-packages/", "/projector/"):
+        if mark in file:
+            return ("projector/" if mark == "/projector/" else "") + file.rsplit(mark, 1)[1]
+    return "stdlib " + os.path.basename(file)
+
+def label(key):
+    file, line, name = key
+    if file == "~":  # a builtin: "<built-in method posix.open>", "<method 'write' of '_io.BufferedWriter' objects>"
+        name = name.strip("<>").removeprefix("built-in method ").removeprefix("built-in function ")
+        if name.startswith("method '"):
+            meth, _, owner = name[len("method '"):].partition("' of '")
+            name = owner.removesuffix("' objects") + "." + meth
+        return name, name
+    where = short(file)
+    module = where.split("/")[0] if not where.startswith(("projector/", "stdlib ")) else where
+    return f"{where}:{line}({name})", module
+
+rows, modules, total = [], {}, 0.0
+for key, (cc, nc, tt, ct, callers) in pstats.Stats(prof).stats.items():
+    name, module = label(key)
+    rows.append({"function": name, "calls": nc, "own_s": tt, "cum_s": ct})
+    modules[module] = modules.get(module, 0.0) + tt
+    total += tt
+own = sorted(rows, key=lambda r: -r["own_s"])[:15]
+cum = sorted((r for r in rows if r["function"].startswith("projector/") and r["cum_s"] < 0.9 * total),
+             key=lambda r: -r["cum_s"])[:15]
+mods = [{"module": m, "own_s": t} for m, t in sorted(modules.items(), key=lambda kv: -kv[1])[:12]]
+with open(report, "w") as f:
+    json.dump({"argv": argv, "wall_s": wall, "total_s": total, "own": own, "cumulative": cum, "modules": mods}, f)
+"""
+
+
+def cprofile(work: Path, n: int, seed: int) -> dict[str, Any]:
+    """cProfile of a fresh build of ``n`` workflows and of a rebuild over a stale tree, each serial (``--jobs 1``:
+    a parallel build's workers would escape the profiler) in one process: the functions with the most time of their
+    own, the projector functions with the most time under them, and the own time by module. The profiler's
+    overhead inflates Python-heavy code against C: read it for shares, not for times."""
+    src, _ = ensure_tree(work, n, seed)
+    stale_tree, stale_cache = ensure_stale(work, n, seed)
+    fresh, over, cache = work / f"prof-fresh-{n}", work / f"prof-over-{n}", src / CACHE
+    out: dict[str, Any] = {"workflows": n}
+    for label, target, prepare in (
+            ("build", fresh, lambda: (remover(fresh)(), remover(cache)())),
+            ("build over a stale tree", over, restorer(stale_tree, stale_cache, over, cache))):
+        prepare()
+        report = work / "profile.json"
+        proc = subprocess.run([PY, "-c", PROFILE_SCRIPT, str(report), "build", str(src), "--out", str(target),
+                               "--jobs", "1"], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+        if proc.returncode:
+            raise SystemExit(f"bench: the profile of {label} failed:\n{proc.stderr[-2000:]}")
+        out[label] = json.loads(report.read_text("utf-8"))
+        remover(target)()
+    return out
 
 
 def mcp_free(work: Path) -> dict[str, bool]:
@@ -665,42 +771,14 @@ def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
         floor = cold[FLOOR]["wall_s"]
         check = cold[CHECK_COLD]["wall_s"]
         best = cold[CHECK_COLD]["wall_min_s"] / cold[FLOOR]["wall_min_s"]
-        rows.append({"target": "cold check of the examples (no cache yet, as in CI) / the import floor",
+        rows.append({"id": "check_vs_floor",
+                     "target": "cold check of the examples (no cache yet, as in CI) / the import floor",
                      "measured": f"{check / floor:.2f}x ({1000 * check:.0f} ms vs {1000 * floor:.0f} ms; fastest "
                      f"runs: {best:.2f}x; warm cache: "
                      f"{cold['project-skill check (examples, warm cache)']['wall_s'] / floor:.2f}x)",
                      "limit": "1.5x", "ok": check / floor <= TARGETS["check_vs_floor"],
                      "by": f"{check / floor / TARGETS['check_vs_floor']:.2f}x"})
-    scale = {n: r for n, r in res.get("scale", {}).items() if "build over a stale tree" in r}
-    if "1000" in scale:
-        k = scale["1000"]
-        fresh, over, check = k["build"]["wall_s"], k["build over a stale tree"]["wall_s"], k["check"]["wall_s"]
-        rows.append({"target": "1,000 workflows, fresh build into an empty folder (2 cores)",
-                     "measured": f"{fresh:.2f} s (CPU {k['build']['cpu_s']:.2f} s)", "limit": "1.0 s",
-                     "ok": fresh <= TARGETS["build_1000_s"], "by": f"{fresh / TARGETS['build_1000_s']:.2f}x"})
-        rows.append({"target": "1,000 workflows, build over a stale tree (every workflow changed)",
-                     "measured": f"{over:.2f} s (CPU {k['build over a stale tree']['cpu_s']:.2f} s)",
-                     "limit": "1.0 s", "ok": over <= TARGETS["build_1000_s"],
-                     "by": f"{over / TARGETS['build_1000_s']:.2f}x"})
-        rows.append({"target": "1,000, check of an unchanged tree with a warm cache",
-                     "measured": f"{check:.2f} s (no cache: {k['check, no cache']['wall_s']:.2f} s; build, up to "
-                     f"date: {k['build, up to date']['wall_s']:.2f} s)", "limit": "0.3 s",
-                     "ok": check <= TARGETS["check_1000_warm_s"],
-                     "by": f"{check / TARGETS['check_1000_warm_s']:.2f}x"})
-        rows.append({"target": "1,000, rebuild over a stale tree / fresh build", "measured": f"{over / fresh:.2f}x",
-                     "limit": "1.1x", "ok": over / fresh <= TARGETS["stale_vs_fresh"],
-                     "by": f"{over / fresh / TARGETS['stale_vs_fresh']:.2f}x"})
-    elif "scale" in res:
-        rows.append({"target": "1,000 workflows: fresh, over a stale tree, warm check", "measured":
-                     "not run (no 1,000 size)", "limit": "1.0 s, 1.0 s, 0.3 s", "ok": None})
-    if "1000" in scale and "10000" in scale:
-        r = scale["10000"]["build"]["wall_s"] / scale["1000"]["build"]["wall_s"]
-        rows.append({"target": "10,000 / 1,000 workflows, fresh build", "measured": f"{r:.2f}x",
-                     "limit": "11x", "ok": r <= TARGETS["build_10000_vs_1000"],
-                     "by": f"{r / TARGETS['build_10000_vs_1000']:.2f}x"})
-    elif "scale" in res:
-        rows.append({"target": "10,000 / 1,000 workflows, fresh build", "measured": "not run (sizes)",
-                     "limit": "11x", "ok": None})
+    rows += scale_rows(res, quick)
     srv = res.get("server")
     if srv:
         t = srv["throughput"]
@@ -730,37 +808,105 @@ def evaluate(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
                      "limit": "no mcp", "ok": all(mf.values())})
     if quick:
         for row in rows:
-            if "1,000" in row["target"] or "10,000" in row["target"]:
+            if row.get("sized"):
                 row["ok"] = None
     return rows
 
 
+def _scale(res: dict[str, Any]) -> dict[str, Any]:
+    """The sizes of b (results of an older bench name their cases otherwise, and are left out)."""
+    return {n: r for n, r in res.get("scale", {}).items() if "build over a stale tree" in r}
+
+
+def scale_rows(res: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
+    """The build and check targets: at 1,000 workflows (with ``--quick``, at the largest size, as n/a), each a
+    ratio to this run's floors, the absolute times beside it; and 10,000 against 1,000."""
+    scale = _scale(res)
+    if not scale:
+        return []
+    n = "1000" if "1000" in scale else (max(scale, key=int) if quick else None)
+    if n is None:
+        rows = [{"target": "1,000 workflows: fresh build, rebuild over a stale tree, warm check", "sized": True,
+                 "measured": "not run (no 1,000 size)", "limit": "0.8x, 1.1x, 1.5x", "ok": None}]
+    else:
+        rows = size_rows(int(n), scale[n], res["machine"].get("cpus_usable") or 1)
+    if "1000" in scale and "10000" in scale:
+        r = scale["10000"]["build"]["wall_s"] / scale["1000"]["build"]["wall_s"]
+        rows.append({"id": "build_10000_vs_1000", "target": "10,000 / 1,000 workflows, fresh build", "sized": True,
+                     "measured": f"{r:.2f}x", "limit": "11x", "ok": r <= TARGETS["build_10000_vs_1000"],
+                     "by": f"{r / TARGETS['build_10000_vs_1000']:.2f}x"})
+    else:
+        rows.append({"target": "10,000 / 1,000 workflows, fresh build", "measured": "not run (sizes)",
+                     "limit": "11x", "ok": None, "sized": True})
+    return rows
+
+
+def _row(ident: str, target: str, measured: str, ratio: float) -> dict[str, Any]:
+    limit = TARGETS[ident]
+    return {"id": ident, "target": target, "measured": measured, "limit": f"{limit:g}x", "ok": ratio <= limit,
+            "over": ratio > limit, "by": f"{ratio / limit:.2f}x", "sized": True}
+
+
+def size_rows(n: int, k: dict[str, Any], cores: int) -> list[dict[str, Any]]:
+    """The three ratio targets of one size ``k`` (a bench_scale entry)."""
+    q = floors.ratios(k)
+    if q is None:
+        return [{"target": f"{n:,} workflows: fresh build, rebuild over a stale tree, warm check, against the floors",
+                 "measured": "floors not measured (results of an older bench)", "limit": "0.8x, 1.1x, 1.5x",
+                 "ok": None, "sized": True}]
+    fresh, over, check = (k[c]["wall_s"] for c in ("build", "build over a stale tree", "check"))
+    start, parse, write, hashed = (k[c]["wall_s"] for c in (floors.START_CASE, floors.PARSE_CASE, floors.WRITE_CASE,
+                                                              floors.HASH_CASE))
+    return [
+        _row("build_vs_floor", f"{n:,} workflows, fresh build ({cores} cores) / (parse floor + write floor - one "
+             "start-up)", f"{q['build_vs_floor']:.2f}x ({fresh:.2f} s, CPU {k['build']['cpu_s']:.2f} s; floor "
+             f"{parse:.2f} + {write:.2f} - {start:.2f} = {q['floor_build_s']:.2f} s)", q["build_vs_floor"]),
+        _row("stale_vs_fresh", f"{n:,}, rebuild over a stale tree (every workflow changed) / fresh build",
+             f"{q['stale_vs_fresh']:.2f}x ({over:.2f} s, CPU {k['build over a stale tree']['cpu_s']:.2f} s; fresh "
+             f"{fresh:.2f} s)", q["stale_vs_fresh"]),
+        _row("check_warm_vs_floor", f"{n:,}, warm up-to-date check / read-and-hash floor",
+             f"{q['check_vs_floor']:.2f}x ({check:.2f} s vs {hashed:.2f} s; no cache: "
+             f"{k['check, no cache']['wall_s']:.2f} s; build, up to date: {k['build, up to date']['wall_s']:.2f} s)",
+             q["check_vs_floor"]),
+    ]
+
+
 def notes(res: dict[str, Any]) -> list[str]:
-    """What the stage profile says about each missed build or check target (from this run's numbers)."""
+    """What the stage profile and the floors say about each missed build or check target (this run's numbers)."""
     st, out = res["stages"]["stages"], []
     cores = res["machine"].get("cpus_usable") or 1
     parallel = sum(st[k] for k in st if k.startswith(("load", "project", "bundle")))
     serial = sum(st[k] for k in st if k.startswith(("discover", "read", "cross-file", "write: stage", "cache: write")))
-    missed = {r["target"] for r in res.get("verdicts", []) if r["ok"] is False}
+    # Missed, or (--quick, no verdict) over the limit at the size measured.
+    missed = {r.get("id") for r in res.get("verdicts", []) if r["ok"] is False or r.get("over")}
     n = res["stages"]["workflows"]
-    if any("fresh build into an empty folder" in t for t in missed):
+    k = _scale(res).get(str(n), {})
+    written = st["write: stage and swap (empty folder)"]
+    if "build_vs_floor" in missed:
+        floor = (f" The floors of this size: parsing alone takes {fmt_ms(k[floors.PARSE_CASE]['wall_s'])} and "
+                 f"writing the same tree alone {fmt_ms(k[floors.WRITE_CASE]['wall_s'])}, each in one fresh "
+                 "interpreter; the build's write stage is "
+                 f"{written / k[floors.WRITE_CASE]['wall_s']:.2f}x the write floor." if floors.PARSE_CASE in k else "")
         out.append(f"- **Fresh build of {n:,}.** Load, project and bundle take {fmt_ms(parallel)} of CPU on one core; "
                    f"over {cores} cores at best {fmt_ms(parallel / cores)}. The main process adds "
                    f"{fmt_ms(serial)} (reading, cross-file checks, the cache's writes and, the largest, writing the "
-                   f"tree: {fmt_ms(st['write: stage and swap (empty folder)'])}), and the imports "
+                   f"tree: {fmt_ms(written)}), and the imports "
                    f"{fmt_ms(res['stages']['imports_s'])}: a floor of about "
-                   f"{fmt_ms(parallel / cores + serial + res['stages']['imports_s'])} before process start-up.")
-    if any("stale tree / fresh" in t or "build over a stale tree" in t for t in missed):
-        d = st["write: over a stale tree"] - st["write: stage and swap (empty folder)"]
+                   f"{fmt_ms(parallel / cores + serial + res['stages']['imports_s'])} before process start-up."
+                   + floor)
+    if "stale_vs_fresh" in missed:
+        d = st["write: over a stale tree"] - written
         out.append(f"- **Rebuild over a stale tree.** Writing over the old tree takes "
-                   f"{fmt_ms(st['write: over a stale tree'])} against "
-                   f"{fmt_ms(st['write: stage and swap (empty folder)'])} into an empty folder: {fmt_ms(d)} more, "
-                   "for walking the old tree and removing it after the atomic swap (projector/disk.py).")
-    if any("warm cache" in t and "check" in t for t in missed):
+                   f"{fmt_ms(st['write: over a stale tree'])} against {fmt_ms(written)} into an empty folder: "
+                   f"{fmt_ms(d)} more, for walking the old tree and removing it after the atomic swap "
+                   "(projector/disk.py).")
+    if "check_warm_vs_floor" in missed:
+        floor = (f" The read-and-hash floor, which reads every input and output file in one fresh interpreter: "
+                 f"{fmt_ms(k[floors.HASH_CASE]['wall_s'])}." if floors.HASH_CASE in k else "")
         out.append(f"- **Warm check of {n:,}.** Imports {fmt_ms(res['stages']['imports_s'])}, reading the cache "
                    f"{fmt_ms(st['cache: read entries (a warm run)'])}, comparing with the tree "
                    f"{fmt_ms(st['compare with disk (check)'])}, reading the workflows "
-                   f"{fmt_ms(st['read workflow files'])}, on top of the interpreter's start.")
+                   f"{fmt_ms(st['read workflow files'])}, on top of the interpreter's start." + floor)
     return out or ["Every build and check target measured in this run passes."]
 
 
@@ -768,16 +914,78 @@ def fmt_ms(s: float) -> str:
     return f"{1000 * s:,.0f} ms" if s < 10 else f"{s:,.1f} s"
 
 
+def _md_floors_intro() -> list[str]:
+    return ["", "Each build and check target is a ratio to a floor measured in the same run, round-robin with the "
+            "targets' cases (bench/floors.py): what one fresh interpreter takes to do only the unavoidable part. "
+            "*parse floor*: read every workflow file and parse it with libyaml (`yaml.load(..., "
+            "Loader=yaml.CSafeLoader)`), building no model. *write floor*: write the build's own output tree (the "
+            "same folders and bytes, captured from a build) into an empty folder, with no staging, swap or sync. "
+            "*read-and-hash floor*: read and SHA-256 every workflow file and every file of the output tree. "
+            "*start-up*: `python -c pass`. A fresh build is held to 0.8x (parse + write - one start-up): it spreads "
+            "the parsing over the cores.", "",
+            "Retired (issue 23): " + "; ".join(f"`{k}`, {why}" for k, (_, why) in RETIRED.items()) + ". An absolute "
+            "time on a shared VM moves by 2x from one run to the next; the absolute times are still shown beside "
+            "each ratio and in b."]
+
+
+def _md_floors(scale: dict[str, Any], sizes: list[str]) -> list[str]:
+    """b's second table: the floors of each size and the targets' ratios to them."""
+    measured = [n for n in sizes if floors.ratios(scale[n])]
+    if not measured:
+        return []
+    lines = ["", "The floors of each size, in the same rounds as the cases above (medians; CPU in brackets), and the "
+             "ratios the targets are held to:", "",
+             "| workflows | start-up | parse | write | read and hash | parse + write - start-up | build / that | "
+             "over a stale tree / build | check / read and hash |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in measured:
+        r, q = scale[n], floors.ratios(scale[n])
+        cells = [f"{fmt_ms(r[c]['wall_s'])} ({fmt_ms(r[c]['cpu_s'])})"
+                 for c in (floors.START_CASE, floors.PARSE_CASE, floors.WRITE_CASE, floors.HASH_CASE)]
+        lines.append(f"| {int(n):,} | {' | '.join(cells)} | {fmt_ms(q['floor_build_s'])} | "
+                     f"{q['build_vs_floor']:.2f}x | {q['stale_vs_fresh']:.2f}x | {q['check_vs_floor']:.2f}x |")
+    if len(measured) >= 2:
+        a, b = measured[-2], measured[-1]
+        for case in (floors.PARSE_CASE, floors.WRITE_CASE, floors.HASH_CASE):
+            ta, tb = scale[a][case]["wall_s"], scale[b][case]["wall_s"]
+            lines += ["", f"- {case}: {int(b):,} workflows take {tb / ta:.2f}x the time of {int(a):,}."]
+    return lines
+
+
+def _md_profile(prof: dict[str, Any] | None) -> list[str]:
+    """g's cProfile tables: a fresh build and a rebuild over a stale tree, serial, under the profiler."""
+    if not prof:
+        return []
+    lines: list[str] = []
+    for label in ("build", "build over a stale tree"):
+        p = prof.get(label)
+        if not p:
+            continue
+        total = p["total_s"]
+        lines += ["", f"### cProfile: `{label}` of {prof['workflows']:,} workflows, serial (`--jobs 1`)", "",
+                  f"{fmt_ms(p['wall_s'])} under the profiler (its overhead inflates Python code against C: read the "
+                  "shares). Own time by module, the functions with the most time of their own, and the projector "
+                  "functions with the most time under them:", "",
+                  "| module | own time | share |", "|---|---:|---:|"]
+        lines += [f"| {m['module']} | {fmt_ms(m['own_s'])} | {100 * m['own_s'] / total:.0f} % |" for m in p["modules"]]
+        lines += ["", "| function | calls | own time | share | with callees |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| `{f['function']}` | {f['calls']:,} | {fmt_ms(f['own_s'])} | {100 * f['own_s'] / total:.0f} % | "
+                  f"{fmt_ms(f['cum_s'])} |" for f in p["own"][:12]]
+        lines += ["", "| projector function | calls | with callees | share |", "|---|---:|---:|---:|"]
+        lines += [f"| `{f['function']}` | {f['calls']:,} | {fmt_ms(f['cum_s'])} | {100 * f['cum_s'] / total:.0f} % |"
+                  for f in p["cumulative"]]
+    return lines
+
+
 def render_md(res: dict[str, Any]) -> str:
     m = res["machine"]
     lines = ["# Performance", "",
              "Measured by `bench/bench.py`" + (" in `--quick` mode (reduced sizes: not a verdict)" if res["quick"]
                                                else "") + ". Reproduce with:", "",
-             "```sh", ".venv/bin/python bench/bench.py                 # the full run: 10 to 15 minutes",
+             "```sh", ".venv/bin/python bench/bench.py                 # the full run: 12 to 17 minutes",
              ".venv/bin/python bench/bench.py --only targets  # the build and check targets only: a few minutes",
              ".venv/bin/python bench/bench.py --quick         # a smoke test: under a minute", "```", "",
              "Every time is the median of several cold runs of a fresh process, run round-robin so changes in machine "
-             "load hit every case alike; CPU is user + system time of that process, and peak memory its maximum "
+             "load hit every case alike, each after an untimed sync of what the case before it wrote; CPU is user + system time of that process, and peak memory its maximum "
              "resident set. The workflow sets are synthetic and deterministic (`bench/workgen.py`, seed "
              f"{res['seed']}): 3 to 8 steps each, every data-source kind, guidance, acknowledged and unacknowledged "
              "gate warnings, resource-only steps with templates, and every kind of tool annotation.", "",
@@ -803,6 +1011,7 @@ def render_md(res: dict[str, Any]) -> str:
     for row in res["verdicts"]:
         by = f" by {row['by']}" if row.get("by") and row["ok"] is False else ""
         lines.append(f"| {row['target']} | {row['measured']} | {row['limit']} | **{verdict(row['ok'])}**{by} |")
+    lines += _md_floors_intro()
 
     cold = res.get("cold")
     if cold:
@@ -846,6 +1055,7 @@ def render_md(res: dict[str, Any]) -> str:
                 lines.append(f"- {cmd}: {nb:,} workflows take {tb / ta:.2f}x the time of {na:,} "
                              f"({nb / na:.0f}x the work); the marginal cost is {marginal:.2f} ms per workflow "
                              f"(CPU time: {scale[b][cmd]['cpu_s'] / scale[a][cmd]['cpu_s']:.2f}x).")
+        lines += _md_floors(scale, sizes)
 
     srv = res.get("server")
     if srv:
@@ -930,14 +1140,15 @@ def render_md(res: dict[str, Any]) -> str:
         for k, v in stages["stages"].items():
             share = "" if k.startswith(extra) else f"{100 * v / total:.0f} %"
             lines.append(f"| {k} | {fmt_ms(v)} | {share} |")
-        lines += ["", *notes(res)]
+        lines += _md_profile(res.get("profile"))
+        lines += ["", "### What the misses come from", "", *notes(res)]
     lines += ["", "Raw numbers: `bench/results.json`."]
     return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------------------------------------ main
 
-PART_KEYS = {"cold": ("cold", "mcp_free"), "scale": ("scale", "stages"), "server": ("server", "server_skipped"),
+PART_KEYS = {"cold": ("cold", "mcp_free"), "scale": ("scale", "stages", "profile"), "server": ("server", "server_skipped"),
              "fastmcp": ("fastmcp", "fastmcp_skipped")}
 
 
@@ -1007,6 +1218,8 @@ def main(argv: list[str] | None = None) -> int:
             n = 1000 if 1000 in sizes else max(sizes)
             print(f"g. stages of a fresh build of {n}", file=sys.stderr)
             res["stages"] = stage_profile(work, n, args.seed, 3)
+            print(f"g. cProfile of a fresh build and a stale rebuild of {n}", file=sys.stderr)
+            res["profile"] = cprofile(work, n, args.seed)
         if args.no_server or "server" not in parts:
             res["server_skipped"] = "--no-server" if args.no_server else "--only " + " ".join(sorted(parts))
         else:

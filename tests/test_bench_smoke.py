@@ -106,3 +106,96 @@ def test_revised_set_changes_every_workflow_and_keeps_every_name(workgen, tmp_pa
     old, new = compile_workflows(load_all([(tmp_path / "orig").as_posix()])), compile_workflows(workflows)
     assert set(old.files) == set(new.files)
     assert all(old.files[rel] != new.files[rel] for rel in old.files)  # every file of the tree is stale
+
+
+# --- the bench itself: floors, ratios, the page (issue 23). No time is asserted: only that each is measured. ------
+
+@pytest.fixture(scope="module")
+def bench_modules():
+    """bench/bench.py and bench/floors.py, imported as the bench runs them (its folder on sys.path)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_main", ROOT / "bench" / "bench.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        yield module, sys.modules["floors"]
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def test_write_floor_writes_the_builds_own_tree(workgen, bench_modules, tmp_path: Path) -> None:
+    import subprocess
+
+    from projector.output import write
+
+    _, floors = bench_modules
+    out = tmp_path / "out"
+    write(compile_workflows(load_all([workgen.write_set(15, tmp_path / "wf", seed=5).as_posix()])), out)
+    blob = floors.capture(out, tmp_path / "tree.marshal")
+    target = tmp_path / "floor"
+    for case in floors.SCRIPTS:
+        subprocess.run(floors.argv(case, tmp_path / "wf", out, blob, target), check=True, timeout=120)
+    assert floors.tree_files(target) == floors.tree_files(out)  # the same folders, names and bytes
+    assert len(floors.tree_files(out)) == 31  # 15 bundles of 2 files, and skills.json
+
+
+def _scale_entry(fresh: float, over: float, check: float, start: float, parse: float, write: float,
+                 hashed: float, floors) -> dict:
+    def m(wall: float) -> dict:
+        return {"wall_s": wall, "cpu_s": wall, "wall_min_s": wall, "wall_max_s": wall, "maxrss_mb": 30.0, "runs": 1}
+
+    entry = {"build": m(fresh), "build over a stale tree": m(over), "build, up to date": m(check), "check": m(check),
+             "check, no cache": m(fresh), floors.START_CASE: m(start), floors.PARSE_CASE: m(parse),
+             floors.WRITE_CASE: m(write), floors.HASH_CASE: m(hashed)}
+    entry["ratios"] = floors.ratios(entry)
+    return entry
+
+
+def test_targets_are_ratios_to_the_floors(bench_modules) -> None:
+    bench, floors = bench_modules
+    machine = {"cpus_usable": 2}
+    # parse 1.1 + write 0.8 - start-up 0.1 = 1.8 s: a build of 1.44 s is 0.8x (the limit), 1.62 s is 0.9x
+    passing = _scale_entry(1.44, 1.5, 0.3, 0.1, 1.1, 0.8, 0.2, floors)
+    missing = _scale_entry(1.62, 1.9, 0.4, 0.1, 1.1, 0.8, 0.2, floors)
+    for entry, ok in ((passing, True), (missing, False)):
+        rows = {r["id"]: r for r in bench.evaluate({"machine": machine, "scale": {"1000": entry}}, quick=False)
+                if "id" in r}
+        assert set(rows) == {"build_vs_floor", "stale_vs_fresh", "check_warm_vs_floor"}
+        assert all(r["ok"] is ok for r in rows.values()), rows
+    assert floors.ratios(missing)["build_vs_floor"] == pytest.approx(0.9)
+    assert floors.ratios(missing)["check_vs_floor"] == pytest.approx(2.0)
+    assert "build_1000_s" not in bench.TARGETS and "check_1000_warm_s" not in bench.TARGETS  # retired
+    # --quick: the same rows at its largest size, without a verdict
+    quick = bench.evaluate({"machine": machine, "scale": {"300": missing}}, quick=True)
+    assert [r["ok"] for r in quick] == [None] * len(quick) and quick[0]["id"] == "build_vs_floor"
+    # results of an older bench (no floors) render, and say so
+    old = {k: v for k, v in missing.items() if not k.startswith("floor:")}
+    assert bench.evaluate({"machine": machine, "scale": {"1000": old}}, quick=False)[0]["ok"] is None
+
+
+def test_quick_bench_measures_the_floors_and_the_ratios(tmp_path: Path) -> None:
+    """One round of a tiny --quick run of part b: every floor is measured in the run, the ratios computed, and the
+    page shows them with the profile."""
+    import json
+    import subprocess
+
+    subprocess.run([sys.executable, str(ROOT / "bench" / "bench.py"), "--quick", "--only", "scale", "--sizes", "12",
+                    "--runs", "1", "--out", str(tmp_path)], check=True, cwd=ROOT, timeout=600,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    res = json.loads((tmp_path / "results.json").read_text("utf-8"))
+    entry = res["scale"]["12"]
+    for case in ("floor: start-up (python -c pass)", "floor: read and parse the workflows (libyaml)",
+                 "floor: write the output tree into an empty folder",
+                 "floor: read and hash the workflows and the tree"):
+        assert entry[case]["runs"] == 1 and entry[case]["wall_s"] > 0, case
+    assert set(entry["ratios"]) == {"floor_build_s", "build_vs_floor", "stale_vs_fresh", "check_vs_floor"}
+    assert all(v > 0 for v in entry["ratios"].values())
+    ids = {r.get("id"): r for r in res["verdicts"]}
+    assert {"build_vs_floor", "stale_vs_fresh", "check_warm_vs_floor"} <= set(ids)
+    assert all(ids[i]["ok"] is None for i in ("build_vs_floor", "stale_vs_fresh", "check_warm_vs_floor"))
+    for label in ("build", "build over a stale tree"):
+        assert res["profile"][label]["own"] and res["profile"][label]["modules"], label
+    page = (tmp_path / "results.md").read_text("utf-8")
+    assert "parse + write - start-up" in page and "### cProfile: `build` of 12 workflows" in page
+    assert "Retired (issue 23)" in page
