@@ -24,7 +24,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from projector.remote.agent_pydantic import READ_TOOL, agent_from_lock, user_prompt  # noqa: E402
 from projector.remote.compose import CompositionRefused  # noqa: E402
 from projector.remote.pins import Lock, pin_entry, write_lock  # noqa: E402
-from projector.remote.verify import parse_entry  # noqa: E402
+from projector.sep2640 import parse_entry  # noqa: E402
 from projector.server.demo import demo_server  # noqa: E402
 from remote_fixtures import GENERATED, ROOT, SCHEME, Served, honest, serve  # noqa: E402
 
