@@ -22,7 +22,8 @@ def agentskills() -> str:
 
 
 def test_there_are_bundles():
-    assert [b.name for b in BUNDLES] == ["code-mode", "hello-world", "refund-flow", "refund-flow-gated"]
+    assert [b.name for b in BUNDLES] == ["code-mode", "hello-world", "refund-flow", "refund-flow-approved",
+                                         "refund-flow-gated"]
 
 
 @pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: p.name)

@@ -104,8 +104,8 @@ async def _agent_server(tmp_path: Path, framework: str = "mcp", skills=None):
 async def test_agent_tool_declines_the_ineligible_order_and_refunds_the_eligible_one(tmp_path):
     server, store, lock = await _agent_server(tmp_path)
     assert [p["uri"] for p in json.loads(lock.read_text())["skills"]] == [
-        "skill://code-mode/SKILL.md", "skill://hello-world/SKILL.md", "skill://refund-flow-gated/SKILL.md",
-        "skill://refund-flow/SKILL.md"]
+        "skill://code-mode/SKILL.md", "skill://hello-world/SKILL.md", "skill://refund-flow-approved/SKILL.md",
+        "skill://refund-flow-gated/SKILL.md", "skill://refund-flow/SKILL.md"]
     async with Client(server) as client:
         res = await client.call_tool(AGENT_TOOL, {"skill": "refund-flow", "arguments": {"order_id": "A1002"}})
         assert not res.is_error

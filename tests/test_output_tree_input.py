@@ -275,7 +275,8 @@ def test_write_reads_no_more_than_the_size_it_expects(out, monkeypatch):
 
 def test_the_previous_index_is_read_with_a_bound(out, monkeypatch):
     build = _build()
-    assert output._owned_dirs(out, 1 << 20) == ({"code-mode", "hello-world", "refund-flow", "refund-flow-gated"}, "")
+    assert output._owned_dirs(out, 1 << 20) == ({"code-mode", "hello-world", "refund-flow", "refund-flow-approved",
+                                                    "refund-flow-gated"}, "")
     assert output._owned_dirs(out / "nowhere", 1 << 20) == (set(), "")
     size = len(build.files["skills.json"])
     assert output._owned_dirs(out, 10) == (set(), f"it is {size} bytes, over the limit of 10")

@@ -479,5 +479,6 @@ def test_keep_going_refuses_a_bad_folder_name_and_writes_the_rest(cli, tmp_path)
     servers["home"], rec = serve(mutate=lambda s: rename(s, "hello-world", "$HOME"))
     rc, _, err = run("remote", "load", "home", "--all", "--keep-going", "--out", str(out))
     assert rc == 1 and "skill://$HOME/SKILL.md: error[bad-output-path]: '$HOME' cannot name a folder" in err
-    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "refund-flow", "refund-flow-gated", "skills.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "refund-flow", "refund-flow-approved",
+                                                "refund-flow-gated", "skills.json"]
     assert not any("$HOME" in uri for uri in rec.reads)

@@ -22,11 +22,12 @@ def test_keep_going_writes_what_verified_and_names_what_was_refused(cli, tmp_pat
     out = tmp_path / "out"
     rc, stdout, err = run("remote", "load", "tampered", "--all", "--keep-going", "--out", str(out))
     assert rc == 1 and "Traceback" not in err
-    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow-gated", "skills.json"]
-    for name in ("code-mode", "hello-world", "refund-flow-gated"):
+    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow-approved",
+                                                "refund-flow-gated", "skills.json"]
+    for name in ("code-mode", "hello-world", "refund-flow-approved", "refund-flow-gated"):
         assert (out / name / "SKILL.md").read_bytes() == (GENERATED / name / "SKILL.md").read_bytes()
     assert "error[frontmatter-mismatch]" in err
-    assert f"refused 1 skill: {SKILL}; wrote the other 3 skills" in err
+    assert f"refused 1 skill: {SKILL}; wrote the other 4 skills" in err
     assert f"verified {SCHEME}code-mode/SKILL.md" in stdout and f"verified {SKILL}" not in stdout
 
 
@@ -37,6 +38,7 @@ def test_keep_going_json_lists_the_refused(cli, tmp_path):
     doc = json.loads(stdout)
     assert rc == 1
     assert [s["uri"] for s in doc["skills"]] == [f"{SCHEME}code-mode/SKILL.md", f"{SCHEME}hello-world/SKILL.md",
+                                                 f"{SCHEME}refund-flow-approved/SKILL.md",
                                                  f"{SCHEME}refund-flow-gated/SKILL.md"]
     assert [(r["uri"], [e["code"] for e in r["errors"]]) for r in doc["refused"]] == [(SKILL,
                                                                                       ["frontmatter-mismatch"])]
@@ -56,4 +58,5 @@ def test_keep_going_with_nothing_refused_exits_0(cli, tmp_path):
     rc, _, err = run("remote", "load", "honest", "--all", "--keep-going", "--out", str(tmp_path / "o"))
     assert rc == 0, err
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["code-mode", "hello-world", "refund-flow",
-                                                                  "refund-flow-gated", "skills.json"]
+                                                                  "refund-flow-approved", "refund-flow-gated",
+                                                                  "skills.json"]

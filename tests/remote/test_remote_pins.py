@@ -107,7 +107,7 @@ def test_pin_reads_no_file_and_is_byte_stable(cli, tmp_path):
     lock = tmp_path / "skills.lock"
     rc, out, err = run("pin", "srv", "--lock", str(lock))
     assert rc == 0, err
-    assert "4 skills of srv pinned; no file read" in out
+    assert "5 skills of srv pinned; no file read" in out
     first = lock.read_bytes()
     assert run("pin", "srv", "--lock", str(lock))[0] == 0
     assert lock.read_bytes() == first
@@ -139,7 +139,7 @@ def test_locked_load_of_the_pinned_manifest_succeeds(cli, tmp_path):
     run("pin", "srv", "--lock", str(lock))
     rc, out, err = run("remote", "load", "srv", "--locked", str(lock), "--out", str(tmp_path / "o"))
     assert rc == 0, err
-    assert out.count("verified") == 4
+    assert out.count("verified") == 5
 
 
 def changed_tools(served: Served) -> None:

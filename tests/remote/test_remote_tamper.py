@@ -28,7 +28,7 @@ async def test_list_reads_no_file():
     async with connect(server) as remote:
         entries = await remote.list_skills()
     assert [e.uri for e in entries] == [f"{SCHEME}{n}/SKILL.md" for n in (
-        "code-mode", "hello-world", "refund-flow-gated", "refund-flow")]  # sorted by path: "-" before "/"
+        "code-mode", "hello-world", "refund-flow-approved", "refund-flow-gated", "refund-flow")]  # sorted by path: "-" before "/"
     assert rec.reads == []
     assert set(rec.methods()) <= {"server/discover", "initialize", "notifications/initialized", "skills/list"}
 
@@ -45,7 +45,7 @@ async def test_list_follows_every_page():
     attach(server, ext, None, bootstrap_prompts=False)
     async with connect(server) as remote:
         entries = await remote.list_skills()
-    assert len(entries) == 4
+    assert len(entries) == 5
 
 
 @pytest.mark.anyio
@@ -85,7 +85,7 @@ def test_cli_list_prints_no_server_text_raw(cli):
     rc, out, err = run("remote", "list", "hostile")
     assert rc == 0 and "\x1b" not in out + err and "\x07" not in out + err and "\u202e" not in out + err
     lines = out.splitlines()
-    assert len(lines) == 4
+    assert len(lines) == 5
     assert lines[0].endswith("clear\\x1b[2J\\x07 ok\\u202eevil fake: line")
     assert lines[1].startswith(f"{SCHEME}hello\\x1b]0;title\\x07/SKILL.md  (")
     rc, out, _ = run("remote", "list", "hostile", "--format", "json")
@@ -108,8 +108,8 @@ def test_cli_load_all_out_writes_the_same_bytes(cli, tmp_path):
     rc, _, err = run("remote", "load", "honest", "refund-flow", "--out", str(out))
     assert rc == 0, err
     assert tree(out) == expected
-    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow", "refund-flow-gated",
-                                                     "skills.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["code-mode", "hello-world", "refund-flow", "refund-flow-approved",
+                                                     "refund-flow-gated", "skills.json"]
 
 
 def test_cli_load_by_name_uri_and_unknown(cli):

@@ -264,8 +264,8 @@ def test_remote_list_takes_the_option_and_says_it_reads_no_file(cli):
     servers, run = cli
     servers["s"], rec = serve()
     rc, out, err = run("remote", "list", "s", "--frontmatter-yaml", "1.1")
-    assert rc == 0 and out.count("\n") == 4
-    assert err == "4 skills listed; no file read (their frontmatter will be read as YAML 1.1 when loaded)\n"
+    assert rc == 0 and out.count("\n") == 5
+    assert err == "5 skills listed; no file read (their frontmatter will be read as YAML 1.1 when loaded)\n"
     assert rec.reads == []
     rc, _, err = run("remote", "list", "s", "--frontmatter-yaml", "1.0")
     assert rc == 2 and "invalid choice: '1.0'" in err
@@ -378,7 +378,7 @@ def test_a_listing_with_skills_is_unaffected_by_allow_empty(cli):
     servers, run = cli
     servers["s"], _ = serve()
     rc, out, _ = run("remote", "load", "s", "--all", "--allow-empty")
-    assert rc == 0 and out.count("verified ") == 4
+    assert rc == 0 and out.count("verified ") == 5
 
 
 def test_docs_quote_the_refusal_and_the_note_as_printed():
