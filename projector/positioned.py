@@ -300,7 +300,7 @@ class Reader:
             if not ok:
                 return None
         else:
-            key = None
+            key = [] if isinstance(knode, yaml.SequenceNode) else {}
         if not isinstance(key, str):
             self.diags.append(error(self.span(knode.start_mark), "wrong-type",
                                     f"a key must be a string, not {type_name(key)}", "quote the key"))
@@ -352,7 +352,7 @@ def syntax_hint(text: str, exc: yaml.MarkedYAMLError) -> str | None:
         body = line[len(indent): mark.column]
         while body.startswith("- "):
             body = body[2:].lstrip(" ")
-        key, sep, _ = body.partition(": ")
+        key, sep, _ = body.rpartition(": ")
         if not sep:  # the first colon of the line: its key is read as the rest of the value above
             key = body.strip()
             return (f"line {mark.line + 1} is indented more than the line above it, so YAML reads '{key}' as part "
