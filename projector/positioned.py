@@ -330,7 +330,7 @@ def syntax_hint(text: str, exc: yaml.MarkedYAMLError) -> str | None:
     mark = exc.problem_mark or exc.context_mark
     if mark is None:
         return None
-    lines = text.split("\n")
+    lines = text.splitlines()  # as YAML counts lines: after normalize, also at U+0085, U+2028 and U+2029
     line = lines[mark.line] if mark.line < len(lines) else ""
     indent = line[: len(line) - len(line.lstrip(" \t"))]
     problem, context, opened = exc.problem or "", exc.context or "", exc.context_mark

@@ -99,6 +99,8 @@ SNIPPETS: dict[str, str | bytes] = {
     "byte-order-mark": "\ufeffname: x\ndescription: d\n" + _REST,
     "lone-cr-line-ends": "name: x\rdescription: d\r" + _TOOLS.replace("\n", "\r") + "steps:\r  - name: a\r   tool: t\r",
     # A hint for each kind of YAML syntax error.
+    # YAML breaks lines at U+2028 too, and so do the positions and the hints (the quote is named).
+    "line-separator-before-an-unclosed-quote": _REST + "name: x\ndescription: d\u2028title: 'T\n",
     "quote-unclosed-before-a-document-end": "name: x\ndescription: 'd\n---\n" + _REST,
     "directive-without-document-start": "%YAML 1.1\nname: x\ndescription: d\n" + _REST,
     "colon-in-a-flow-mapping": "name: x\ndescription: d\n" + _TOOLS + "steps: [{name: a: b, tool: t}]\n",
