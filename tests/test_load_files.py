@@ -57,8 +57,8 @@ def test_a_link_in_a_folder_to_a_file_beyond_every_folder_scanned_is_refused_unr
     with pytest.raises(LoadError) as raised:
         load_all(["wf"])
     assert _report(raised.value) == [
-        "wf/b.yaml: error[outside-root]: the file is a link to a file outside every folder being compiled; it was not "
-        "read\n  hint: name the file on the command line to compile it anyway, or copy it into the folder"]
+        ("wf/b.yaml: error[outside-root]: the file is a link to a file outside every folder being compiled; it was not "
+         "read\n  hint: name the file on the command line to compile it anyway, or copy it into the folder")]
     # Named on the command line, the same link is read: the user chose it.
     assert [wf.name for wf in load_all(["wf/b.yaml"])] == ["secret"]
     assert load_file(tmp_path / "wf" / "b.yaml").name == "secret"

@@ -171,16 +171,16 @@ def test_too_deep_without_a_deep_node_found_is_reported_once_at_the_start():
     reader._refuse_depth()
     reader._refuse_depth()
     assert [format_text(d) for d in reader.diags] == [
-        "f.yaml:1:1: error[too-deep]: the YAML nests deeper than 100 levels\n"
-        "  hint: a workflow needs a few levels; flatten the value"]
+        ("f.yaml:1:1: error[too-deep]: the YAML nests deeper than 100 levels\n"
+         "  hint: a workflow needs a few levels; flatten the value")]
 
 
 @pytest.mark.skipif(not positioned.HAVE_LIBYAML, reason="libyaml's nesting limit")
 def test_past_libyaml_s_nesting_limit_only_the_depth_is_reported():
     doc, diags = _read("x: " + "[" * 1001 + "&a 1\n")
     assert doc is None
-    assert diags == ["f.yaml:1:103: error[too-deep]: the YAML nests deeper than 100 levels\n"
-                     "  hint: a workflow needs a few levels; flatten the value"]
+    assert diags == [("f.yaml:1:103: error[too-deep]: the YAML nests deeper than 100 levels\n"
+                      "  hint: a workflow needs a few levels; flatten the value")]
 
 
 # Hints and refusals that need an input no snapshot should hold.
@@ -193,7 +193,7 @@ def test_a_value_without_a_key_on_the_first_line_gets_an_indentation_hint():
 
 
 def test_the_colon_hint_keeps_a_key_that_starts_with_a_no_break_space():
-    wf, diags = parse("x:\n  -   \u00a0name: a: b\n".encode("utf-8"), "f.yaml")
+    _wf, diags = parse("x:\n  -   \u00a0name: a: b\n".encode("utf-8"), "f.yaml")
     assert [(d.code, d.span) for d in diags] == [("yaml-syntax", Span("f.yaml", 2, 15))]
     assert diags[0].hint == "the value of '\u00a0name' holds ': ', which starts a mapping in YAML; quote the value: " \
                             "\u00a0name: \"a: b\""
@@ -201,13 +201,13 @@ def test_the_colon_hint_keeps_a_key_that_starts_with_a_no_break_space():
 
 def test_an_integer_tag_on_a_text_as_long_as_the_digit_limit_is_not_called_too_long():
     value = "1" * (MAX_INT_DIGITS - 1) + "x"
-    doc, diags = _read(f"a: !!int {value}\n")
+    _doc, diags = _read(f"a: !!int {value}\n")
     assert len(diags) == 1
     assert diags[0].startswith("f.yaml:1:4: error[yaml-tag]: ")
     assert diags[0].endswith(" is not a valid !!int\n  hint: remove the tag, or write a value the tag allows")
 
 
 def test_an_alias_brings_nothing_back_and_every_report_names_the_file():
-    wf, diags = parse(b"name: &n x\ndescription: *n\ntools: [{name: t}]\nsteps: [{name: a, tool: t}]\n", "f.yaml")
+    _wf, diags = parse(b"name: &n x\ndescription: *n\ntools: [{name: t}]\nsteps: [{name: a, tool: t}]\n", "f.yaml")
     assert [(d.code, d.span) for d in diags][:2] == [("alias", Span("f.yaml", 1, 7)), ("alias", Span("f.yaml", 2, 14))]
     assert {d.span.file for d in diags} == {"f.yaml"}
