@@ -211,3 +211,11 @@ def test_an_alias_brings_nothing_back_and_every_report_names_the_file():
     _wf, diags = parse(b"name: &n x\ndescription: *n\ntools: [{name: t}]\nsteps: [{name: a, tool: t}]\n", "f.yaml")
     assert [(d.code, d.span) for d in diags][:2] == [("alias", Span("f.yaml", 1, 7)), ("alias", Span("f.yaml", 2, 14))]
     assert {d.span.file for d in diags} == {"f.yaml"}
+
+
+@pytest.mark.skipif(not positioned.HAVE_LIBYAML, reason="only libyaml counts the offset in bytes")
+@pytest.mark.xfail(strict=True, reason="a known bug: libyaml gives a reader error's position as an offset in UTF-8 "
+                                       "bytes, and _line_col reads it as an offset in characters")
+def test_a_control_character_after_non_ascii_text_is_reported_where_it_is():
+    _doc, diags = _read("a: é\nb: ééé\x07\n")
+    assert diags[0].startswith("f.yaml:2:7: error[yaml-syntax]: ")
