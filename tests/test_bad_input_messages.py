@@ -82,6 +82,7 @@ SNIPPETS: dict[str, str | bytes] = {
     "list-key": "name: x\ndescription: d\n? [a, b]\n: ab\n" + _REST,
     "mapping-key": "name: x\ndescription: d\n? {a: b}\n: ab\n" + _REST,
     "yaml-1.1-value-type": "name: x\ndescription: d\ntitle: =\n" + _REST,
+    "yaml-1.1-value-type-as-a-key": "name: x\ndescription: d\n=: x\n" + _REST,
     "empty-string-key-in-a-constant": "name: x\ndescription: d\n" + _TOOLS
                                       + "steps: [{name: a, tool: t, args: {x: {const: {'': 1}}}}]\n",
     "empty": "",
