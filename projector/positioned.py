@@ -21,10 +21,12 @@ try:  # libyaml's parser is several times faster; results are identical (tests/t
     from yaml import CSafeLoader as _BaseLoader
 
     HAVE_LIBYAML = True
+    _C_LOADER: type = _BaseLoader
 except ImportError:  # pragma: no cover - depends on how PyYAML was built
     from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
 
     HAVE_LIBYAML = False
+    _C_LOADER = type(None)  # no loader is libyaml's
 
 
 
@@ -123,7 +125,11 @@ class Reader:
             self._refuse_anchors()
         self.tagged = "!" in self.text  # a tag needs a '!': without one, every node has its implicit tag
         self.too_deep = False
-        loader = _Loader(self.text)
+        try:
+            loader = _Loader(self.text)  # PyYAML's own reader checks every character here; libyaml's while parsing
+        except yaml.reader.ReaderError as exc:
+            self._reader_error(exc, None)
+            return None
         try:
             node = loader.get_single_node()
         except RecursionError:  # the pure-Python composer recurses once per level
@@ -139,9 +145,7 @@ class Reader:
                                     f"invalid YAML: {msg}", syntax_hint(self.text, exc)))
             return None
         except yaml.YAMLError as exc:  # ReaderError: a character YAML does not allow
-            mark = getattr(exc, "position", None)
-            line, col = _line_col(self.text, mark) if isinstance(mark, int) else (1, 1)
-            self.diags.append(error(Span(self.file, line, col), "yaml-syntax", f"invalid YAML: {exc}"))
+            self._reader_error(exc, loader)
             return None
         finally:
             loader.dispose()
@@ -150,6 +154,11 @@ class Reader:
                                     "a workflow file is one mapping with name, description and steps"))
             return None
         return self._convert(node, loader, set() if "*" in self.text else None, 1)
+
+    def _reader_error(self, exc: yaml.YAMLError, loader: Any) -> None:
+        mark = getattr(exc, "position", None)
+        line, col = _line_col(self.text, _char_offset(self.text, mark, loader)) if isinstance(mark, int) else (1, 1)
+        self.diags.append(error(Span(self.file, line, col), "yaml-syntax", f"invalid YAML: {exc}"))
 
     def _refuse_anchors(self) -> None:
         try:
@@ -300,7 +309,7 @@ class Reader:
             if not ok:
                 return None
         else:
-            key = None
+            key = [] if isinstance(knode, yaml.SequenceNode) else {}
         if not isinstance(key, str):
             self.diags.append(error(self.span(knode.start_mark), "wrong-type",
                                     f"a key must be a string, not {type_name(key)}", "quote the key"))
@@ -330,7 +339,7 @@ def syntax_hint(text: str, exc: yaml.MarkedYAMLError) -> str | None:
     mark = exc.problem_mark or exc.context_mark
     if mark is None:
         return None
-    lines = text.split("\n")
+    lines = text.splitlines()  # as YAML counts lines: after normalize, also at U+0085, U+2028 and U+2029
     line = lines[mark.line] if mark.line < len(lines) else ""
     indent = line[: len(line) - len(line.lstrip(" \t"))]
     problem, context, opened = exc.problem or "", exc.context or "", exc.context_mark
@@ -352,7 +361,7 @@ def syntax_hint(text: str, exc: yaml.MarkedYAMLError) -> str | None:
         body = line[len(indent): mark.column]
         while body.startswith("- "):
             body = body[2:].lstrip(" ")
-        key, sep, _ = body.partition(": ")
+        key, sep, _ = body.rpartition(": ")
         if not sep:  # the first colon of the line: its key is read as the rest of the value above
             key = body.strip()
             return (f"line {mark.line + 1} is indented more than the line above it, so YAML reads '{key}' as part "
@@ -399,6 +408,14 @@ def _scalar(node: yaml.ScalarNode, loader: Any) -> Any:
     if not isinstance(value, (str, bool, int, float, type(None))):
         return node.value
     return value
+
+
+def _char_offset(text: str, position: int, loader: Any) -> int:
+    """A reader error's position as an offset in characters: libyaml counts it in UTF-8 bytes, PyYAML's own reader in
+    characters."""
+    if isinstance(loader, _C_LOADER):
+        return len(text.encode("utf-8")[:position].decode("utf-8", "ignore"))
+    return position
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
