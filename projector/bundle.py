@@ -35,7 +35,7 @@ class Bundle:
     def index_text(self) -> str:
         """This bundle's entry as it stands in ``skills.json`` (indented for its place in the array), made once: the
         worker that renders the bundle makes it, and the build cache keeps it."""
-        return "    " + dumps(self.entry).decode("utf-8")[:-1].replace("\n", "\n    ")
+        return "    " + stable_json(self.entry).decode("utf-8")[:-1].replace("\n", "\n    ")
 
 
 def make_entry(path: str, files: dict[str, bytes]) -> dict[str, Any]:
@@ -74,16 +74,16 @@ def bundle(projection: Projection) -> Bundle:
     return b
 
 
-def dumps(value: Any) -> bytes:
+def stable_json(value: Any) -> bytes:
     """Stable JSON: fixed separators, keys in construction order, UTF-8, one trailing newline."""
-    return (jsontext.dumps(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
+    return (jsontext.json_text(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
 
 
 def index(bundles: list[Bundle]) -> bytes:
     """``skills.json``: exactly the ``skills`` array that ``skills/list`` serves, sorted by URI. The same bytes as
-    ``dumps({"skills": [entries]})``, joined from each bundle's :attr:`Bundle.index_text` (the indenting encoder
+    ``stable_json({"skills": [entries]})``, joined from each bundle's :attr:`Bundle.index_text` (the indenting encoder
     is pure Python, and slow)."""
     ordered = sorted(bundles, key=lambda b: b.entry["uri"])
     if not ordered:
-        return dumps({"skills": []})
+        return stable_json({"skills": []})
     return ('{\n  "skills": [\n' + ",\n".join(b.index_text for b in ordered) + "\n  ]\n}\n").encode("utf-8")

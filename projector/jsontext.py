@@ -47,7 +47,7 @@ def same_in_orjson(value: Any) -> bool:
     return False
 
 
-def dumps(value: Any, *, indent: int | None, sort_keys: bool) -> str:
+def json_text(value: Any, *, indent: int | None, sort_keys: bool) -> str:
     """``json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=False)`` with ``(",", ": ")``
     separators when indented and ``(",", ":")`` when not; the same text."""
     fast = _fast()

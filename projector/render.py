@@ -123,7 +123,7 @@ _JSON_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
 def canonical_json(value: Any, indent: int | None = 2) -> str:
     """Sorted keys, UTF-8 as is, indented by 2 or compact: ``json.dumps``'s bytes (through orjson where it writes
     the same, see :mod:`projector.jsontext`), except that U+0085, U+2028 and U+2029 are escaped (``\\u2028``)."""
-    return jsontext.dumps(value, indent=indent, sort_keys=True).translate(_JSON_BREAKS)
+    return jsontext.json_text(value, indent=indent, sort_keys=True).translate(_JSON_BREAKS)
 
 
 TEMPLATES = Path(__file__).with_name("templates")

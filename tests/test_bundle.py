@@ -90,11 +90,11 @@ def test_bundle_and_a_refused_bundle():
 
 
 def test_dumps_and_index_bytes():
-    assert bundle.dumps({"b": ["é", 1], "a": {}}) == '{\n  "b": [\n    "é",\n    1\n  ],\n  "a": {}\n}\n'.encode()
+    assert bundle.stable_json({"b": ["é", 1], "a": {}}) == '{\n  "b": [\n    "é",\n    1\n  ],\n  "a": {}\n}\n'.encode()
     b1, b2 = bundle.bundle(_projection("zeta")), bundle.bundle(_projection("alpha"))
     data = bundle.index([b1, b2])
     assert [e["uri"] for e in json.loads(data)["skills"]] == ["skill://alpha/SKILL.md", "skill://zeta/SKILL.md"]
-    assert data == bundle.dumps({"skills": [b2.entry, b1.entry]}) and data.endswith(b"}\n")
+    assert data == bundle.stable_json({"skills": [b2.entry, b1.entry]}) and data.endswith(b"}\n")
 
 
 def test_the_index_of_no_skills():

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from conftest import EXAMPLES, GENERATED, ROOT, make_tree, snapshot_tree
 from projector import cache as cache_mod
 from projector import output
-from projector.bundle import Bundle, dumps, index
+from projector.bundle import Bundle, stable_json, index
 from projector.cache import CACHE_DIR, Cache, location
 from projector.errors import ProjectorError
 from projector.load import discover
@@ -417,6 +417,6 @@ def test_the_index_joined_from_entry_texts_is_the_plain_dump(texts):
     bundles = [Bundle(f"s{i}", f"s{i}", {}, {"uri": f"skill://{t!r}{i}/SKILL.md", "frontmatter": {"description": t,
                       "metadata": {"list": [t, 1, 2.5, None, True], "empty": {}, "nothing": []}}, "resources": []})
                for i, t in enumerate(texts)]
-    expected = dumps({"skills": sorted((b.entry for b in bundles), key=lambda e: e["uri"])})
+    expected = stable_json({"skills": sorted((b.entry for b in bundles), key=lambda e: e["uri"])})
     assert index(bundles) == expected
     assert json.loads(expected)["skills"] == sorted((b.entry for b in bundles), key=lambda e: e["uri"])

@@ -110,13 +110,13 @@ def _entry_line(e: Any) -> str:
 
 
 async def cmd_list(args: argparse.Namespace) -> int:
-    from ..bundle import dumps
+    from ..bundle import stable_json
     from .client import connect
 
     async with connect(args.server, timeout=args.timeout) as remote:
         entries = sorted(await remote.list_skills(), key=lambda e: e.uri)
     if args.format == "json":
-        sys.stdout.write(dumps({"skills": [e.raw for e in entries]}).decode("utf-8"))
+        sys.stdout.write(stable_json({"skills": [e.raw for e in entries]}).decode("utf-8"))
     else:
         for e in entries:
             print(_entry_line(e))
@@ -154,7 +154,7 @@ async def cmd_load(args: argparse.Namespace) -> int:
 
 
 def _print_json(args: argparse.Namespace, batch: Any, written: list[str]) -> None:
-    from ..bundle import dumps
+    from ..bundle import stable_json
     from .pins import manifest_digest
 
     doc: dict[str, Any] = {
@@ -162,7 +162,7 @@ def _print_json(args: argparse.Namespace, batch: Any, written: list[str]) -> Non
         "out": args.out, "written": written}
     if args.keep_going:
         doc["refused"] = [{"uri": uri, "errors": [d.to_json() for d in exc.diagnostics]} for uri, exc in batch.refused]
-    sys.stdout.write(dumps(doc).decode("utf-8"))
+    sys.stdout.write(stable_json(doc).decode("utf-8"))
 
 
 def _print_text(args: argparse.Namespace, loaded: list[Any], written: list[str]) -> None:

@@ -144,7 +144,7 @@ def write_bundles(out: str | Path, skills: list[LoadedSkill]) -> list[str]:
     Returns the skill folders written (POSIX, relative to ``out``), sorted. Raises :class:`OutputError` (and writes
     nothing) when a path is bad, two skill folders nest, or a skill's folder is taken by something this tool did not
     write."""
-    from ..bundle import dumps
+    from ..bundle import stable_json
     from ..disk import Plan, replace_tree
     from ..output import conflicts
 
@@ -169,7 +169,7 @@ def write_bundles(out: str | Path, skills: list[LoadedSkill]) -> list[str]:
         replaced = set(roots)
         kept = [e for e in previous_entries if _dir_of(e["uri"]) in previous and _dir_of(e["uri"]) not in replaced]
         entries = sorted([*kept, *(index_entry(s) for _, _, s in plan)], key=lambda e: e["uri"])
-        return Plan({**files, INDEX_FILE: dumps({"skills": entries})}, replaced | {INDEX_FILE})
+        return Plan({**files, INDEX_FILE: stable_json({"skills": entries})}, replaced | {INDEX_FILE})
 
     replace_tree(Path(out), check)
     return roots

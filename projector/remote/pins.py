@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .. import bounded
-from ..bundle import dumps
+from ..bundle import stable_json
 from ..disk import write_file
 from ..errors import plural
 from .errors import LockError
@@ -124,7 +124,7 @@ def pin_entry(server: str, entry: SkillEntry, *, frontmatter_yaml: str = "1.2") 
 
 
 def dumps_lock(lock: Lock) -> bytes:
-    return dumps(lock.to_json())
+    return stable_json(lock.to_json())
 
 
 def write_lock(path: str | Path, lock: Lock) -> None:

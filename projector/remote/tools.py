@@ -145,7 +145,7 @@ def snapshot_bytes(entries: Sequence[Mapping[str, Any]]) -> bytes:
     for e in entries:
         seen.setdefault(str(e.get("name")), e)
     tools = [canonical_tool(seen[name]) for name in sorted(seen)]
-    return (jsontext.dumps({"tools": tools}, indent=2, sort_keys=False) + "\n").encode("utf-8")
+    return (jsontext.json_text({"tools": tools}, indent=2, sort_keys=False) + "\n").encode("utf-8")
 
 
 class _Key(str):
@@ -239,7 +239,7 @@ def parse_listing(listing: Any, where: Span) -> dict[str, Tool]:
     if problem is not None:
         raise LoadError(Diagnostic(where, "error", "bad-snapshot", problem, hint))
     try:
-        data = jsontext.dumps({"tools": [dict(e) if isinstance(e, Mapping) else wire_tool(e) for e in entries]},
+        data = jsontext.json_text({"tools": [dict(e) if isinstance(e, Mapping) else wire_tool(e) for e in entries]},
                               indent=2, sort_keys=False).encode("utf-8")
         return parse_snapshot(data, str(where))
     except (TypeError, ValueError) as exc:  # not JSON: a value of another type somewhere

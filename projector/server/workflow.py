@@ -44,13 +44,13 @@ from . import confirm
 from .arguments import Missing, canonical_text, convert_argument
 
 
-def dumps(value: Any) -> str:
+def transcript_json(value: Any) -> str:
     """JSON for the transcript: sorted keys, two-space indent, UTF-8 text."""
     return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False)
 
 
 def _fence(value: Any) -> str:
-    return "```json\n" + dumps(value) + "\n```"
+    return "```json\n" + transcript_json(value) + "\n```"
 
 
 # -------------------------------------------------------------------------------------------------------- resolving
