@@ -113,7 +113,7 @@ def test_pin_reads_no_file_and_is_byte_stable(cli, tmp_path):
     assert lock.read_bytes() == first
     assert rec.reads == []
     doc = json.loads(first)
-    assert [s["server"] for s in doc["skills"]] == ["srv"] * 4
+    assert [s["server"] for s in doc["skills"]] == ["srv"] * 5
     refund = next(s for s in doc["skills"] if s["uri"] == SKILL)
     assert refund["manifest"] == manifest_digest(FileRef(**f) for f in refund["files"])
     assert refund["files"] == sorted(honest().entry("refund-flow")["resources"], key=lambda r: r["uri"])

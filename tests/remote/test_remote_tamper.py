@@ -63,7 +63,7 @@ def test_cli_list_text_and_json(cli):
     servers, run = cli
     servers["honest"], rec = serve()
     rc, out, err = run("remote", "list", "honest")
-    assert rc == 0 and out.splitlines()[3].startswith(f"{SKILL}  (2 files, ")
+    assert rc == 0 and out.splitlines()[4].startswith(f"{SKILL}  (2 files, ")
     assert "no file read" in err
     rc, out, _ = run("remote", "list", "honest", "--format", "json")
     import json
