@@ -229,6 +229,50 @@ def test_the_gated_workflow_surface_closes_the_blind_spot(fresh):
         assert "gated" in task["not_applicable"] and all(r["surface"] != "gated" for r in task["runs"])
 
 
+def _confirmed(run: dict, answer: str, asked: int) -> None:
+    """A B3 run: the person's answer, how often they were asked, and a retry of the same prompt per question."""
+    assert (run["person_answer"], run["person_asked"]) == (answer, asked)
+    assert [(q["method"], q["target"]) for q in run["requests"]] == [("prompts/get", "refund_flow_approved")] * (1 + asked)
+    assert (run["round_trips"], run["model_turns"]) == (1 + asked, 1)
+    assert run["refund_issued"] == any(e["order_id"] == run["order_id"] for e in run["ledger"])
+
+
+def test_b3_a_yes_on_the_eligible_order_gives_exactly_one_refund(fresh):
+    run = _runs(fresh, "refunds")[(harness.CONFIRMED, "eligible-yes")]
+    _confirmed(run, "yes", 1)
+    assert [e["order_id"] for e in run["ledger"]] == ["A1001"] and run["refund_issued"]
+    assert run["answer"] == "Done: all 4 steps of `refund_flow_approved` ran on the server."
+
+
+def test_b3_a_no_on_the_eligible_order_gives_none_and_names_the_step(fresh):
+    run = _runs(fresh, "refunds")[(harness.CONFIRMED, "eligible-no")]
+    _confirmed(run, "no", 1)
+    assert run["ledger"] == [] and not run["refund_issued"]
+    assert run["answer"].startswith("Stopped before step 3 of 4 (`issue_refund`): the person did not confirm it")
+    assert "they answered no" in run["answer"]
+
+
+@pytest.mark.parametrize("answer", ["yes", "no"])
+def test_b3_the_ineligible_order_gets_none_whatever_the_answer_and_nobody_is_asked(fresh, answer):
+    run = _runs(fresh, "refunds")[(harness.CONFIRMED, f"ineligible-{answer}")]
+    _confirmed(run, answer, 0)  # the condition comes first: one prompts/get, no question
+    assert run["ledger"] == [] and not run["refund_issued"]
+    assert run["answer"].startswith("Stopped before step 3 of 4 (`issue_refund`): `eligibility.eligible` is "
+                                    "`false`, the step needs `true`.")
+
+
+def test_b3_is_stated_as_not_applicable_on_the_tasks_without_a_confirmed_workflow(fresh):
+    for task in fresh["tasks"][1:]:
+        assert task["not_applicable"][harness.CONFIRMED].startswith("no confirmed workflow")
+        assert all(r["surface"] != harness.CONFIRMED for r in task["runs"])
+
+
+def test_context_bytes_leave_out_the_sealed_request_state():
+    result = {"inputRequests": {"confirm-3": {"message": "ok?"}}, "requestState": "x" * 99,
+              "resultType": "input_required"}
+    assert harness.context_bytes(result) == len('{"inputRequests":{"confirm-3":{"message":"ok?"}}}'.encode())
+
+
 def test_figures_are_consistent_with_the_recorded_requests(fresh):
     for task in fresh["tasks"]:
         for r in task["runs"]:
@@ -239,6 +283,9 @@ def test_figures_are_consistent_with_the_recorded_requests(fresh):
                 assert r["model_turns"] == r["round_trips"] + 1
             elif r["surface"] in ("workflow", "gated"):
                 assert [q["method"] for q in r["requests"]] == ["prompts/get"]
+                assert r["model_turns"] == 1
+            elif r["surface"] == harness.CONFIRMED:  # one prompts/get, and its retry when the person was asked
+                assert [q["method"] for q in r["requests"]] == ["prompts/get"] * (1 + r["person_asked"])
                 assert r["model_turns"] == 1
             else:
                 assert [q["target"] for q in r["requests"]] == [AGENT_TOOL]

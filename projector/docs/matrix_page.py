@@ -11,9 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from . import matrix_person
 from .matrix_chart import bar_chart
 from .matrix_rule import decision_rule
-from .matrix_terms import BLIND_SPOT_CLASS, JUDGMENT_LOCUS, MARKER, SURFACE_LABEL, is_blind_spot
+from .matrix_terms import BLIND_SPOT_CLASS, JUDGMENT_LOCUS, MARKER, SURFACE_LABEL, is_blind_spot, plural
 from .common import DocsError
 
 DATA = "docs/data/matrix.json"
@@ -148,7 +149,8 @@ before the refund and the policy read.
 - **Still open:** judgment that cannot be stated as data, such as whether a refund above the policy ceiling has a
   supervisor's approval somewhere in the conversation, or whether the customer's reason is plausible. The server
   shows that guidance in the transcript and cannot act on it; only a model can, on the skill or the agent surface.
-  The SKILL.md keeps it as the step's Judgment, listed apart from the enforced conditions.
+  The SKILL.md keeps it as the step's Judgment, listed apart from the enforced conditions. A supervisor's or the
+  user's approval that a person can give when asked is closed by the next surface, B3.
 """
 
 
@@ -196,8 +198,10 @@ What this changes, and what it does not:
 def _requests_section(task: dict[str, Any]) -> str:
     out = []
     for run in task["runs"]:
+        person = (f", the person answering {run['person_answer']}, asked {plural(run.get('person_asked', 0), 'time')}"
+                  if "person_answer" in run else "")
         out.append(f"\n**{SURFACE_LABEL.get(run['surface'], run['surface'])}, {run['scenario']}** "
-                   f"(order `{run.get('order_id', '')}`)\n\n| # | request | bytes received |\n| --- | --- | --- |\n")
+                   f"(order `{run.get('order_id', '')}`{person})\n\n| # | request | bytes received |\n| --- | --- | --- |\n")
         for i, req in enumerate(run.get("requests", []), 1):
             out.append(f"| {i} | `{req['method']}` {req.get('target', '')} | {req['bytes']} |\n")
         if run.get("answer"):
@@ -220,6 +224,10 @@ runs**.
 - **B2. Gated workflow prompt.** The same prompt, from a workflow whose side-effecting step states its condition as
   data (`when:`). The server checks it just before the step and stops the run, naming the condition and the value it
   saw, when it fails. Judgment that is not stated as data still runs nowhere.
+- **B3. Workflow prompt with confirmation.** The gated prompt with a `confirm:` on its side-effecting step: once
+  the conditions hold, the server stops before the step and asks a person, through the client (an elicitation in an
+  `InputRequiredResult`); the step runs only when the client retries with their yes. See
+  [A person's yes, enforced by the server](#a-persons-yes-enforced-by-the-server).
 - **C. Agent.** A tool on the server runs the server's own model with the skill as its instructions, and returns only
   its final message. Judgment runs on the server, out of the host's sight. Here the instructions are composed
   through `projector.remote.compose` ([Skills for your agent](agents.md)) from a lock made at the server's set-up:
@@ -291,6 +299,7 @@ judgment it is given, not how well a particular model follows it.
 {bar_chart(refunds)}
 
 {_blind_spot(by)}
+{matrix_person.section(refunds)}
 {_agent_section(data)}
 {decision_rule(refunds, others)}
 ## Beside spike 011

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import matrix_person
 from .matrix_terms import label, plural
 
 # When each surface fits a step that needs judgment, in the order the rule offers them. The condition is the
@@ -88,8 +89,10 @@ def _no_judgment(others: list[dict[str, Any]]) -> list[str]:
 def decision_rule(refunds: dict[str, Any], others: list[dict[str, Any]]) -> str:
     """The "Choosing a surface" section, in Markdown."""
     by = {(r["surface"], r["scenario"]): r for r in refunds["runs"]}
-    surfaces = list(dict.fromkeys(r["surface"] for r in refunds["runs"]))
-    body = "\n".join(_judgment(by, surfaces) + _no_judgment(others))
+    # the surfaces measured on the two orders alone; the confirmed one (B3) also depends on a person's answer, and
+    # has its own section
+    surfaces = list(dict.fromkeys(r["surface"] for r in refunds["runs"] if r["scenario"] in ("eligible", "ineligible")))
+    body = "\n".join(_judgment(by, surfaces) + matrix_person.rule_line(refunds) + _no_judgment(others))
     return f"""## Choosing a surface
 
 A rule derived from the measured rows: the refunds task above for a step that needs judgment, the other tasks

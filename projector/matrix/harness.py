@@ -10,15 +10,26 @@ The figures, per run:
 - **round trips**: JSON-RPC requests the client sent inside the window (each waits for its response);
 - **model turns**: client-side model inferences. Skill: one per request (the model makes them one at a time, each
   after reading the last result) plus one for the final answer. Workflow, gated or not: one (the user picks the
-  prompt; the model reads the transcript and answers). Agent: two (call the agent tool; answer from its message);
+  prompt; the model reads the transcript and answers). Agent: two (call the agent tool; answer from its message).
+  Workflow with confirmation: one, as for the workflow; the question goes to a simulated person, not to a model
+  (see below);
 - **server model turns** (agent only): the agent's own inferences, from its trace: one per step plus one for its
   final message. Its instructions are composed from the lock its server made at set-up, before its loop, so the
   SKILL.md is not one of its steps; **instructions bytes** is their size;
 - **context bytes**: for each response received inside the window, the ``result`` object as it came off the wire,
   less the protocol envelope (``_meta`` and ``resultType``), serialized as compact JSON with sorted keys
-  (``separators=(",", ":")``, UTF-8, non-ASCII kept); summed;
+  (``separators=(",", ":")``, UTF-8, non-ASCII kept); summed. An ``InputRequiredResult``'s sealed
+  ``requestState`` is left out too (see the confirmed surface below);
 - **refund issued**: whether the server's ledger (the read-only ``list_refunds`` tool, read after the run) holds a
   refund for the scenario's order. The ledger is read before the run too, and must be empty.
+
+The **confirmed** surface (B3) is the workflow prompt of a workflow with a ``confirm:`` on its side-effecting step,
+got through mcp's ``Client`` with an elicitation callback: a **simulated person** who answers every confirmation with
+the scenario's yes or no, and is counted each time they are asked. When the server asks, its ``prompts/get`` answers
+with an ``InputRequiredResult`` and the client retries with the answer, so the run makes two ``prompts/get``
+requests, both counted (round trips and context bytes, by the same rules, but for the sealed ``requestState``,
+which no model reads and whose length changes with the expiry time mcp stamps into it); when the run stops before
+the question (a failed ``when:``), it makes one and nobody is asked.
 """
 
 from __future__ import annotations
@@ -34,7 +45,7 @@ from typing import Any, AsyncIterator
 import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp_types import TextContent
+from mcp_types import ElicitResult, TextContent
 
 from ..errors import PlainError
 from .agent import AGENT_TOOL, TRACE_TOOL
@@ -42,8 +53,12 @@ from .policy import DESCRIPTION as POLICY
 from .reader import StepFailed, follow, parse, result_value
 
 SURFACES = ("skill", "workflow", "gated", "agent")
+CONFIRMED = "confirmed"  # B3: run on the tasks with a confirmed workflow, with their own scenarios (a person's answer)
 LEDGER_TOOL = "list_refunds"
 ENVELOPE = ("_meta", "resultType")
+# An InputRequiredResult's sealed state: opaque, echoed back by the client, never read by a model or a person, and of
+# no fixed length (mcp's seal stamps an expiry time into it), so it is left out with the envelope.
+OPAQUE = ("requestState",)
 
 
 @dataclass(frozen=True)
@@ -56,9 +71,15 @@ class Task:
     refunds: bool = False
     not_applicable: dict[str, str] = field(default_factory=dict)
     gated_workflow: str | None = None  # the same workflow with its gate stated as data (when:)
+    confirmed_workflow: str | None = None  # the gated workflow with a person's yes before its side effect (confirm:)
+    # the confirmed surface's scenarios: (name, arguments, the simulated person's answer to every confirmation)
+    confirmed_scenarios: tuple[tuple[str, dict[str, str], str], ...] = ()
 
 
 NO_GATE = "no step of this workflow has a condition to state, so it has no gated variant"
+NO_CONFIRM = ("no confirmed workflow: no step of this workflow has a side effect for a person to confirm, so it has "
+              "no confirmed variant")
+REASON = "It arrived broken."  # the confirmed prompt's `reason`, given, so the person is asked only to confirm
 
 TASKS = (
     Task("refunds", "refund-flow", "refund_flow",
@@ -66,16 +87,19 @@ TASKS = (
          "prompt `refund_flow_gated` (`workflows/refunds-gated.yaml`), on order A1001, "
          "which the demo store's policy finds eligible, and on order A1002, a final-sale item, which it does not.",
          (("eligible", {"order_id": "A1001"}), ("ineligible", {"order_id": "A1002"})), refunds=True,
-         gated_workflow="refund_flow_gated"),
+         gated_workflow="refund_flow_gated", confirmed_workflow="refund_flow_approved",
+         confirmed_scenarios=tuple((f"{name}-{said}", {"order_id": order, "reason": REASON}, said)
+                                   for name, order in (("eligible", "A1001"), ("ineligible", "A1002"))
+                                   for said in ("yes", "no"))),
     Task("hello-world", "hello-world", "hello_world",
          "The `hello-world` skill and the `hello_world` prompt: one read-only tool call, no judgment.",
-         (("greet", {"name": "Ada"}),), not_applicable={"gated": NO_GATE}),
+         (("greet", {"name": "Ada"}),), not_applicable={"gated": NO_GATE, CONFIRMED: NO_CONFIRM}),
     Task("code-mode", "code-mode", "code_mode",
          "The `code-mode` skill and the `code_mode` prompt: read the database schema, then run one read-only query. "
          "The question comes with its SQL, so the simulated model does not have to write any.",
          (("query", {"question": "How many orders are in each status?",
                      "sql": "SELECT status, COUNT(*) AS orders FROM orders GROUP BY status ORDER BY status"}),),
-         not_applicable={"gated": NO_GATE}),
+         not_applicable={"gated": NO_GATE, CONFIRMED: NO_CONFIRM}),
 )
 
 
@@ -84,7 +108,7 @@ def canonical(value: Any) -> bytes:
 
 
 def context_bytes(result: dict[str, Any]) -> int:
-    return len(canonical({k: v for k, v in result.items() if k not in ENVELOPE}))
+    return len(canonical({k: v for k, v in result.items() if k not in ENVELOPE and k not in OPAQUE}))
 
 
 # ------------------------------------------------------------------------------------------------ the wire recorder
@@ -223,14 +247,28 @@ async def _ledger(client: Client) -> list[dict[str, Any]]:
     return value
 
 
+class Person:
+    """The simulated person of the confirmed surface: answers every confirmation ``said`` (yes or no), declines any
+    other question (an asked input; the matrix gives every input), and counts what they were asked."""
+
+    def __init__(self, said: str):
+        self.said, self.asked = said, 0
+
+    async def __call__(self, _context: Any, params: Any) -> ElicitResult:
+        self.asked += 1
+        if "confirm" not in ((getattr(params, "requested_schema", None) or {}).get("properties") or {}):
+            return ElicitResult(action="decline")
+        return ElicitResult(action="accept", content={"confirm": self.said == "yes"})
+
+
 async def run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str],
-                  framework: str = "mcp") -> dict[str, Any]:
+                  framework: str = "mcp", said: str | None = None) -> dict[str, Any]:
     log = WireLog()
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog, \
             tempfile.TemporaryDirectory(prefix="projector-matrix-") as folder:
         try:
             params = server_params(root, framework, Path(folder) / "skills.lock")
-            return await _run_one(task, surface, scenario, arguments, log, errlog, params)
+            return await _run_one(task, surface, scenario, arguments, log, errlog, params, said)
         except MatrixError as exc:
             raise MatrixError(f"{task.task}/{surface}/{scenario}: {exc}") from None
         except Exception as exc:
@@ -246,8 +284,10 @@ class MatrixError(PlainError):
 
 
 async def _run_one(task: Task, surface: str, scenario: str, arguments: dict[str, str], log: WireLog,
-                   errlog: Any, params: StdioServerParameters) -> dict[str, Any]:
-    async with Client(recorded_stdio(params, log, errlog), cache=None) as client:
+                   errlog: Any, params: StdioServerParameters, said: str | None = None) -> dict[str, Any]:
+    person = Person(said) if surface == CONFIRMED and said is not None else None
+    extra = {"elicitation_callback": person} if person is not None else {}
+    async with Client(recorded_stdio(params, log, errlog), cache=None, **extra) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         if task.refunds and await _ledger(client):
             raise MatrixError("the server's ledger is not empty before the run")
@@ -259,10 +299,13 @@ async def _run_one(task: Task, surface: str, scenario: str, arguments: dict[str,
             outcome = await follow(proc, arguments, _ClientBackend(
                 client, {n: t.output_schema for n, t in tools.items()}))
             answer = outcome.answer
-        elif surface in ("workflow", "gated"):
-            name = task.workflow if surface == "workflow" else task.gated_workflow
+        elif surface in ("workflow", "gated", CONFIRMED):
+            name = {"workflow": task.workflow, "gated": task.gated_workflow,
+                    CONFIRMED: task.confirmed_workflow}[surface]
             if name is None:
-                raise MatrixError("the task has no gated workflow")
+                raise MatrixError(f"the task has no {surface} workflow")
+            if surface == CONFIRMED and person is None:
+                raise MatrixError("the confirmed surface needs the person's answer")
             prompt = await client.get_prompt(name, arguments)
             last = prompt.messages[-1].content
             answer = getattr(last, "text", "")
@@ -286,7 +329,7 @@ async def _run_one(task: Task, surface: str, scenario: str, arguments: dict[str,
         params = req["params"]
         target = params.get("uri") or params.get("name") or ""
         requests.append({"method": req["method"], "target": target, "bytes": size})
-    turns = {"skill": len(requests) + 1, "workflow": 1, "gated": 1, "agent": 2}[surface]
+    turns = {"skill": len(requests) + 1, "workflow": 1, "gated": 1, "agent": 2, CONFIRMED: 1}[surface]
     run: dict[str, Any] = {
         "surface": surface,
         "scenario": scenario,
@@ -301,6 +344,9 @@ async def _run_one(task: Task, surface: str, scenario: str, arguments: dict[str,
         run["order_id"] = order
         run["refund_issued"] = any(r.get("order_id") == order for r in ledger or [])
         run["ledger"] = ledger
+    if person is not None:
+        run["person_answer"] = person.said
+        run["person_asked"] = person.asked
     run["requests"] = requests
     if surface == "agent":
         run["server_requests"] = (trace or {}).get("requests", [])
@@ -333,6 +379,15 @@ DEFINITIONS = {
     "refund_issued": "whether the server's ledger, read with the read-only `list_refunds` tool after the run, holds "
                      "a refund for the scenario's order. Each run starts a fresh server, whose ledger is checked to be "
                      "empty first.",
+    "person_answer": "confirmed workflow prompt (B3) only: the simulated person's answer to every confirmation the "
+                     "server asks for (`yes` or `no`). The prompt's `reason` is given, so nothing else is asked. "
+                     "When the server asks, the client retries `prompts/get` with the answer: two round trips, both "
+                     "counted, the first one's context bytes being the question (the message, the values shown, "
+                     "the yes/no field). The sealed `requestState` that comes with it is left out of the context "
+                     "bytes: no model or person reads it (the client only sends it back), and its length changes "
+                     "with the expiry time sealed into it. The client's model turn is still one.",
+    "person_asked": "confirmed workflow prompt (B3) only: how many times the simulated person was asked. Zero when "
+                    "the run stopped at a condition before the confirmed step.",
 }
 
 
@@ -341,16 +396,20 @@ async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int 
     """Run every task, surface and scenario; return the matrix data. Each run has its own server process, so up to
     ``parallel`` of them run at once; the data does not depend on it (no times, fixed order). ``framework`` is the
     demo server's framework (``mcp`` or ``fastmcp``); the data does not name it, so both give comparable bytes."""
-    jobs = [(ti, task, surface, scenario, arguments)
+    jobs = [(ti, task, surface, scenario, arguments, None)
             for ti, task in enumerate(tasks) for surface in SURFACES if surface not in task.not_applicable
             for scenario, arguments in task.scenarios]
+    jobs += [(ti, task, CONFIRMED, scenario, arguments, said)
+             for ti, task in enumerate(tasks) if task.confirmed_workflow is not None
+             for scenario, arguments, said in task.confirmed_scenarios]
+    jobs.sort(key=lambda job: job[0])  # stable: each task's runs together, the confirmed ones after the others
     results: list[dict[str, Any] | None] = [None] * len(jobs)
     limiter = anyio.CapacityLimiter(max(1, parallel))
 
     async def one(i: int) -> None:
-        _, task, surface, scenario, arguments = jobs[i]
+        _, task, surface, scenario, arguments, said = jobs[i]
         async with limiter:
-            results[i] = await run_one(root, task, surface, scenario, arguments, framework)
+            results[i] = await run_one(root, task, surface, scenario, arguments, framework, said)
 
     try:
         async with anyio.create_task_group() as tg:
