@@ -372,7 +372,8 @@ DEFINITIONS = {
                           "then the SKILL.md (`skill_md_bytes`) inside its origin tag. They stay on the server; none "
                           "of them reaches the client.",
     "context_bytes": "the sum, over the responses the client received during the run, of the JSON-RPC `result` "
-                     "object as it came off the wire, less the protocol envelope (`_meta`, `resultType`), "
+                     "object as it came off the wire, less the protocol envelope (`_meta`, `resultType`, and a "
+                     "sealed `requestState`, opaque to the client and stamped with its expiry), "
                      "serialized as compact JSON with sorted keys (separators `,` and `:`, UTF-8, non-ASCII kept). "
                      "Everything a host could put in its model's context: for the skill, the SKILL.md and every "
                      "result; for the workflow, the transcript; for the agent, its final message.",
