@@ -121,18 +121,29 @@ _LOOKAHEAD = 24  # characters after an opener that are read to see whether they 
 _ATTR = re.compile(r'[&<>"\x00-\x1f\x7f-\x9f\u2028\u2029]')
 
 
+def _ignorable(ch: str, folded: str) -> bool:
+    """A character a reader's eye or a tokenizer passes over: space, a slash, an invisible format character (zero-width
+    space, soft hyphen, bidi marks) or a combining mark."""
+    return folded.isspace() or folded == "/" or unicodedata.category(ch) in ("Cf", "Mn", "Me")
+
+
 def _names_tag(text: str, start: int) -> bool:
-    """Whether the text after an opener reads as the tag's name once width, case, spaces, slashes and invisible
-    format characters are set aside: ``skill``, ``/skill``, ``/ SKILL``, ``ｓｋｉｌｌ``."""
-    letters = []
-    for ch in text[start:start + _LOOKAHEAD]:
+    """Whether the text after an opener reads as the tag's name once width, case, spaces, slashes, invisible format
+    characters and combining marks are set aside, wherever they stand: ``skill``, ``/skill``, ``/ SKILL``,
+    ``ｓｋｉｌｌ``, ``s\u200bkill``. When the lookahead ends before the name could be read out, it counts as the tag:
+    escaping a harmless ``<`` costs nothing, missing a tag costs the boundary."""
+    letters = ""
+    end = start + _LOOKAHEAD
+    for ch in text[start:end]:
         folded = unicodedata.normalize("NFKC", ch).casefold()
-        if not letters and (folded.isspace() or folded == "/" or unicodedata.category(ch) == "Cf"):
+        if _ignorable(ch, folded):
             continue
-        letters.append(folded)
-        if len("".join(letters)) >= len(TAG):
-            break
-    return "".join(letters).startswith(TAG)
+        letters += "".join(c for c in folded if not _ignorable(c, c))
+        if len(letters) >= len(TAG):
+            return letters.startswith(TAG)
+        if not TAG.startswith(letters):
+            return False
+    return len(text) > end  # the text goes on past the lookahead, still spelling the tag: escape
 
 
 def escape_tags(text: str) -> str:

@@ -67,8 +67,9 @@ async def _compose(args: argparse.Namespace) -> int:
     if args.out:
         _write(args.out, data)
     else:
-        sys.stdout.write(composition.instructions)
         sys.stdout.flush()
+        sys.stdout.buffer.write(data)  # the bytes --out would write: no newline translation, no stream encoding
+        sys.stdout.buffer.flush()
     for skill, text in zip(composition.user_turns, composition.user_turn_texts()):
         print(f"{PROG}: a user-role turn, not in the instructions (unpinned): {printable(skill.server)} "
               f"{printable(skill.uri)}", file=sys.stderr)

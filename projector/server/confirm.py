@@ -27,6 +27,7 @@ import json
 import os
 import secrets
 import sqlite3
+import stat
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -35,9 +36,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from ..model import Argument, Const, FromArg, FromStep, Source, Step, Workflow
+from ..render import workflow_digest
 from .arguments import Missing, canonical_text
 
 if TYPE_CHECKING:
@@ -143,7 +145,10 @@ class RunState:
     turns: list[tuple[str, str]]
 
     def dumps(self, wf: Workflow) -> str:
-        return json.dumps({"v": STATE_VERSION, "workflow": wf.name, "step": self.step, "waits": self.waits,
+        # The workflow's digest binds the state to the definition it paused on: after a redeploy that changed the
+        # workflow, a yes given to its old step N must not run whatever step N is now.
+        return json.dumps({"v": STATE_VERSION, "workflow": wf.name, "definition": workflow_digest(wf),
+                           "step": self.step, "waits": self.waits,
                            "token": self.token, "results": self.results, "skipped": self.skipped,
                            "skipped_count": self.skipped_count, "asked": self.asked,
                            "turns": [list(t) for t in self.turns]}, sort_keys=True, separators=(",", ":"),
@@ -157,6 +162,8 @@ class RunState:
             data = json.loads(text)
             if data["v"] != STATE_VERSION or data["workflow"] != wf.name or data["waits"] not in ("confirm", "ask"):
                 raise ValueError
+            if data["definition"] != workflow_digest(wf):
+                raise invalid_state("the workflow has changed since the run paused; start it again")
             step = data["step"]
             if not (isinstance(step, int) and 1 <= step <= len(wf.steps)):
                 raise ValueError
@@ -345,11 +352,31 @@ class SqliteGuard(ReplayGuard):
 
     def __init__(self, path: str | Path):
         self.path = str(path)
-        with self._connect() as db:
+        db = self._connect()
+        try:
             db.execute("CREATE TABLE IF NOT EXISTS claims (token TEXT PRIMARY KEY, at REAL NOT NULL)")
+        except sqlite3.Error as exc:
+            raise _unavailable(self.path, str(exc)) from None
+        finally:
+            db.close()
 
     def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        """A connection to the file, which must be named by an absolute path and be a regular file or not exist yet:
+        a link (planted, or dangling) is refused, so the guard never writes where the name does not say."""
+        if not os.path.isabs(self.path):
+            raise _unavailable(self.path, "the path is not absolute")
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            raise _unavailable(self.path, exc.strerror or str(exc)) from None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise _unavailable(self.path, "it is a link or not a regular file")
+        try:
+            return sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise _unavailable(self.path, str(exc)) from None
 
     async def claim(self, token: str) -> bool:
         import anyio.to_thread
@@ -365,8 +392,16 @@ class SqliteGuard(ReplayGuard):
             return True
         except sqlite3.IntegrityError:
             return False
+        except sqlite3.Error as exc:
+            raise _unavailable(self.path, str(exc)) from None
         finally:
             db.close()
+
+
+def _unavailable(path: str, why: str) -> MCPError:
+    """The replay guard cannot be used: the step is not run (a yes that cannot be claimed is not acted on)."""
+    return MCPError(code=INTERNAL_ERROR, message=f"the confirmation cannot be checked for a replay: ${REPLAY_DB_ENV} "
+                    f"({path}) {why}; nothing was run")
 
 
 REPLAY_DB_ENV = "PROJECT_SKILL_REPLAY_DB"
