@@ -46,8 +46,11 @@ if TYPE_CHECKING:
     from .workflow import _Run
 
 STATE_VERSION = 1
-# How long a claim is kept: the request state's lifetime (mcp's default TTL, 600 s) and the clock skew it allows.
-CLAIM_SECONDS = 600.0 + 60.0
+# How long a claim is kept. It must outlive every state that carries its token: mcp's default TTL is 600 s, but a
+# server built with its own RequestStateSecurity(ttl=...) may seal for longer, and the runner cannot read that TTL
+# without reaching into mcp. A day bounds memory (a claim is a 32-character token and a time) and covers any TTL a
+# confirmation would sensibly have; a TTL longer than a day would reopen replays after it.
+CLAIM_SECONDS = 86_400.0
 ELICITATION_PROTOCOL = "2026-07-28"
 _CANNOT_ASK = ("this client cannot ask a person (it did not declare elicitation, or it speaks a protocol older than "
                f"{ELICITATION_PROTOCOL})")

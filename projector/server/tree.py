@@ -21,8 +21,8 @@ from ..bounded import BadJSON, Unreadable, loads, read_regular
 from ..errors import plural
 from ..naming import NAME_RULE, RESERVED, RESERVED_WORDS, SEGMENT_RULE
 from ..sep2640 import (INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, SCHEME, SKILL_FILE, VerificationError, bad_segment,
-                       digest, file_matches, frontmatter_diff, last_segment, parse_frontmatter, same_name,
-                       skill_path_of)
+                       check_manifest, digest, file_matches, frontmatter_diff, last_segment, parse_entry,
+                       parse_frontmatter, same_name, skill_path_of)
 from .errors import AttachError, serve_error
 
 DIRECTORY_MIME = "inode/directory"
@@ -328,7 +328,19 @@ def _load_skill(real_root: Path, entry: Any, where: str) -> Skill:
     if skill_md is None:
         raise serve_error(where, "bad-entry", f"{uri}: the entry does not list its own SKILL.md")
     _check_skill_md(uri, skill_md.data, entry.get("frontmatter"), where)
+    _check_as_a_client_would(entry, where)
     return Skill(path, entry, tuple(loaded))
+
+
+def _check_as_a_client_would(entry: Any, where: str) -> None:
+    """The wire's own entry and manifest checks (:func:`~projector.sep2640.parse_entry`,
+    :func:`~projector.sep2640.check_manifest`: sizes that are integers, URIs without a query or fragment, the
+    limits on files and segments), which every verifying client runs: a tree they would refuse is not served. The
+    server's stricter rules above run first, so a tree they refuse keeps their code."""
+    try:
+        check_manifest(parse_entry(entry, where))
+    except VerificationError as exc:
+        raise serve_error(where, exc.code, exc.message, exc.hint) from None
 
 
 def _directories(skills: list[Skill]) -> dict[str, tuple[dict[str, str], ...]]:

@@ -276,3 +276,25 @@ def test_a_file_name_with_a_space(tmp_path):
     (root / "hello-world" / "a b.md").write_bytes(b"x")
     entry["resources"].append(r("skill://hello-world/a b.md"))
     assert _load_skill(root, entry, "w").files[-1].rel == "a b.md"
+
+
+@pytest.mark.parametrize("name, size, code", [
+    ("a#b.md", None, "bad-manifest-uri"),  # a fragment: the client refuses the URI
+    ("a?b.md", None, "bad-manifest-uri"),  # a query
+    ("ok.md", True, "bad-manifest"),  # a size that is a boolean: True == 1 in Python, not an integer on the wire
+])
+def test_the_server_refuses_an_entry_the_client_would_refuse(tmp_path, name, size, code):
+    """The wire's own entry and manifest checks run on the server too (issue 20): a tree every verifying client
+    refuses is not served. Before, these loaded and were served."""
+    root = tmp_path / "tree"
+    shutil.copytree(GENERATED / "hello-world", root / "hello-world")
+    (root / "hello-world" / "references" / name).write_bytes(b"x")
+    entry = json.loads((GENERATED / "skills.json").read_text("utf-8"))["skills"]
+    entry = copy.deepcopy(next(e for e in entry if e["uri"] == SKILL))
+    extra = r(f"skill://hello-world/references/{name}")
+    if size is not None:
+        extra["size"] = size
+    entry["resources"].append(extra)
+    with pytest.raises(AttachError) as raised:
+        _load_skill(root.resolve(), entry, "skills.json: skills[0]")
+    assert [d.code for d in raised.value.diagnostics] == [code]
