@@ -24,6 +24,7 @@ the runner's side of that, in no framework's terms:
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import sqlite3
@@ -204,6 +205,8 @@ _JSON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boo
 def _fits(arg: Argument, value: Any) -> bool:
     kind = arg.type or "string"
     if isinstance(value, bool) and kind != "boolean":
+        return False
+    if isinstance(value, float) and not math.isfinite(value):  # 1e999 in JSON: refused, as a prompt argument is
         return False
     return isinstance(value, _JSON_TYPES[kind])
 

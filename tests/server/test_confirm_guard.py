@@ -62,3 +62,14 @@ def test_a_state_is_refused_once_the_workflow_it_paused_on_has_changed():
     with pytest.raises(MCPError) as raised:
         RunState.loads(text, changed)
     assert "the workflow has changed" in raised.value.error.message
+
+
+def test_an_asked_number_must_be_finite():
+    """A JSON answer of 1e999 reads as infinity; a prompt argument refuses it as not a finite number, and so does an
+    asked input."""
+    from projector.model import Argument
+    from projector.server.confirm import _fits
+
+    arg = Argument("amount", "the amount", required=False, type="number")
+    assert _fits(arg, 12.5) and _fits(arg, 3)
+    assert not _fits(arg, float("inf")) and not _fits(arg, float("nan")) and not _fits(arg, True)
