@@ -334,12 +334,7 @@ async def _condition_failed(run: _Run, n: int, step: Step, found: Check, head: s
     if step.on_fail != "skip":
         run.turns.append(_stopped(run.wf, n, step, found))
         return False
-    total = len(run.wf.steps)
-    run.turns.append(_assistant(f"{head}\n{_skipped(run.wf, n, step, found)}"))
-    if step.bind:
-        run.skipped[step.bind] = f"step {n} `{step.name}`, which saves `{step.bind}`, was skipped"
-    await run.host.report_progress(n, total, f"step {n} of {total}: {step.name} (skipped)")
-    run.skipped_count += 1
+    await _skip(run, n, step, f"{head}\n{_skipped(run.wf, n, step, found)}", "was skipped")
     return True
 
 
@@ -348,13 +343,18 @@ async def _not_confirmed(run: _Run, n: int, step: Step, decision: confirm.Decisi
     if step.on_fail != "skip" or not decision.can_ask:
         run.turns.append(_needs_person(run.wf, n, step, decision.reason))
         return False
+    await _skip(run, n, step, f"{head}\nSkipped: {decision.reason}. Going on with the next step.", "was not confirmed")
+    return True
+
+
+async def _skip(run: _Run, n: int, step: Step, text: str, why: str) -> None:
+    """Step ``n`` is skipped: its turn, its binding marked (a later use says why), its progress, the count."""
     total = len(run.wf.steps)
-    run.turns.append(_assistant(f"{head}\nSkipped: {decision.reason}. Going on with the next step."))
+    run.turns.append(_assistant(text))
     if step.bind:
-        run.skipped[step.bind] = f"step {n} `{step.name}`, which saves `{step.bind}`, was not confirmed"
+        run.skipped[step.bind] = f"step {n} `{step.name}`, which saves `{step.bind}`, {why}"
     await run.host.report_progress(n, total, f"step {n} of {total}: {step.name} (skipped)")
     run.skipped_count += 1
-    return True
 
 
 def _needs_person(wf: Workflow, n: int, step: Step, why: str) -> Turn:
