@@ -55,7 +55,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-import floors  # bench/floors.py and bench/workgen.py: this script's folder is on sys.path
+import baseline  # bench/baseline.py, floors.py and workgen.py: this script's folder is on sys.path
+import floors
 import workgen
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,22 +161,20 @@ def remover(path: Path) -> Callable[[], None]:
 CACHE = ".projector_cache"  # projector/cache.py: beside the workflows
 
 
-def bench_cold(work: Path, runs: int) -> dict[str, Any]:
-    ps = project_skill()
-    examples = work / "examples"  # a copy: the build cache goes beside the workflows, never into the repository
+def _cold_cases(work: Path, ps: list[str], tag: str = "") -> list[Case]:
+    """The four project-skill cases of a: ``tag`` keeps a baseline's folders (and so its cache) apart."""
+    examples = work / f"examples{tag}"  # a copy: the build cache goes beside the workflows, never into the repository
     shutil.copytree(ROOT / "workflows", examples, dirs_exist_ok=True)
     cache = examples / CACHE
-    out = work / "examples-out"
+    out = work / f"examples-out{tag}"
     run_once([*ps, "build", str(examples), "--out", str(out)])
-    fresh = work / "examples-fresh"
+    fresh = work / f"examples-fresh{tag}"
 
     def clean_fresh() -> None:
         remover(fresh)()
         remover(cache)()
 
-    cases = [
-        Case("python -c pass", [PY, "-c", "pass"]),
-        Case("floor: import yaml, jinja2, slugify", [PY, "-c", "import yaml, jinja2, slugify"]),
+    return [
         Case("project-skill check (examples, no cache yet)", [*ps, "check", str(examples), "--out", str(out)],
              remover(cache)),
         Case("project-skill check (examples, warm cache)", [*ps, "check", str(examples), "--out", str(out)]),
@@ -183,30 +182,47 @@ def bench_cold(work: Path, runs: int) -> dict[str, Any]:
              clean_fresh),
         Case("project-skill build (examples, up to date)", [*ps, "build", str(examples), "--out", str(out)]),
     ]
+
+
+def twins(ours: list[Case], base: list[Case] | None) -> list[Case]:
+    """Each of our cases followed by the baseline's twin (named with baseline.PREFIX), when there is a baseline."""
+    if not base:
+        return ours
+    return [c for pair in zip(ours, base) for c in (pair[0], Case(baseline.name(pair[1].name), pair[1].argv,
+                                                                   pair[1].before))]
+
+
+def bench_cold(work: Path, runs: int, base: baseline.Baseline | None = None) -> dict[str, Any]:
+    cases = [
+        Case("python -c pass", [PY, "-c", "pass"]),
+        Case("floor: import yaml, jinja2, slugify", [PY, "-c", "import yaml, jinja2, slugify"]),
+        *twins(_cold_cases(work, project_skill()), _cold_cases(work, base.command, base.tag) if base else None),
+    ]
     return measure(cases, runs, "cold start")
 
 
-def ensure_tree(work: Path, n: int, seed: int) -> tuple[Path, Path]:
-    """The set of ``n`` workflows and its built tree, made once per bench run."""
-    src, out = work / f"wf-{n}", work / f"out-{n}"
+def ensure_tree(work: Path, n: int, seed: int, ps: list[str] | None = None, tag: str = "") -> tuple[Path, Path]:
+    """The set of ``n`` workflows and its built tree, made once per bench run (``ps`` and ``tag``: a baseline's
+    command and the suffix of its own folders)."""
+    src, out = work / f"wf-{n}{tag}", work / f"out-{n}{tag}"
     if not (out / "skills.json").exists():
         workgen.write_set(n, src, seed)
-        run_once([*project_skill(), "build", str(src), "--out", str(out)])
+        run_once([*(ps or project_skill()), "build", str(src), "--out", str(out)])
     return src, out
 
 
-def ensure_stale(work: Path, n: int, seed: int) -> tuple[Path, Path]:
+def ensure_stale(work: Path, n: int, seed: int, ps: list[str] | None = None, tag: str = "") -> tuple[Path, Path]:
     """A tree and a cache built from :func:`workgen.revise` of the set, at the set's own paths (so its cache entries
     sit in the same slots): every workflow has changed since. Returns that tree and that cache, kept as pristine
     copies that each run restores. The set's folder holds the unrevised files again afterwards."""
-    src, _ = ensure_tree(work, n, seed)
-    tree, cache = work / f"stale-out-{n}", work / f"stale-cache-{n}"
+    src, _ = ensure_tree(work, n, seed, ps, tag)
+    tree, cache = work / f"stale-out-{n}{tag}", work / f"stale-cache-{n}{tag}"
     if not (tree / "skills.json").exists():
         originals = workgen.generate(n, seed)
         shutil.rmtree(src / CACHE, ignore_errors=True)
         for name, data in workgen.revise(originals).items():
             (src / name).write_bytes(data)
-        run_once([*project_skill(), "build", str(src), "--out", str(tree)])
+        run_once([*(ps or project_skill()), "build", str(src), "--out", str(tree)])
         shutil.move(str(src / CACHE), str(cache))
         for name, data in originals.items():
             (src / name).write_bytes(data)
@@ -226,7 +242,33 @@ def restorer(stale_tree: Path, stale_cache: Path, over: Path, cache: Path) -> Ca
     return restore
 
 
-def bench_scale(work: Path, sizes: tuple[int, ...], runs: dict[int, int], seed: int) -> dict[str, Any]:
+def _scale_cases(work: Path, n: int, seed: int, ps: list[str], tag: str = "") -> tuple[list[Case], Path]:
+    """The five project-skill cases of one size, in bench_scale's order, and the built tree; ``tag`` keeps a
+    baseline's folders (and so its cache, beside its workflows) apart."""
+    src, out = ensure_tree(work, n, seed, ps, tag)
+    stale_tree, stale_cache = ensure_stale(work, n, seed, ps, tag)
+    fresh, over = work / f"fresh-{n}{tag}", work / f"over-{n}{tag}"
+    cache = src / CACHE
+
+    def clean_fresh() -> None:
+        remover(fresh)()
+        remover(cache)()
+
+    return [
+        Case("build", [*ps, "build", str(src), "--out", str(fresh)], clean_fresh),
+        Case("build over a stale tree", [*ps, "build", str(src), "--out", str(over)],
+             restorer(stale_tree, stale_cache, over, cache)),
+        Case("build, up to date", [*ps, "build", str(src), "--out", str(out)]),
+        Case("check", [*ps, "check", str(src), "--out", str(out)]),
+        Case("check, no cache", [*ps, "check", str(src), "--out", str(out), "--no-cache"]),
+    ], out
+
+
+BASELINE_UP_TO = 1000  # a baseline runs beside the sizes up to this: the targets' size, not the 10,000 scaling
+
+
+def bench_scale(work: Path, sizes: tuple[int, ...], runs: dict[int, int], seed: int,
+                base: baseline.Baseline | None = None) -> dict[str, Any]:
     """Per size, round-robin in this order (the cache state each case starts from is the one it names), the floors
     (bench/floors.py) between them:
 
@@ -236,44 +278,35 @@ def bench_scale(work: Path, sizes: tuple[int, ...], runs: dict[int, int], seed: 
     - *check*: an unchanged tree with a warm cache;
     - *check, no cache*: the same with ``--no-cache`` (every workflow compiled).
     """
-    ps = project_skill()
     results: dict[str, Any] = {}
     for n in sizes:
-        src, out = ensure_tree(work, n, seed)
-        stale_tree, stale_cache = ensure_stale(work, n, seed)
-        fresh, over = work / f"fresh-{n}", work / f"over-{n}"
-        cache = src / CACHE
+        ours, out = _scale_cases(work, n, seed, project_skill())
+        src = work / f"wf-{n}"
+        theirs, base_out = _scale_cases(work, n, seed, base.command, base.tag) if base and n <= BASELINE_UP_TO \
+            else (None, None)
         blob, written = floors.capture(out, work / f"tree-{n}.marshal"), work / f"floor-write-{n}"
-
-        def clean_fresh(fresh: Path = fresh, cache: Path = cache) -> None:
-            remover(fresh)()
-            remover(cache)()
 
         def floor(case: str, before: Callable[[], None] | None = None, src: Path = src, out: Path = out,
                   blob: Path = blob, written: Path = written) -> Case:
             return Case(case, floors.argv(case, src, out, blob, written), before)
 
         files = sum(1 for p in out.rglob("*") if p.is_file())
-        cases = [
-            Case("build", [*ps, "build", str(src), "--out", str(fresh)], clean_fresh),
-            floor(floors.PARSE_CASE),
-            Case("build over a stale tree", [*ps, "build", str(src), "--out", str(over)],
-                 restorer(stale_tree, stale_cache, over, cache)),
-            floor(floors.WRITE_CASE, remover(written)),
-            Case("build, up to date", [*ps, "build", str(src), "--out", str(out)]),
-            Case("check", [*ps, "check", str(src), "--out", str(out)]),
-            floor(floors.HASH_CASE),
-            Case("check, no cache", [*ps, "check", str(src), "--out", str(out), "--no-cache"]),
-            floor(floors.START_CASE),
-        ]
-        r = measure(cases, runs[n], f"{n} workflows")
-        for path in (fresh, over, written):
+        paired = twins(ours, theirs)
+        per = 2 if theirs else 1  # our case and, with a baseline, its twin
+        cases = [*paired[:per], floor(floors.PARSE_CASE), *paired[per:2 * per], floor(floors.WRITE_CASE,
+                 remover(written)), *paired[2 * per:4 * per], floor(floors.HASH_CASE), *paired[4 * per:],
+                 floor(floors.START_CASE)]
+        r, r_base = baseline.split(measure(cases, runs[n], f"{n} workflows"))
+        for path in (work / f"fresh-{n}", work / f"over-{n}", written, work / f"fresh-{n}{baseline.TAG}",
+                     work / f"over-{n}{baseline.TAG}"):
             shutil.rmtree(path, ignore_errors=True)
         input_bytes = sum(p.stat().st_size for p in src.iterdir() if p.is_file())
         output_bytes = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
         results[str(n)] = {"workflows": n, "input_bytes": input_bytes, "output_files": files,
                            "output_bytes": output_bytes, **r}
         results[str(n)]["ratios"] = floors.ratios(results[str(n)])
+        if base and base_out is not None:
+            results[str(n)]["baseline"] = baseline.scale_entry(r, r_base, baseline.same_tree(out, base_out), base)
     return results
 
 
@@ -1012,6 +1045,7 @@ def render_md(res: dict[str, Any]) -> str:
         by = f" by {row['by']}" if row.get("by") and row["ok"] is False else ""
         lines.append(f"| {row['target']} | {row['measured']} | {row['limit']} | **{verdict(row['ok'])}**{by} |")
     lines += _md_floors_intro()
+    lines += baseline.md_rows(res, CHECK_COLD, FLOOR)
 
     cold = res.get("cold")
     if cold:
@@ -1148,7 +1182,7 @@ def render_md(res: dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------------------------------------------ main
 
-PART_KEYS = {"cold": ("cold", "mcp_free"), "scale": ("scale", "stages", "profile"), "server": ("server", "server_skipped"),
+PART_KEYS = {"cold": ("cold", "mcp_free", "cold_baseline"), "scale": ("scale", "stages", "profile"), "server": ("server", "server_skipped"),
              "fastmcp": ("fastmcp", "fastmcp_skipped")}
 
 
@@ -1182,6 +1216,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help="folder for results.md and results.json (default: bench/; with --quick, a "
                                   "temporary folder, so a smoke test never overwrites the committed results)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (printed)")
+    ap.add_argument("--baseline", metavar="DIR", help="also time an older checkout's project-skill "
+                    "(DIR/.venv/bin/project-skill) beside this one, case by case in the same rounds, for a before "
+                    "and after in one run (a, and b up to 1,000 workflows; bench/baseline.py)")
     args = ap.parse_args(argv)
 
     if args.quick:
@@ -1203,6 +1240,10 @@ def main(argv: list[str] | None = None) -> int:
 
     # A terminated bench still stops its server and removes its temporary folder.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    base = baseline.Baseline(args.baseline) if args.baseline else None
+    # Users' commands run from compiled bytecode: a shell with PYTHONDONTWRITEBYTECODE would make every timed run of a
+    # checkout without __pycache__ compile its modules again. The untimed warm-up round writes the .pyc files.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     work = Path(tempfile.mkdtemp(prefix="projector-bench-"))
     res: dict[str, Any] = {"quick": args.quick, "seed": args.seed, "machine": machine()}
     started = time.perf_counter()
@@ -1210,11 +1251,12 @@ def main(argv: list[str] | None = None) -> int:
         parts = set(args.only or ("cold", "scale", "server", "fastmcp"))
         if "cold" in parts:
             print("a. cold start", file=sys.stderr)
-            res["cold"] = bench_cold(work, runs_small)
+            res["cold"] = bench_cold(work, runs_small, base)
+            res["cold_baseline"] = base.info() if base else None
             res["mcp_free"] = mcp_free(work)
         if "scale" in parts:
             print("b, c. scaling", file=sys.stderr)
-            res["scale"] = bench_scale(work, sizes, runs, args.seed)
+            res["scale"] = bench_scale(work, sizes, runs, args.seed, base)
             n = 1000 if 1000 in sizes else max(sizes)
             print(f"g. stages of a fresh build of {n}", file=sys.stderr)
             res["stages"] = stage_profile(work, n, args.seed, 3)
