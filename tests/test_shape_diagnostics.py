@@ -82,7 +82,8 @@ CASES: dict[str, str] = {
     "metadata-not-mapping": HEAD + "metadata: [a, b]\n" + STEP,
     "metadata-scalar": HEAD + "metadata: 5\n" + STEP,
     "metadata-values": HEAD + "metadata:\n  z: last\n  n: 5\n  l: [1]\n  t: true\n  o: on\n  m: middle\n" + STEP,
-    "metadata-ambiguous-key": HEAD + "metadata:\n  on: x\n  a: b\n" + STEP,
+    "metadata-boolean-key": HEAD + "metadata:\n  on: x\n  a: b\n" + STEP,
+    "metadata-ambiguous-key": HEAD + "metadata:\n  0o7: x\n  a: b\n" + STEP,
     "metadata-empty": HEAD + "metadata: {}\n" + STEP,
     # arguments
     "argument-not-mapping": HEAD + "arguments:\n  - just a name\n  - [1]\n" + STEP,
@@ -121,7 +122,7 @@ CASES: dict[str, str] = {
     "tool-annotation-hints": HEAD + "tools:\n  - name: t\n    annotations:\n      readOnlyHint: 'true'\n"
                              "      destructiveHint: 1\n      idempotentHint: null\n      openWorldHint: [x]\n" + STEP,
     "tool-annotation-hint-no-name": HEAD + "tools:\n  - annotations: {readOnlyHint: 0}\n" + STEP,
-    "tool-name-wrong-type": HEAD + "tools:\n  - name: [t]\n" + STEP,
+    "tool-name-wrong-type": HEAD + "tools:\n  - name: 5\n" + STEP,
     # steps
     "step-not-mapping": HEAD + "steps:\n  - s\n  - name: ok\n    tool: t\n  - [1]\n",
     "step-missing-name": HEAD + "steps:\n  - tool: t\n    bind: r\n",
@@ -165,12 +166,12 @@ CASES: dict[str, str] = {
     "source-fields": HEAD + "steps:\n  - name: s\n    tool: t\n    args:\n      int: {step: r, field: 3}\n"
                      "      str: {step: r, field: a.b}\n      bool: {step: r, field: true}\n"
                      "      list: {step: r, field: [a]}\n      float: {step: r, field: 1.5}\n"
-                     "      null: {step: r, field: null}\n      zero: {step: r, field: 0}\n",
+                     "      nul: {step: r, field: null}\n      zero: {step: r, field: 0}\n",
     "source-field-ambiguous": HEAD + "steps:\n  - name: s\n    tool: t\n    args:\n      a: {step: r, field: 0o7}\n"
                               "      b: {step: r, field: 1_0}\n      c: {step: r, field: on}\n",
     "source-const-ambiguous": HEAD + "steps:\n  - name: s\n    tool: t\n    args:\n      a: {const: yes}\n"
                               "      b: {const: [on, 'off', 1_0]}\n      c: {const: {no: x, y: 0o10}}\n"
-                              "      d: {const: 1:20}\n      e: {const: 012}\n",
+                              "      d: {const: 1:20}\n      e: {const: 012}\n      f: {const: {0o10: x, k: [{1_0: y}]}}\n",
     "source-const-values": HEAD + "steps:\n  - name: s\n    tool: t\n    args:\n      a: {const: null}\n"
                            "      b: {const: {k: [1, 2.5, text, true]}}\n      c: {const: ''}\n",
     # confirm
@@ -238,6 +239,13 @@ CASES: dict[str, str] = {
 def test_what_the_shape_builder_says_and_builds(case, snapshot):
     # tools_from_server: a step's tool need not be declared, so the cases need no tools: list of their own
     wf, diags = parse(CASES[case], FILE, tools_from_server=True)
+    assert report(wf, diags) == snapshot
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.startswith("typo-")])
+def test_what_follows_from_a_misspelled_key_with_tools_declared(case, snapshot):
+    # without tools_from_server a step's tool must be declared: a misspelled tools: key leaves it undeclared
+    wf, diags = parse(CASES[case], FILE)
     assert report(wf, diags) == snapshot
 
 
