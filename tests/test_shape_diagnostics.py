@@ -192,6 +192,7 @@ CASES: dict[str, str] = {
                  "  - name: u\n    tool: t\n    when:\n      - {arg: a, equals: x}\n      - {step: r, field: 1, in: [1, 2]}\n"
                  "      - {step: r, exists: true}\n      - {step: r, field: a.b, not_equals: null}\n"
                  "      - {arg: a, not_in: [p, q]}\n",
+    "when-two": HEAD + "steps:\n  - name: s\n    tool: t\n    when:\n      - {arg: a, equals: x}\n      - {arg: a}\n",
     "when-list-bad-items": HEAD + "steps:\n  - name: s\n    tool: t\n    when:\n      - 5\n      - [x]\n"
                            "      - {arg: a, equals: x}\n",
     "condition-not-mapping": HEAD + "steps:\n  - name: s\n    tool: t\n    when: [text]\n",
@@ -231,6 +232,7 @@ CASES: dict[str, str] = {
     "typo-key-present": HEAD + "arguments:\n  - name: a\nargumnts:\n  - name: b\n"
                         "steps:\n  - name: s\n    tool: t\n    args: {x: {arg: b}}\n",
     "typo-no-followers": HEAD + "titel: x\n" + STEP,
+    "typo-first-key": "nme: w\ndescription: d\n" + STEP,
     "typo-steps": HEAD + "stpes:\n  - name: s\n    tool: t\n",
 }
 
