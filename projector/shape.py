@@ -16,9 +16,7 @@ from .conditions import OPERATORS, literal
 from .errors import Diagnostic, Span, error, plural, printable_quote
 from .model import Argument, Condition, Confirm, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .positioned import Y, Reader, type_name, decode, normalize
-from .validate import validate
-
-
+from .validate import NO_STEPS, validate
 
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "workflow.schema.json"
 
@@ -29,22 +27,9 @@ def _schema() -> dict:
 
 SCHEMA = _schema()
 _DEFS = SCHEMA["$defs"]
-KEYS = {
-    "workflow": tuple(SCHEMA["properties"]),
-    "argument": tuple(_DEFS["argument"]["properties"]),
-    "instruction": tuple(_DEFS["instruction"]["properties"]),
-    "tool": tuple(_DEFS["tool"]["properties"]),
-    "step": tuple(_DEFS["step"]["properties"]),
-    "confirm": tuple(_DEFS["confirm"]["properties"]),
-}
-REQUIRED = {
-    "workflow": tuple(SCHEMA["required"]),
-    "argument": tuple(_DEFS["argument"]["required"]),
-    "instruction": tuple(_DEFS["instruction"]["required"]),
-    "tool": tuple(_DEFS["tool"]["required"]),
-    "step": tuple(_DEFS["step"]["required"]),
-    "confirm": tuple(_DEFS["confirm"]["required"]),
-}
+_KINDS = ("argument", "instruction", "tool", "step", "confirm")  # the objects under $defs, besides the workflow
+KEYS = {"workflow": tuple(SCHEMA["properties"]), **{k: tuple(_DEFS[k]["properties"]) for k in _KINDS}}
+REQUIRED = {"workflow": tuple(SCHEMA["required"]), **{k: tuple(_DEFS[k]["required"]) for k in _KINDS}}
 SOURCE_KEYS = ("arg", "step", "field", "const")
 SUBJECT_KEYS = ("arg", "step", "field")
 ROLES = tuple(_DEFS["instruction"]["properties"]["role"]["enum"])
@@ -56,12 +41,19 @@ def near_miss(key: str, kind: str) -> str | None:
     return close[0] if close else None
 
 
+def _named(m: dict[str, Y]) -> bool:
+    """Whether an item's diagnostics can name it: its ``name`` is a string (a list or mapping there is reported as
+    the wrong type, and is not written into the other messages)."""
+    return "name" in m and isinstance(m["name"].value, str)
+
+
 class _Builder:
     """Checks the shape of one workflow document and builds the model from it."""
 
     def __init__(self, file: str, diags: list[Diagnostic]):
         self.file = file
         self.diags = diags
+        self.said_no_steps = False  # whether 'steps' was reported absent, not a list, or empty
 
     def err(self, span: Span, code: str, message: str, hint: str | None = None) -> None:
         self.diags.append(error(span, code, message, hint))
@@ -136,17 +128,18 @@ class _Builder:
         tools = tuple(t for t in (self.tool(y) for y in self.listing(m, "tools", "the workflow")) if t)
         steps_y = self.listing(m, "steps", "the workflow")
         if "steps" in m and isinstance(m["steps"].value, list) and not steps_y:
-            self.err(m["steps"].span, "missing-key", "the workflow has no steps", "add at least one step")
+            self.err(m["steps"].span, "missing-key", NO_STEPS, "add at least one step")
+        self.said_no_steps = not steps_y  # absent (mapping said so), not a list (listing did) or empty (just above)
         steps = tuple(s for s in (self.step(y, i) for i, y in enumerate(steps_y, 1)) if s)
         name_span = m["name"].span if "name" in m else doc.span
         title = self.string(m, "title", "the workflow")
-        frontmatter = self.frontmatter(m, doc)
+        frontmatter = self.frontmatter(m)
         return Workflow(**frontmatter, name=name or "", description=description or "", arguments=arguments,
                         instructions=instructions, tools=tools, steps=steps, span=name_span,
                         description_span=m["description"].span if "description" in m else doc.span, source=self.file,
                         title=title, title_span=m["title"].span if "title" in m else doc.span)
 
-    def frontmatter(self, m: dict[str, Y], doc: Y) -> dict[str, Any]:
+    def frontmatter(self, m: dict[str, Y]) -> dict[str, Any]:
         """The Agent Skills fields the SKILL.md frontmatter carries as given: ``license``, ``compatibility``,
         ``metadata`` (string to string) and the ignored ``allowed-tools``, as :class:`Workflow` keywords. Each value
         must read the same under YAML 1.1 and 1.2, as the frontmatter written from it does."""
@@ -183,7 +176,7 @@ class _Builder:
         m = self.mapping(y, "argument", "an argument")
         if m is None:
             return None
-        what = f"argument '{m['name'].value}'" if "name" in m else "an argument"
+        what = f"argument '{m['name'].value}'" if _named(m) else "an argument"
         required, ask = (self.flag(m, key, what) for key in ("required", "ask"))
         typ = None
         if "type" in m:
@@ -220,7 +213,7 @@ class _Builder:
         m = self.mapping(y, "tool", "a tool")
         if m is None:
             return None
-        what = f"tool '{m['name'].value}'" if "name" in m else "a tool"
+        what = f"tool '{m['name'].value}'" if _named(m) else "a tool"
         schema = ann = output = None
         for key in ("input_schema", "output_schema", "annotations"):
             if key in m:
@@ -445,7 +438,7 @@ def parse(data: bytes | str, file: str, *, tools_from_server: bool = False
     reader = Reader(text, file)
     doc = reader.read()
     diags = reader.diags
-    if doc is None or any(d.code == "yaml-syntax" for d in diags):
+    if doc is None:  # every syntax error ends the reading with None
         return None, diags
     wf, found = _check(doc, file, tools_from_server)
     return wf, diags + _hide_followers(doc, file, tools_from_server, found)
@@ -454,11 +447,13 @@ def parse(data: bytes | str, file: str, *, tools_from_server: bool = False
 def _check(doc: Y, file: str, tools_from_server: bool) -> tuple[Workflow | None, list[Diagnostic]]:
     """The model of one YAML document, with every problem of its shape and of the format's rules."""
     diags: list[Diagnostic] = []
-    wf = _Builder(file, diags).workflow(doc)
+    builder = _Builder(file, diags)
+    wf = builder.workflow(doc)
     if wf is not None:
         missing = {d.span for d in diags if d.code == "missing-key"}
         diags.extend(d for d in validate(wf, tools_from_server=tools_from_server)
-                     if not (d.code in ("empty-name", "missing-key") and d.span in missing))
+                     if not (d.code in ("empty-name", "missing-key") and d.span in missing)
+                     and not (builder.said_no_steps and d.message == NO_STEPS))
     return wf, diags
 
 

@@ -107,8 +107,11 @@ def _declared(items: tuple) -> list[str]:
     return list(dict.fromkeys(i.name for i in items if i.name.strip()))
 
 
+NO_STEPS = "the workflow has no steps"
+
+
 def _has_steps(wf: Workflow) -> list[Diagnostic]:
-    return [] if wf.steps else [error(wf.span, "missing-key", "the workflow has no steps", "add at least one step")]
+    return [] if wf.steps else [error(wf.span, "missing-key", NO_STEPS, "add at least one step")]
 
 
 # ---------------------------------------------------------------------------------------------------- references
