@@ -160,3 +160,12 @@ def test_server_and_client_accept_and_refuse_the_same_frontmatter(tmp_path, case
     client = client_verdict(data, frontmatter)
     server = server_verdict(tmp_path / "tree", data, frontmatter)
     assert server == SERVER_CODE.get(client, client), (client, server)
+
+
+def test_a_mapping_whose_keys_mix_types_is_described_with_its_keys_as_json_writes_them():
+    import datetime
+
+    from projector.sep2640.values import describe_value
+
+    assert describe_value({1: "a", "b": "c", False: None}) == 'mapping {"1": "a", "b": "c", "false": null}'
+    assert describe_value([{datetime.date(2020, 1, 2): 1, None: 2}]) == 'sequence [{"2020-01-02": 1, "null": 2}]'

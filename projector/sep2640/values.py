@@ -95,6 +95,17 @@ def mapping_diff(a: dict[Any, Any], b: dict[Any, Any]) -> list[str]:
 MISSING = object()  # a mapping key that is not there, told apart from a null value
 
 
+def _text_keys(value: Any) -> Any:
+    """``value`` with every mapping key as the text JSON writes for it (``1`` as ``"1"``, ``True`` as ``"true"``, a
+    date as its ISO form), so that a mapping whose keys mix types (YAML allows it) can be sorted and shown."""
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else json.dumps(k) if k is None or isinstance(k, (bool, int, float))
+                else str(k): _text_keys(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_text_keys(v) for v in value]
+    return value
+
+
 def describe_value(value: Any, limit: int = 60) -> str:
     """A YAML/JSON value with its type, for a message: ``string 'yes'``, ``boolean true``, ``integer 15``. Text is
     escaped (no control characters reach the terminal) and cut to ``limit`` characters."""
@@ -116,7 +127,7 @@ def describe_value(value: Any, limit: int = 60) -> str:
         return f"timestamp {value.isoformat()}"
     if isinstance(value, _dt.date):
         return f"date {value.isoformat()}"
-    text = json.dumps(value, ensure_ascii=True, sort_keys=True, default=str)
+    text = json.dumps(_text_keys(value), ensure_ascii=True, sort_keys=True, default=str)
     kind = "mapping" if isinstance(value, dict) else "sequence" if isinstance(value, (list, tuple)) else "value"
     return f"{kind} {text[:limit]}{'...' if len(text) > limit else ''}"
 

@@ -91,3 +91,16 @@ def test_the_note_is_for_the_yaml_1_1_reading_only(data, fm):
     e = entry(data, fm)
     assert frontmatter_note(e, data, "1.2") is None
     assert frontmatter_note(e, data, "1.1").startswith(NOTE)
+
+
+@pytest.mark.parametrize("yaml_text, fm_value", [
+    ("m: {1: a, b: c}", "x"),  # keys of two types: a mapping json.dumps cannot sort
+    ("m: {2020-01-02: a, b: c}", "x"),  # a date key, which json.dumps refuses as a key
+])
+def test_a_mapping_whose_keys_mix_types_is_named_not_a_crash(yaml_text, fm_value):
+    data = skill(yaml_text)
+    for version in ("1.2", "1.1"):
+        with pytest.raises(VerificationError) as info:
+            check_frontmatter(entry(data, {"name": "demo", "description": "d", "m": fm_value}), data, version)
+        assert info.value.code == "frontmatter-mismatch"
+        assert "mapping {" in info.value.message and "string 'x'" in info.value.message
