@@ -266,7 +266,8 @@ class Reader:
         return (node.value, value_1_2) if differs else None
 
     def _convert(self, node: yaml.Node, loader: Any, seen: set[int] | None, depth: int) -> Y:
-        if node.__class__ is _SCALAR_NODE and node.tag == _STR and not self.tagged:  # most nodes: a string
+        # Most nodes are strings. The tag check (_tag_problem) never refuses a string's tag, and _odd reads the tag.
+        if node.__class__ is _SCALAR_NODE and node.tag == _STR:
             if seen is not None and not _first_visit(seen, node):
                 return Y(None, self.file, node.start_mark)
             text = node.value
@@ -298,9 +299,8 @@ class Reader:
         out: dict[str, Y] = {}
         key_marks: dict[str, Any] = {}
         odd_keys: dict[str, tuple[str, Any]] | None = None
-        fast = not self.tagged
         for knode, vnode in node.value:
-            if fast and knode.__class__ is _SCALAR_NODE and knode.tag == _STR and knode.value not in key_marks:
+            if knode.__class__ is _SCALAR_NODE and knode.tag == _STR and knode.value not in key_marks:
                 key = knode.value  # what _key gives a string key that is not a duplicate
             elif (key := self._key(knode, loader, key_marks)) is None:
                 continue

@@ -78,7 +78,10 @@ _CORE_VALUES: dict[str, Any] = {}
 
 
 def _cached_core_value(text: str) -> Any:
-    """:func:`core_value`, remembered: a workflow set repeats its keys and words (the values are immutable)."""
+    """:func:`core_value`, remembered: a workflow set repeats its keys and words (the values are immutable). Only
+    for a ``str``: the text itself may be the value, and a subclass of str must not come back for a ``str``."""
+    if type(text) is not str:
+        return core_value(text)
     try:
         return _CORE_VALUES[text]
     except KeyError:
