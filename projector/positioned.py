@@ -103,11 +103,17 @@ class Y:
         return Y(value, self._file, self._mark, marks, odd)
 
     def plain(self) -> Any:
-        if isinstance(self.value, dict):
-            return {k: v.plain() for k, v in self.value.items()}
-        if isinstance(self.value, list):
-            return [v.plain() for v in self.value]
-        return self.value
+        value = self.value
+        if type(value) in _SCALARS:  # most values: what the loop below would give, without a call per leaf
+            return value
+        if isinstance(value, dict):
+            return {k: v.value if type(v.value) in _SCALARS else v.plain() for k, v in value.items()}
+        if isinstance(value, list):
+            return [v.value if type(v.value) in _SCALARS else v.plain() for v in value]
+        return value
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 _TYPE_NAMES = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",

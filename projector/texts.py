@@ -89,7 +89,7 @@ def _text_problem(span: Span, what: str, text: str, one_line: bool) -> Diagnosti
     if m := _CONTROL.search(text):
         return error(span, "control-character", f"{what} contains the control character U+{ord(m.group(0)):04X}",
                      "write plain text: remove it (line breaks and tabs are fine in multi-line texts)")
-    if p := invisible_problem(span, what, text, one_line):
+    if not text.isascii() and (p := invisible_problem(span, what, text, one_line)):  # its own shortcut, inlined
         return p
     if one_line and "\n" in text:
         return error(span, "line-break", f"{what} contains a line break", "it is printed on one line (a heading, "
@@ -101,7 +101,7 @@ def _value_problem(span: Span, what: str, value: object) -> Diagnostic | None:
     """The first problem of a JSON value (a constant, an input schema, annotations): a control character in any
     string or key, a number JSON cannot carry (NaN, infinity), or more nesting than :data:`MAX_VALUE_DEPTH`.
     Walked without recursion, so a value built in Python cannot exhaust the stack here."""
-    if _clean_value(value):
+    if type(value) in _PLAIN_LEAVES or _clean_value(value):  # a leaf other than a string or a float has no problem
         return None
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:

@@ -280,3 +280,35 @@ def _flat(value: Any) -> list[Any]:
     if isinstance(value, list):
         return [x for v in value for x in _flat(v)]
     return [value]
+
+
+# Y.plain: its shortcut for leaves gives what the plain recursion gives.
+
+def _plain_by_recursion(y: Y) -> Any:
+    if isinstance(y.value, dict):
+        return {k: _plain_by_recursion(v) for k, v in y.value.items()}
+    if isinstance(y.value, list):
+        return [_plain_by_recursion(v) for v in y.value]
+    return y.value
+
+
+class _Dict(dict):
+    pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(_yaml_texts())
+def test_plain_is_the_recursive_reading(text):
+    doc = Reader(text, "f.yaml").read()
+    if doc is not None:
+        got, expected = doc.plain(), _plain_by_recursion(doc)
+        assert repr(got) == repr(expected)
+        assert [type(x) for x in _flat(got)] == [type(x) for x in _flat(expected)]
+
+
+def test_plain_of_hand_built_values_with_subclasses():
+    leaf = Y(_Str("s"), "f", None)
+    doc = Y(_Dict(a=Y([leaf, Y(1.5, "f", None), Y(_Dict(), "f", None)], "f", None), b=leaf), "f", None)
+    got = doc.plain()
+    assert got == _plain_by_recursion(doc) == {"a": ["s", 1.5, {}], "b": "s"}
+    assert type(got["b"]) is _Str and type(got) is dict and type(got["a"][2]) is dict
