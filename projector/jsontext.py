@@ -34,14 +34,27 @@ def _fast() -> Any:
     return _orjson or None
 
 
+# Values orjson writes as json.dumps does whatever they hold, by exact type (int is not: its range counts).
+_SAFE_LEAVES = frozenset({str, bool, type(None)})
+
+
 def same_in_orjson(value: Any) -> bool:
+    """Whether orjson writes ``value`` byte for byte as ``json.dumps`` does (see the module's docstring)."""
     kind = type(value)
     if kind is str or kind is bool or value is None:
         return True
     if kind is dict:
-        return all(type(k) is str and same_in_orjson(v) for k, v in value.items())
+        for k, v in value.items():
+            if type(k) is not str:
+                return False
+            if type(v) not in _SAFE_LEAVES and not same_in_orjson(v):  # a string (most values) needs no call
+                return False
+        return True
     if kind is list:
-        return all(same_in_orjson(v) for v in value)
+        for v in value:
+            if type(v) not in _SAFE_LEAVES and not same_in_orjson(v):
+                return False
+        return True
     if kind is int:
         return -(2**63) <= value < 2**64
     return False

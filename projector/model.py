@@ -258,14 +258,38 @@ def canonical(value: Any) -> Any:
     only, so positions and the source's name take no part (as in equality), and a tuple is a list. A field added to
     the format later (:func:`_additive`) is left out while it has its default. Two workflows
     that are equal have the same canonical form, whether they were loaded from YAML or built in Python."""
-    if is_dataclass(value) and not isinstance(value, type):
-        node: dict[str, Any] = {"kind": type(value).__name__}
-        for f in fields(value):
-            if f.compare and not (f.metadata.get("additive") and getattr(value, f.name) == f.default):
-                node[f.name] = canonical(getattr(value, f.name))
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    spec = _compared_fields(kind)
+    if spec is not None:
+        node: dict[str, Any] = {"kind": kind.__name__}
+        for name, additive, default in spec:
+            v = getattr(value, name)
+            if not (additive and v == default):
+                node[name] = v if type(v) in _LEAVES else canonical(v)
         return node
     if isinstance(value, (tuple, list)):
         return [canonical(v) for v in value]
     if isinstance(value, dict):
         return {str(k): canonical(v) for k, v in value.items()}
     return value
+
+
+# What canonical returns as it is, by exact type (a subclass takes the general way).
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+_FIELDS_OF: dict[type, tuple[tuple[str, bool, Any], ...] | None] = {}
+
+
+def _compared_fields(cls: type) -> tuple[tuple[str, bool, Any], ...] | None:
+    """``(name, additive, default)`` of each compared field of the dataclass ``cls``, in order; None when instances
+    of ``cls`` are not dataclass instances. Once per class: :func:`dataclasses.fields` is slow."""
+    try:
+        return _FIELDS_OF[cls]
+    except KeyError:
+        pass
+    spec = None
+    if is_dataclass(cls) and not issubclass(cls, type):  # an instance of cls is a dataclass instance, not a class
+        spec = tuple((f.name, bool(f.metadata.get("additive")), f.default) for f in fields(cls) if f.compare)
+    _FIELDS_OF[cls] = spec
+    return spec

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from .errors import Diagnostic, Span, error, printable_quote
-from .yaml12 import reads_differently
+from .yaml12 import MAYBE_TYPED, reads_differently
 
 try:  # libyaml's parser is several times faster; results are identical (tests/test_load.py checks both).
     from yaml import CSafeLoader as _BaseLoader
@@ -32,24 +32,33 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
 
 
 
-_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
+_RESOLVED: dict[str, str] = {}
+_SCALAR_NODE, _SEQUENCE_NODE, _MAPPING_NODE = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
 
 
 def loader_class(base: type) -> type:
-    """``base`` (a safe loader), remembering how plain scalars resolve: the parser asks for every scalar, and the
-    answer depends only on the text (a safe loader has no path resolvers)."""
+    """``base`` (a safe loader), remembering how plain scalars resolve: the parser asks for every node, and the
+    answer depends only on the kind of node and, for a plain scalar, its text (without path resolvers, which a safe
+    loader does not have, a quoted scalar is a string and the second implicit flag is never read)."""
 
     class Loader(base):  # type: ignore[misc,valid-type]
         def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-            if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+            if self.yaml_path_resolvers:
                 return super().resolve(kind, value, implicit)
-            key = (value, implicit)
-            tag = _RESOLVED.get(key)
-            if tag is None:
-                if len(_RESOLVED) > 100_000:
-                    _RESOLVED.clear()
-                tag = _RESOLVED[key] = super().resolve(kind, value, implicit)
-            return tag
+            if kind is _SCALAR_NODE:
+                if not implicit[0]:
+                    return self.DEFAULT_SCALAR_TAG
+                tag = _RESOLVED.get(value)
+                if tag is None:
+                    if len(_RESOLVED) > 100_000:
+                        _RESOLVED.clear()
+                    tag = _RESOLVED[value] = super().resolve(kind, value, implicit)
+                return tag
+            if kind is _MAPPING_NODE:
+                return self.DEFAULT_MAPPING_TAG
+            if kind is _SEQUENCE_NODE:
+                return self.DEFAULT_SEQUENCE_TAG
+            return super().resolve(kind, value, implicit)
 
     return Loader
 
@@ -94,11 +103,17 @@ class Y:
         return Y(value, self._file, self._mark, marks, odd)
 
     def plain(self) -> Any:
-        if isinstance(self.value, dict):
-            return {k: v.plain() for k, v in self.value.items()}
-        if isinstance(self.value, list):
-            return [v.plain() for v in self.value]
-        return self.value
+        value = self.value
+        if type(value) in _SCALARS:  # most values: what the loop below would give, without a call per leaf
+            return value
+        if isinstance(value, dict):
+            return {k: v.value if type(v.value) in _SCALARS else v.plain() for k, v in value.items()}
+        if isinstance(value, list):
+            return [v.value if type(v.value) in _SCALARS else v.plain() for v in value]
+        return value
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 _TYPE_NAMES = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
@@ -257,6 +272,16 @@ class Reader:
         return (node.value, value_1_2) if differs else None
 
     def _convert(self, node: yaml.Node, loader: Any, seen: set[int] | None, depth: int) -> Y:
+        # Most nodes are strings. The tag check (_tag_problem) never refuses a string's tag, and _odd reads the tag.
+        if node.__class__ is _SCALAR_NODE and node.tag == _STR:
+            if seen is not None and not _first_visit(seen, node):
+                return Y(None, self.file, node.start_mark)
+            text = node.value
+            odd = self._odd(node, text) if not node.style and text[:1] in MAYBE_TYPED else None
+            return Y(text, self.file, node.start_mark, None, odd)
+        return self._convert_node(node, loader, seen, depth)
+
+    def _convert_node(self, node: yaml.Node, loader: Any, seen: set[int] | None, depth: int) -> Y:
         mark = node.start_mark
         if self.tagged:
             problem = self._tag_problem(node, loader)
@@ -267,10 +292,8 @@ class Reader:
         if depth > MAX_DEPTH and not isinstance(node, yaml.ScalarNode):
             self._refuse_depth(mark)
             return Y(None, self.file, mark)
-        if seen is not None:  # only when the text can hold aliases: they bring back a node already built
-            if id(node) in seen:  # an alias, reported by _refuse_anchors: never followed, so nothing is expanded
-                return Y(None, self.file, mark)
-            seen.add(id(node))  # one set for the document: every node of the text is converted at most once
+        if seen is not None and not _first_visit(seen, node):  # only when the text can hold aliases
+            return Y(None, self.file, mark)
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, loader, seen, depth)
         if isinstance(node, yaml.SequenceNode):
@@ -278,18 +301,19 @@ class Reader:
         ok, value = self._scalar_value(node, loader)
         return Y(value, self.file, mark, odd=self._odd(node, value) if ok else None)
 
-
     def _mapping(self, node: yaml.MappingNode, loader: Any, seen: set[int] | None, depth: int) -> Y:
         out: dict[str, Y] = {}
         key_marks: dict[str, Any] = {}
         odd_keys: dict[str, tuple[str, Any]] | None = None
         for knode, vnode in node.value:
-            key = self._key(knode, loader, key_marks)
-            if key is None:
+            if knode.__class__ is _SCALAR_NODE and knode.tag == _STR and knode.value not in key_marks:
+                key = knode.value  # what _key gives a string key that is not a duplicate
+            elif (key := self._key(knode, loader, key_marks)) is None:
                 continue
             out[key] = self._convert(vnode, loader, seen, depth + 1)
             key_marks[key] = knode.start_mark
-            if odd := self._odd(knode, key):
+            # _odd is None unless the key is plain and starts like a YAML 1.1 or 1.2 typed scalar (every key is text)
+            if not knode.style and knode.value[:1] in MAYBE_TYPED and (odd := self._odd(knode, key)):
                 odd_keys = odd_keys or {}
                 odd_keys[key] = odd
         return Y(out, self.file, node.start_mark, key_marks, odd_keys)
@@ -386,6 +410,15 @@ def syntax_hint(text: str, exc: yaml.MarkedYAMLError) -> str | None:
         return (f"check the indentation of line {mark.line + 1} against the lines above it: the keys of one mapping, "
                 "and the items of one list, start in the same column")
     return None
+
+
+def _first_visit(seen: set[int], node: yaml.Node) -> bool:
+    """False for a node already converted (an alias, reported by _refuse_anchors: never followed, so nothing is
+    expanded). One set for the document: every node of the text is converted at most once."""
+    if id(node) in seen:
+        return False
+    seen.add(id(node))
+    return True
 
 
 _STR = "tag:yaml.org,2002:str"

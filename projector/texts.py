@@ -70,6 +70,8 @@ def frontmatter_problems(wf: Workflow) -> list[Diagnostic]:
 def invisible_problem(span: Span, what: str, text: str, one_line: bool) -> Diagnostic | None:
     """``control-character`` for the first invisible character of ``text`` (:data:`_INVISIBLE`; in a one-line
     text, any format character), or None."""
+    if text.isascii():  # no ASCII character is a format character (Cf) or one of _INVISIBLE
+        return None
     if one_line:
         found = next((c for c in text if unicodedata.category(c) == "Cf" or _INVISIBLE.match(c)), None)
     else:
@@ -87,7 +89,7 @@ def _text_problem(span: Span, what: str, text: str, one_line: bool) -> Diagnosti
     if m := _CONTROL.search(text):
         return error(span, "control-character", f"{what} contains the control character U+{ord(m.group(0)):04X}",
                      "write plain text: remove it (line breaks and tabs are fine in multi-line texts)")
-    if p := invisible_problem(span, what, text, one_line):
+    if not text.isascii() and (p := invisible_problem(span, what, text, one_line)):  # its own shortcut, inlined
         return p
     if one_line and "\n" in text:
         return error(span, "line-break", f"{what} contains a line break", "it is printed on one line (a heading, "
@@ -99,6 +101,8 @@ def _value_problem(span: Span, what: str, value: object) -> Diagnostic | None:
     """The first problem of a JSON value (a constant, an input schema, annotations): a control character in any
     string or key, a number JSON cannot carry (NaN, infinity), or more nesting than :data:`MAX_VALUE_DEPTH`.
     Walked without recursion, so a value built in Python cannot exhaust the stack here."""
+    if type(value) in _PLAIN_LEAVES or _clean_value(value):  # a leaf other than a string or a float has no problem
+        return None
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         v, depth = stack.pop()
@@ -118,6 +122,41 @@ def _value_problem(span: Span, what: str, value: object) -> Diagnostic | None:
             else:
                 stack.extend((x, depth + 1) for x in reversed(v))
     return None
+
+
+_PLAIN_LEAVES = (bool, int, type(None))
+_CONTAINERS = (dict, list, tuple)
+
+
+def _clean_value(value: object) -> bool:
+    """Whether :func:`_value_problem` finds nothing in ``value``, decided in one pass: True only for a value of the
+    exact JSON types whose strings, joined, hold neither a control nor an invisible character, with finite floats
+    and no more nesting than :data:`MAX_VALUE_DEPTH`. False means "look closer": the walk there finds the first
+    problem, or none (a subclass of str, a key that is not a string)."""
+    texts: list[str] = []
+    stack: list[tuple[object, int]] = [([value], 0)]  # the value itself as the one item of a list at depth 0
+    while stack:
+        v, depth = stack.pop()
+        if depth > MAX_VALUE_DEPTH:
+            return False
+        if type(v) is dict:
+            if not all(type(k) is str for k in v):
+                return False
+            texts.extend(v)
+            v = v.values()
+        for x in v:  # type: ignore[attr-defined]
+            kind = type(x)
+            if kind is str:
+                texts.append(x)
+            elif kind in _CONTAINERS:
+                stack.append((x, depth + 1))
+            elif kind is float:
+                if not math.isfinite(x):
+                    return False
+            elif kind not in _PLAIN_LEAVES:
+                return False
+    joined = "".join(texts)
+    return not _CONTROL.search(joined) and not _INVISIBLE.search(joined)
 
 
 def text_problems(wf: Workflow) -> list[Diagnostic]:

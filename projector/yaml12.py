@@ -74,6 +74,24 @@ def core_value(text: str) -> Any:
     return float(text)
 
 
+_CORE_VALUES: dict[str, Any] = {}
+
+
+def _cached_core_value(text: str) -> Any:
+    """:func:`core_value`, remembered: a workflow set repeats its keys and words (the values are immutable). Only
+    for a ``str``: the text itself may be the value, and a subclass of str must not come back for a ``str``."""
+    if type(text) is not str:
+        return core_value(text)
+    try:
+        return _CORE_VALUES[text]
+    except KeyError:
+        pass
+    if len(_CORE_VALUES) > 100_000:
+        _CORE_VALUES.clear()
+    value = _CORE_VALUES[text] = core_value(text)
+    return value
+
+
 def same_value(a: Any, b: Any) -> bool:
     """Whether two scalar values are the same JSON value: a boolean only equals a boolean, numbers compare by value
     (NaN equals NaN here: both readers read the same text), strings and null as themselves."""
@@ -89,7 +107,10 @@ def reads_differently(text: str, value_1_1: Any) -> tuple[bool, Any]:
     means something else under the YAML 1.2 core schema; ``(False, value_1_1)`` when both agree."""
     if text[:1] not in MAYBE_TYPED and isinstance(value_1_1, str):  # "" is in every set: the empty scalar
         return False, value_1_1
-    value_1_2 = core_value(text)
+    value_1_2 = _cached_core_value(text)
+    if type(value_1_1) is str:  # what same_value says of a string and anything
+        differs = type(value_1_2) is not str or value_1_2 != value_1_1
+        return (True, value_1_2) if differs else (False, value_1_1)
     if same_value(value_1_1, value_1_2):
         return False, value_1_1
     return True, value_1_2
