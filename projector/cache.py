@@ -56,8 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from . import bounded
-from .bundle import Bundle
-from .errors import Diagnostic, Span
+from .cachefmt import ENCODED_FIELDS, Result, decode, encode, plain_path  # noqa: F401 - the entries' payload
 from .sep2640 import MAX_BYTES
 
 CACHE_DIR = ".projector_cache"
@@ -74,9 +73,6 @@ _SUPPORTED = (hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY") and os.li
 PACKAGE = Path(__file__).resolve().parent
 _SOURCE_SUFFIXES = (".py", ".j2", ".json", ".sql")
 
-# One file's compile result: the workflow's name, span and source file (for cross-file checks), its bundle (or None)
-# and its diagnostics. The same tuple as projector.output._Result.
-Result = tuple[str, Span, str, "Bundle | None", list[Diagnostic]]
 
 
 def _stats(folder: Path, rel: str = "") -> list[tuple[str, int, int]]:
@@ -144,93 +140,6 @@ def location(paths: list[str], out: Path) -> Path | None:
     if resolved == out_resolved or out_resolved in resolved.parents:
         return None
     return where
-
-
-# ------------------------------------------------------------------------------------------------ (de)serializing
-
-def _span(s: Span) -> list[Any]:
-    return [s.file, s.line, s.col]
-
-
-def _diag(d: Diagnostic) -> dict[str, Any]:
-    return {"span": _span(d.span), "severity": d.severity, "code": d.code, "message": d.message, "hint": d.hint,
-            "acknowledged": d.acknowledged, "extra": d.extra}
-
-
-def _undiag(v: dict[str, Any]) -> Diagnostic:
-    return Diagnostic(Span(*v["span"]), v["severity"], v["code"], v["message"], v["hint"], v["acknowledged"],
-                      dict(v["extra"]))
-
-
-# Every field of these classes is written and read back below; tests/test_cache.py fails when one is added here
-# and not there.
-ENCODED_FIELDS = {"Bundle": ("name", "path", "files", "entry", "diagnostics", "span"),
-                  "Diagnostic": ("span", "severity", "code", "message", "hint", "acknowledged", "extra"),
-                  "Span": ("file", "line", "col")}
-
-
-def encode(result: Result) -> bytes:
-    """A result as bytes: a JSON header (everything but the bundle's file bytes; ASCII, so a display path with
-    surrogate escapes survives), then those bytes, raw."""
-    name, span, source, b, diags = result
-    meta: dict[str, Any] = {"name": name, "span": _span(span), "source": source, "diags": [_diag(d) for d in diags],
-                            "bundle": None}
-    blobs: list[bytes] = []
-    if b is not None:
-        meta["bundle"] = {"name": b.name, "path": b.path, "entry": b.entry, "index_text": b.index_text,
-                          "diagnostics": [_diag(d) for d in b.diagnostics], "span": _span(b.span),
-                          "files": [[rel, len(data)] for rel, data in b.files.items()]}
-        blobs = list(b.files.values())
-    head = json.dumps(meta, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-    return b"%d\n%s%s" % (len(head), head, b"".join(blobs))
-
-
-def plain_path(path: Any) -> bool:
-    """Whether a path read from an entry names a place inside its folder, as a path from a server must: a relative
-    POSIX path with no empty, ``.`` or ``..`` segment (so not absolute either), no backslash and no NUL."""
-    return (isinstance(path, str) and "\\" not in path and "\0" not in path
-            and all(seg not in ("", ".", "..") for seg in path.split("/")))
-
-
-def _bundle_files(b: dict[str, Any], rest: bytes, at: int, prefix: tuple[str, ...]) -> dict[str, bytes]:
-    """The bundle's files from the bytes after the header, every path checked."""
-    path = b["path"]
-    if not plain_path(path) or tuple(path.split("/")[:-1]) != prefix:
-        raise ValueError(f"the bundle path {path!r} is not a skill folder under the URI prefix")
-    files: dict[str, bytes] = {}
-    for rel, length in b["files"]:
-        if not plain_path(rel):
-            raise ValueError(f"the file path {rel!r} is not a plain relative path")
-        if rel in files:
-            raise ValueError(f"the file {rel!r} is listed twice")
-        if length < 0 or at + length > len(rest):
-            raise ValueError("truncated entry")
-        files[rel] = rest[at:at + length]
-        at += length
-    if at != len(rest):
-        raise ValueError("trailing bytes in entry")
-    return files
-
-
-def decode(data: bytes, prefix: tuple[str, ...] = ()) -> Result:
-    """:func:`encode` reversed, for a build with the URI ``prefix``, on a payload whose HMAC was checked. Raises
-    ValueError (or KeyError, TypeError...) for bytes it did not write, and for a path that is not a plain relative
-    path inside its bundle."""
-    size, _, rest = data.partition(b"\n")
-    n = int(size)
-    meta = json.loads(rest[:n])  # after its HMAC: bytes this user's builds wrote (bounded.loads costs a warm run 40 %)
-    b = meta["bundle"]
-    bundle = None
-    if b is not None:
-        files = _bundle_files(b, rest, n, prefix)
-        bundle = Bundle(b["name"], b["path"], files, b["entry"], tuple(_undiag(d) for d in b["diagnostics"]),
-                        Span(*b["span"]))
-        if not isinstance(b["index_text"], str):
-            raise TypeError("index_text")
-        bundle.__dict__["index_text"] = b["index_text"]  # Bundle.index_text, as made when the entry was written
-    elif n != len(rest):
-        raise ValueError("trailing bytes in entry")
-    return meta["name"], Span(*meta["span"]), meta["source"], bundle, [_undiag(d) for d in meta["diags"]]
 
 
 # ------------------------------------------------------------------------------------------------ folders and files
@@ -468,27 +377,41 @@ class Cache:
 
     def get(self, display: str, key: str) -> Result | None:
         """The cached result for ``key``, or None for a miss of any kind (absent, torn, foreign, corrupt)."""
+        payload = self.read(self._slot_name(display), key)
+        try:
+            return None if payload is None else decode(payload, self.prefix)
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeError):
+            return None
+
+    def put(self, display: str, key: str, result: Result) -> None:
+        """Store ``result`` under ``key``, whole; any failure to write is ignored."""
+        try:
+            self.write(self._slot_name(display), key, encode(result))
+        except (ValueError, TypeError):
+            pass
+
+    def read(self, name: str, key: str) -> bytes | None:
+        """The payload of the slot ``name`` in ``entries/``, when it is sealed for ``key`` by this user's secret (see
+        :meth:`seal`); None for a miss of any kind. :func:`get`'s, and the whole-tree entries' (projector.treecache)."""
         try:
             folder = self._folder(False)
             if folder is None:
                 return None
-            raw = bounded.read_regular(self._slot_name(display), MAX_ENTRY, dir_fd=folder)
+            raw = bounded.read_regular(name, MAX_ENTRY, dir_fd=folder)
             head_key, head_sum, payload = raw.split(b"\n", 2)
             if head_key != key.encode("ascii") or not hmac.compare_digest(head_sum, self.seal(key, payload)):
                 return None
-            return decode(payload, self.prefix)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, UnicodeError):
+            return payload
+        except (OSError, ValueError):
             return None
 
-    def put(self, display: str, key: str, result: Result) -> None:
-        """Store ``result`` under ``key``, whole; any failure to write is ignored. A slot that holds anything but a
-        regular file (a link, a FIFO, a folder) is not the cache's: it is left alone."""
+    def write(self, name: str, key: str, payload: bytes) -> None:
+        """Seal ``payload`` for ``key`` into the slot ``name``, whole; any failure to write is ignored. A slot that
+        holds anything but a regular file (a link, a FIFO, a folder) is not the cache's: it is left alone."""
         try:
             folder = self._folder(True)
             if folder is None:
                 return
-            payload = encode(result)
-            name = self._slot_name(display)
             try:
                 if not stat.S_ISREG(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
                     return
