@@ -3,8 +3,8 @@
 A JSON header (everything but the bundle's file bytes; ASCII, so a display path with surrogate escapes survives),
 then those bytes, raw; never pickle, as a cache folder may come from anywhere. :func:`decode` runs only on a payload
 whose HMAC was checked, and still refuses a path that is not a plain relative path inside its bundle. The layout is
-:data:`projector.cache.FORMAT`: bump it there when this changes. :func:`diag` and :func:`undiag` are the diagnostics'
-form, shared with the whole-tree entries (:mod:`projector.treecache`).
+:data:`projector.cache.FORMAT`: bump it there when this changes. :func:`diagnostic` makes a diagnostic read back,
+for these entries and the whole-tree ones (:mod:`projector.treecache`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,26 @@ def diag(d: Diagnostic) -> dict[str, Any]:
 
 
 def undiag(v: dict[str, Any]) -> Diagnostic:
-    return Diagnostic(Span(*v["span"]), v["severity"], v["code"], v["message"], v["hint"], v["acknowledged"],
-                      dict(v["extra"]))
+    return diagnostic(v["span"], v["severity"], v["code"], v["message"], v["hint"], v["acknowledged"], v["extra"])
+
+
+def diagnostic(span: list[Any], severity: Any, code: Any, message: Any, hint: Any, acknowledged: Any,
+               extra: Any) -> Diagnostic:
+    """The :class:`~projector.errors.Diagnostic` that :func:`diag` wrote (``span`` as :func:`span_of` wrote it),
+    its fields set as its ``__init__`` sets them, without running it again: it escaped the text when the diagnostic
+    was first made, and escaping escaped text changes nothing (tests/test_cache.py compares the two ways), while a
+    warm run of 1,000 workflows makes thousands of these. A field of the wrong type is refused (TypeError)."""
+    file, line, col = span
+    if not (type(file) is str and type(line) is int and type(col) is int and type(severity) is str
+            and type(code) is str and type(message) is str and (hint is None or type(hint) is str)
+            and (acknowledged is None or type(acknowledged) is str) and type(extra) is dict):
+        raise TypeError("not a diagnostic as the cache writes it")
+    where = object.__new__(Span)
+    where.__dict__.update(file=file, line=line, col=col)
+    d = object.__new__(Diagnostic)
+    d.__dict__.update(span=where, severity=severity, code=code, message=message, hint=hint,
+                      acknowledged=acknowledged, extra=dict(extra))
+    return d
 
 
 # Every field of these classes is written and read back below; tests/test_cache.py fails when one is added here

@@ -53,7 +53,8 @@ def outcome(folder: Path, cache: Path | None, prefix: tuple[str, ...] = (), jobs
 
 
 def entries(root: Path) -> list[Path]:
-    return sorted(p for p in (root / "entries").iterdir() if not p.name.startswith("."))
+    """The per-file entries (not the whole-tree ones, projector/treecache.py, nor temporary files)."""
+    return sorted(p for p in (root / "entries").iterdir() if not p.name.startswith((".", "tree-")))
 
 
 def forbid_compiling(monkeypatch) -> None:
