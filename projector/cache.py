@@ -50,7 +50,8 @@ import stat
 import sys
 import time
 import weakref
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,7 @@ FORMAT = 3  # bump when the entry layout below changes
 GITIGNORE = b"# Created by project-skill: the build cache is never committed.\n*\n"
 KEY_SIZE = 32  # bytes of the per-user secret
 MAX_ENTRY = 4 * MAX_BYTES  # the largest bundle, with room for its header
+_WRITERS = 4  # threads writing entries within Cache.writes_in_background()
 STALE_AFTER = 600  # seconds after which a temporary file is a killed run's: a live write takes milliseconds
 _TEMP = re.compile(r"\.tmp-(?:[0-9a-f]{32}|[0-9]+-[0-9a-f]{40})")  # ours, and the names of cache format 2
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -338,9 +340,24 @@ class Cache:
         self._off = self._secret is None  # set for good once the cache folder is found not to be the cache's own
         self._fd: int | None = None  # the open entries/ folder, once checked (each process opens its own)
         self._closer: Any = None
+        self._pool: Any = None  # within writes_in_background(): the threads that write entries
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_fd": None, "_closer": None}
+        return {**self.__dict__, "_fd": None, "_closer": None, "_pool": None}
+
+    @contextmanager
+    def writes_in_background(self) -> Iterator[None]:
+        """Within, :meth:`put` hands each entry's write to a few threads and returns: writing over an entry waits on
+        the disk to free the old one (a millisecond or more on a VM, or a file system mounted with ``discard``), and
+        the threads overlap those waits with the compile. On exit, every write has ended."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(_WRITERS) as pool:
+            self._pool = pool
+            try:
+                yield
+            finally:
+                self._pool = None
 
     def key(self, display: str, data: bytes) -> str:
         d = _text(display)
@@ -384,11 +401,16 @@ class Cache:
             return None
 
     def put(self, display: str, key: str, result: Result) -> None:
-        """Store ``result`` under ``key``, whole; any failure to write is ignored."""
+        """Store ``result`` under ``key``, whole (in a thread, within :meth:`writes_in_background`); any failure to
+        write is ignored."""
         try:
-            self.write(self._slot_name(display), key, encode(result))
+            payload = encode(result)
         except (ValueError, TypeError):
-            pass
+            return
+        if self._pool is not None and self._folder(True) is not None:  # the folder is opened here, once
+            self._pool.submit(self.write, self._slot_name(display), key, payload)
+        else:
+            self.write(self._slot_name(display), key, payload)
 
     def read(self, name: str, key: str) -> bytes | None:
         """The payload of the slot ``name`` in ``entries/``, when it is sealed for ``key`` by this user's secret (see

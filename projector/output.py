@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -97,14 +98,19 @@ def _compile_one(data: bytes, display: str, options: Options) -> _Result:
 
 def _compile_chunk(chunk: list[tuple[bytes, str, str | None]], options: Options,
                    store: Cache | None = None) -> list[_Result]:
-    """Compile ``(bytes, display path, cache key)`` triples; each result goes into ``store`` under its key."""
+    """Compile ``(bytes, display path, cache key)`` triples; each result goes into ``store`` under its key (for
+    many, written by threads while the next ones compile)."""
     out: list[_Result] = []
-    for data, display, key in chunk:
-        result = _compile_one(data, display, options)
-        if store is not None and key is not None:
-            store.put(display, key, result)
-        out.append(result)
+    with store.writes_in_background() if store is not None and len(chunk) >= WRITE_BEHIND_FROM else nullcontext():
+        for data, display, key in chunk:
+            result = _compile_one(data, display, options)
+            if store is not None and key is not None:
+                store.put(display, key, result)
+            out.append(result)
     return out
+
+
+WRITE_BEHIND_FROM = 32  # files; below this, starting the cache's writer threads costs more than it saves
 
 
 def _can_fork() -> bool:

@@ -547,3 +547,50 @@ def test_a_run_killed_in_the_middle_of_the_parallel_removal_is_finished_by_the_n
     assert cli("check", str(root / "wf"), "--out", str(out)).code == 0
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
     assert leftovers(root) == []
+
+
+def test_a_large_tree_is_staged_by_threads_into_the_same_tree_as_one_by_one(cli, tree, monkeypatch):
+    """From disk.PARALLEL_WRITES_FROM files on, the stage's folders and files are made by threads: the tree (bytes,
+    modes, the user's files) is the one the one-by-one path makes."""
+    root = tree({**_many(40), "a/notes/keep.md": "mine", "b/notes/keep.md": "mine"})
+    assert len(_many(40)) * 2 + 1 >= disk.PARALLEL_WRITES_FROM
+    for side in ("a", "b"):
+        if side == "b":
+            monkeypatch.setattr(disk, "PARALLEL_WRITES_FROM", 10**9)
+        for prefix in ([], ["--uri-prefix", "acme/team"]):
+            assert cli("build", str(root / "wf"), "--out", str(root / side), *prefix).code == 0
+    assert snapshot_tree(root / "a") == snapshot_tree(root / "b")
+    assert leftovers(root) == []
+
+
+def test_a_run_killed_while_the_threads_stage_the_tree_loses_nothing(cli, tree, monkeypatch):
+    import signal
+
+    root = tree({**_many(40), "out/notes/keep.md": "mine"})
+    out = root / "out"
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    before = snapshot_tree(out)
+    (root / "wf" / "w000.yaml").write_text(WF.format("w000").replace("d\n", "changed\n", 1))
+    calls = []
+    real = disk._write
+
+    def write(path, data):
+        calls.append(path)
+        if len(calls) == 30:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(path, data)
+
+    pid = os.fork()
+    if pid == 0:  # the child: killed at the thirtieth file, or exits 3
+        monkeypatch.setattr(disk, "_write", write)
+        try:
+            cli("build", str(root / "wf"), "--out", str(out))
+        finally:
+            os._exit(3)
+    status = os.waitpid(pid, 0)[1]
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert snapshot_tree(out) == before  # the old tree, whole
+    assert [p[: len(".out.stage-")] for p in leftovers(root)] == [".out.stage-"]
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    assert leftovers(root) == [] and "changed" in (out / "w000" / "SKILL.md").read_text()
+    assert (out / "notes" / "keep.md").read_text() == "mine"
