@@ -56,17 +56,19 @@ def _load_and_compile(args: argparse.Namespace, *, quick: bool = False):
         from .remote.tools import compile_with_tools
 
         return compile_with_tools(paths, args.tools_from, prefix, skills_only=args.skills_only)
-    from . import treecache
     from .cache import location
 
     inputs = Inputs(found, Options(prefix, args.skills_only), None if args.no_cache else location(paths, Path(args.out)))
     keys = inputs.keys()
-    summary = treecache.lookup(inputs.store, keys) if quick and inputs.store is not None and keys else None
+    if keys is None or inputs.store is None:
+        return inputs.compile(args.jobs or None)
+    from . import treecache
+
+    summary = treecache.lookup(inputs.store, keys) if quick else None
     if summary is not None:
         return summary, lambda: inputs.compile(args.jobs or None)
     build = inputs.compile(args.jobs or None)
-    if inputs.store is not None and keys:
-        treecache.keep(inputs.store, keys, build)
+    treecache.keep(inputs.store, keys, build)
     return build
 
 

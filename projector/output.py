@@ -111,6 +111,7 @@ def _compile_chunk(chunk: list[tuple[bytes, str, str | None]], options: Options,
 
 
 WRITE_BEHIND_FROM = 32  # files; below this, starting the cache's writer threads costs more than it saves
+TREE_FROM = 32  # files; from this many on, a run keeps (and check reads) the whole-tree cache entry
 
 
 def _can_fork() -> bool:
@@ -190,8 +191,10 @@ class Inputs:
             self.read.append((display, data, self.store.key(display, data) if self.store is not None else None, None))
 
     def keys(self) -> list[tuple[str, str]] | None:
-        """``(display path, key)`` of every file, in order; None without a cache or when a file was not read."""
-        if self.store is None or any(key is None for _, _, key, _ in self.read):
+        """``(display path, key)`` of every file, in order, for the whole-tree cache entry; None without a cache,
+        when a file was not read, or for fewer than :data:`TREE_FROM` files (the per-file entries answer those about
+        as fast)."""
+        if self.store is None or len(self.read) < TREE_FROM or any(key is None for _, _, key, _ in self.read):
             return None
         return [(display, key) for display, _, key, _ in self.read if key is not None]
 

@@ -23,6 +23,12 @@ workgen = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(workgen)  # type: ignore[union-attr]
 
 
+@pytest.fixture(autouse=True)
+def _small_sets_too(monkeypatch):
+    """The tree entry is kept from output.TREE_FROM files on; these tests run on fewer (see the last test)."""
+    monkeypatch.setattr(output, "TREE_FROM", 1)
+
+
 def _workflows(folder: Path) -> None:
     """Twelve synthetic workflows (warnings, acknowledged ones, notes), the acknowledgements quoting control
     characters, a bidirectional override and non-ASCII text, which every diagnostic escapes when it is made."""
@@ -167,3 +173,16 @@ def test_a_diagnostic_read_back_is_the_one_its_constructor_makes(text):
 def test_a_diagnostic_of_the_wrong_shape_is_refused(bad):
     with pytest.raises((TypeError, ValueError)):
         cachefmt.diagnostic(*bad)
+
+
+def test_the_tree_entry_is_kept_from_tree_from_files_on(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(output, "TREE_FROM", 13)
+    wf = tmp_path / "wf"
+    _workflows(wf)  # 12 files
+    assert cli("build", str(wf), "--out", str(tmp_path / "out")).code == 0
+    assert trees(wf) == []
+    shutil.copy(sorted(wf.glob("*.yaml"))[0], wf / "zz-copy.yaml")
+    (wf / "zz-copy.yaml").write_bytes((wf / "zz-copy.yaml").read_bytes().replace(b"name: ", b"name: zz_", 1))
+    assert cli("build", str(wf), "--out", str(tmp_path / "out")).code == 0
+    assert len(trees(wf)) == 1
+    assert cli("check", str(wf), "--out", str(tmp_path / "out")).code == 0
