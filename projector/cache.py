@@ -50,14 +50,14 @@ import stat
 import sys
 import time
 import weakref
-from contextlib import suppress
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from . import bounded
-from .bundle import Bundle
-from .errors import Diagnostic, Span
+from .cachefmt import ENCODED_FIELDS, Result, decode, encode, plain_path  # noqa: F401 - the entries' payload
 from .sep2640 import MAX_BYTES
 
 CACHE_DIR = ".projector_cache"
@@ -65,6 +65,7 @@ FORMAT = 3  # bump when the entry layout below changes
 GITIGNORE = b"# Created by project-skill: the build cache is never committed.\n*\n"
 KEY_SIZE = 32  # bytes of the per-user secret
 MAX_ENTRY = 4 * MAX_BYTES  # the largest bundle, with room for its header
+_WRITERS = 4  # threads writing entries within Cache.writes_in_background()
 STALE_AFTER = 600  # seconds after which a temporary file is a killed run's: a live write takes milliseconds
 _TEMP = re.compile(r"\.tmp-(?:[0-9a-f]{32}|[0-9]+-[0-9a-f]{40})")  # ours, and the names of cache format 2
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -74,9 +75,6 @@ _SUPPORTED = (hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY") and os.li
 PACKAGE = Path(__file__).resolve().parent
 _SOURCE_SUFFIXES = (".py", ".j2", ".json", ".sql")
 
-# One file's compile result: the workflow's name, span and source file (for cross-file checks), its bundle (or None)
-# and its diagnostics. The same tuple as projector.output._Result.
-Result = tuple[str, Span, str, "Bundle | None", list[Diagnostic]]
 
 
 def _stats(folder: Path, rel: str = "") -> list[tuple[str, int, int]]:
@@ -144,93 +142,6 @@ def location(paths: list[str], out: Path) -> Path | None:
     if resolved == out_resolved or out_resolved in resolved.parents:
         return None
     return where
-
-
-# ------------------------------------------------------------------------------------------------ (de)serializing
-
-def _span(s: Span) -> list[Any]:
-    return [s.file, s.line, s.col]
-
-
-def _diag(d: Diagnostic) -> dict[str, Any]:
-    return {"span": _span(d.span), "severity": d.severity, "code": d.code, "message": d.message, "hint": d.hint,
-            "acknowledged": d.acknowledged, "extra": d.extra}
-
-
-def _undiag(v: dict[str, Any]) -> Diagnostic:
-    return Diagnostic(Span(*v["span"]), v["severity"], v["code"], v["message"], v["hint"], v["acknowledged"],
-                      dict(v["extra"]))
-
-
-# Every field of these classes is written and read back below; tests/test_cache.py fails when one is added here
-# and not there.
-ENCODED_FIELDS = {"Bundle": ("name", "path", "files", "entry", "diagnostics", "span"),
-                  "Diagnostic": ("span", "severity", "code", "message", "hint", "acknowledged", "extra"),
-                  "Span": ("file", "line", "col")}
-
-
-def encode(result: Result) -> bytes:
-    """A result as bytes: a JSON header (everything but the bundle's file bytes; ASCII, so a display path with
-    surrogate escapes survives), then those bytes, raw."""
-    name, span, source, b, diags = result
-    meta: dict[str, Any] = {"name": name, "span": _span(span), "source": source, "diags": [_diag(d) for d in diags],
-                            "bundle": None}
-    blobs: list[bytes] = []
-    if b is not None:
-        meta["bundle"] = {"name": b.name, "path": b.path, "entry": b.entry, "index_text": b.index_text,
-                          "diagnostics": [_diag(d) for d in b.diagnostics], "span": _span(b.span),
-                          "files": [[rel, len(data)] for rel, data in b.files.items()]}
-        blobs = list(b.files.values())
-    head = json.dumps(meta, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-    return b"%d\n%s%s" % (len(head), head, b"".join(blobs))
-
-
-def plain_path(path: Any) -> bool:
-    """Whether a path read from an entry names a place inside its folder, as a path from a server must: a relative
-    POSIX path with no empty, ``.`` or ``..`` segment (so not absolute either), no backslash and no NUL."""
-    return (isinstance(path, str) and "\\" not in path and "\0" not in path
-            and all(seg not in ("", ".", "..") for seg in path.split("/")))
-
-
-def _bundle_files(b: dict[str, Any], rest: bytes, at: int, prefix: tuple[str, ...]) -> dict[str, bytes]:
-    """The bundle's files from the bytes after the header, every path checked."""
-    path = b["path"]
-    if not plain_path(path) or tuple(path.split("/")[:-1]) != prefix:
-        raise ValueError(f"the bundle path {path!r} is not a skill folder under the URI prefix")
-    files: dict[str, bytes] = {}
-    for rel, length in b["files"]:
-        if not plain_path(rel):
-            raise ValueError(f"the file path {rel!r} is not a plain relative path")
-        if rel in files:
-            raise ValueError(f"the file {rel!r} is listed twice")
-        if length < 0 or at + length > len(rest):
-            raise ValueError("truncated entry")
-        files[rel] = rest[at:at + length]
-        at += length
-    if at != len(rest):
-        raise ValueError("trailing bytes in entry")
-    return files
-
-
-def decode(data: bytes, prefix: tuple[str, ...] = ()) -> Result:
-    """:func:`encode` reversed, for a build with the URI ``prefix``, on a payload whose HMAC was checked. Raises
-    ValueError (or KeyError, TypeError...) for bytes it did not write, and for a path that is not a plain relative
-    path inside its bundle."""
-    size, _, rest = data.partition(b"\n")
-    n = int(size)
-    meta = json.loads(rest[:n])  # after its HMAC: bytes this user's builds wrote (bounded.loads costs a warm run 40 %)
-    b = meta["bundle"]
-    bundle = None
-    if b is not None:
-        files = _bundle_files(b, rest, n, prefix)
-        bundle = Bundle(b["name"], b["path"], files, b["entry"], tuple(_undiag(d) for d in b["diagnostics"]),
-                        Span(*b["span"]))
-        if not isinstance(b["index_text"], str):
-            raise TypeError("index_text")
-        bundle.__dict__["index_text"] = b["index_text"]  # Bundle.index_text, as made when the entry was written
-    elif n != len(rest):
-        raise ValueError("trailing bytes in entry")
-    return meta["name"], Span(*meta["span"]), meta["source"], bundle, [_undiag(d) for d in meta["diags"]]
 
 
 # ------------------------------------------------------------------------------------------------ folders and files
@@ -429,9 +340,24 @@ class Cache:
         self._off = self._secret is None  # set for good once the cache folder is found not to be the cache's own
         self._fd: int | None = None  # the open entries/ folder, once checked (each process opens its own)
         self._closer: Any = None
+        self._pool: Any = None  # within writes_in_background(): the threads that write entries
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_fd": None, "_closer": None}
+        return {**self.__dict__, "_fd": None, "_closer": None, "_pool": None}
+
+    @contextmanager
+    def writes_in_background(self) -> Iterator[None]:
+        """Within, :meth:`put` hands each entry's write to a few threads and returns: writing over an entry waits on
+        the disk to free the old one (a millisecond or more on a VM, or a file system mounted with ``discard``), and
+        the threads overlap those waits with the compile. On exit, every write has ended."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(_WRITERS) as pool:
+            self._pool = pool
+            try:
+                yield
+            finally:
+                self._pool = None
 
     def key(self, display: str, data: bytes) -> str:
         d = _text(display)
@@ -468,27 +394,46 @@ class Cache:
 
     def get(self, display: str, key: str) -> Result | None:
         """The cached result for ``key``, or None for a miss of any kind (absent, torn, foreign, corrupt)."""
+        payload = self.read(self._slot_name(display), key)
+        try:
+            return None if payload is None else decode(payload, self.prefix)
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeError):
+            return None
+
+    def put(self, display: str, key: str, result: Result) -> None:
+        """Store ``result`` under ``key``, whole (in a thread, within :meth:`writes_in_background`); any failure to
+        write is ignored."""
+        try:
+            payload = encode(result)
+        except (ValueError, TypeError):
+            return
+        if self._pool is not None and self._folder(True) is not None:  # the folder is opened here, once
+            self._pool.submit(self.write, self._slot_name(display), key, payload)
+        else:
+            self.write(self._slot_name(display), key, payload)
+
+    def read(self, name: str, key: str) -> bytes | None:
+        """The payload of the slot ``name`` in ``entries/``, when it is sealed for ``key`` by this user's secret (see
+        :meth:`seal`); None for a miss of any kind. :func:`get`'s, and the whole-tree entries' (projector.treecache)."""
         try:
             folder = self._folder(False)
             if folder is None:
                 return None
-            raw = bounded.read_regular(self._slot_name(display), MAX_ENTRY, dir_fd=folder)
+            raw = bounded.read_regular(name, MAX_ENTRY, dir_fd=folder)
             head_key, head_sum, payload = raw.split(b"\n", 2)
             if head_key != key.encode("ascii") or not hmac.compare_digest(head_sum, self.seal(key, payload)):
                 return None
-            return decode(payload, self.prefix)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, UnicodeError):
+            return payload
+        except (OSError, ValueError):
             return None
 
-    def put(self, display: str, key: str, result: Result) -> None:
-        """Store ``result`` under ``key``, whole; any failure to write is ignored. A slot that holds anything but a
-        regular file (a link, a FIFO, a folder) is not the cache's: it is left alone."""
+    def write(self, name: str, key: str, payload: bytes) -> None:
+        """Seal ``payload`` for ``key`` into the slot ``name``, whole; any failure to write is ignored. A slot that
+        holds anything but a regular file (a link, a FIFO, a folder) is not the cache's: it is left alone."""
         try:
             folder = self._folder(True)
             if folder is None:
                 return
-            payload = encode(result)
-            name = self._slot_name(display)
             try:
                 if not stat.S_ISREG(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
                     return

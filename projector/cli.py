@@ -31,7 +31,10 @@ def _tally(diags: list[Diagnostic]) -> str:
     return ", ".join(parts)
 
 
-def _load_and_compile(args: argparse.Namespace):
+def _load_and_compile(args: argparse.Namespace, *, quick: bool = False):
+    """The build of the workflows ``args`` names (a :class:`~projector.output.Build`). With ``quick`` and a cache
+    that holds the whole-tree entry of exactly these inputs (:mod:`projector.treecache`): that entry's
+    :class:`~projector.treecache.Summary` and a call that compiles them, as a pair, and nothing is compiled yet."""
     import gc
 
     # A compile allocates many small objects that live to the end of the run: full collections would walk them
@@ -39,7 +42,7 @@ def _load_and_compile(args: argparse.Namespace):
     gc.set_threshold(50_000, 20, 100)
     from .load import discover
     from .naming import parse_prefix
-    from .output import compile_files
+    from .output import Inputs, Options
 
     try:
         prefix = parse_prefix(args.uri_prefix)
@@ -49,14 +52,24 @@ def _load_and_compile(args: argparse.Namespace):
     found = discover(paths)
     if not found:
         raise UsageError(f"no workflow files (*.yaml, *.yml) under {', '.join(paths)}")
-    if not getattr(args, "tools_from", None):
-        from .cache import location
+    if getattr(args, "tools_from", None):
+        from .remote.tools import compile_with_tools
 
-        cache = None if args.no_cache else location(paths, Path(args.out))
-        return compile_files(found, prefix, args.jobs or None, cache, skills_only=args.skills_only)
-    from .remote.tools import compile_with_tools
+        return compile_with_tools(paths, args.tools_from, prefix, skills_only=args.skills_only)
+    from .cache import location
 
-    return compile_with_tools(paths, args.tools_from, prefix, skills_only=args.skills_only)
+    inputs = Inputs(found, Options(prefix, args.skills_only), None if args.no_cache else location(paths, Path(args.out)))
+    keys = inputs.keys()
+    if keys is None or inputs.store is None:
+        return inputs.compile(args.jobs or None)
+    from . import treecache
+
+    summary = treecache.lookup(inputs.store, keys) if quick else None
+    if summary is not None:
+        return summary, lambda: inputs.compile(args.jobs or None)
+    build = inputs.compile(args.jobs or None)
+    treecache.keep(inputs.store, keys, build)
+    return build
 
 
 def _strict_fail(args: argparse.Namespace, diags: list[Diagnostic]) -> bool:
@@ -85,18 +98,25 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .disk import folder
-    from .output import compare
+    from .output import compare, unchanged
 
-    build = _load_and_compile(args)
-    report(build.diagnostics, args.format)
-    out = Path(args.out)
-    cmp = compare(build, folder(out))
-    status = EXIT_FINDINGS if _strict_fail(args, build.diagnostics) else EXIT_OK
-    stream = sys.stderr if args.format == "json" else sys.stdout
+    got = _load_and_compile(args, quick=True)
+    if isinstance(got, tuple):  # the whole-tree cache entry: the verdict from digests, the rest from a compile
+        summary, compile_them = got
+        report(summary.diagnostics, args.format)
+        root = folder(Path(args.out))
+        if unchanged(summary.files, summary.owned, root):
+            return _up_to_date(args, len(summary.skills), summary.diagnostics)
+        build = compile_them()  # the same diagnostics, already printed
+    else:
+        build = got
+        report(build.diagnostics, args.format)
+        root = folder(Path(args.out))
+    cmp = compare(build, root)
     if cmp.clean:
-        print(f"{out.as_posix()} is up to date: {plural(len(build.bundles), 'skill')}; {_tally(build.diagnostics)}",
-              file=stream)
-        return status
+        return _up_to_date(args, len(build.bundles), build.diagnostics)
+    out = Path(args.out)
+    stream = sys.stderr if args.format == "json" else sys.stdout
     if cmp.diff:
         stream.write(cmp.diff if cmp.diff.endswith("\n") else cmp.diff + "\n")
     for label, files in (("stale", cmp.stale), ("missing", cmp.missing), ("extra", cmp.extra)):
@@ -105,6 +125,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     print(f"{out.as_posix()} is out of date ({len(cmp.stale)} stale, {len(cmp.missing)} missing, "
           f"{len(cmp.extra)} extra); run: {rebuild_command(args)}", file=stream)
     return EXIT_FINDINGS
+
+
+def _up_to_date(args: argparse.Namespace, skills: int, diags: list[Diagnostic]) -> int:
+    print(f"{Path(args.out).as_posix()} is up to date: {plural(skills, 'skill')}; {_tally(diags)}",
+          file=sys.stderr if args.format == "json" else sys.stdout)
+    return EXIT_FINDINGS if _strict_fail(args, diags) else EXIT_OK
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

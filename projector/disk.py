@@ -35,7 +35,7 @@ import secrets
 import shutil
 import stat
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -186,6 +186,31 @@ def _carry(root: Path, stage: Path, rel: str, drop: set[str], made: set[str]) ->
             _carry_entry(entry, dst)
 
 
+PARALLEL_WRITES_FROM = 64  # files; below this, the threads cost more than they save
+
+
+def _write_all(stage: Path, files: dict[str, bytes], made: set[str]) -> None:
+    """:func:`_write` every file into ``stage``, their folders first, by threads: like a removal, each mkdir and
+    each new file waits on the disk, and it serves many at once. The folders are made a level at a time (a folder's
+    parent is there before it), then the files, in any order: what the stage holds in the end is the same."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    folders: set[str] = set()
+    for rel in files:
+        parent = rel.rpartition("/")[0]
+        while parent and parent not in folders:
+            folders.add(parent)
+            parent = parent.rpartition("/")[0]
+    levels: dict[int, list[str]] = {}
+    for rel in sorted(folders):
+        levels.setdefault(rel.count("/"), []).append(rel)
+    with ThreadPoolExecutor(_THREADS) as pool:
+        for depth in sorted(levels):
+            list(pool.map(lambda rel: os.mkdir(stage / rel), levels[depth]))
+            made.update(levels[depth])
+        list(pool.map(lambda item: _write(stage / item[0], item[1]), sorted(files.items())))
+
+
 def stage_tree(root: Path, plan: Plan) -> Path:
     """Stage the new tree beside ``root``; returns the stage folder. Removes it again on any failure."""
     stage = side_folder(root, STAGE)
@@ -194,9 +219,12 @@ def stage_tree(root: Path, plan: Plan) -> Path:
         if os.path.isdir(root):
             _mode_owner(os.stat(root), stage)
         made = {""}
-        for rel, data in sorted(plan.files.items()):
-            _folders(stage, rel.rpartition("/")[0], made)
-            _write(stage / rel, data)
+        if len(plan.files) < PARALLEL_WRITES_FROM:
+            for rel, data in sorted(plan.files.items()):
+                _folders(stage, rel.rpartition("/")[0], made)
+                _write(stage / rel, data)
+        else:
+            _write_all(stage, plan.files, made)
         if os.path.isdir(root):
             _carry(root, stage, "", plan.drop, made)
     except BaseException:
@@ -355,7 +383,56 @@ def _rename(src: Path, dst: Path) -> None:
 
 
 def _remove(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+    """Remove the side folder ``path`` and everything in it, following no link (as ``shutil.rmtree`` does); errors
+    are ignored (what is left, the next run's :func:`recover` removes). Its subfolders go in parallel threads: each
+    unlink and rmdir waits on the disk (on a VM, or a file system mounted with ``discard``, a millisecond or more),
+    and the kernel serves many at once, so an old tree of 1,000 bundles goes 10-20x faster than one by one."""
+    if not _FD_RMTREE:  # pragma: no cover - no fd-based functions here: one by one
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    with suppress(OSError):
+        fd = os.open(path, _FOLDER_NOFOLLOW)
+        try:
+            _clear(fd)
+        finally:
+            os.close(fd)
+        os.rmdir(path)
+
+
+_FOLDER_NOFOLLOW = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_FD_RMTREE = shutil.rmtree.avoids_symlink_attacks  # it works relative to folder descriptors
+_THREADS = 16  # for a removal or a stage: enough to keep a slow disk's queue full; they only wait
+
+
+def _clear(fd: int) -> None:
+    """Empty the open folder ``fd``: its files and links here, its subfolders by ``shutil.rmtree`` relative to
+    ``fd`` (which never follows a link), several at once. A chain of single subfolders (a URI prefix) is walked
+    down first, so the parallel part is where the bundles are."""
+    with os.scandir(fd) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    folders = []
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            folders.append(entry.name)
+        else:
+            with suppress(OSError):
+                os.unlink(entry.name, dir_fd=fd)
+    if len(folders) == 1:
+        with suppress(OSError):
+            sub = os.open(folders[0], _FOLDER_NOFOLLOW, dir_fd=fd)
+            try:
+                _clear(sub)
+            finally:
+                os.close(sub)
+            os.rmdir(folders[0], dir_fd=fd)
+    elif folders:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def rmtree(name: str) -> None:
+            shutil.rmtree(name, ignore_errors=True, dir_fd=fd)
+
+        with ThreadPoolExecutor(min(_THREADS, len(folders))) as pool:
+            list(pool.map(rmtree, folders))
 
 
 _AT_FDCWD = -100

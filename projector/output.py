@@ -7,8 +7,9 @@ leaves the old tree byte-for-byte as it was. Only bundles this tool generated (t
 
 from __future__ import annotations
 
-import difflib
+import hashlib
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -97,14 +98,20 @@ def _compile_one(data: bytes, display: str, options: Options) -> _Result:
 
 def _compile_chunk(chunk: list[tuple[bytes, str, str | None]], options: Options,
                    store: Cache | None = None) -> list[_Result]:
-    """Compile ``(bytes, display path, cache key)`` triples; each result goes into ``store`` under its key."""
+    """Compile ``(bytes, display path, cache key)`` triples; each result goes into ``store`` under its key (for
+    many, written by threads while the next ones compile)."""
     out: list[_Result] = []
-    for data, display, key in chunk:
-        result = _compile_one(data, display, options)
-        if store is not None and key is not None:
-            store.put(display, key, result)
-        out.append(result)
+    with store.writes_in_background() if store is not None and len(chunk) >= WRITE_BEHIND_FROM else nullcontext():
+        for data, display, key in chunk:
+            result = _compile_one(data, display, options)
+            if store is not None and key is not None:
+                store.put(display, key, result)
+            out.append(result)
     return out
+
+
+WRITE_BEHIND_FROM = 32  # files; below this, starting the cache's writer threads costs more than it saves
+TREE_FROM = 32  # files; from this many on, a run keeps (and check reads) the whole-tree cache entry
 
 
 def _can_fork() -> bool:
@@ -164,23 +171,51 @@ def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), j
     bundles whole files and hands back only bundles, so the result, the diagnostics and the errors are the same as
     ``compile_workflows(load_all(paths))`` to the byte (tests/test_bench_smoke.py and tests/test_cache.py check
     this)."""
-    options = Options(prefix, skills_only)
-    store = Cache(cache, options) if cache is not None else None
-    results: list[_Result | None] = [None] * len(found)
-    todo: list[tuple[int, bytes, str, str | None]] = []
-    for i, (path, display) in enumerate(found):
-        try:
-            data = read_source(path, display)
-        except LoadError as exc:
-            results[i] = ("", Span(display), display, None, exc.diagnostics)
-            continue
-        key = store.key(display, data) if store is not None else None
-        hit = store.get(display, key) if store is not None and key is not None else None
-        if hit is not None:
-            results[i] = hit
-        else:
-            todo.append((i, data, display, key))
-    work = [(data, display, key) for _, data, display, key in todo]
+    return Inputs(found, Options(prefix, skills_only), cache).compile(jobs)
+
+
+class Inputs:
+    """The workflow files of one run, each read once: its bytes and its cache key, or its read problem. What
+    :func:`compile_files` compiles, and what the whole-tree cache entry (:mod:`projector.treecache`) is keyed by."""
+
+    def __init__(self, found: list[tuple[Path, str]], options: Options, cache: Path | None = None):
+        self.options = options
+        self.store = Cache(cache, options) if cache is not None else None
+        self.read: list[tuple[str, bytes | None, str | None, _Result | None]] = []  # display, bytes, key, problem
+        for path, display in found:
+            try:
+                data = read_source(path, display)
+            except LoadError as exc:
+                self.read.append((display, None, None, ("", Span(display), display, None, exc.diagnostics)))
+                continue
+            self.read.append((display, data, self.store.key(display, data) if self.store is not None else None, None))
+
+    def keys(self) -> list[tuple[str, str]] | None:
+        """``(display path, key)`` of every file, in order, for the whole-tree cache entry; None without a cache,
+        when a file was not read, or for fewer than :data:`TREE_FROM` files (the per-file entries answer those about
+        as fast)."""
+        if self.store is None or len(self.read) < TREE_FROM or any(key is None for _, _, key, _ in self.read):
+            return None
+        return [(display, key) for display, _, key, _ in self.read if key is not None]
+
+    def compile(self, jobs: int | None = None) -> Build:
+        store = self.store
+        results: list[_Result | None] = []
+        todo: list[tuple[int, bytes, str, str | None]] = []
+        for i, (display, data, key, problem) in enumerate(self.read):
+            hit = store.get(display, key) if store is not None and key is not None else None
+            results.append(problem or hit)
+            if data is not None and hit is None:
+                todo.append((i, data, display, key))
+        for (i, *_), result in zip(todo, _compile_all([(data, d, key) for _, data, d, key in todo], self.options,
+                                                      store, jobs)):
+            results[i] = result
+        return _finish_files([r for r in results if r is not None])
+
+
+def _compile_all(work: list[tuple[bytes, str, str | None]], options: Options, store: Cache | None,
+                 jobs: int | None) -> list[_Result]:
+    """:func:`_compile_chunk` over ``work``, split over worker processes when there are many."""
     jobs = default_jobs(len(work)) if jobs is None else max(1, min(jobs, len(work) or 1))
     if jobs > 1 and _can_fork():
         import multiprocessing
@@ -190,13 +225,9 @@ def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), j
         chunks = [work[i:i + size] for i in range(0, len(work), size)]
         with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork"),
                                  initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            compiled = [r for part in pool.map(_compile_chunk, chunks, [options] * len(chunks),
-                                               [store] * len(chunks)) for r in part]
-    else:
-        compiled = _compile_chunk(work, options, store)
-    for (i, *_), result in zip(todo, compiled):
-        results[i] = result
-    return _finish_files([r for r in results if r is not None])
+            return [r for part in pool.map(_compile_chunk, chunks, [options] * len(chunks),
+                                           [store] * len(chunks)) for r in part]
+    return _compile_chunk(work, options, store)
 
 
 def _finish_files(results: list[_Result]) -> Build:
@@ -226,9 +257,17 @@ def _owned_dirs(out: Path, limit: int) -> tuple[set[str], str]:
     if not os.path.lexists(path):
         return set(), ""
     try:
-        data = loads(read_regular(path, limit))
+        return listed_dirs(read_regular(path, limit))
+    except Unreadable as exc:
+        return set(), str(exc)
+
+
+def listed_dirs(index_bytes: bytes) -> tuple[set[str], str]:
+    """:func:`_owned_dirs` of a skills.json that holds these bytes."""
+    try:
+        data = loads(index_bytes)
         return {skill_path_of(e["uri"]) for e in data["skills"]}, ""
-    except (Unreadable, BadJSON) as exc:
+    except BadJSON as exc:
         return set(), str(exc)
     except (KeyError, TypeError, AttributeError):
         return set(), "it is not a skills index"
@@ -239,25 +278,26 @@ def _inside(rel: str, dirs: set[str]) -> bool:
     return bool(parents & dirs)
 
 
-def _disk_files(out: Path) -> dict[str, Path]:
+def _disk_files(out: Path) -> dict[str, str]:
     """Everything under ``out`` that is not a folder (files, symlinks, FIFOs, devices...; symlinked folders are not
-    entered), by POSIX relative path, sorted."""
-    found: dict[str, Path] = {}
+    entered), by POSIX relative path, sorted; each with its path."""
+    found: dict[str, str] = {}
 
-    def walk(folder: Path, prefix: str) -> None:
+    def walk(folder: str, prefix: str) -> None:
         try:
-            entries = list(os.scandir(folder))
+            with os.scandir(folder) as it:
+                entries = list(it)
         except OSError:
             return
         for entry in entries:
             rel = prefix + entry.name
             if entry.is_dir(follow_symlinks=False):
-                walk(folder / entry.name, rel + "/")
+                walk(entry.path, rel + "/")
             else:
-                found[rel] = folder / entry.name
+                found[rel] = entry.path
 
     if out.is_dir():
-        walk(out, "")
+        walk(str(out), "")
     return dict(sorted(found.items()))
 
 
@@ -274,7 +314,7 @@ class Comparison:
         return not (self.stale or self.missing or self.extra)
 
 
-def _on_disk(path: Path, limit: int) -> tuple[bytes | None, str]:
+def _on_disk(path: str, limit: int) -> tuple[bytes | None, str]:
     """A file of the output tree, read with bounds: its bytes, or None and why not. The build writes regular files
     only, so anything else (a link, a FIFO, a device) is not what it writes, and is not opened for reading."""
     try:
@@ -284,7 +324,7 @@ def _on_disk(path: Path, limit: int) -> tuple[bytes | None, str]:
 
 
 def compare(build: Build, out: Path, *, owned: set[str] | None = None,
-            disk: dict[str, Path] | None = None, diff: bool = True) -> Comparison:
+            disk: dict[str, str] | None = None, diff: bool = True) -> Comparison:
     """What differs between the derived tree and the one on disk, among the files this tool owns. The unified diff
     of the stale files is built only when ``diff`` is true (``check`` prints it; ``write`` needs only the verdict).
     A file is read up to the size the build writes or SEP-2640's 16 MiB, whichever is larger: past that it is stale
@@ -306,6 +346,8 @@ def compare(build: Build, out: Path, *, owned: set[str] | None = None,
             if diff:
                 lines.append(printable(f"a/{rel} is not what the build writes: {why}") + "\n")
         elif diff:
+            import difflib  # only for a stale tree: a clean check never diffs
+
             lines.extend(_diff_line(line) for line in difflib.unified_diff(
                 current.decode("utf-8", "replace").splitlines(keepends=True),
                 data.decode("utf-8").splitlines(keepends=True), fromfile=f"a/{rel}", tofile=f"b/{rel}"))
@@ -324,7 +366,7 @@ def _diff_line(line: str) -> str:
     return printable(line) + "\n\\ No newline at end of file\n"
 
 
-def _same(build: Build, owned: set[str], disk: dict[str, Path]) -> bool:
+def _same(build: Build, owned: set[str], disk: dict[str, str]) -> bool:
     """:func:`compare`'s ``clean``, stopping at the first difference and building no diff: what ``write`` needs."""
     if any(rel not in build.files and (rel == INDEX_FILE or _inside(rel, owned)) for rel in disk):
         return False
@@ -333,6 +375,22 @@ def _same(build: Build, owned: set[str], disk: dict[str, Path]) -> bool:
         if path is None or _on_disk(path, len(data))[0] != data:  # a longer file is not read: it differs
             return False
     return True
+
+
+def unchanged(files: dict[str, tuple[int, str]], owned: set[str], root: Path) -> bool:
+    """:func:`compare`'s ``clean`` for a build whose files have these sizes and SHA-256 digests (hex) and whose
+    skills.json, with its bundle folders, lists ``owned``, without the build's bytes: each file read as
+    :func:`compare` reads it, and hashed. (``owned`` stands for what compare reads from the skills.json on disk,
+    which is checked here to be the build's.) What a warm ``check`` answered by the whole-tree cache entry asks."""
+    disk = _disk_files(root)
+    for rel, (size, digest) in files.items():
+        path = disk.get(rel)
+        if path is None:
+            return False
+        current = _on_disk(path, max(size, MAX_BYTES))[0]
+        if current is None or len(current) != size or hashlib.sha256(current).hexdigest() != digest:
+            return False
+    return not any(rel not in files and (rel == INDEX_FILE or _inside(rel, owned)) for rel in disk)
 
 
 def conflicts(build: Build, root: Path, previous: set[str], unread: str = "") -> list[Diagnostic]:

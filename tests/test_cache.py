@@ -53,7 +53,8 @@ def outcome(folder: Path, cache: Path | None, prefix: tuple[str, ...] = (), jobs
 
 
 def entries(root: Path) -> list[Path]:
-    return sorted(p for p in (root / "entries").iterdir() if not p.name.startswith("."))
+    """The per-file entries (not the whole-tree ones, projector/treecache.py, nor temporary files)."""
+    return sorted(p for p in (root / "entries").iterdir() if not p.name.startswith((".", "tree-")))
 
 
 def forbid_compiling(monkeypatch) -> None:
@@ -420,3 +421,33 @@ def test_the_index_joined_from_entry_texts_is_the_plain_dump(texts):
     expected = stable_json({"skills": sorted((b.entry for b in bundles), key=lambda e: e["uri"])})
     assert index(bundles) == expected
     assert json.loads(expected)["skills"] == sorted((b.entry for b in bundles), key=lambda e: e["uri"])
+
+
+def test_many_entries_are_written_by_threads_and_all_there_when_the_compile_returns(tmp_path, monkeypatch):
+    """From output.WRITE_BEHIND_FROM files on, the entries are written by threads while the compile goes on
+    (Cache.writes_in_background): when compile_files returns, every one is there, whole, over the old ones too."""
+    import threading
+
+    files = {f"wf/w{i:02d}.yaml": GOOD.format(name=f"w{i:02d}") for i in range(output.WRITE_BEHIND_FROM + 8)}
+    src = make_tree(tmp_path, files) / "wf"
+    store = tmp_path / "cache"
+    writers: set[int] = set()
+    real = Cache.write
+
+    def write(self, *args):
+        writers.add(threading.get_ident())
+        return real(self, *args)
+
+    for round in ("new", "over the old entries"):
+        if round != "new":
+            for name in files:
+                (tmp_path / name).write_text(files[name].replace("description: A workflow", "description: An edited workflow"))
+        with monkeypatch.context() as m:
+            m.setattr(Cache, "write", write)
+            first = outcome(src, store)
+        assert writers and threading.get_ident() not in writers, round
+        assert len(entries(store)) == len(files)
+        assert first == outcome(src, None), round
+        with monkeypatch.context() as m:
+            forbid_compiling(m)
+            assert outcome(src, store) == first, round

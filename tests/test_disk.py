@@ -463,3 +463,134 @@ def test_write_file_gives_up_after_a_few_taken_temporary_names(tmp_path, monkeyp
         disk.write_file(tmp_path / "f.txt", b"ours")
     assert (tmp_path / ".f.txt.00000000.tmp").read_bytes() == b"theirs"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".f.txt.00000000.tmp"]
+
+
+# ------------------------------------------------------------------ the old tree's removal (threads, issue 23)
+
+def _many(n: int) -> dict[str, str]:
+    return {f"wf/w{i:03d}.yaml": WF.format(f"w{i:03d}") for i in range(n)}
+
+
+@pytest.mark.parametrize("prefix", [(), ("acme", "team")], ids=["flat", "uri-prefix"])
+def test_a_rebuild_over_many_bundles_removes_the_old_tree_whole_and_keeps_the_users_files(cli, tree, prefix):
+    """The old tree goes in parallel threads (disk._remove): when the command returns, nothing of it is left (no
+    side folder, no old file), and every user file is in the new tree, a link inside it not followed."""
+    root = tree({**_many(40), "out/notes/keep.md": "mine", "elsewhere/precious.txt": "precious"})
+    out, args = root / "out", ["--uri-prefix", "/".join(prefix)] if prefix else []
+    assert cli("build", str(root / "wf"), "--out", str(out), *args).code == 0
+    (out / "notes" / "to-elsewhere").symlink_to(root / "elsewhere")
+    for i in range(0, 40, 2):  # half the workflows change, a quarter go
+        (root / "wf" / f"w{i:03d}.yaml").write_text(WF.format(f"w{i:03d}").replace("d\n", "changed\n", 1))
+    for i in range(1, 40, 4):
+        (root / "wf" / f"w{i:03d}.yaml").unlink()
+    base = out.joinpath(*prefix)
+    gone = {base / f"w{i:03d}" for i in range(1, 40, 4)}
+    assert all(p.is_dir() for p in gone)
+    assert cli("build", str(root / "wf"), "--out", str(out), *args).code == 0
+    assert leftovers(root) == [] and not any(p.exists() for p in gone)
+    assert (out / "notes" / "keep.md").read_text() == "mine"
+    assert (out / "notes" / "to-elsewhere").is_symlink() and (root / "elsewhere" / "precious.txt").exists()
+    assert "changed" in (base / "w000" / "SKILL.md").read_text()
+    assert cli("check", str(root / "wf"), "--out", str(out), *args).code == 0
+
+
+def test_remove_never_follows_a_link_and_takes_every_kind_of_entry(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "sub" / "precious.txt").write_text("precious")
+    trash = tmp_path / ".out.stage-0123456789ab"
+    for i in range(20):
+        (trash / f"b{i}" / "references").mkdir(parents=True)
+        (trash / f"b{i}" / "SKILL.md").write_text("x")
+        (trash / f"b{i}" / "references" / "tools.md").write_text("y")
+        (trash / f"b{i}" / "link-to-outside").symlink_to(outside)
+    (trash / "top-link").symlink_to(outside / "sub")
+    (trash / "file").write_text("z")
+    (trash / "only" / "one" / "chain").mkdir(parents=True)
+    disk._remove(trash)
+    assert not os.path.lexists(trash) and (outside / "sub" / "precious.txt").read_text() == "precious"
+    (tmp_path / "a-link").symlink_to(outside)
+    disk._remove(tmp_path / "a-link")  # a side folder replaced by a link: neither it nor its target is touched
+    assert (tmp_path / "a-link").is_symlink() and (outside / "sub" / "precious.txt").exists()
+
+
+def test_a_run_killed_in_the_middle_of_the_parallel_removal_is_finished_by_the_next(cli, tree, monkeypatch):
+    """SIGKILL while the threads remove the old tree (after the swap): the folder holds the new tree, and the next
+    run removes the half-removed old one it left under a stage name."""
+    import signal
+
+    root = tree({**_many(30), "out/notes/keep.md": "mine"})
+    out = root / "out"
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    (root / "wf" / "w000.yaml").write_text(WF.format("w000").replace("d\n", "changed\n", 1))
+    calls = []
+    real = shutil.rmtree
+
+    def rmtree(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 10:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*args, **kwargs)
+
+    pid = os.fork()
+    if pid == 0:  # the child: killed at the tenth subfolder, or exits 3
+        monkeypatch.setattr(disk.shutil, "rmtree", rmtree)
+        try:
+            cli("build", str(root / "wf"), "--out", str(out))
+        finally:
+            os._exit(3)
+    status = os.waitpid(pid, 0)[1]
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    left = leftovers(root)
+    assert len(left) == 1 and left[0].startswith(".out.stage-")
+    assert "changed" in (out / "w000" / "SKILL.md").read_text() and (out / "notes" / "keep.md").exists()
+    assert cli("check", str(root / "wf"), "--out", str(out)).code == 0
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    assert leftovers(root) == []
+
+
+def test_a_large_tree_is_staged_by_threads_into_the_same_tree_as_one_by_one(cli, tree, monkeypatch):
+    """From disk.PARALLEL_WRITES_FROM files on, the stage's folders and files are made by threads: the tree (bytes,
+    modes, the user's files) is the one the one-by-one path makes."""
+    root = tree({**_many(40), "a/notes/keep.md": "mine", "b/notes/keep.md": "mine"})
+    assert len(_many(40)) * 2 + 1 >= disk.PARALLEL_WRITES_FROM
+    for side in ("a", "b"):
+        if side == "b":
+            monkeypatch.setattr(disk, "PARALLEL_WRITES_FROM", 10**9)
+        for prefix in ([], ["--uri-prefix", "acme/team"]):
+            assert cli("build", str(root / "wf"), "--out", str(root / side), *prefix).code == 0
+    assert snapshot_tree(root / "a") == snapshot_tree(root / "b")
+    assert leftovers(root) == []
+
+
+def test_a_run_killed_while_the_threads_stage_the_tree_loses_nothing(cli, tree, monkeypatch):
+    import signal
+
+    root = tree({**_many(40), "out/notes/keep.md": "mine"})
+    out = root / "out"
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    before = snapshot_tree(out)
+    (root / "wf" / "w000.yaml").write_text(WF.format("w000").replace("d\n", "changed\n", 1))
+    calls = []
+    real = disk._write
+
+    def write(path, data):
+        calls.append(path)
+        if len(calls) == 30:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(path, data)
+
+    pid = os.fork()
+    if pid == 0:  # the child: killed at the thirtieth file, or exits 3
+        monkeypatch.setattr(disk, "_write", write)
+        try:
+            cli("build", str(root / "wf"), "--out", str(out))
+        finally:
+            os._exit(3)
+    status = os.waitpid(pid, 0)[1]
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    assert snapshot_tree(out) == before  # the old tree, whole
+    assert [p[: len(".out.stage-")] for p in leftovers(root)] == [".out.stage-"]
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    assert leftovers(root) == [] and "changed" in (out / "w000" / "SKILL.md").read_text()
+    assert (out / "notes" / "keep.md").read_text() == "mine"
