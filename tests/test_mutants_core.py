@@ -3,11 +3,14 @@ target whose survivors it kills. They check what a user reads: the exact words, 
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 from types import MappingProxyType
 
 import pytest
 
-from projector import conditions, gates
+from projector import bounded, conditions, gates
 from projector.errors import Span
 from projector.load import parse
 from projector.model import Condition, Confirm, FromArg, FromStep, Step, Tool, Workflow
@@ -174,3 +177,65 @@ def test_result_names(adds, text, after, bind):
     for name, b in adds:
         names.add(name, b)
     assert names.named(text, after) == bind
+
+
+# --------------------------------------------------------------------------------------------------- bounded
+
+@pytest.mark.parametrize("text, reason", [
+    ('{"a": 1, "b": 2, "b": 3}', 'the key "b" appears twice in one object'),  # the key that repeats, not the first
+    ('{"b": 1, "a": 2, "a": 3, "b": 4}', 'the key "a" appears twice in one object'),  # the first one repeated
+    ('{"\\u00e9": 1, "é": 2}', 'the key "\\u00e9" appears twice in one object'),  # escape and letter: one key
+    ('{"a\u2028": 1, "a\u2028": 2}', 'the key "a\\u2028" appears twice in one object'),
+])
+def test_the_key_named_twice_is_quoted_as_ascii_json(text, reason):
+    with pytest.raises(bounded.BadJSON) as info:
+        bounded.loads(text)
+    assert str(info.value) == reason
+
+
+def test_any_other_error_of_the_json_reader_is_bad_json_with_its_text(monkeypatch):
+    """json's own limits (none known to reach here: the integer digits are refused first) still come back as
+    :class:`BadJSON`, with the reader's words."""
+
+    def refuse(*_args, **_kw):
+        raise ValueError("a limit of the reader")
+
+    monkeypatch.setattr(bounded.json, "loads", refuse)
+    with pytest.raises(bounded.BadJSON) as info:
+        bounded.loads("[]")
+    said = "not JSON: a limit of the reader"
+    assert (str(info.value), info.value.args) == (said, (said,))
+
+
+def test_bad_json_carries_its_reason_as_its_argument():
+    """As any exception: its args (and so its repr in a traceback) hold the reason."""
+    e = bounded.BadJSON("bad", 3, 4)
+    assert (e.args, repr(e)) == (("bad",), "BadJSON('bad')")
+
+
+@pytest.mark.parametrize("mode, kind", [
+    (stat.S_IFDIR | 0o755, "a folder"), (stat.S_IFIFO, "a FIFO"), (stat.S_IFCHR, "a character device"),
+    (stat.S_IFBLK, "a block device"), (stat.S_IFSOCK, "a socket"), (stat.S_IFLNK | 0o777, "a symbolic link"),
+    (0, "not a regular file"),  # no file type at all (as a platform's own kinds, a door or a whiteout, read here)
+    (0o170000, "not a regular file"),
+])
+def test_kind_of_every_file_type(mode, kind):
+    assert bounded.kind_of(mode) == kind
+
+
+@pytest.mark.parametrize("missing", [("O_NONBLOCK",), ("O_CLOEXEC",), ("O_NONBLOCK", "O_CLOEXEC", "O_NOFOLLOW")])
+def test_a_file_is_read_where_the_platform_lacks_an_open_flag(tmp_path, monkeypatch, missing):
+    """Windows has no O_NONBLOCK, O_CLOEXEC or O_NOFOLLOW: a file is read all the same, the flag left out."""
+    p = tmp_path / "f.json"
+    p.write_bytes(b'{"a": 1}')
+    flags = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, fl, *a, **kw: flags.append(fl) or real_open(path, fl, *a, **kw))
+    wanted = os.O_RDONLY
+    for name in ("O_NONBLOCK", "O_CLOEXEC", "O_NOFOLLOW"):
+        if name in missing:
+            monkeypatch.delattr(os, name)
+        else:
+            wanted |= getattr(os, name)
+    assert json.loads(bounded.read_regular(p, 100)) == {"a": 1}
+    assert flags == [wanted]
