@@ -239,3 +239,56 @@ def test_a_file_is_read_where_the_platform_lacks_an_open_flag(tmp_path, monkeypa
             wanted |= getattr(os, name)
     assert json.loads(bounded.read_regular(p, 100)) == {"a": 1}
     assert flags == [wanted]
+
+
+def test_an_os_error_is_said_in_the_systems_words(tmp_path, monkeypatch):
+    """An error of the system is its own words (``strerror``), without the errno and path ``str()`` adds; an
+    ``OSError`` without them is its text. Both on opening and on reading."""
+    with pytest.raises(bounded.Unreadable) as info:
+        bounded.read_regular(tmp_path / "nope", 10)
+    assert str(info.value) == "No such file or directory"
+    p = tmp_path / "f"
+    p.write_bytes(b"x")
+    real_open = os.open
+
+    def refuse_open(*_a, **_kw):
+        raise OSError("the descriptor table is full")
+
+    monkeypatch.setattr(os, "open", refuse_open)
+    with pytest.raises(bounded.Unreadable) as info:
+        bounded.read_regular(p, 10)
+    assert str(info.value) == "the descriptor table is full"
+    monkeypatch.setattr(os, "open", real_open)
+    for error, said in ((OSError(5, "Input/output error"), "Input/output error"),
+                        (OSError("the disk went away"), "the disk went away")):
+        def refuse_read(_fd, _n, error=error):
+            raise error
+
+        monkeypatch.setattr(os, "read", refuse_read)
+        with pytest.raises(bounded.Unreadable) as info:
+            bounded.read_regular(p, 10)
+        assert str(info.value) == said
+
+
+def test_a_file_read_a_byte_at_a_time_is_still_bounded(tmp_path, monkeypatch):
+    """A read may return fewer bytes than asked (a slow file system): the file is read on until it ends or holds
+    one byte past the limit, so a file that grew after its size was taken is still refused."""
+    p = tmp_path / "f"
+    p.write_bytes(b"0123456789")
+    real_read = os.read
+    asked: list[int] = []
+    monkeypatch.setattr(os, "read", lambda fd, n: asked.append(n) or real_read(fd, min(n, 1)))
+    assert bounded.read_regular(p, 10) == b"0123456789"
+    p.write_bytes(b"0123456789A")
+    real_fstat = os.fstat
+
+    class Small:  # the size taken before the file grew
+        def __init__(self, st):
+            self.st_mode, self.st_size = st.st_mode, 10
+
+    monkeypatch.setattr(os, "fstat", lambda fd: Small(real_fstat(fd)))
+    asked.clear()
+    with pytest.raises(bounded.Unreadable) as info:
+        bounded.read_regular(p, 10)
+    assert str(info.value) == "it grew past the limit of 10 bytes while being read"
+    assert asked == list(range(11, 0, -1))
