@@ -53,7 +53,6 @@ class _Builder:
     def __init__(self, file: str, diags: list[Diagnostic]):
         self.file = file
         self.diags = diags
-        self.said_no_steps = False  # whether 'steps' was reported absent, not a list, or empty
 
     def err(self, span: Span, code: str, message: str, hint: str | None = None) -> None:
         self.diags.append(error(span, code, message, hint))
@@ -129,7 +128,6 @@ class _Builder:
         steps_y = self.listing(m, "steps", "the workflow")
         if "steps" in m and isinstance(m["steps"].value, list) and not steps_y:
             self.err(m["steps"].span, "missing-key", NO_STEPS, "add at least one step")
-        self.said_no_steps = not steps_y  # absent (mapping said so), not a list (listing did) or empty (just above)
         steps = tuple(s for s in (self.step(y, i) for i, y in enumerate(steps_y, 1)) if s)
         name_span = m["name"].span if "name" in m else doc.span
         title = self.string(m, "title", "the workflow")
@@ -447,13 +445,13 @@ def parse(data: bytes | str, file: str, *, tools_from_server: bool = False
 def _check(doc: Y, file: str, tools_from_server: bool) -> tuple[Workflow | None, list[Diagnostic]]:
     """The model of one YAML document, with every problem of its shape and of the format's rules."""
     diags: list[Diagnostic] = []
-    builder = _Builder(file, diags)
-    wf = builder.workflow(doc)
+    wf = _Builder(file, diags).workflow(doc)
     if wf is not None:
+        # A workflow file without a sound step has had it said here: 'steps' absent, not a list, empty, or each
+        # step not a mapping. validate()'s own "no steps" is for a workflow built in Python.
         missing = {d.span for d in diags if d.code == "missing-key"}
         diags.extend(d for d in validate(wf, tools_from_server=tools_from_server)
-                     if not (d.code in ("empty-name", "missing-key") and d.span in missing)
-                     and not (builder.said_no_steps and d.message == NO_STEPS))
+                     if not (d.code == "empty-name" and d.span in missing) and d.message != NO_STEPS)
     return wf, diags
 
 

@@ -75,6 +75,8 @@ CASES: dict[str, str] = {
     "workflow-lists-wrong-type": HEAD + "arguments: 5\ninstructions: {a: b}\ntools: text\nsteps: 3\n",
     "workflow-steps-empty": HEAD + "steps: []\n",
     "workflow-steps-null": HEAD + "steps:\n",
+    "workflow-no-sound-step": HEAD + "steps: [5, [a]]\n",  # each step's problem, and no "no steps" after them
+    "workflow-no-name-no-sound-step": "description: d\nsteps: [5]\n",
     # frontmatter fields
     "frontmatter-wrong-types": HEAD + "license: 5\ncompatibility: [a]\nallowed-tools: {a: b}\n" + STEP,
     "frontmatter-ambiguous": HEAD + "license: yes\ncompatibility: 0o17\nallowed-tools: 1_000\n" + STEP,
