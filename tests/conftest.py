@@ -86,3 +86,11 @@ def _user_cache_home(tmp_path_factory) -> Path:
 def _private_cache_key(_user_cache_home, monkeypatch):
     # The build cache keeps its key in $XDG_CACHE_HOME/project-skill/: never the real home's in a test run.
     monkeypatch.setenv("XDG_CACHE_HOME", str(_user_cache_home))
+
+
+@pytest.fixture(autouse=True)
+def _disposable_cwd(tmp_path_factory, monkeypatch):
+    # scripts/mutation sets this for the disk target: a mutant that drops a dir_fd= removes names relative to the
+    # working directory, which under mutmut is its own copy of the repository. Such a test runs from an empty folder.
+    if os.environ.get("PROJECTOR_MUTATION_DISPOSABLE_CWD"):
+        monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
