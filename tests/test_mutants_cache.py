@@ -4,6 +4,7 @@ cache turns every failure into a miss."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 import re
@@ -73,3 +74,15 @@ def test_the_whole_tree_payload_is_compact_json():
         b'"skills":[["a","skill://a/SKILL.md",1,12,0]],"files":[["a/SKILL.md",12,"' + b"f" * 64 + b'"]],'
         b'"owned":["a","b"]}')
     assert treecache.decode(treecache.encode(summary)) == summary
+
+
+@pytest.mark.parametrize("owned", [[1], ["a", None], [["a"]]])
+def test_a_whole_tree_payload_owning_a_folder_that_is_not_a_name_is_refused(owned):
+    """treecache.decode refuses an ``owned`` list holding anything but strings: TypeError('owned'), which
+    lookup takes as a miss."""
+    payload = json.dumps({"diagnostics": [], "skills": [], "files": [], "owned": owned}).encode()
+    with pytest.raises(TypeError) as info:
+        treecache.decode(payload)
+    assert info.value.args == ("owned",)
+    assert treecache.decode(payload.replace(json.dumps(owned).encode(), b'["a"]')) == treecache.Summary(
+        [], [], {}, {"a"})
