@@ -37,3 +37,24 @@ def test_write_file_tries_exactly_eight_temporary_names(tmp_path, monkeypatch, t
         assert sorted(p.name for p in tmp_path.iterdir()) == planted
     for name in names[:taken]:
         assert (tmp_path / f".f.txt.{name}.tmp").read_bytes() == b"theirs " + name.encode()
+
+
+def test_removing_a_tree_under_a_uri_prefix_touches_nothing_in_the_current_folder(tmp_path, monkeypatch):
+    """disk._remove walks a chain of single subfolders (a URI prefix) down by folder descriptor: the old tree goes
+    whole, and the current folder (here a scratch one, with files and folders of its own) keeps all it holds. A walk
+    that lost its descriptor would list and empty the current folder instead (os.scandir(None) is '.')."""
+    here = tmp_path / "here"
+    (here / "keep").mkdir(parents=True)
+    (here / "keep" / "a.txt").write_bytes(b"a")
+    (here / "other").mkdir()
+    (here / "file.txt").write_bytes(b"f")
+    old = tmp_path / ".out.stage-000000000000"
+    for rel in ("acme/team/one/SKILL.md", "acme/team/two/SKILL.md", "acme/team/two/notes/x.md", "acme/top.txt"):
+        (old / rel).parent.mkdir(parents=True, exist_ok=True)
+        (old / rel).write_bytes(rel.encode())
+    monkeypatch.chdir(here)
+    disk._remove(old)
+    assert not old.exists()
+    assert sorted(p.relative_to(here).as_posix() for p in here.rglob("*")) == ["file.txt", "keep", "keep/a.txt",
+                                                                                "other"]
+    assert (here / "keep" / "a.txt").read_bytes() == b"a" and (here / "file.txt").read_bytes() == b"f"
