@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+
 import pytest
 
 from projector import disk
@@ -58,3 +61,53 @@ def test_removing_a_tree_under_a_uri_prefix_touches_nothing_in_the_current_folde
     assert sorted(p.relative_to(here).as_posix() for p in here.rglob("*")) == ["file.txt", "keep", "keep/a.txt",
                                                                                 "other"]
     assert (here / "keep" / "a.txt").read_bytes() == b"a" and (here / "file.txt").read_bytes() == b"f"
+
+
+def _old_tree(tmp_path, rels):
+    old = tmp_path / ".out.stage-000000000000"
+    for rel in rels:
+        (old / rel).parent.mkdir(parents=True, exist_ok=True)
+        (old / rel).write_bytes(rel.encode())
+    return old
+
+
+def _left(old):
+    return sorted(p.relative_to(old).as_posix() for p in old.rglob("*")) if old.exists() else None
+
+
+TREE = ("acme/top.txt", "acme/stuck.txt", "acme/a/SKILL.md", "acme/a/gone.txt", "acme/a/z.md", "acme/b/SKILL.md")
+
+
+@pytest.mark.parametrize("fail, left", [
+    ("stuck.txt", ["acme", "acme/stuck.txt"]),  # a file that will not go: the rest goes, and no error is raised
+    ("gone.txt", None),  # a file that another process removed first: the removal goes on, and the tree goes whole
+])
+def test_a_removal_that_meets_an_error_goes_on_and_raises_nothing(tmp_path, monkeypatch, fail, left):
+    """disk._remove ignores errors (what is left, the next run's recover removes): a file whose unlink fails is
+    left, everything else goes; one that vanished under it (FileNotFoundError) does not stop its folder's removal."""
+    old = _old_tree(tmp_path, TREE)
+    real_unlink = os.unlink
+
+    def unlink(name, *args, **kwargs):
+        if os.fsdecode(name).endswith(fail):
+            if fail == "gone.txt":
+                real_unlink(name, *args, **kwargs)
+                raise FileNotFoundError(errno.ENOENT, "removed by another process", name)
+            raise PermissionError(errno.EPERM, "refused", name)
+        return real_unlink(name, *args, **kwargs)
+
+    monkeypatch.setattr(disk.os, "unlink", unlink)
+    disk._remove(old)
+    monkeypatch.undo()
+    assert _left(old) == left
+
+
+def test_the_removal_without_fd_functions_removes_the_tree_and_ignores_errors(tmp_path, monkeypatch):
+    """Where shutil.rmtree cannot work by folder descriptors, disk._remove is shutil.rmtree with errors ignored:
+    the tree goes, and a path that is not there raises nothing."""
+    monkeypatch.setattr(disk, "_FD_RMTREE", False)
+    old = _old_tree(tmp_path, TREE)
+    disk._remove(old)
+    assert not old.exists() and sorted(p.name for p in tmp_path.iterdir()) == []
+    disk._remove(tmp_path / "missing")
+    assert not (tmp_path / "missing").exists()
