@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 
 import pytest
 
@@ -111,3 +112,18 @@ def test_the_removal_without_fd_functions_removes_the_tree_and_ignores_errors(tm
     assert not old.exists() and sorted(p.name for p in tmp_path.iterdir()) == []
     disk._remove(tmp_path / "missing")
     assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_written_files_are_mode_0666_under_the_umask(tmp_path, umask):
+    """disk._write makes every new file 0666 under the umask (never executable): write_file's, and the staged
+    tree's files."""
+    old = os.umask(umask)
+    try:
+        disk.write_file(tmp_path / "f.txt", b"x")
+        disk.write_file(tmp_path / "g.txt", b"y", exclusive=True)
+        disk.replace_tree(tmp_path / "out", lambda root: disk.Plan({"a/SKILL.md": b"a", "skills.json": b"{}"}))
+    finally:
+        os.umask(old)
+    for rel in ("f.txt", "g.txt", "out/a/SKILL.md", "out/skills.json"):
+        assert stat.S_IMODE((tmp_path / rel).stat().st_mode) == 0o666 & ~umask, rel
