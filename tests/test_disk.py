@@ -532,15 +532,7 @@ def test_a_run_killed_in_the_middle_of_the_parallel_removal_is_finished_by_the_n
             os.kill(os.getpid(), signal.SIGKILL)
         return real(*args, **kwargs)
 
-    pid = os.fork()
-    if pid == 0:  # the child: killed at the tenth subfolder, or exits 3
-        monkeypatch.setattr(disk.shutil, "rmtree", rmtree)
-        try:
-            cli("build", str(root / "wf"), "--out", str(out))
-        finally:
-            os._exit(3)
-    status = os.waitpid(pid, 0)[1]
-    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    _build_killed(cli, root, out, monkeypatch, disk.shutil, "rmtree", rmtree)  # at the tenth subfolder
     left = leftovers(root)
     assert len(left) == 1 and left[0].startswith(".out.stage-")
     assert "changed" in (out / "w000" / "SKILL.md").read_text() and (out / "notes" / "keep.md").exists()
@@ -580,17 +572,25 @@ def test_a_run_killed_while_the_threads_stage_the_tree_loses_nothing(cli, tree, 
             os.kill(os.getpid(), signal.SIGKILL)
         return real(path, data)
 
+    _build_killed(cli, root, out, monkeypatch, disk, "_write", write)  # at the thirtieth file
+    assert snapshot_tree(out) == before  # the old tree, whole
+    assert [p[: len(".out.stage-")] for p in leftovers(root)] == [".out.stage-"]
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    assert leftovers(root) == [] and "changed" in (out / "w000" / "SKILL.md").read_text()
+    assert (out / "notes" / "keep.md").read_text() == "mine"
+
+
+def _build_killed(cli, root, out, monkeypatch, owner, name, replacement):
+    """Run ``build`` in a forked child with ``owner.name`` replaced (the replacement SIGKILLs the child at some call),
+    and check that the child died by that signal (it exits 3 if the build ends first)."""
+    import signal
+
     pid = os.fork()
-    if pid == 0:  # the child: killed at the thirtieth file, or exits 3
-        monkeypatch.setattr(disk, "_write", write)
+    if pid == 0:
+        monkeypatch.setattr(owner, name, replacement)
         try:
             cli("build", str(root / "wf"), "--out", str(out))
         finally:
             os._exit(3)
     status = os.waitpid(pid, 0)[1]
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
-    assert snapshot_tree(out) == before  # the old tree, whole
-    assert [p[: len(".out.stage-")] for p in leftovers(root)] == [".out.stage-"]
-    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
-    assert leftovers(root) == [] and "changed" in (out / "w000" / "SKILL.md").read_text()
-    assert (out / "notes" / "keep.md").read_text() == "mine"
