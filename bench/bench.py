@@ -611,9 +611,10 @@ def bench_throughput(server: Server, manifest: list[dict[str, Any]], requests: i
         picks = [rng.choice(manifest) for _ in range(requests)]
         for kind in ("plain", "skill") if r % 2 == 0 else ("skill", "plain"):
             units = picks if kind == "plain" else picks[: requests // 2]
-            cpu0 = server.cpu_seconds()
+            cpu0, own0 = server.cpu_seconds(), time.process_time()
             res = asyncio.run(_workload(server.url, kind, units, workers))
-            cpu1 = server.cpu_seconds()
+            cpu1, own1 = server.cpu_seconds(), time.process_time()
+            res["client_cpu_ms_per_request"] = 1000 * (own1 - own0) / res["requests"]
             res["server_cpu_ms_per_request"] = (None if cpu0 is None or cpu1 is None
                                                 else 1000 * (cpu1 - cpu0) / res["requests"])
             runs[kind].append(res)
@@ -624,6 +625,7 @@ def bench_throughput(server: Server, manifest: list[dict[str, Any]], requests: i
             "rps": statistics.median(x["rps"] for x in rs),
             "server_cpu_ms_per_request": (statistics.median(x["server_cpu_ms_per_request"] for x in rs)
                                           if all(x["server_cpu_ms_per_request"] is not None for x in rs) else None),
+            "client_cpu_ms_per_request": statistics.median(x["client_cpu_ms_per_request"] for x in rs),
             "p50_ms": statistics.median(x["p50_ms"] for x in rs),
             "p99_ms": statistics.median(x["p99_ms"] for x in rs),
             "by_method": rs[len(rs) // 2]["by_method"],
@@ -721,9 +723,10 @@ def bench_fastmcp(work: Path, requests: int, rounds: int, workers: int, seed: in
             picks = [rng.choice(manifest) for _ in range(requests // 2)]  # each pick: skills/get + resources/read
             for kind in ("projector", "directory") if r % 2 == 0 else ("directory", "projector"):
                 srv = servers[kind]
-                cpu0 = srv.cpu_seconds()
+                cpu0, own0 = srv.cpu_seconds(), time.process_time()
                 res = asyncio.run(_workload(srv.url, "skill", picks, workers))
-                cpu1 = srv.cpu_seconds()
+                cpu1, own1 = srv.cpu_seconds(), time.process_time()
+                res["client_cpu_ms_per_request"] = 1000 * (own1 - own0) / res["requests"]
                 res["server_cpu_ms_per_request"] = (None if cpu0 is None or cpu1 is None
                                                     else 1000 * (cpu1 - cpu0) / res["requests"])
                 runs[kind].append(res)
@@ -737,6 +740,7 @@ def bench_fastmcp(work: Path, requests: int, rounds: int, workers: int, seed: in
                      "server_cpu_ms_per_request": (statistics.median(x["server_cpu_ms_per_request"] for x in rs)
                                                    if all(x["server_cpu_ms_per_request"] is not None for x in rs)
                                                    else None),
+                     "client_cpu_ms_per_request": statistics.median(x["client_cpu_ms_per_request"] for x in rs),
                      "p50_ms": statistics.median(x["p50_ms"] for x in rs),
                      "p99_ms": statistics.median(x["p99_ms"] for x in rs),
                      "error_count": sum(x["error_count"] for x in rs),
@@ -943,6 +947,31 @@ def notes(res: dict[str, Any]) -> list[str]:
     return out or ["Every build and check target measured in this run passes."]
 
 
+def _cpu_cell(k: dict[str, Any], side: str) -> str:
+    cpu = k.get(f"{side}_cpu_ms_per_request")
+    return "-" if cpu is None else f"{cpu:.2f} ms"
+
+
+def _busy(k: dict[str, Any], side: str) -> float | None:
+    """The share of one core that side kept busy in the workload: CPU per request times requests per second."""
+    cpu = k.get(f"{side}_cpu_ms_per_request")
+    return None if cpu is None else cpu * k["rps"] / 1000
+
+
+def _md_bound_by(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]) -> list[str]:
+    """Which process bounds a throughput run: the share of one core the client and the server kept busy."""
+    parts = []
+    for k, label in zip((a, b), labels):
+        client, server = _busy(k, "client"), _busy(k, "server")
+        if client is None or server is None:
+            return []
+        parts.append(f"{label}: the client process {100 * client:.0f} %, the server {100 * server:.0f} %")
+    return ["", "Share of one core each process kept busy (its CPU per request x requests per second): "
+            + "; ".join(parts) + ". A process near 100 % bounds the requests per second (the concurrent "
+            "`mcp.Client`s share one process, so one core); where that is the client, requests per second measure "
+            "the client, and the server CPU per request is what tells two servers apart."]
+
+
 def fmt_ms(s: float) -> str:
     return f"{1000 * s:,.0f} ms" if s < 10 else f"{s:,.1f} s"
 
@@ -1101,18 +1130,17 @@ def render_md(res: dict[str, Any]) -> str:
                   "*plain*: `resources/read` of a SKILL.md (a concrete resource). *skill*: `skills/get` of the same "
                   "skills, each followed by the same `resources/read`. Every answer is checked (entry URI, sha256 of "
                   "the bytes).", "",
-                  "| workload | requests/s | p50 | p99 | server CPU per request | errors |",
-                  "|---|---:|---:|---:|---:|---:|"]
+                  "| workload | requests/s | p50 | p99 | server CPU per request | client CPU per request | errors |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
         for kind in ("plain", "skill"):
             k = t[kind]
-            cpu = k.get("server_cpu_ms_per_request")
             lines.append(f"| {kind} | {k['rps']:.0f} | {k['p50_ms']:.1f} ms | {k['p99_ms']:.1f} ms | "
-                         f"{'-' if cpu is None else f'{cpu:.2f} ms'} | {k['error_count']} |")
+                         f"{_cpu_cell(k, 'server')} | {_cpu_cell(k, 'client')} | {k['error_count']} |")
             for meth, bm in sorted(k["by_method"].items()):
-                lines.append(f"| &nbsp;&nbsp;{kind}: {meth} | | {bm['p50_ms']:.1f} ms | {bm['p99_ms']:.1f} ms | | |")
+                lines.append(f"| &nbsp;&nbsp;{kind}: {meth} | | {bm['p50_ms']:.1f} ms | {bm['p99_ms']:.1f} ms | | | |")
         lines += ["", f"skill / plain: **{t['ratio']:.2f}x** the requests per second (median of the per-round "
                   f"ratios {', '.join(f'{r:.2f}' for r in t.get('round_ratios', []))}; the two workloads of a round "
-                  "run back to back).", "",
+                  "run back to back).", *_md_bound_by(t["plain"], t["skill"], ("plain", "skill")), "",
                   f"Server start with {srv['skills']:,} skills: {srv['startup_s']:.1f} s to listening; RSS "
                   f"{srv['memory_idle'].get('VmRSS', 0):.0f} MiB idle, "
                   f"{srv['memory_end'].get('VmRSS', 0):.0f} MiB at the end (peak "
@@ -1145,13 +1173,12 @@ def render_md(res: dict[str, Any]) -> str:
                   f"`mcp.Client`s; per round the same {fm['requests_per_run'] // 2:,} random skills, each "
                   f"`skills/get` then `resources/read` of its SKILL.md (checked by sha256), on each server back to "
                   f"back, the order alternating; {fm['rounds']} rounds.", "",
-                  "| server | requests/s | p50 | p99 | server CPU per request | errors |",
-                  "|---|---:|---:|---:|---:|---:|"]
+                  "| server | requests/s | p50 | p99 | server CPU per request | client CPU per request | errors |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
         for kind, label in (("projector", "projector on FastMCP"), ("directory", "FastMCP SkillsDirectoryProvider")):
             k = fm[kind]
-            cpu = k.get("server_cpu_ms_per_request")
             lines.append(f"| {label} | {k['rps']:.0f} | {k['p50_ms']:.1f} ms | {k['p99_ms']:.1f} ms | "
-                         f"{'-' if cpu is None else f'{cpu:.2f} ms'} | {k['error_count']} |")
+                         f"{_cpu_cell(k, 'server')} | {_cpu_cell(k, 'client')} | {k['error_count']} |")
         lines += ["", f"projector / FastMCP's provider: **{fm['ratio']:.2f}x** the requests per second (median of "
                   f"the per-round ratios {', '.join(f'{r:.2f}' for r in fm['round_ratios'])}). The medians of each "
                   "column and the paired ratio can point different ways when rounds are noisy (a shared machine); "
@@ -1160,6 +1187,7 @@ def render_md(res: dict[str, Any]) -> str:
         if cpu_p and cpu_d:
             lines += ["", f"Server CPU per request: {cpu_p:.2f} ms (projector) vs {cpu_d:.2f} ms (FastMCP's provider), "
                       f"so per CPU second projector serves {cpu_d / cpu_p:.2f}x the provider's requests."]
+        lines += _md_bound_by(fm["projector"], fm["directory"], ("projector's run", "the provider's run"))
     stages = res.get("stages")
     if stages:
         extra = ("cache: read", "compare", "write: over")
