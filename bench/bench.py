@@ -946,7 +946,7 @@ def notes(res: dict[str, Any]) -> list[str]:
     if "stale_vs_fresh" in missed:
         d = st["write: over a stale tree"] - written
         removal = st.get("write: over a stale tree, of it removing the old tree")
-        of_it = f", of which removing it takes {fmt_ms(removal)}" if removal is not None else ""
+        of_it = f"; the removal alone, timed within it: {fmt_ms(removal)}" if removal is not None else ""
         out.append(f"- **Rebuild over a stale tree.** Writing over the old tree takes "
                    f"{fmt_ms(st['write: over a stale tree'])} against {fmt_ms(written)} into an empty folder: "
                    f"{fmt_ms(d)} more, for walking the old tree and removing it after the atomic swap "
