@@ -979,7 +979,7 @@ def _scaling_note(res: dict[str, Any], missed: set[Any]) -> list[str]:
             f"(CPU {b['build']['cpu_s'] / a['build']['cpu_s']:.2f}x); in the same rounds the floors grew "
             f"{grew[floors.PARSE_CASE]:.2f}x (parsing) and {grew[floors.WRITE_CASE]:.2f}x (writing the tree), so the "
             f"build stood at {floors.ratios(b)['build_vs_floor']:.2f}x its floor at 10,000 against "
-            f"{floors.ratios(a)['build_vs_floor']:.2f}x at 1,000. Measured apart (docs/performance.md), the compile is "
+            f"{floors.ratios(a)['build_vs_floor']:.2f}x at 1,000. Measured apart (section h), the compile is "
             "linear: its CPU per 1,000 workflows shows no trend as the heap grows, and the garbage collector takes "
             "under 1 s of the whole; what grows faster than the work is writing the tree, nearly all of it kernel "
             "time, as the write floor's own growth shows."]
@@ -1259,6 +1259,9 @@ def render_md(res: dict[str, Any]) -> str:
             lines.append(f"| {k} | {fmt_ms(v)} | {share} |")
         lines += _md_profile(res.get("profile"))
         lines += ["", "### What the misses come from", "", *notes(res)]
+    analysis = BENCH / "analysis.md"  # measurements too long for every run, made apart and dated there
+    if analysis.is_file():
+        lines += ["", analysis.read_text("utf-8").rstrip("\n")]
     lines += ["", "Raw numbers: `bench/results.json`."]
     return "\n".join(lines) + "\n"
 
