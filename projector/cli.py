@@ -7,11 +7,20 @@ inside its own command.
 
 from __future__ import annotations
 
-import argparse
+import gc
+
+# A run of build or check is short-lived and allocates many objects that live to its end (the imports, the parser,
+# then the compile): full collections would walk them again and again. Collect less often from this module's first
+# line on (the console script imports it first); a command that may run long (serve...) gets the default back in
+# _run_lazy.
+_GC_DEFAULT = gc.get_threshold()
+gc.set_threshold(50_000, 20, 100)
+
+import argparse  # noqa: E402 - after the thresholds, so that they hold for every import below
 import json
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from . import __version__
 from .errors import Diagnostic, DiskError, Span, UsageError, plural
@@ -35,8 +44,6 @@ def _load_and_compile(args: argparse.Namespace, *, quick: bool = False):
     """The build of the workflows ``args`` names (a :class:`~projector.output.Build`). With ``quick`` and a cache
     that holds the whole-tree entry of exactly these inputs (:mod:`projector.treecache`): that entry's
     :class:`~projector.treecache.Summary` and a call that compiles them, as a pair, and nothing is compiled yet."""
-    import gc
-
     # A compile allocates many small objects that live to the end of the run: full collections would walk them
     # again and again (a third of the time at 10,000 workflows). Collect less often; the process is short-lived.
     gc.set_threshold(50_000, 20, 100)
@@ -258,25 +265,27 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="project-skill",
-        description="Compile MCP sequential workflows into byte-stable SEP-2640 SKILL.md bundles.",
-        epilog="exit codes: 0 ok, 1 findings, 2 usage",
-    )
-    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+def _add_build(sub: Any) -> None:
     b = sub.add_parser("build", help="compile workflows into the output folder", description=cmd_build.__doc__)
     _add_compile_args(b)
     b.set_defaults(func=cmd_build)
+
+
+def _add_check(sub: Any) -> None:
     c = sub.add_parser("check", help="exit 1 with a diff when the output folder is stale")
     _add_compile_args(c)
     c.set_defaults(func=cmd_check)
+
+
+def _add_schema(sub: Any) -> None:
     sc = sub.add_parser("schema", help="print the workflow JSON Schema (for editors outside this repository)",
                         description="Print the workflow file's JSON Schema, as this version ships it. Save it beside "
                                     "your workflows and point the yaml-language-server comment at it: "
                                     "project-skill schema > workflow.schema.json")
     sc.set_defaults(func=cmd_schema)
+
+
+def _add_tools(sub: Any) -> None:
     t = sub.add_parser("tools", help="print a server's tools/list as a tools snapshot (tools.json) to commit",
                        description=cmd_tools.__doc__)
     t.add_argument("server", metavar="SERVER", help="a stdio command line or an http(s)://.../mcp URL")
@@ -284,6 +293,9 @@ def parser() -> argparse.ArgumentParser:
     mode.add_argument("--out", metavar="FILE", help="write the snapshot to FILE atomically instead of printing it")
     mode.add_argument("--check", metavar="FILE", help="exit 1 with a diff when FILE is not the server's snapshot")
     t.set_defaults(func=cmd_tools)
+
+
+def _add_init(sub: Any) -> None:
     i = sub.add_parser("init", help="write a new workflow file from a server's tools (or a tools snapshot)",
                        description=cmd_init.__doc__)
     i.add_argument("name", metavar="NAME", help="the workflow's name (also its prompt's; the skill is its slug)")
@@ -293,6 +305,31 @@ def parser() -> argparse.ArgumentParser:
                    help="a tool to call, one step each, in the order given (repeat the option)")
     i.add_argument("--out", metavar="FILE", help="the file to write (default: workflows/NAME.yaml); never replaced")
     i.set_defaults(func=cmd_init)
+
+
+# The commands this module runs, in the order --help lists them (then LAZY_COMMANDS).
+COMMANDS: dict[str, Callable[[Any], None]] = {"build": _add_build, "check": _add_check, "schema": _add_schema,
+                                              "tools": _add_tools, "init": _add_init}
+
+
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line. With ``only`` (one of :data:`COMMANDS`), the top-level parser with that one command: what
+    parses a command line that starts with it, the same to the byte, without building the ten other commands'
+    parsers (milliseconds of every cold start). The top level names its commands only in its own --help and in the
+    error for an unknown command, which such a line never reaches (tests/test_cli_parser.py compares the two on
+    every command's errors and help)."""
+    ap = argparse.ArgumentParser(
+        prog="project-skill",
+        description="Compile MCP sequential workflows into byte-stable SEP-2640 SKILL.md bundles.",
+        epilog="exit codes: 0 ok, 1 findings, 2 usage",
+    )
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    if only is not None:
+        COMMANDS[only](sub)
+        return ap
+    for add in COMMANDS.values():
+        add(sub)
     for name, (_module, help_text) in LAZY_COMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)  # listed in --help; main() dispatches it
     return ap
@@ -301,6 +338,7 @@ def parser() -> argparse.ArgumentParser:
 def _run_lazy(name: str, rest: list[str]) -> int:
     import importlib
 
+    gc.set_threshold(*_GC_DEFAULT)  # a server or a client may run for hours: the collector as Python sets it
     module = LAZY_COMMANDS[name][0]
     try:
         command: Callable[[str, list[str]], int] = importlib.import_module(module).main
@@ -319,7 +357,7 @@ def _shell(fmt: str) -> Shell:
 
 
 def _parsed(argv: list[str]) -> int:
-    ap = parser()
+    ap = parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = ap.parse_args(argv)
     args.argv = argv
     if args.command is None:
@@ -329,10 +367,19 @@ def _parsed(argv: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command line: ``argv``, or the process's own (the console script's call) when it is None."""
+    own = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     # Commands beyond the core parse their own arguments (options first included), and import only then.
     if argv and argv[0] in LAZY_COMMANDS:
         return run(_shell("text"), lambda: _run_lazy(argv[0], argv[1:]))
+    if own:
+        # The process ends with this command: at its exit the collector need not walk every object the run made
+        # (a cold check of the examples spends a tenth of its time there). Whatever is left goes back to the
+        # system whole; the build writes and closes every file before it returns.
+        import atexit
+
+        atexit.register(gc.freeze)
     return run(_shell("text"), lambda: _parsed(argv))
 
 

@@ -6,7 +6,6 @@ code, a message and, where one helps, a hint. Every stage returns or raises thes
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -141,6 +140,8 @@ def error(span: Span, code: str, message: str, hint: str | None = None) -> Diagn
 
 def suggest(word: str, options: Iterable[str]) -> str | None:
     """The hint ``did you mean 'x'?`` for the closest of ``options`` to a misspelled ``word``, or None."""
+    import difflib  # here: only a misspelt name needs it
+
     close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
 

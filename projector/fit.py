@@ -37,7 +37,6 @@ Every problem comes back at once, as data. Nothing here imports ``mcp``.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -187,6 +186,8 @@ def _misspelled(step: Step, schema: dict[str, Any], props: dict[str, Any], given
         if not missing:
             break
         if _unknown(schema, props, name):
+            import difflib  # here: only a misspelt name needs it
+
             close = difflib.get_close_matches(name, missing, n=1, cutoff=0.6)
             if close:
                 meant[name] = close[0]

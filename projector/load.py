@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import bounded
 from .errors import Diagnostic, LoadError, Span, error
-from .model import Workflow
-from .shape import parse
-from .validate import collisions
+
+if TYPE_CHECKING:
+    from .model import Workflow
 
 __all__ = ["parse", "read_source", "load_file", "load_data", "read_regular", "discover", "load_all", "OutsideRoot",
            "MAX_SOURCE_BYTES", "WORKFLOW_SUFFIXES"]
@@ -41,6 +42,8 @@ def load_file(path: Path | str, display: str | None = None, *, tools_from_server
 
 def load_data(data: bytes, file: str, *, tools_from_server: bool = False) -> Workflow:
     """:func:`load_file` for bytes already read from ``file``."""
+    from .shape import parse  # here: finding and reading the files (a warm check) needs no YAML and no model
+
     wf, diags = parse(data, file, tools_from_server=tools_from_server)
     if wf is None or any(d.severity == "error" for d in diags):
         raise LoadError(diags)  # with the notes that explain them (errors-not-shown)
@@ -122,6 +125,8 @@ class OutsideRoot(type(Path())):  # type: ignore[misc]
 
 def load_all(paths: list[str], *, tools_from_server: bool = False) -> list[Workflow]:
     """Load every workflow under ``paths``; all problems of all files are raised together."""
+    from .validate import collisions
+
     workflows: list[Workflow] = []
     diags: list[Diagnostic] = []
     for path, display in discover(paths):
@@ -134,3 +139,11 @@ def load_all(paths: list[str], *, tools_from_server: bool = False) -> list[Workf
         raise LoadError(diags)
     return workflows
 
+
+def __getattr__(name: str) -> Any:
+    """:func:`projector.shape.parse`, re-exported, imported on first use (a warm ``check`` never parses)."""
+    if name == "parse":
+        from .shape import parse
+
+        return parse
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

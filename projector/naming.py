@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-from slugify import slugify
-
 MAX_NAME = 64
 NAME_RULE = re.compile(r"^(?!.*--)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$")
 SEGMENT_RULE = re.compile(r"^(?!.*--)[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
@@ -26,11 +24,15 @@ MAX_PREFIX = 255
 
 def full_slug(name: str) -> str:
     """The slug with no length limit, to tell a name that had to be cut from one that fits."""
+    from slugify import slugify  # here: --uri-prefix is parsed by runs that compile nothing (a warm check)
+
     return slugify(name, backend=BACKEND)
 
 
 def skill_name(name: str) -> str:
     """The skill name: the slug of ``name``, at most 64 characters. May be empty; see :func:`name_problem`."""
+    from slugify import slugify
+
     return slugify(name, max_length=MAX_NAME, backend=BACKEND)
 
 

@@ -12,16 +12,18 @@ import os
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from .bounded import BadJSON, Unreadable, loads, read_regular
-from .bundle import Bundle, bundle, index
 from .disk import Plan, replace_tree
 from .errors import BuildError, Diagnostic, LoadError, Span, error, printable
-from .model import Workflow
 from .sep2640 import INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, skill_path_of
 from .cache import Cache
 from .load import discover, load_data, read_source
-from .validate import collisions, name_collisions
+
+if TYPE_CHECKING:  # the compile's modules are imported where they run: a warm check answered whole needs none
+    from .bundle import Bundle
+    from .model import Workflow
 
 
 @dataclass
@@ -39,7 +41,9 @@ def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *
                       ) -> Build:
     """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits.
     ``skills_only``: bundles whose SKILL.md names no workflow prompt (see :func:`~projector.render.project`)."""
+    from .bundle import bundle
     from .render import project
+    from .validate import collisions
 
     problems = collisions(workflows)
     if problems:
@@ -56,6 +60,8 @@ def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *
 
 
 def _assemble(bundles: list[Bundle]) -> Build:
+    from .bundle import index
+
     bundles = sorted(bundles, key=lambda b: b.path)
     files: dict[str, bytes] = {}
     for b in bundles:
@@ -83,6 +89,7 @@ class Options:
 
 
 def _compile_one(data: bytes, display: str, options: Options) -> _Result:
+    from .bundle import bundle
     from .render import project  # here, not at the top: a run that the cache answers whole never needs Jinja2
 
     try:
@@ -232,6 +239,8 @@ def _compile_all(work: list[tuple[bytes, str, str | None]], options: Options, st
 
 def _finish_files(results: list[_Result]) -> Build:
     """The cross-file checks over every file's result, then the tree."""
+    from .validate import name_collisions
+
     load_errors = [d for name, span, source, b, diags in results if not name for d in diags]
     named = [(name, span, source) for name, span, source, b, diags in results if name]
     clashes = name_collisions(named)

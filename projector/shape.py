@@ -7,7 +7,6 @@ checks the format's rules on the model.
 """
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,8 @@ ARG_TYPES = tuple(_DEFS["argument"]["properties"]["type"]["enum"])
 
 def near_miss(key: str, kind: str) -> str | None:
     """The allowed key of a ``kind`` object (:data:`KEYS`) that the unknown ``key`` is a near miss of, or None."""
+    import difflib  # here: only a misspelt name needs it
+
     close = difflib.get_close_matches(key, KEYS[kind], n=1, cutoff=0.5)
     return close[0] if close else None
 
@@ -180,6 +181,8 @@ class _Builder:
         if "type" in m:
             typ = m["type"].value
             if typ not in ARG_TYPES:
+                import difflib
+
                 close = difflib.get_close_matches(str(typ), ARG_TYPES, n=1, cutoff=0.5)
                 self.err(m["type"].span, "wrong-type", f"'type' of {what} must be one of {', '.join(ARG_TYPES)}",
                          f"did you mean '{close[0]}'?" if close else None)
@@ -255,6 +258,8 @@ class _Builder:
         m = y.value
         for key in m:
             if key not in SOURCE_KEYS:
+                import difflib
+
                 close = difflib.get_close_matches(key, SOURCE_KEYS, n=1, cutoff=0.5)
                 self.err(y.key_span(key), "unknown-key", f"unknown key '{key}' in {what}",
                          f"did you mean '{close[0]}'?" if close else hint)
@@ -382,6 +387,8 @@ class _Builder:
             if key in OPERATORS:
                 ops.append(key)
             elif key not in SUBJECT_KEYS and key != "const":  # a constant subject is a bad-source below
+                import difflib
+
                 close = difflib.get_close_matches(key, OPERATORS, n=1, cutoff=0.5)
                 hint = (f"did you mean '{close[0]}'?" if close else
                         f"the operators are {', '.join(OPERATORS)}")

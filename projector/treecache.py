@@ -7,7 +7,8 @@
 - **Slot.** ``entries/tree-<40 hex>``, beside the per-file entries, named by the options and the display paths, so
   that each set of paths a run names has its own.
 - **Payload.** JSON: the build's diagnostics (a list of fields each, read back by
-  :func:`projector.cachefmt.diagnostic`), each bundle's name, URI, file count, byte count and findings (what
+  :func:`projector.cachefmt.diagnostic`; the file, hint and extra fields as indexes into tables of their distinct
+  values), each bundle's name, URI, file count, byte count and findings (what
   ``build`` prints), the size and SHA-256 of every file of the tree, its bundle folders, and the folders its
   skills.json lists (what :func:`projector.output.compare` reads back from that file on disk).
 - **Trust.** As every entry: sealed with this user's secret (:meth:`projector.cache.Cache.read`), so an entry this
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from .cache import Cache
     from .output import Build
 
-FORMAT = 1  # bump when the payload below changes
+FORMAT = 2  # bump when the payload below changes
 
 
 @dataclass(frozen=True)
@@ -66,11 +67,39 @@ def summarize(build: Build) -> Summary:
 
 
 def encode(summary: Summary) -> bytes:
-    diagnostics = [[span_of(d.span), d.severity, d.code, d.message, d.hint, d.acknowledged, d.extra]
-                   for d in summary.diagnostics]
-    return json.dumps({"diagnostics": diagnostics, "skills": summary.skills,
+    """The payload: each diagnostic as a row, its file, hint and extra fields as indexes into tables of the distinct
+    values (a set of workflows repeats a hundred hints thousands of times: a third of the bytes to seal and parse)."""
+    files: dict[str, int] = {}
+    hints: dict[str, int] = {}
+    extras: dict[str, int] = {}  # by their JSON text, in their own order
+    rows = [[files.setdefault(d.span.file, len(files)), d.span.line, d.span.col, d.severity, d.code, d.message,
+             None if d.hint is None else hints.setdefault(d.hint, len(hints)), d.acknowledged,
+             extras.setdefault(_json(d.extra), len(extras))] for d in summary.diagnostics]
+    return json.dumps({"sources": list(files), "hints": list(hints), "extras": [json.loads(e) for e in extras],
+                       "diagnostics": rows, "skills": summary.skills,
                        "files": [[rel, size, digest] for rel, (size, digest) in summary.files.items()],
                        "owned": sorted(summary.owned)}, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+
+
+def _index(i: Any, table: list[Any]) -> Any:
+    if type(i) is not int or not 0 <= i < len(table):
+        raise ValueError("not an index of its table")
+    return table[i]
+
+
+def _diagnostics(v: dict[str, Any]) -> list[Diagnostic]:
+    """The rows of :func:`encode`, each read back by :func:`~projector.cachefmt.diagnostic` (which refuses a field
+    of the wrong type, the tables' values included)."""
+    sources, hints, extras = v["sources"], v["hints"], v["extras"]
+    if not (type(sources) is list and type(hints) is list and type(extras) is list):
+        raise TypeError("tables")
+    return [diagnostic([_index(f, sources), line, col], severity, code, message,
+                       None if h is None else _index(h, hints), acknowledged, _index(e, extras))
+            for f, line, col, severity, code, message, h, acknowledged, e in v["diagnostics"]]
 
 
 def decode(payload: bytes) -> Summary:
@@ -80,7 +109,7 @@ def decode(payload: bytes) -> Summary:
     files = {str(rel): (int(size), str(digest)) for rel, size, digest in v["files"]}
     if not all(isinstance(o, str) for o in v["owned"]):
         raise TypeError("owned")
-    return Summary([diagnostic(*d) for d in v["diagnostics"]], skills, files, set(v["owned"]))
+    return Summary(_diagnostics(v), skills, files, set(v["owned"]))
 
 
 def lookup(store: Cache, keys: list[tuple[str, str]]) -> Summary | None:

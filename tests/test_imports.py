@@ -141,3 +141,40 @@ def test_serving_on_mcp_never_imports_fastmcp() -> None:
              "print(type(server).__name__, 'fastmcp' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.stdout.split() == ["MCPServer", "False"], proc.stderr
+
+
+# What a cold check (no cache, as CI runs it) of valid workflows never needs (issue 23): the entry checks of the
+# SEP-2640 client and server, the near-miss matcher of a misspelt key, the whole-tree cache entry (fewer than
+# TREE_FROM files) and worker processes.
+NOT_IN_A_COLD_CHECK = ("projector.sep2640.entry", "difflib", "projector.treecache", "multiprocessing")
+# What a warm check answered by the whole-tree cache entry never needs: nothing that compiles.
+NOT_IN_A_WARM_CHECK = ("jinja2", "slugify", "projector.render", "projector.bundle", "projector.model",
+                       "projector.shape", "projector.positioned", "projector.validate", "projector.gates",
+                       "projector.fit", "projector.sep2640.frontmatter",
+                       "projector.sep2640.entry", "difflib")
+
+
+def test_a_cold_check_imports_only_what_it_runs(tmp_path: Path) -> None:
+    src = tmp_path / "workflows"
+    src.mkdir()
+    for f in (ROOT / "workflows").glob("*.yaml"):
+        (src / f.name).write_bytes(f.read_bytes())
+    code, modules = _imports(tmp_path, "check", str(src), "--out", "generated_skills")  # no cache yet: compiles
+    assert code == 0 and "projector.render" in modules and "jinja2" in modules
+    assert [m for m in NOT_IN_A_COLD_CHECK if m in modules] == []
+
+
+def test_a_warm_check_answered_whole_imports_nothing_that_compiles(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_workgen", ROOT / "bench" / "workgen.py")
+    assert spec is not None and spec.loader is not None
+    workgen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(workgen)
+    src = workgen.write_set(40, tmp_path / "wf", seed=5)  # at least TREE_FROM files: the whole-tree entry
+    out = (tmp_path / "out").as_posix()
+    code, modules = _imports(tmp_path, "build", str(src), "--out", out)
+    assert code == 0 and "projector.render" in modules
+    code, modules = _imports(tmp_path, "check", str(src), "--out", out)
+    assert code == 0 and "projector.treecache" in modules and "projector.output" in modules
+    assert [m for m in NOT_IN_A_WARM_CHECK if m in modules] == []

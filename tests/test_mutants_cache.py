@@ -54,23 +54,27 @@ def test_the_whole_tree_entry_has_one_slot_and_key_per_list_of_inputs(tmp_path):
     keys = [("wf/a.yaml", "a" * 64), (os.fsdecode(b"wf/\xff.yaml"), "b" * 64), ("wf/\ud800.yaml", "c" * 64)]
     names = "wf/a.yaml\0wf/\udcff.yaml\0wf/\ud800.yaml"
     slot = hashlib.sha256(f"{store.options}\0tree\0{names}".encode("utf-8", "surrogatepass")).hexdigest()[:40]
-    key = hashlib.sha256(b"tree-1\0" + b"a" * 64 + b"\0" + b"b" * 64 + b"\0" + b"c" * 64).hexdigest()
-    assert treecache.FORMAT == 1
+    key = hashlib.sha256(b"tree-2\0" + b"a" * 64 + b"\0" + b"b" * 64 + b"\0" + b"c" * 64).hexdigest()
+    assert treecache.FORMAT == 2
     where = treecache._where(store, keys)
     assert where == (f"tree-{slot}", key)
     assert re.fullmatch(r"tree-[0-9a-f]{40}", where[0]) and re.fullmatch(r"[0-9a-f]{64}", where[1])
     assert treecache._where(store, keys[:1]) == (
         "tree-" + hashlib.sha256(f"{store.options}\0tree\0wf/a.yaml".encode()).hexdigest()[:40],
-        hashlib.sha256(b"tree-1\0" + b"a" * 64).hexdigest())
+        hashlib.sha256(b"tree-2\0" + b"a" * 64).hexdigest())
 
 
 def test_the_whole_tree_payload_is_compact_json():
     """treecache.encode writes JSON without spaces (``,`` and ``:`` only), ASCII: these exact bytes."""
     d = cachefmt.diagnostic(["wf/a.yaml", 3, 5], "warning", "lint", "naïve", None, None, {})
-    summary = treecache.Summary([d], [("a", "skill://a/SKILL.md", 1, 12, 0)], {"a/SKILL.md": (12, "f" * 64)},
+    e = cachefmt.diagnostic(["wf/b.yaml", 1, 2], "note", "lint", "m", "a hint", "why", {"step": "s"})
+    f = cachefmt.diagnostic(["wf/a.yaml", 4, 1], "error", "x", "m2", "a hint", None, {})
+    summary = treecache.Summary([d, e, f], [("a", "skill://a/SKILL.md", 1, 12, 0)], {"a/SKILL.md": (12, "f" * 64)},
                                 {"b", "a"})
     assert treecache.encode(summary) == (
-        b'{"diagnostics":[[["wf/a.yaml",3,5],"warning","lint","na\\u00efve",null,null,{}]],'
+        b'{"sources":["wf/a.yaml","wf/b.yaml"],"hints":["a hint"],"extras":[{},{"step":"s"}],'
+        b'"diagnostics":[[0,3,5,"warning","lint","na\\u00efve",null,null,0],[1,1,2,"note","lint","m",0,"why",1],'
+        b'[0,4,1,"error","x","m2",0,null,0]],'
         b'"skills":[["a","skill://a/SKILL.md",1,12,0]],"files":[["a/SKILL.md",12,"' + b"f" * 64 + b'"]],'
         b'"owned":["a","b"]}')
     assert treecache.decode(treecache.encode(summary)) == summary
@@ -80,7 +84,8 @@ def test_the_whole_tree_payload_is_compact_json():
 def test_a_whole_tree_payload_owning_a_folder_that_is_not_a_name_is_refused(owned):
     """treecache.decode refuses an ``owned`` list holding anything but strings: TypeError('owned'), which
     lookup takes as a miss."""
-    payload = json.dumps({"diagnostics": [], "skills": [], "files": [], "owned": owned}).encode()
+    payload = json.dumps({"sources": [], "hints": [], "extras": [], "diagnostics": [], "skills": [], "files": [],
+                          "owned": owned}).encode()
     with pytest.raises(TypeError) as info:
         treecache.decode(payload)
     assert info.value.args == ("owned",)

@@ -5,6 +5,7 @@ the diagnostics it reads back are the ones the build made (projector/cachefmt.py
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib.util
 import os
 import shutil
@@ -186,3 +187,35 @@ def test_the_tree_entry_is_kept_from_tree_from_files_on(cli, tmp_path, monkeypat
     assert cli("build", str(wf), "--out", str(tmp_path / "out")).code == 0
     assert len(trees(wf)) == 1
     assert cli("check", str(wf), "--out", str(tmp_path / "out")).code == 0
+
+
+def _summary(diagnostics: list[Diagnostic]) -> treecache.Summary:
+    return treecache.Summary(diagnostics, [("a", "skill://a/SKILL.md", 2, 10, 1)], {"a/SKILL.md": (10, "0" * 64)},
+                             {"a"})
+
+
+def test_the_tables_of_distinct_values_give_back_every_diagnostic():
+    """The payload holds each file, hint and extra once (issue 23: a third of its bytes); what comes back is every
+    diagnostic as it was, in order, each with its own extra dict."""
+    texts = ["plain", "esc \x1b[31m", "été", "surrogate \udcff", ""]
+    made = [Diagnostic(Span(f"wf/{a}.yaml", i, i + 1), ("warning", "note", "error")[i % 3], f"code-{i % 2}",
+                       f"message {i}", None if i % 4 == 0 else f"hint {texts[i % 3]}", None if i % 2 else f"ack {a}",
+                       {} if i % 5 == 0 else {"step": texts[i % 2], "z": "1"} if i % 3 else {"z": "1", "step": a})
+            for i, a in enumerate(texts * 4)]
+    payload = treecache.encode(_summary(made))
+    back = treecache.decode(payload).diagnostics
+    assert [vars(d) for d in back] == [vars(d) for d in made]
+    assert [list(d.extra) for d in back] == [list(d.extra) for d in made]  # the keys' order too
+    assert len({id(d.extra) for d in back}) == len(back)
+    assert payload.count(b"hint \\u00e9t\\u00e9") == 1 and payload.count(b"wf/plain.yaml") == 1
+
+
+@pytest.mark.parametrize("table, index", [("sources", -1), ("sources", 1), ("hints", True), ("hints", 9),
+                                          ("extras", 1.0), ("extras", "0"), ("sources", None)])
+def test_an_index_outside_its_table_is_a_miss(table, index):
+    payload = treecache.encode(_summary([Diagnostic(Span("f.yaml", 1, 2), "warning", "c", "m", "h", None,
+                                                    {"step": "s"})]))
+    v = json.loads(payload)
+    v["diagnostics"][0][{"sources": 0, "hints": 6, "extras": 8}[table]] = index
+    with pytest.raises((TypeError, ValueError)):
+        treecache.decode(json.dumps(v).encode())
