@@ -960,10 +960,15 @@ def notes(res: dict[str, Any]) -> list[str]:
     if "check_warm_vs_floor" in missed:
         floor = (f" The read-and-hash floor, which reads every input and output file in one fresh interpreter: "
                  f"{fmt_ms(k[floors.HASH_CASE]['wall_s'])}." if floors.HASH_CASE in k else "")
-        out.append(f"- **Warm check of {n:,}.** Imports {fmt_ms(res['stages']['imports_s'])}, reading the cache "
+        out.append(f"- **Warm check of {n:,}.** A check of 32 workflows or more that nothing changed is answered by "
+                   "the whole-tree cache entry (projector/treecache.py): it reads and keys the workflows and hashes "
+                   "the tree, as the floor does, and on top of that imports the tool, keys its environment (which "
+                   "imports PyYAML for its version), opens and checks the sealed entry, and prints; section h gives "
+                   "the parts. For comparison, the per-file path a smaller check takes: imports "
+                   f"{fmt_ms(res['stages']['imports_s'])}, reading the cache entries "
                    f"{fmt_ms(st['cache: read entries (a warm run)'])}, comparing with the tree "
                    f"{fmt_ms(st['compare with disk (check)'])}, reading the workflows "
-                   f"{fmt_ms(st['read workflow files'])}, on top of the interpreter's start." + floor)
+                   f"{fmt_ms(st['read workflow files'])}." + floor)
     out += _scaling_note(res, missed) + _fastmcp_note(res, missed)
     return out or ["Every build and check target measured in this run passes."]
 
