@@ -228,6 +228,9 @@ def _compile_all(work: list[tuple[bytes, str, str | None]], options: Options, st
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        # The compiler, imported once here, before the fork: each worker inherits it instead of importing it again.
+        from . import bundle, render, shape  # noqa: F401
+
         size = -(-len(work) // jobs)
         chunks = [work[i:i + size] for i in range(0, len(work), size)]
         with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork"),
