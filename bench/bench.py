@@ -955,8 +955,7 @@ def notes(res: dict[str, Any]) -> list[str]:
                    f"{fmt_ms(st['write: over a stale tree'])} against {fmt_ms(written)} into an empty folder: "
                    f"{fmt_ms(d)} more, for walking the old tree and removing it after the atomic swap "
                    f"(projector/disk.py){of_it}. Freeing the blocks of files already on disk waits on the disk "
-                   "(on this VM's ext4, mounted with discard, one unlink of a synced file takes 1-12 ms one at a "
-                   "time), and the rebuild also replaces every cache entry in the compile's writer threads.")
+                   "(section h), and the rebuild also replaces every cache entry in the compile's writer threads.")
     if "check_warm_vs_floor" in missed:
         floor = (f" The read-and-hash floor, which reads every input and output file in one fresh interpreter: "
                  f"{fmt_ms(k[floors.HASH_CASE]['wall_s'])}." if floors.HASH_CASE in k else "")
