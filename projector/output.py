@@ -228,7 +228,10 @@ def _compile_all(work: list[tuple[bytes, str, str | None]], options: Options, st
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        # The compiler, imported once here, before the fork: each worker inherits it instead of importing it again.
+        # The compiler, imported once here, before the fork: each worker inherits it instead of importing it again
+        # (slugify too, which projector.naming imports where it slugs).
+        import slugify  # noqa: F401
+
         from . import bundle, render, shape  # noqa: F401
 
         size = -(-len(work) // jobs)
