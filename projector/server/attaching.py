@@ -187,6 +187,10 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
     listing = await adapter.listing(server)
     _check(listing, wfs, tree, skill_tools)
     tools = _workflow_tools(wfs, listing, skill_tools) if workflow_tools else []
+    if tree is not None:
+        from .workflow_tool import check_named
+
+        check_named(tree, {spec.name for _, spec in tools})
     key = state_key if state_key is not None else os.environ.get(STATE_KEY_ENV) or None
     prompts = _prompts(adapter, wfs if workflow_prompts else [], tree, bootstrap_prompts)
     _check_prompt_names([p.name for p in prompts], listing.prompts, tree)

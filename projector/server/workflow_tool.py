@@ -164,6 +164,25 @@ def check_names(wfs: Sequence[Workflow], taken: Collection[str]) -> None:
         raise AttachError(clashes)
 
 
+def check_named(tree: Any, offered: Collection[str]) -> None:
+    """Raise :class:`AttachError` (``missing-workflow-tool``) for each served skill whose SKILL.md names a workflow
+    tool (``metadata.workflow-tool``, from ``build --workflow-tools``) that the server will not offer: it would send
+    a model looking for it. ``tree``: the served :class:`~projector.server.tree.SkillTree`; ``offered``: the
+    workflow tools the server will have."""
+    missing = []
+    for s in tree.skills:
+        meta = s.frontmatter.get("metadata") if isinstance(s.frontmatter, dict) else None
+        named = meta.get("workflow-tool") if isinstance(meta, dict) else None
+        if isinstance(named, str) and named not in offered:
+            missing.append(error(Span(f"{tree.root}/{s.path}/SKILL.md"), "missing-workflow-tool",
+                                 f"skill '{s.name}' names the workflow tool '{named}' (its metadata.workflow-tool), "
+                                 "which this server does not offer; its SKILL.md would send a model looking for it",
+                                 "serve the workflows as tools too (attach(workflow_tools=True), serve "
+                                 "--workflow-tools), or build the skills without --workflow-tools"))
+    if missing:
+        raise AttachError(missing)
+
+
 # ------------------------------------------------------------------------------------------------------ the call
 
 async def call_workflow(wf: Workflow, arguments: Mapping[str, Any] | None, host: WorkflowHost,

@@ -280,3 +280,42 @@ async def test_serve_workflow_tools_over_http():
         await call_hello(f"http://127.0.0.1:{port}/mcp")
     finally:
         stop(proc)
+
+
+# ------------------------------------------------------------------------------- the SKILL.md names the tool
+
+def built(cli, tmp_path, *flags: str):
+    out = tmp_path / "skills"
+    run = cli("build", str(WORKFLOWS), "--out", str(out), "--no-cache", *flags)
+    assert run.code == 0, run.err
+    return out
+
+
+def test_build_workflow_tools_names_the_tool_in_each_skill(cli, tmp_path):
+    out = built(cli, tmp_path, "--workflow-tools")
+    text = (out / "hello-world" / "SKILL.md").read_text("utf-8")
+    assert "  workflow: hello_world\n  workflow-tool: hello_world\n  workflow-digest: " in text
+    assert "The same run is also the tool `hello_world`, for a host that calls tools" in text
+    plain = built(cli, tmp_path / "plain")  # without the flag: the shipped bytes, no tool named
+    assert (plain / "hello-world" / "SKILL.md").read_bytes() == (SKILLS / "hello-world" / "SKILL.md").read_bytes()
+    assert "workflow-tool" not in (plain / "hello-world" / "SKILL.md").read_text("utf-8")
+
+
+def test_build_refuses_skills_only_with_workflow_tools(cli, tmp_path):
+    run = cli("build", str(WORKFLOWS), "--out", str(tmp_path / "o"), "--skills-only", "--workflow-tools")
+    assert run.code == 2 and "--skills-only and --workflow-tools" in run.err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_skills_that_name_their_tool_are_served_only_with_the_tools(cli, tmp_path, framework):
+    out = built(cli, tmp_path, "--workflow-tools")
+    with pytest.raises(AttachError) as info:
+        demo_server(out, WORKFLOWS, framework=framework)
+    codes = sorted({d.code for d in info.value.diagnostics})
+    assert codes == ["missing-workflow-tool"] and len(info.value.diagnostics) == 5
+    assert "skill 'hello-world' names the workflow tool 'hello_world'" in str(info.value)
+    server, _ = demo_server(out, WORKFLOWS, framework=framework, workflow_tools=True)
+    async with Client(in_memory(server, framework)) as c:
+        served = await c.read_resource("skill://hello-world/SKILL.md")
+    assert served.contents[0].text.encode("utf-8") == (out / "hello-world" / "SKILL.md").read_bytes()
