@@ -319,3 +319,11 @@ async def test_skills_that_name_their_tool_are_served_only_with_the_tools(cli, t
     async with Client(in_memory(server, framework)) as c:
         served = await c.read_resource("skill://hello-world/SKILL.md")
     assert served.contents[0].text.encode("utf-8") == (out / "hello-world" / "SKILL.md").read_bytes()
+
+
+def test_a_workflow_cannot_set_the_workflow_tool_metadata_key_itself(cli, tmp_path):
+    src = (WORKFLOWS / "hello-world.yaml").read_text("utf-8") + "metadata:\n  workflow-tool: something_else\n"
+    (tmp_path / "wf").mkdir()
+    (tmp_path / "wf" / "hello.yaml").write_text(src, "utf-8")
+    run = cli("build", str(tmp_path / "wf"), "--out", str(tmp_path / "out"), "--no-cache")
+    assert run.code == 1 and "reserved-metadata-key" in run.out + run.err and "workflow-tool" in run.out + run.err
