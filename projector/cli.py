@@ -55,6 +55,8 @@ def _load_and_compile(args: argparse.Namespace, *, quick: bool = False):
         prefix = parse_prefix(args.uri_prefix)
     except ValueError as exc:
         raise UsageError(f"--uri-prefix: {exc}") from None
+    if args.skills_only and args.workflow_tools:
+        raise UsageError("--skills-only and --workflow-tools: a skill served without its workflow names no tool")
     paths = args.paths or ["workflows"]
     found = discover(paths)
     if not found:
@@ -62,10 +64,12 @@ def _load_and_compile(args: argparse.Namespace, *, quick: bool = False):
     if getattr(args, "tools_from", None):
         from .remote.tools import compile_with_tools
 
-        return compile_with_tools(paths, args.tools_from, prefix, skills_only=args.skills_only)
+        return compile_with_tools(paths, args.tools_from, prefix, skills_only=args.skills_only,
+                                  workflow_tools=args.workflow_tools)
     from .cache import location
 
-    inputs = Inputs(found, Options(prefix, args.skills_only), None if args.no_cache else location(paths, Path(args.out)))
+    options = Options(prefix, args.skills_only, args.workflow_tools)
+    inputs = Inputs(found, options, None if args.no_cache else location(paths, Path(args.out)))
     keys = inputs.keys()
     if keys is None or inputs.store is None:
         return inputs.compile(args.jobs or None)
@@ -245,6 +249,9 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skills-only", action="store_true",
                    help="for skills served without their workflows: SKILL.md names no workflow prompt "
                         "(no metadata.workflow, no server-accelerated alternative)")
+    p.add_argument("--workflow-tools", action="store_true",
+                   help="for skills served with `serve --workflow-tools`: each SKILL.md also names its workflow's "
+                        "tool (metadata.workflow-tool, and the server-accelerated alternative)")
     p.add_argument("--no-cache", action="store_true",
                    help="neither read nor write the build cache (.projector_cache/ in the first PATH's folder)")
     p.add_argument("--tools-from", metavar="SERVER|FILE",

@@ -37,8 +37,8 @@ class Build:
         return {b.path for b in self.bundles}
 
 
-def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *, skills_only: bool = False
-                      ) -> Build:
+def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *, skills_only: bool = False,
+                      workflow_tools: bool = False) -> Build:
     """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits.
     ``skills_only``: bundles whose SKILL.md names no workflow prompt (see :func:`~projector.render.project`)."""
     from .bundle import bundle
@@ -51,7 +51,7 @@ def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *
     bundles: list[Bundle] = []
     for wf in workflows:
         try:
-            bundles.append(bundle(project(wf, prefix, skills_only=skills_only)))
+            bundles.append(bundle(project(wf, prefix, skills_only=skills_only, workflow_tools=workflow_tools)))
         except BuildError as exc:
             problems.extend(exc.diagnostics)
     if problems:
@@ -86,6 +86,7 @@ class Options:
 
     prefix: tuple[str, ...] = ()
     skills_only: bool = False
+    workflow_tools: bool = False
 
 
 def _compile_one(data: bytes, display: str, options: Options) -> _Result:
@@ -97,8 +98,8 @@ def _compile_one(data: bytes, display: str, options: Options) -> _Result:
     except LoadError as exc:
         return ("", Span(display), display, None, exc.diagnostics)
     try:
-        return (wf.name, wf.span, wf.source, bundle(project(wf, options.prefix, skills_only=options.skills_only)),
-                [])
+        return (wf.name, wf.span, wf.source, bundle(project(wf, options.prefix, skills_only=options.skills_only,
+                                                            workflow_tools=options.workflow_tools)), [])
     except BuildError as exc:
         return (wf.name, wf.span, wf.source, None, exc.diagnostics)
 
@@ -162,13 +163,13 @@ def default_jobs(files: int) -> int:
 
 
 def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None,
-                  cache: Path | None = None, *, skills_only: bool = False) -> Build:
+                  cache: Path | None = None, *, skills_only: bool = False, workflow_tools: bool = False) -> Build:
     """:func:`compile_files` over every workflow file under ``paths``."""
-    return compile_files(discover(paths), prefix, jobs, cache, skills_only=skills_only)
+    return compile_files(discover(paths), prefix, jobs, cache, skills_only=skills_only, workflow_tools=workflow_tools)
 
 
 def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None,
-                  cache: Path | None = None, *, skills_only: bool = False) -> Build:
+                  cache: Path | None = None, *, skills_only: bool = False, workflow_tools: bool = False) -> Build:
     """Load and compile every workflow file under ``paths``: what ``project-skill build`` does.
 
     With ``cache`` (a folder, see :mod:`projector.cache`), a file whose key is found there is not compiled again;
@@ -178,7 +179,7 @@ def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), j
     bundles whole files and hands back only bundles, so the result, the diagnostics and the errors are the same as
     ``compile_workflows(load_all(paths))`` to the byte (tests/test_bench_smoke.py and tests/test_cache.py check
     this)."""
-    return Inputs(found, Options(prefix, skills_only), cache).compile(jobs)
+    return Inputs(found, Options(prefix, skills_only, workflow_tools), cache).compile(jobs)
 
 
 class Inputs:

@@ -363,10 +363,12 @@ def workflow_digest(wf: Workflow) -> str:
     return digest(data)
 
 
-def frontmatter_of(wf: Workflow, name: str, *, skills_only: bool = False) -> dict[str, Any]:
+def frontmatter_of(wf: Workflow, name: str, *, skills_only: bool = False, workflow_tools: bool = False
+                   ) -> dict[str, Any]:
     """The frontmatter's keys in their fixed order: name, description, license, compatibility, metadata. In
     metadata the tool's own keys come first (``workflow``, the workflow prompt, left out by ``skills_only``; then
-    ``workflow-digest``), then the workflow's, sorted by key. ``allowed-tools`` is never written
+    ``workflow-tool``, the workflow's tool, with ``workflow_tools`` only; then ``workflow-digest``), then the
+    workflow's, sorted by key. ``allowed-tools`` is never written
     (``allowed-tools-ignored``)."""
     frontmatter: dict[str, Any] = {"name": name, "description": wf.description}
     if wf.license is not None:
@@ -374,17 +376,22 @@ def frontmatter_of(wf: Workflow, name: str, *, skills_only: bool = False) -> dic
     if wf.compatibility is not None:
         frontmatter["compatibility"] = wf.compatibility
     metadata = {} if skills_only else {"workflow": wf.name}
+    if workflow_tools:
+        metadata["workflow-tool"] = wf.name
     metadata["workflow-digest"] = workflow_digest(wf)
     metadata.update(wf.metadata)
     frontmatter["metadata"] = metadata
     return frontmatter
 
 
-def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = False) -> Projection:
+def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = False,
+            workflow_tools: bool = False) -> Projection:
     """Project ``wf`` (already validated) into its bundle. Pure: same workflow, same bytes.
 
     ``skills_only``: for skills served without their workflows. The SKILL.md names no workflow prompt: no
-    ``metadata.workflow`` in its frontmatter and no server-accelerated alternative."""
+    ``metadata.workflow`` in its frontmatter and no server-accelerated alternative.
+    ``workflow_tools``: for skills served with their workflows as tools too (``serve --workflow-tools``). The
+    SKILL.md names the tool: ``metadata.workflow-tool``, and the server-accelerated alternative says it."""
     name = naming.skill_name(wf.name)
     path = naming.skill_path(name, prefix)
     found = gates.check(wf, skills_only=skills_only)
@@ -399,9 +406,11 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
             "remove it; the skill already names each tool it calls and whether the tool changes data"))
     shown = _shown(wf)
     context = {
-        "frontmatter": dump_frontmatter(frontmatter_of(wf, name, skills_only=skills_only)),
+        "frontmatter": dump_frontmatter(frontmatter_of(wf, name, skills_only=skills_only,
+                                                       workflow_tools=workflow_tools)),
         "title": wf.title if wf.title is not None else title(wf.name),
         "workflow_prompt": None if skills_only else wf.name,
+        "workflow_tool": wf.name if workflow_tools else None,
         "workflow": shown,
         "skill_name": name,
         "arguments": shown.arguments,

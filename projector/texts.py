@@ -31,7 +31,7 @@ MAX_VALUE_DEPTH = 100  # as deep as the loader accepts a YAML document; JSON val
 
 MAX_COMPATIBILITY = 500
 # The metadata keys the tool writes itself (projector.render): a workflow cannot set them.
-RESERVED_METADATA = ("workflow", "workflow-digest")
+RESERVED_METADATA = ("workflow", "workflow-tool", "workflow-digest")
 
 
 def frontmatter_problems(wf: Workflow) -> list[Diagnostic]:

@@ -168,9 +168,10 @@ The Agent Skills fields `license`, `compatibility` and `metadata` reach the SKIL
 `skills.json`) in the order name, description, license, compatibility, metadata. `compatibility` is 1 to 500
 characters (`compatibility-too-long`); `license` and `compatibility` may not be blank, nor a metadata key
 (`empty-field`); every metadata value is a string (`wrong-type`: quote `1.0` or `true`), and each of these values
-must read the same under YAML 1.1 and 1.2 (`ambiguous-scalar`: quote `yes` or `on`). The tool writes two metadata
+must read the same under YAML 1.1 and 1.2 (`ambiguous-scalar`: quote `yes` or `on`). The tool writes these metadata
 keys itself, which a workflow cannot set (`reserved-metadata-key`): `workflow`, the workflow prompt that runs the same
-steps (left out with `--skills-only`), and `workflow-digest`, the bundle's version stamp: `sha256:` and the SHA-256 of
+steps (left out with `--skills-only`), `workflow-tool`, the tool that runs them (with `--workflow-tools` only), and
+`workflow-digest`, the bundle's version stamp: `sha256:` and the SHA-256 of
 the workflow's canonical JSON (every value of the workflow, none of its positions, comments or key order), so it
 changes exactly when the workflow does, is the same on every machine, and a workflow built in Python gets one too. The
 workflow's own metadata keys follow, sorted. `allowed-tools` is accepted and not written, with the warning

@@ -435,8 +435,8 @@ def apply_tools_from(workflows: list[Workflow], server: Any, label: str | None =
     return merge_tools(workflows, tools, source)
 
 
-def compile_with_tools(paths: list[str], server: Any, prefix: tuple[str, ...] = (), *, skills_only: bool = False
-                       ) -> Build:
+def compile_with_tools(paths: list[str], server: Any, prefix: tuple[str, ...] = (), *, skills_only: bool = False,
+                       workflow_tools: bool = False) -> Build:
     """``project-skill build|check --tools-from SERVER``: the workflows under ``paths``, loaded with their tools
     left to ``server`` (:func:`projector.validate.validate`), fitted to its tools (:func:`merge_tools`) and
     compiled; the drift warnings join the build's diagnostics, in order. Raises :class:`LoadError` for a workflow
@@ -445,6 +445,6 @@ def compile_with_tools(paths: list[str], server: Any, prefix: tuple[str, ...] = 
     from ..output import compile_workflows
 
     workflows, drift = apply_tools_from(load_all(paths, tools_from_server=True), server)
-    build = compile_workflows(workflows, prefix, skills_only=skills_only)
+    build = compile_workflows(workflows, prefix, skills_only=skills_only, workflow_tools=workflow_tools)
     build.diagnostics = sorted([*drift, *build.diagnostics], key=Diagnostic.sort_key)
     return build

@@ -23,7 +23,7 @@ from ..model import PLACEHOLDER, Workflow
 from . import adapters
 from .adapters.base import Adapter, Listing
 from .errors import AttachError
-from .skill_tools import check_names
+from .skill_tools import TOOL_NAMES, check_names
 from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SkillsExtension, SkillTree
 
 Workflows = str | Path | Sequence[Workflow | str | Path] | None
@@ -129,7 +129,8 @@ def _seal_with(adapter: Adapter, server: Any, key: str) -> None:
 
 def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
            page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
-           bootstrap_prompts: bool = True, skill_tools: bool = False, state_key: str | None = None) -> Any:
+           bootstrap_prompts: bool = True, skill_tools: bool = False, state_key: str | None = None,
+           workflow_tools: bool = False) -> Any:
     """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``: an ``mcp``
     ``MCPServer`` or a ``fastmcp.FastMCP`` (any other object is a ``TypeError``).
 
@@ -144,6 +145,13 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     the same verified bytes as ``resources/read``, for hosts that call tools but never read resources
     (:mod:`projector.server.skill_tools`). It needs ``skills``; a tool of either name already on the server is an
     :class:`AttachError` (``tool-collision``).
+
+    ``workflow_tools=True`` also offers each workflow as a tool of its name, for hosts that only call tools
+    (:mod:`projector.server.workflow_tool`): its input schema is the workflow's arguments, its annotations follow from
+    its steps, and a call runs the steps on the server as the prompt does (conditions, confirmations, asked inputs),
+    returning the transcript and the saved results. A tool of that name already on the server (or a skill tool) is
+    an :class:`AttachError` (``tool-collision``). Build the skills with ``project-skill build --workflow-tools`` so
+    that their SKILL.md names the tool.
 
     ``state_key``: the secret (at least 32 characters) that seals the ``requestState`` of the workflow prompts'
     confirmations and asked inputs; default ``$PROJECT_SKILL_STATE_KEY``. Processes that share it accept each
@@ -163,22 +171,28 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     return adapter.run_sync(lambda: attach_async(server, skills, workflows, page_size=page_size, cache=cache,
                                                  workflow_prompts=workflow_prompts,
                                                  bootstrap_prompts=bootstrap_prompts, skill_tools=skill_tools,
-                                                 state_key=state_key))
+                                                 state_key=state_key, workflow_tools=workflow_tools))
 
 
 async def attach_async(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
                        page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
                        workflow_prompts: bool = True, bootstrap_prompts: bool = True,
-                       skill_tools: bool = False, state_key: str | None = None) -> Any:
+                       skill_tools: bool = False, state_key: str | None = None,
+                       workflow_tools: bool = False) -> Any:
     """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
     adapter = adapters.for_server(server)
     ext = _extension(skills, page_size, cache)
-    wfs = load_workflows(workflows) if workflow_prompts else []
+    wfs = load_workflows(workflows) if workflow_prompts or workflow_tools else []
     tree = ext.tree if ext is not None else None
     listing = await adapter.listing(server)
     _check(listing, wfs, tree, skill_tools)
+    tools = _workflow_tools(wfs, listing, skill_tools) if workflow_tools else []
+    if tree is not None:
+        from .workflow_tool import check_named
+
+        check_named(tree, {spec.name for _, spec in tools})
     key = state_key if state_key is not None else os.environ.get(STATE_KEY_ENV) or None
-    prompts = _prompts(adapter, wfs, tree, bootstrap_prompts)
+    prompts = _prompts(adapter, wfs if workflow_prompts else [], tree, bootstrap_prompts)
     _check_prompt_names([p.name for p in prompts], listing.prompts, tree)
     if key is not None and wfs:
         _seal_with(adapter, server, key)
@@ -186,4 +200,14 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
     adapter.add_prompts(server, prompts)
     if skill_tools and tree is not None:
         adapter.add_skill_tools(server, tree)
+    if tools:
+        adapter.add_workflow_tools(server, tools)
     return served
+
+
+def _workflow_tools(wfs: Sequence[Workflow], listing: Listing, skill_tools: bool) -> list[tuple[Workflow, Any]]:
+    """Each workflow and its tool (:mod:`.workflow_tool`), once no name collides with a tool the server has."""
+    from . import workflow_tool
+
+    workflow_tool.check_names(wfs, set(listing.tools) | (set(TOOL_NAMES) if skill_tools else set()))
+    return [(wf, workflow_tool.tool_spec(wf, listing.tools)) for wf in wfs]

@@ -116,6 +116,12 @@ def parser(name: str) -> argparse.ArgumentParser:
                          "skill's SKILL.md and its files (the same verified bytes as resources/read), for hosts that "
                          "call tools but never read resources; refused when the server already has a tool of either "
                          "name (tool-collision)")
+    ap.add_argument("--workflow-tools", action="store_true",
+                    help="also offer each workflow as a tool of its name, for hosts that only call tools: its input "
+                         "schema is the workflow's arguments, and a call runs the steps on the server as the prompt "
+                         "does (conditions, confirmations) and returns the transcript and the saved results; refused "
+                         "when the server already has a tool of that name (tool-collision). Build with "
+                         "`project-skill build --workflow-tools` so that each SKILL.md names its tool")
     ap.add_argument("--max-line-bytes", type=_positive, default=4 * 1024 * 1024, metavar="N",
                     help="stdio: answer a longer line with an error instead of reading it (default: 4 MiB)")
     return ap
@@ -160,7 +166,7 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
                              f"the object)")
         try:
             attach(server, args.skills, args.workflows, page_size=args.page_size, cache=cache,
-                   skill_tools=args.skill_tools)
+                   skill_tools=args.skill_tools, workflow_tools=args.workflow_tools)
         except AttachError as exc:
             raise AttachError(_on_the_command_line(exc.diagnostics, {
                 ATTACH_HINT: f"register it on {args.target}",
@@ -175,7 +181,8 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
         raise UsageError(f"--framework {framework} {missing}")
     try:
         server, _ = demo_server(args.skills, args.workflows, page_size=args.page_size, cache=cache,
-                                framework=framework, skill_tools=args.skill_tools)
+                                framework=framework, skill_tools=args.skill_tools,
+                                workflow_tools=args.workflow_tools)
     except AttachError as exc:
         raise AttachError(_on_the_command_line(exc.diagnostics, DEMO_HINTS)) from None
     return server, framework

@@ -244,12 +244,14 @@ def check_arguments(wf: Workflow, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run_workflow(wf: Workflow, arguments: dict[str, Any], host: WorkflowHost,
-                       round: confirm.Round | None = None) -> list[Turn] | confirm.Asking:
+                       round: confirm.Round | None = None,
+                       saved: dict[str, Any] | None = None) -> list[Turn] | confirm.Asking:
     """Run ``wf`` on ``host``'s server and return the transcript: every step in order (:func:`run_step`), until
     one stops the run, then the closing turn. Or, when a step needs a person (``confirm:``, an ``ask: true`` input)
     and ``round`` says the client can ask, the questions and the state to resume from (:mod:`.confirm`); the
     retry's ``round`` carries that state and the answers, and the run resumes at that step: no earlier tool is
-    called again. Without ``round`` the client cannot be asked."""
+    called again. Without ``round`` the client cannot be asked. ``saved``, when given, receives the results the
+    steps saved by the end of the run (those of earlier rounds too): a workflow tool's structured result."""
     typed = check_arguments(wf, arguments)
     # what a {placeholder} gets: the canonical text of the value the conditions check, the text itself for strings
     run = _Run(wf, {name: canonical_text(value) for name, value in typed.items()}, typed, host)
@@ -264,6 +266,9 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], host: WorkflowHo
                 return run.turns
     except confirm.Pause as paused:
         return paused.asking
+    finally:
+        if saved is not None:
+            saved.update(run.results)
     run.turns.append(_done(wf, run.skipped_count))
     return run.turns
 

@@ -5,7 +5,8 @@ runner (:mod:`projector.server.workflow`) knows only :class:`~projector.server.w
 :class:`~projector.server.workflow.Turn` objects. An adapter turns those into one framework's objects:
 
 - recognise a server object, and list what is on it (:class:`Listing`);
-- register the SEP-2640 skills extension, the workflow and bootstrap prompts, and the skill tools;
+- register the SEP-2640 skills extension, the workflow and bootstrap prompts, the skill tools and the workflow
+  tools;
 - make a :class:`~projector.server.workflow.WorkflowHost` for a request, and a tool that gets one (the matrix's agent);
 - make a server and add a plain tool or resource to it (the demo server);
 - run a transport (stdio, Streamable HTTP), and connect projector's verifying client to a server in this process
@@ -28,6 +29,7 @@ from typing import Any, TypeVar
 from ...model import Workflow
 from ..skills import Skill, SkillsExtension, SkillTree
 from ..workflow import WorkflowHost
+from ..workflow_tool import WorkflowToolSpec
 
 T = TypeVar("T")
 
@@ -85,6 +87,12 @@ class Adapter(ABC):
     @abstractmethod
     def add_skill_tools(self, server: Any, tree: SkillTree) -> Any:
         """``load_skill`` and ``read_skill_file`` (:mod:`projector.server.skill_tools`), their names checked."""
+
+    def add_workflow_tools(self, server: Any, tools: Sequence[tuple[Workflow, WorkflowToolSpec]]) -> None:
+        """Add each workflow as a tool (:mod:`projector.server.workflow_tool`): the spec's name, schemas and
+        annotations, and a call that runs :func:`~projector.server.workflow_tool.call_workflow` with the request's
+        host and round. Names are already checked. A framework that cannot (this default) refuses."""
+        raise TypeError(f"the {self.name} adapter cannot serve workflows as tools")
 
     @abstractmethod
     def add_tool(self, server: Any, fn: Callable[..., Any], *, name: str, description: str, annotations: Any,

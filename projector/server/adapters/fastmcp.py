@@ -53,6 +53,8 @@ from fastmcp.skills import SkillFile as FastMCPSkillFile
 from fastmcp.skills import SkillFrontmatter, SkillManifest
 from fastmcp.skills.extension import SkillsExtension as FastMCPSkillsExtension
 from fastmcp.skills.provider import SkillFileResource, SkillManifestProvider
+from fastmcp.tools.base import InputRequiredToolResult, ToolResult
+from fastmcp.tools.base import Tool as FastMCPTool
 from fastmcp.tools.function_tool import FunctionTool
 from mcp.server.caching import CacheHint
 from pydantic import AnyUrl, BaseModel, Field
@@ -66,6 +68,7 @@ from ..skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams
 from ..skills import SkillsExtension as MCPSkillsExtension
 from ..skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, SkillTools, functions
 from ..workflow import ToolSpec, WorkflowHost, prompt_spec, run_workflow
+from ..workflow_tool import BadArguments, WorkflowToolSpec, call_workflow
 from .base import Adapter, Listing, seal_with, with_host
 
 T = TypeVar("T")
@@ -307,6 +310,36 @@ class SkillTool(FunctionTool):
         return super().to_mcp_tool(**{**overrides, "_meta": None})
 
 
+class FastMCPWorkflowTool(FastMCPTool):
+    """A workflow as a FastMCP tool, run on the server by the same runner and the same call as on ``MCPServer``
+    (:mod:`projector.server.workflow_tool`), without FastMCP's ``_meta.fastmcp`` block."""
+
+    workflow: Any = Field(default=None, exclude=True)
+
+    @classmethod
+    def for_workflow(cls, wf: Workflow, spec: WorkflowToolSpec) -> FastMCPWorkflowTool:
+        return cls(name=spec.name, title=spec.title, description=spec.description, parameters=spec.input_schema,
+                   output_schema=spec.output_schema, annotations=spec.annotations, workflow=wf)
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        ctx = get_context()
+        rc = ctx.request_context
+        can_ask = rc is not None and confirm.can_elicit(rc.session.client_capabilities, rc.protocol_version)
+        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses)
+        try:
+            outcome = await call_workflow(self.workflow, arguments, FastMCPHost(ctx), rnd)
+        except BadArguments as exc:
+            raise ToolError(str(exc)) from None
+        if isinstance(outcome, confirm.Asking):
+            return InputRequiredToolResult(confirm.input_required(outcome))
+        return ToolResult(content=[mcp_types.TextContent(type="text", text=t) for t in outcome.texts()],
+                          structured_content=outcome.structured())
+
+    def to_mcp_tool(self, **overrides: Any) -> mcp_types.Tool:
+        # the title as declared (FastMCP would make one from the name), as on MCPServer
+        return super().to_mcp_tool(**{"title": self.title, **overrides, "_meta": None})
+
+
 def add_skill_tools(server: FastMCP, tree: SkillTree) -> SkillTools:
     """Register the two skill tools on ``server`` (its names already checked by ``check_names``). A refusal is
     FastMCP's ``ToolError``, which reaches the client as an ``isError`` result even when details are masked."""
@@ -412,6 +445,10 @@ class FastMCPAdapter(Adapter):
 
     def add_skill_tools(self, server: FastMCP, tree: SkillTree) -> SkillTools:
         return add_skill_tools(server, tree)
+
+    def add_workflow_tools(self, server: FastMCP, tools: Sequence[tuple[Workflow, WorkflowToolSpec]]) -> None:
+        for wf, spec in tools:
+            server.add_tool(FastMCPWorkflowTool.for_workflow(wf, spec))
 
     def add_tool(self, server: FastMCP, fn: Callable[..., Any], *, name: str, description: str, annotations: Any,
                  text_only: bool = False, host: bool = False) -> None:

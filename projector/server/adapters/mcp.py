@@ -27,6 +27,9 @@ from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError as MCPToolError
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt, PromptArgument, UserMessage
+from mcp.server.mcpserver.tools.base import Tool as MCPServerTool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import CallToolResult, TextContent
 
 from ...model import Workflow
 from .. import bootstrap, confirm
@@ -35,6 +38,7 @@ from ..skill_tools import SkillTools, add_to_mcpserver
 from ..skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, Skill, SkillsExtension, SkillTree,
                       legacy_extensions_middleware)
 from ..workflow import ToolSpec, Turn, WorkflowHost, prompt_spec, run_workflow
+from ..workflow_tool import BadArguments, WorkflowToolSpec, call_workflow
 from .base import Adapter, Listing, seal_with, with_host
 
 T = TypeVar("T")
@@ -80,6 +84,34 @@ class WorkflowPrompt(Prompt):
                                state=context.request_state, responses=context.input_responses)
         result = await run_workflow(self.workflow, arguments or {}, MCPServerHost(context), rnd)
         return confirm.input_required(result) if isinstance(result, confirm.Asking) else messages(result)
+
+
+def _round(context: Context) -> confirm.Round:
+    return confirm.Round.of(can_ask=confirm.can_elicit(context.client_capabilities, context.protocol_version),
+                            state=context.request_state, responses=context.input_responses)
+
+
+class WorkflowTool(MCPServerTool):
+    """A workflow as a tool that runs on the server (:mod:`projector.server.workflow_tool`): its input schema is the
+    workflow's arguments (checked by the runner, not by a function signature), its output schema the saved results."""
+
+    workflow: Any = None
+
+    @classmethod
+    def for_workflow(cls, wf: Workflow, spec: WorkflowToolSpec) -> WorkflowTool:
+        return cls(fn=_unused, name=spec.name, title=spec.title, description=spec.description,
+                   parameters=spec.input_schema, is_async=True, annotations=spec.annotations, workflow=wf,
+                   fn_metadata=FuncMetadata(arg_model=ArgModelBase, output_schema=spec.output_schema))
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        try:
+            outcome = await call_workflow(self.workflow, arguments, MCPServerHost(context), _round(context))
+        except BadArguments as exc:
+            raise MCPToolError(str(exc)) from None
+        if isinstance(outcome, confirm.Asking):
+            return confirm.input_required(outcome)
+        return CallToolResult(content=[TextContent(type="text", text=t) for t in outcome.texts()],
+                              structured_content=outcome.structured())
 
 
 class BootstrapPrompt(Prompt):
@@ -198,6 +230,13 @@ class MCPAdapter(Adapter):
 
     def add_skill_tools(self, server: MCPServer, tree: SkillTree) -> SkillTools:
         return add_to_mcpserver(server, tree)
+
+    def add_workflow_tools(self, server: MCPServer, tools: Sequence[tuple[Workflow, WorkflowToolSpec]]) -> None:
+        # MCPServer adds tools from functions only, and a function's signature cannot carry a workflow's arguments
+        # (any name, a schema of their own), so the tool object is put in the server's tool manager, where
+        # add_tool() puts the ones it makes.
+        for wf, spec in tools:
+            server._tool_manager._tools[spec.name] = WorkflowTool.for_workflow(wf, spec)
 
     def add_tool(self, server: MCPServer, fn: Callable[..., Any], *, name: str, description: str, annotations: Any,
                  text_only: bool = False, host: bool = False) -> None:
