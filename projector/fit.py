@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -112,6 +113,28 @@ def _json_type(value: Any) -> str:
 def _show(value: Any, limit: int = 60) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ------------------------------------------------------------------------------------------------- declarations
+
+
+def fill_declared(declared: Tool, served: Tool) -> tuple[Tool, tuple[str, ...]]:
+    """The tool a server serves (``served``), with the fields it leaves out taken from the workflow's declaration of
+    it (``declared``): its annotations when it declares none, its output schema when it declares none. Returns the
+    tool and what was filled (``"annotations"``, ``"output_schema"``), for the caller's note. A field the server does
+    declare is never replaced: a declaration that differs there is the caller's ``tool-mismatch``."""
+    filled = tuple(name for name in ("annotations", "output_schema")
+                   if getattr(served, name) is None and getattr(declared, name) is not None)
+    if not filled:
+        return served, ()
+    return replace(served, **{name: getattr(declared, name) for name in filled}), filled
+
+
+def undeclared_by(declared: Tool, served: Tool) -> Tool:
+    """``declared`` without the fields that :func:`fill_declared` fills (those ``served`` does not declare): what is
+    left is what the two must agree on."""
+    return replace(declared, **{name: None for name in ("annotations", "output_schema")
+                                if getattr(served, name) is None})
 
 
 # ------------------------------------------------------------------------------------------------- input schemas

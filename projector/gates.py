@@ -211,7 +211,8 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
             out.append(_diag(step, "unverifiable-step",
                              f"{label} calls '{tool.name}', which has no annotations, so nobody can tell whether it "
                              f"has side effects{extra}",
-                             "declare the tool's annotations (readOnlyHint, destructiveHint) as the server does"))
+                             "declare the tool's annotations (readOnlyHint, destructiveHint) under its tools: entry; "
+                             "with --tools-from, a server that declares none takes them from there"))
             fired.add("unverifiable-step")
         elif tool is not None and tool.side_effecting and step.guidance:
             gate = find_gate(step.guidance)

@@ -214,9 +214,11 @@ steps:
               "tool has side effects, and whether guidance on the step could matter. The SKILL.md tells the reader "
               "to treat the tool as having side effects. When the step has gate-like guidance, the warning quotes "
               "it too.",
-        fix="Declare the tool's annotations as the server does (`readOnlyHint`, `destructiveHint`), or take them "
-            "from the live server with `project-skill build --tools-from SERVER`. Acknowledge it only when the "
-            "server itself declares no annotations.",
+        fix="Declare the tool's annotations under its `tools:` entry (`readOnlyHint`, `destructiveHint`), or take "
+            "them from the live server with `project-skill build --tools-from SERVER`. When the server declares "
+            "none, declare them in the workflow anyway: with `--tools-from`, what the server leaves out is taken "
+            "from the workflow's `tools:` entry (a `tool-filled` note, not `tool-mismatch`), and the filled "
+            "annotations count for the gate warnings and the SKILL.md.",
         reason="the mail server declares no annotations; send_email only queues a message.",
         example="""name: notify
 description: Notify a customer.
