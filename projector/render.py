@@ -17,7 +17,7 @@ from typing import Any, assert_never
 import jinja2
 import yaml
 
-from . import conditions, gates, jsontext, model, naming
+from . import conditions, gates, jsontext, model, naming, results
 from .errors import Diagnostic
 from .sep2640 import SKILL_FILE, digest
 from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
@@ -311,11 +311,25 @@ def _step_view(wf: Workflow, index: int, step: Step, gated: set[str]) -> dict[st
                  for k, v in step.args],
         "resources": resources,
         "bind": step.bind,
+        "text_rule": results.TEXT_STEP if _result_read_as_data(wf, index, step) else None,
         "guidance": inert(step.guidance.strip()) if step.guidance else None,
         "gate": step.name in gated,
         "conditions": _conditions_view(wf, step),
         "confirm": _confirm_view(wf, step),
     }
+
+
+def _result_read_as_data(wf: Workflow, index: int, step: Step) -> bool:
+    """Whether the skill must say how the result of ``step`` (number ``index``) reads: its tool returns text
+    (:func:`projector.results.returns_text`) and a later step tests it in a condition or reads a field of it."""
+    if not step.bind or not results.returns_text(wf.tool(step.tool) if step.tool else None):
+        return False
+    for later in wf.steps[index:]:
+        reads = [c.subject for c in later.when] + [s for _k, s in later.sources() if isinstance(s, FromStep)
+                                                    and s.field is not None]
+        if any(isinstance(r, FromStep) and r.bind == step.bind for r in reads):
+            return True
+    return False
 
 
 def _asked(wf: Workflow, step: Step, key: str, src: Source) -> bool:

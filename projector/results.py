@@ -28,9 +28,10 @@ from . import bounded
 from .model import Tool
 from .toolschema import json_types, properties, wraps_result
 
-# How the SKILL.md states the rule to the model (projector.render), and the docs (projector.docs) say it too.
-RULE = ("A tool that declares no output schema returns text: read its result as JSON when the whole text is JSON "
-        "(`[]` is an empty list, `42` a number, `true` a boolean), and as the text itself otherwise.")
+# How the SKILL.md states the rule to the model (projector.render), after "Save the result as `BIND`." on a step whose
+# text result a later step tests or reads a field of; the docs (projector.docs) say it too.
+TEXT_STEP = ("The tool returns text: read it as JSON when the whole text is JSON (`[]` is an empty list, `42` a "
+             "number, `true` a boolean, not a string), and as the text itself otherwise.")
 
 
 def text_value(text: str) -> Any:
