@@ -272,3 +272,78 @@ def failure_text(found: Check) -> str:
 def statement(cond: Condition) -> str:
     """The condition as a short statement, for the plan: ```eligibility.eligible` is `true```."""
     return words(cond).plan.format(subject=subject_label(cond.subject), operand=operand_text(cond, _backticked))
+
+
+# ------------------------------------------------------------------------------------------- the build's warnings
+
+_KIND_WORDS = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean",
+               "array": "a list", "object": "an object", "null": "null"}
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int) or isinstance(value, float) and value.is_integer():
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "null" if value is None else "array" if isinstance(value, list) else "object"
+
+
+def _arg_mismatch(kinds: set[str], value: Any) -> str | None:
+    """Instead of ``value``, the operand a subject of ``kinds`` could equal (as YAML text), or "" when there is none
+    to suggest; None when ``value`` can be equal to such a subject."""
+    kind = _kind(value)
+    if kind in kinds:
+        return None
+    if "boolean" in kinds and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower()
+    if "string" in kinds and kind in ("integer", "number", "boolean"):
+        return literal(literal(value))
+    if kinds & {"integer", "number"} and isinstance(value, str):
+        from .results import text_value
+
+        number = text_value(value.strip())
+        return literal(number) if _kind(number) in kinds else ""
+    return ""
+
+
+def _kinds_words(kinds: set[str]) -> str:
+    shown = kinds - {"integer"} if "number" in kinds else kinds
+    return " or ".join(sorted(_KIND_WORDS[k] for k in shown))
+
+
+def _text_mismatch(value: Any) -> str | None:
+    """For a text result: instead of the string ``value``, the operand it could equal (the JSON value its text reads
+    as), or None when ``value`` can be equal to such a result."""
+    from .results import text_value
+
+    if not isinstance(value, str):
+        return None
+    read = text_value(value)
+    return None if isinstance(read, str) and read == value else literal(read)
+
+
+def never_decided(cond: Condition, subject_kinds: set[str] | None, text_result: bool) -> list[tuple[int, str, str]]:
+    """The operand values of ``cond`` that its subject can never equal, as ``(index of the value, why, what to
+    write instead)``: the subject is a prompt argument whose values are of ``subject_kinds`` (``"true"`` against a
+    boolean argument, a number against a string), or the whole result of a tool that returns text
+    (``text_result``), whose text is read as JSON when it is JSON (:mod:`projector.results`), so a string that is
+    JSON text (``"[]"``) is never equal to it."""
+    kind = OPERATORS[cond.op].operand
+    values = list(cond.value) if kind == "list" and isinstance(cond.value, (list, tuple)) else (
+        [cond.value] if kind == "value" else [])
+    out: list[tuple[int, str, str]] = []
+    for i, value in enumerate(values):
+        if subject_kinds is not None:
+            instead = _arg_mismatch(subject_kinds, value)
+            if instead is not None:
+                out.append((i, f"{_KIND_WORDS[_kind(value)]} never equals {_kinds_words(subject_kinds)}", instead))
+        elif text_result:
+            instead = _text_mismatch(value)
+            if instead is not None:
+                out.append((i, f"its tool returns text, which is read as JSON when it is JSON: the text {value} is "
+                               f"{instead}, never the string {literal(value)}", instead))
+    return out

@@ -39,11 +39,13 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import Diagnostic, Span, error, suggest
 from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
+from .results import returns_text as _returns_text
 from .toolschema import field_problem, json_types, open_to, properties, type_words, wraps_result
 
 # A field path: names and list indexes joined by single dots (items.0.sku).
@@ -111,6 +113,28 @@ def _json_type(value: Any) -> str:
 def _show(value: Any, limit: int = 60) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ------------------------------------------------------------------------------------------------- declarations
+
+
+def fill_declared(declared: Tool, served: Tool) -> tuple[Tool, tuple[str, ...]]:
+    """The tool a server serves (``served``), with the fields it leaves out taken from the workflow's declaration of
+    it (``declared``): its annotations when it declares none, its output schema when it declares none. Returns the
+    tool and what was filled (``"annotations"``, ``"output_schema"``), for the caller's note. A field the server does
+    declare is never replaced: a declaration that differs there is the caller's ``tool-mismatch``."""
+    filled = tuple(name for name in ("annotations", "output_schema")
+                   if getattr(served, name) is None and getattr(declared, name) is not None)
+    if not filled:
+        return served, ()
+    return replace(served, **{name: getattr(declared, name) for name in filled}), filled
+
+
+def undeclared_by(declared: Tool, served: Tool) -> Tool:
+    """``declared`` without the fields that :func:`fill_declared` fills (those ``served`` does not declare): what is
+    left is what the two must agree on."""
+    return replace(declared, **{name: None for name in ("annotations", "output_schema")
+                                if getattr(served, name) is None})
 
 
 # ------------------------------------------------------------------------------------------------- input schemas
@@ -306,8 +330,8 @@ def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: 
             continue  # a malformed path is the validator's bad-field-path, reported once
         maker = made_by.get(src.bind)
         tool = tools.get(maker.tool) if maker is not None and maker.tool else None
-        if tool is None or not isinstance(tool.output_schema, dict):
-            continue
+        if tool is None or not isinstance(tool.output_schema, dict) or returns_text(tool):
+            continue  # a text (the SDKs' wrapper of a string too) is unstructured_reads' warning
         schema = tool.output_schema
         problem = field_problem(schema["properties"]["result"] if wraps_result(schema) else schema, src.path, schema)
         if problem:
@@ -319,9 +343,9 @@ def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: 
 
 
 def returns_text(tool: Tool | None) -> bool:
-    """Whether ``tool`` returns text: it declares no output schema, so a call's result has no fields (an MCP server
-    sends structured content only for a tool that declares an ``outputSchema``). False for an unknown tool."""
-    return tool is not None and tool.output_schema is None
+    """Whether ``tool`` returns text: it declares no output schema, or only the SDKs' wrapper of a string, so a
+    call's result is a text, read by the one rule of :mod:`projector.results`. False for an unknown tool."""
+    return _returns_text(tool)
 
 
 def unstructured_reads(wf: Workflow, step: Step, *, skills_only: bool = False) -> list[Diagnostic]:
@@ -357,7 +381,8 @@ def unstructured_reads(wf: Workflow, step: Step, *, skills_only: bool = False) -
         out.append(Diagnostic(
             _at(src.span, step, wf), "warning", "unstructured-result",
             f"{_label(wf, step)} reads '{subject}', but the tool '{tool.name}' (which saves '{src.bind}') declares "
-            f"no output schema: it returns text, its result has no fields, and '{subject}' will never resolve; "
+            f"{'no output schema' if tool.output_schema is None else 'only a string result'}: it returns text, its "
+            f"result has no fields, and '{subject}' will never resolve; "
             f"{then}",
             f"use the whole result ({{step: {src.bind}}}), or a condition on an input the user supplies (when: "
             "{arg: approved, equals: true}); if the server sends structured content, declare the tool's "

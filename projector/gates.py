@@ -21,7 +21,8 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import Diagnostic
-from .fit import returns_text, unstructured_reads
+from .conditions import never_decided, statement, subject_label
+from .fit import ARG_JSON_TYPES, returns_text, unstructured_reads
 from .model import FromArg, FromStep, Step, Tool, Workflow
 
 # Each pattern is one family of gate-like wording. The first match (leftmost) is quoted in the warning.
@@ -74,6 +75,7 @@ CODES = {
     "uses-skippable-result": "warning",
     "unstructured-result": "warning",  # projector.fit.unstructured_reads makes it; reported with its step's findings
     "confirm-on-read-only": "warning",
+    "dead-condition": "warning",
 }
 # The gate wording that a step's ``confirm:`` answers: a person's yes is the approval, or the verification, that the
 # guidance asks for, so such a step gets no gate-on-side-effect (its guidance is still shown, and not applied).
@@ -209,7 +211,8 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
             out.append(_diag(step, "unverifiable-step",
                              f"{label} calls '{tool.name}', which has no annotations, so nobody can tell whether it "
                              f"has side effects{extra}",
-                             "declare the tool's annotations (readOnlyHint, destructiveHint) as the server does"))
+                             "declare the tool's annotations (readOnlyHint, destructiveHint) under its tools: entry; "
+                             "with --tools-from, a server that declares none takes them from there"))
             fired.add("unverifiable-step")
         elif tool is not None and tool.side_effecting and step.guidance:
             gate = find_gate(step.guidance)
@@ -236,7 +239,7 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
                                  f"{label} calls the side-effecting tool '{tool.name}' with guidance; {what}", None))
                 fired.add("guidance-on-side-effect")
         for found in [*_skippable_uses(skippable, step, label, skills_only),
-                      *unstructured_reads(wf, step, skills_only=skills_only)]:
+                      *unstructured_reads(wf, step, skills_only=skills_only), *_dead_conditions(wf, step, label)]:
             out.append(found)
             fired.add(found.code)
         for key, src in step.args:
@@ -260,6 +263,40 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
             if step.when and step.on_fail == "skip":
                 skippable[step.bind] = (index, step)
     return GateFindings(out, tuple(gated))
+
+
+_NEVER = {"equals": "can never hold", "in": "can never hold", "not_equals": "can never fail while {subject} has a value",
+          "not_in": "can never fail while {subject} has a value"}
+
+
+def _dead_conditions(wf: Workflow, step: Step, label: str) -> list[Diagnostic]:
+    """``dead-condition``: a ``when:`` operand that its subject can never equal (:func:`never_decided`), at the
+    operand. When every value of the operand is such, the condition never holds (``equals``, ``in``) or never fails
+    (``not_equals``, ``not_in``); otherwise the one value never matters."""
+    out: list[Diagnostic] = []
+    for cond in step.when:
+        kinds: set[str] | None = None
+        text = False
+        if isinstance(cond.subject, FromArg):
+            declared = wf.argument(cond.subject.name)
+            kinds = None if declared is None else set(ARG_JSON_TYPES.get(declared.type or "string", {"string"}))
+        elif cond.subject.field is None:
+            made = wf.step_for_bind(cond.subject.bind)
+            text = made is not None and made[1].tool is not None and returns_text(wf.tool(made[1].tool))
+        found = never_decided(cond, kinds, text)
+        whole = len(found) == (len(cond.value) if isinstance(cond.value, (list, tuple)) else 1)
+        for i, why, instead in found:
+            at = cond.operand_spans[i] if i < len(cond.operand_spans) else cond.span
+            if whole:
+                message = (f"{label}: the condition that {statement(cond)} "
+                           f"{_NEVER[cond.op].format(subject=subject_label(cond.subject))}: {why}")
+            else:
+                message = f"{label}: in the condition that {statement(cond)}, the value {i + 1} can never match: {why}"
+            fix = ((f"write {cond.op}: {instead}" if whole and not isinstance(cond.value, list) else
+                    f"write the value as {instead}") if instead else "compare with a value of the subject's type")
+            out.append(Diagnostic(at if at.line else step.span, "warning", "dead-condition", message, fix,
+                                  extra={"step": step.name}))
+    return out
 
 
 def _confirm_on_read_only(tool: Tool | None, step: Step, label: str) -> list[Diagnostic]:

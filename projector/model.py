@@ -96,6 +96,9 @@ class Condition:
     op: str
     value: Any
     span: Span = _span()  # the operator's key, where a problem with the operand is reported
+    # Where the operand is written: one span for a value, one per item for a list; empty for a condition built in
+    # Python (its problems are reported at ``span``).
+    operand_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, assert_never
 import jinja2
 import yaml
 
-from . import conditions, gates, jsontext, model, naming
+from . import conditions, gates, jsontext, model, naming, results
 from .errors import Diagnostic
 from .sep2640 import SKILL_FILE, digest
 from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
@@ -296,7 +296,7 @@ def _tool_effect(wf: Workflow, step: Step) -> str:
     return "changes data, destructive" if tool.destructive else "changes data"
 
 
-def _step_view(wf: Workflow, index: int, step: Step, gated: set[str]) -> dict[str, Any]:
+def _step_view(wf: Workflow, index: int, step: Step, gated: set[str], data: set[str]) -> dict[str, Any]:
     template = step.template_dict
     resources = []
     for uri in step.resources:
@@ -311,11 +311,23 @@ def _step_view(wf: Workflow, index: int, step: Step, gated: set[str]) -> dict[st
                  for k, v in step.args],
         "resources": resources,
         "bind": step.bind,
+        "text_rule": results.TEXT_STEP if step.bind in data and results.returns_text(
+            wf.tool(step.tool) if step.tool else None) else None,
         "guidance": inert(step.guidance.strip()) if step.guidance else None,
         "gate": step.name in gated,
         "conditions": _conditions_view(wf, step),
         "confirm": _confirm_view(wf, step),
     }
+
+
+def _read_as_data(wf: Workflow) -> set[str]:
+    """The binds that some step tests in a condition or reads a field of (one pass over the steps): where such a
+    result is a tool's text, the skill must say how the text reads (:data:`projector.results.TEXT_STEP`)."""
+    found: set[str] = set()
+    for s in wf.steps:
+        found.update(c.subject.bind for c in s.when if isinstance(c.subject, FromStep))
+        found.update(src.bind for _k, src in s.sources() if isinstance(src, FromStep) and src.field is not None)
+    return found
 
 
 def _asked(wf: Workflow, step: Step, key: str, src: Source) -> bool:
@@ -397,7 +409,8 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
     found = gates.check(wf, skills_only=skills_only)
     diagnostics = list(found.diagnostics)
     gated = set(found.gated)
-    steps = [_step_view(wf, i, s, gated) for i, s in enumerate(wf.steps, 1)]
+    data = _read_as_data(wf)
+    steps = [_step_view(wf, i, s, gated, data) for i, s in enumerate(wf.steps, 1)]
     if wf.allowed_tools is not None:
         diagnostics.append(Diagnostic(
             wf.allowed_tools_span, "warning", "allowed-tools-ignored",

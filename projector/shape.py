@@ -427,7 +427,8 @@ class _Builder:
             return None
         op = ops[0]
         self.same_in_1_2(m[op], f"'{op}' in {what}")
-        return Condition(subject, op, m[op].plain(), span=y.key_span(op))
+        spans = tuple(v.span for v in m[op].value) if isinstance(m[op].value, list) else (m[op].span,)
+        return Condition(subject, op, m[op].plain(), span=y.key_span(op), operand_spans=spans)
 
 
 def parse(data: bytes | str, file: str, *, tools_from_server: bool = False

@@ -393,9 +393,10 @@ def test_a_wrapped_result_is_walked_from_inside_the_envelope():
 
 
 def test_unstructured_result_rests_on_the_tools_from_declaration(cli, tmp_path):
-    """With --tools-from (here a snapshot, read offline) the source's declaration decides whether a result is text:
-    a file that declares an output schema the server does not have still warns (and drifts), and a file that
-    declares none for a tool whose server declares one does not. --strict fails on the warning."""
+    """With --tools-from (here a snapshot, read offline) the source's declaration decides whether a result is text,
+    with what the server leaves out taken from the file (issue 30): a file that declares an output schema for a tool
+    whose server declares none fills it in (a note, no tool-mismatch, no unstructured-result), and a file that
+    declares none for a tool whose server declares one does not warn."""
     snapshot = tmp_path / "tools.json"
     snapshot.write_text(json.dumps({"tools": [
         {"name": "diff", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
@@ -423,9 +424,81 @@ def test_unstructured_result_rests_on_the_tools_from_declaration(cli, tmp_path):
     run = cli("build", str(wf), "--out", out, "--tools-from", str(snapshot))
     assert run.code == 0, run.err
     found = sorted((line.split(": ")[0], line.split(": ")[1]) for line in run.err.splitlines() if "warning[" in line)
-    assert found == [(f"{wf.as_posix()}:4:5", "warning[tool-mismatch]"),
-                     (f"{wf.as_posix()}:8:57", "warning[unstructured-result]")], run.err
-    assert ("step 'b' reads 'staged.diff', but the tool 'diff' (which saves 'staged') declares no output schema"
-            in run.err)
+    assert found == [], run.err
+    assert f"{wf.as_posix()}:4:5: note[tool-filled]: tool 'diff': the snapshot" in run.err
+    strict = cli("build", "--strict", str(wf), "--out", out, "--tools-from", str(snapshot))
+    assert strict.code == 0, strict.err
+    bare = snapshot.read_text("utf-8").replace('"outputSchema": {"type": "object"}, ', "")  # review: text now
+    snapshot.write_text(bare, "utf-8")
     strict = cli("check", "--strict", str(wf), "--out", out, "--tools-from", str(snapshot))
-    assert strict.code == 1 and "warning[unstructured-result]" in strict.err
+    assert strict.code == 1 and "warning[unstructured-result]: step 'c' reads 'verdict.ok'" in strict.err
+
+
+# ------------------------------------------------------------------------------------- declarations (--tools-from)
+
+# As mcp-server-sqlite lists its tools: no annotations, no output schemas.
+SQLITE_TOOLS = {"tools": [
+    {"name": "read_query", "description": "Execute a SELECT query on the SQLite database",
+     "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}},
+    {"name": "write_query", "description": "Execute an INSERT, UPDATE, or DELETE query on the SQLite database",
+     "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+     "annotations": {"readOnlyHint": False}},
+]}
+REPORT = """\
+name: open_orders_report
+description: Report the orders still open.
+tools:
+  - name: read_query                       # the server declares neither: the file says what it leaves out
+    annotations: {readOnlyHint: true}
+    output_schema: {type: array, items: {type: object, properties: {id: {type: integer}}}}
+steps:
+  - name: find
+    tool: read_query
+    args: {query: {const: "SELECT id FROM orders WHERE open"}}
+    bind: open_orders
+"""
+
+
+def _sqlite_project(tmp_path: Path, workflow: str) -> Path:
+    (tmp_path / "workflows").mkdir()
+    (tmp_path / "workflows" / "report.yaml").write_text(workflow, encoding="utf-8")
+    (tmp_path / "tools.json").write_text(json.dumps(SQLITE_TOOLS), encoding="utf-8")
+    return tmp_path
+
+
+def test_what_a_server_leaves_out_the_workflow_declares_and_strict_passes(cli, tmp_path):
+    """Issue 30: a tool with no annotations, described in the workflow, builds under --strict with no
+    acknowledgement; the SKILL.md calls it read-only; each filled field is a note, not tool-mismatch."""
+    text = REPORT
+    root = _sqlite_project(tmp_path, text)
+    run = cli("build", "workflows", "--tools-from", "tools.json", "--strict", "--out", "skills", "--no-cache",
+              cwd=root)
+    assert run.code == 0, run.err
+    assert "warning[" not in run.err
+    assert "workflows/report.yaml:4:5: note[tool-filled]: tool 'read_query': the snapshot tools.json " \
+           "declares no annotations; the file's are used" in run.err
+    assert "note[tool-filled]: tool 'read_query': the snapshot tools.json declares no output schema" in run.err
+    skill = (root / "skills" / "open-orders-report" / "SKILL.md").read_text("utf-8")
+    assert "Call the tool `read_query` (read-only)" in skill
+
+
+def test_a_field_the_server_declares_differently_stays_a_mismatch(cli, tmp_path):
+    text = REPORT.replace(
+        "steps:", "  - name: write_query\n    annotations: {readOnlyHint: true}\nsteps:")
+    root = _sqlite_project(tmp_path, text)
+    run = cli("build", "workflows", "--tools-from", "tools.json", "--strict", "--out", "skills", "--no-cache",
+              cwd=root)
+    assert run.code == 1
+    assert "warning[tool-mismatch]: tool 'write_query': annotations differs" in run.err
+    assert "tool 'write_query'" not in run.err.split("warning[tool-mismatch]")[0]  # no note for what it declares
+    assert not (root / "skills").exists()
+
+
+def test_a_filled_output_schema_checks_field_paths_and_ends_unstructured_result(cli, tmp_path):
+    text = REPORT + (
+        "  - name: again\n    tool: read_query\n    args: {query: {step: open_orders, field: 0.idd}}\n")
+    root = _sqlite_project(tmp_path, text)
+    run = cli("build", "workflows", "--tools-from", "tools.json", "--out", "skills", "--no-cache", cwd=root)
+    assert run.code == 1
+    assert "bad-field-path" in run.err and "'0' has no field 'idd'" in run.err, run.err
+    assert "unstructured-result" not in run.err

@@ -328,3 +328,26 @@ def test_canonical_json_is_the_json_modules_bytes(value):
                 assert canonical_json(value, indent) == shown
                 # compared as text again: NaN, which floats() draws, is not equal to itself
                 assert json.dumps(json.loads(shown)) == json.dumps(json.loads(expected))
+
+
+def test_the_skill_states_the_text_result_rule_where_a_later_step_tests_a_text_result(cli, tmp_path):
+    """Issue 30: the SKILL.md tells the model the same rule a server-side run applies (projector.results): a text
+    result reads as JSON when it is JSON. Said once, on the step whose text a later step tests, and nowhere else."""
+    wf = tmp_path / "orders.yaml"
+    wf.write_text("""\
+name: close_day
+description: Close the day when no order is open.
+tools:
+  - {name: open_orders, annotations: {readOnlyHint: true}}
+  - {name: close_day, annotations: {readOnlyHint: false}}
+steps:
+  - {name: find, tool: open_orders, bind: orders}
+  - {name: close, tool: close_day, bind: closed, when: {step: orders, equals: []}}
+""", encoding="utf-8")
+    run = cli("build", str(wf), "--out", str(tmp_path / "out"), "--no-cache")
+    assert run.code == 0, run.err
+    skill = (tmp_path / "out" / "close-day" / "SKILL.md").read_text("utf-8")
+    assert ("Save the result as `orders`. The tool returns text: read it as JSON when the whole text is JSON (`[]` is "
+            "an empty list, `42` a number, `true` a boolean, not a string), and as the text itself otherwise.\n"
+            in skill)
+    assert skill.count("The tool returns text") == 1  # not on `closed`, which nothing reads

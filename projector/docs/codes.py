@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import bundle, gates, load, output, positioned, render, shape, validate
 from ..builder import WorkflowBuilder, arg
 from ..errors import Diagnostic, format_text
+from .codes_results import RESULT_PROSE
 from .common import DocsError
 
 CORE_MODULES = (gates, render, bundle, output, validate, load, positioned, shape)
@@ -175,48 +176,14 @@ steps:
       id: {arg: customer}
       code: {step: coupon, field: code}
 """),
-    "unstructured-result": Prose(
-        fires="A field path (`{step: BIND, field: PATH}`, in a step's `args` or `template`, or as the subject of "
-              "a `when:` condition) reads into the result of a tool that declares no `output_schema`. Such a tool "
-              "returns text: an MCP server sends structured content only for a tool that declares an "
-              "`outputSchema`, so the result has no fields, and the path never resolves. The server-side run then "
-              "stops at a condition on it on every call (\"`BIND.PATH` is missing\"), skips the step under "
-              "`on_fail: skip`, and leaves an optional argument out or hands the step over when the tool requires "
-              "it. With `--tools-from` (a server or a snapshot) the rule rests on the server's own declaration: "
-              "many servers (`mcp-server-git` among them) declare no output schema for any tool.",
-        fix="Use the whole result (`{step: BIND}`), or state the condition on an input the user supplies "
-            "(`when: {arg: approved, equals: true}`, with the argument declared). If the server does send "
-            "structured content, declare the tool's `output_schema` as the server does (field paths are then "
-            "checked against it: `bad-field-path`). If the tool's text is JSON that has the field (the server-side "
-            "run parses JSON text), acknowledge the warning on the step and say so.",
-        reason="our server's git_diff_staged returns JSON text with a diff field.",
-        example="""name: commit_staged
-description: Commit what is staged.
-arguments:
-  - {name: message, required: true}
-tools:
-  - name: git_diff_staged
-    annotations: {readOnlyHint: true}
-  - name: git_commit
-    annotations: {readOnlyHint: false}
-steps:
-  - name: staged
-    tool: git_diff_staged
-    bind: staged_diff
-  - name: commit
-    tool: git_commit
-    args:
-      message: {arg: message}
-    when: {step: staged_diff, field: diff, exists: true}
-"""),
     "unverifiable-step": Prose(
         fires="A step calls a tool that is declared with no `annotations` at all, so nobody can tell whether the "
               "tool has side effects, and whether guidance on the step could matter. The SKILL.md tells the reader "
               "to treat the tool as having side effects. When the step has gate-like guidance, the warning quotes "
               "it too.",
-        fix="Declare the tool's annotations as the server does (`readOnlyHint`, `destructiveHint`), or take them "
-            "from the live server with `project-skill build --tools-from SERVER`. Acknowledge it only when the "
-            "server itself declares no annotations.",
+        fix="Declare the tool's annotations under its `tools:` entry (`readOnlyHint`, `destructiveHint`). With "
+            "`--tools-from SERVER`, what the server leaves out is taken from there (a `tool-filled` note, not "
+            "`tool-mismatch`) and counts for the gate warnings and the SKILL.md; what it declares is used as is.",
         reason="the mail server declares no annotations; send_email only queues a message.",
         example="""name: notify
 description: Notify a customer.
@@ -352,6 +319,7 @@ steps:
             "split the workflow in two. It cannot be acknowledged.",
         example=""),
 }
+PROSE.update({code: Prose(**words) for code, words in RESULT_PROSE.items()})
 
 
 def _long_workflow():

@@ -26,7 +26,8 @@ by the very code that reads a snapshot file, so the two can never be compared di
 - Drift: a file's ``tools:`` entry that disagrees with SOURCE is a warning (``tool-mismatch``) at the declaration,
   one per differing field (``description``, ``input_schema``, ``output_schema``, ``annotations``), naming the
   paths inside it and both values; its hint says how to refresh the snapshot. ``--strict`` fails on it. Fields the
-  file leaves out are not disagreements. JSON Schema annotation keywords (``title``, ``description``,
+  file leaves out are not disagreements, and a field SOURCE leaves out (``annotations``, ``output_schema``) is
+  taken from the file (:func:`projector.fit.fill_declared`), with the note ``tool-filled``. JSON Schema annotation keywords (``title``, ``description``,
   ``examples``, ``$comment``) and the default ``additionalProperties: true`` do not count when comparing schemas;
   values compare as YAML values (1 == 1.0).
 - A snapshot that is not one (unreadable: ``io``; not bounded JSON, or a tool of the wrong shape:
@@ -46,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .. import bounded, jsontext
 from ..errors import Diagnostic, LoadError, Span
-from ..fit import check_steps, from_listing, from_wire, unknown_tool
+from ..fit import check_steps, fill_declared, from_listing, from_wire, undeclared_by, unknown_tool
 from ..model import Tool, Workflow
 from ..sep2640 import describe_value, value_diff
 from ..texts import tool_problems
@@ -378,6 +379,14 @@ def _drift_warnings(wf: Workflow, ft: Tool, st: Tool, source: ToolSource) -> lis
             for field, diff in drift(ft, st)]
 
 
+def _filled_note(wf: Workflow, ft: Tool, field: str, source: ToolSource) -> Diagnostic:
+    """``tool-filled``: a field the server leaves out, taken from the file's declaration."""
+    what = ("declares no annotations; the file's are used" if field == "annotations" else
+            "declares no output schema; the file's is used (the tool's text is read as JSON of that shape)")
+    return Diagnostic(_where(ft.span, wf), "note", "tool-filled", f"tool '{ft.name}': {source.words} {what}",
+                      "nothing to do; if the server comes to declare the field, the two must agree (tool-mismatch)")
+
+
 def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], source: str | ToolSource
                 ) -> tuple[list[Workflow], list[Diagnostic]]:
     """Pure: each workflow with its tools replaced by ``source``'s, plus the drift warnings; raises for missing
@@ -403,8 +412,10 @@ def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], source: str |
                                                f"remove the declaration, or refresh the snapshot: {source.refresh}"))
                 new_tools.append(ft)
                 continue
-            warnings.extend(_drift_warnings(wf, ft, st, source))
-            new_tools.append(dataclasses.replace(st, span=ft.span))
+            warnings.extend(_drift_warnings(wf, undeclared_by(ft, st), st, source))
+            served, filled = fill_declared(ft, st)  # what the server leaves out, the file may say
+            warnings.extend(_filled_note(wf, ft, field, source) for field in filled)
+            new_tools.append(dataclasses.replace(served, span=ft.span))
         # A tool that a step calls but the file does not list is taken from the source, in the order steps use it.
         listed = {t.name for t in new_tools}
         for step in wf.steps:

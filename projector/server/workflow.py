@@ -103,19 +103,13 @@ class _Run:
 
 
 def tool_result_value(result: CallToolResult, output_schema: dict[str, Any] | None) -> Any:
-    """The value a step saves: structured content when there is some (unwrapped from the SDK's ``{"result": x}``
-    envelope for non-object returns), else the text content parsed as JSON when it is JSON, else the text."""
-    sc = result.structured_content
-    if sc is not None:
-        if isinstance(sc, dict) and set(sc) == {"result"} and wraps_result(output_schema):
-            return sc["result"]
-        return sc
+    """The value a step saves, by the one rule of :func:`projector.results.saved_value`: structured content when
+    there is some (a wrapped text read as the text is), else the text content, read as JSON when it is JSON."""
+    from ..results import saved_value
+
     texts = [c.text for c in result.content if isinstance(c, TextContent)]
-    if len(texts) != 1 or len(texts) != len(result.content):
-        parts = [json.loads(t) if _is_json(t) else t for t in texts]
-        others = [c.type for c in result.content if not isinstance(c, TextContent)]
-        return parts + [f"<{kind} content>" for kind in others]
-    return json.loads(texts[0]) if _is_json(texts[0]) else texts[0]
+    others = [c.type for c in result.content if not isinstance(c, TextContent)]
+    return saved_value(result.structured_content, texts, others, output_schema)
 
 
 def _is_json(text: str) -> bool:
