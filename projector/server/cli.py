@@ -148,8 +148,10 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
     from mcp.server.caching import CacheHint
 
     from . import attach
+    from .replay import from_env
 
     cache = CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope)
+    replay = from_env()  # $PROJECT_SKILL_REPLAY_DB, checked now: before anyone can say yes
     if args.target is not None:
         from .target import load_server
 
@@ -160,7 +162,7 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
                              f"the object)")
         try:
             attach(server, args.skills, args.workflows, page_size=args.page_size, cache=cache,
-                   skill_tools=args.skill_tools)
+                   skill_tools=args.skill_tools, replay=replay)
         except AttachError as exc:
             raise AttachError(_on_the_command_line(exc.diagnostics, {
                 ATTACH_HINT: f"register it on {args.target}",
@@ -175,7 +177,7 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
         raise UsageError(f"--framework {framework} {missing}")
     try:
         server, _ = demo_server(args.skills, args.workflows, page_size=args.page_size, cache=cache,
-                                framework=framework, skill_tools=args.skill_tools)
+                                framework=framework, skill_tools=args.skill_tools, replay=replay)
     except AttachError as exc:
         raise AttachError(_on_the_command_line(exc.diagnostics, DEMO_HINTS)) from None
     return server, framework

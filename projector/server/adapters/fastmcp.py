@@ -62,6 +62,7 @@ from ...model import Workflow
 from ...sep2640 import SKILL_FILE, digest
 from .. import bootstrap, confirm
 from ..errors import AttachError
+from ..replay import ReplayGuard
 from ..skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams, Skill, SkillTree
 from ..skills import SkillsExtension as MCPSkillsExtension
 from ..skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, SkillTools, functions
@@ -257,19 +258,21 @@ class FastMCPWorkflowPrompt(FastMCPPrompt):
     """A workflow as a FastMCP prompt, run on the server by the same runner as on ``MCPServer``."""
 
     workflow: Any = Field(default=None, exclude=True)
+    replay: Any = Field(default=None, exclude=True)  # the ReplayGuard where a yes is claimed
 
     @classmethod
-    def for_workflow(cls, wf: Workflow) -> FastMCPWorkflowPrompt:
+    def for_workflow(cls, wf: Workflow, replay: ReplayGuard | None = None) -> FastMCPWorkflowPrompt:
         spec = prompt_spec(wf)
         args = [FastMCPPromptArgument(name=a.name, description=a.description, required=bool(a.required))
                 for a in spec.arguments]
-        return cls(name=spec.name, description=spec.description, arguments=args, workflow=wf)
+        return cls(name=spec.name, description=spec.description, arguments=args, workflow=wf, replay=replay)
 
     async def render(self, arguments: dict[str, Any] | None = None) -> Any:  # type: ignore[override]
         ctx = get_context()
         rc = ctx.request_context
         can_ask = rc is not None and confirm.can_elicit(rc.session.client_capabilities, rc.protocol_version)
-        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses)
+        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses,
+                               guard=self.replay)
         result = await run_workflow(self.workflow, arguments or {}, FastMCPHost(ctx), rnd)
         if isinstance(result, confirm.Asking):
             return confirm.input_required(result)  # FastMCP passes it through (InputRequiredPromptResult)
@@ -397,11 +400,11 @@ class FastMCPAdapter(Adapter):
             server.middleware.insert(0, LegacyExtensionsMiddleware(served.settings()))  # outermost: no one else sees it
         return served
 
-    def workflow_prompt(self, wf: Workflow) -> FastMCPWorkflowPrompt:
-        return FastMCPWorkflowPrompt.for_workflow(wf)
+    def workflow_prompt(self, wf: Workflow, replay: ReplayGuard) -> FastMCPWorkflowPrompt:
+        return FastMCPWorkflowPrompt.for_workflow(wf, replay)
 
-    def set_state_key(self, server: FastMCP, key: str) -> None:
-        seal_with(server._mcp_server, key)
+    def set_state_key(self, server: FastMCP, key: str) -> Callable[[], None]:
+        return seal_with(server._mcp_server, key, own=server._request_state_security is not None)
 
     def bootstrap_prompt(self, skill: Skill) -> FastMCPBootstrapPrompt:
         return FastMCPBootstrapPrompt.for_skill(skill)

@@ -31,6 +31,7 @@ from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, Prompt,
 from ...model import Workflow
 from .. import bootstrap, confirm
 from ..errors import AttachError
+from ..replay import ReplayGuard
 from ..skill_tools import SkillTools, add_to_mcpserver
 from ..skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, Skill, SkillsExtension, SkillTree,
                       legacy_extensions_middleware)
@@ -67,17 +68,18 @@ class WorkflowPrompt(Prompt):
     """A workflow as an MCP prompt that runs on the server (:mod:`projector.server.workflow`)."""
 
     workflow: Any = None
+    replay: Any = None  # the ReplayGuard where a yes is claimed (projector.server.replay)
 
     @classmethod
-    def for_workflow(cls, wf: Workflow) -> WorkflowPrompt:
+    def for_workflow(cls, wf: Workflow, replay: ReplayGuard | None = None) -> WorkflowPrompt:
         spec = prompt_spec(wf)
         args = [PromptArgument(name=a.name, required=a.required, description=a.description) for a in spec.arguments]
         return cls(name=spec.name, title=spec.title, description=spec.description, arguments=args, fn=_unused,
-                   workflow=wf)
+                   workflow=wf, replay=replay)
 
     async def render(self, arguments: dict[str, Any] | None, context: Context) -> Any:  # type: ignore[override]
         rnd = confirm.Round.of(can_ask=confirm.can_elicit(context.client_capabilities, context.protocol_version),
-                               state=context.request_state, responses=context.input_responses)
+                               state=context.request_state, responses=context.input_responses, guard=self.replay)
         result = await run_workflow(self.workflow, arguments or {}, MCPServerHost(context), rnd)
         return confirm.input_required(result) if isinstance(result, confirm.Asking) else messages(result)
 
@@ -181,11 +183,11 @@ class MCPAdapter(Adapter):
             server.middleware.append(legacy_extensions_middleware(SKILLS_EXTENSION, ext.settings()))
         return ext
 
-    def workflow_prompt(self, wf: Workflow) -> WorkflowPrompt:
-        return WorkflowPrompt.for_workflow(wf)
+    def workflow_prompt(self, wf: Workflow, replay: ReplayGuard) -> WorkflowPrompt:
+        return WorkflowPrompt.for_workflow(wf, replay)
 
-    def set_state_key(self, server: MCPServer, key: str) -> None:
-        seal_with(server._lowlevel_server, key)
+    def set_state_key(self, server: MCPServer, key: str) -> Callable[[], None]:
+        return seal_with(server._lowlevel_server, key)  # MCPServer does not record whether a policy was given
 
     def bootstrap_prompt(self, skill: Skill) -> BootstrapPrompt:
         return BootstrapPrompt.for_skill(skill)
