@@ -56,7 +56,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from . import bounded
+from . import bounded, disk
 from .cachefmt import ENCODED_FIELDS, Result, decode, encode, plain_path  # noqa: F401 - the entries' payload
 from .sep2640 import MAX_BYTES
 
@@ -163,7 +163,7 @@ def _folder(parent: int, name: str, create: bool) -> int | None:
     except OSError:  # a link (ELOOP), a file (ENOTDIR), ...
         raise _Off(f"{name} is not a folder") from None
     st = os.fstat(fd)
-    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+    if disk.not_own(st) is not None:
         os.close(fd)
         raise _Off(f"{name} is another user's, or others can write it")
     return fd

@@ -10,7 +10,7 @@ prompts and the tools. Nothing is added to the server when it raises.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,9 @@ from .. import fit
 from ..errors import Diagnostic, Span, error
 from ..model import PLACEHOLDER, Workflow
 from . import adapters
-from .adapters.base import Adapter, Listing
+from .adapters.base import Adapter, Listing, OwnStatePolicy
 from .errors import AttachError
+from .replay import REPLAY_DB_ENV, ReplayGuard, from_env
 from .skill_tools import TOOL_NAMES, check_names
 from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SkillsExtension, SkillTree
 
@@ -103,8 +104,9 @@ def _extension(skills: Skills, page_size: int, cache: CacheHint) -> SkillsExtens
     return SkillsExtension(skills, page_size=page_size, cache=cache)
 
 
-def _prompts(adapter: Adapter, wfs: Sequence[Workflow], tree: SkillTree | None, bootstrap_prompts: bool) -> list[Any]:
-    prompts = [adapter.workflow_prompt(wf) for wf in wfs]
+def _prompts(adapter: Adapter, wfs: Sequence[Workflow], tree: SkillTree | None, bootstrap_prompts: bool,
+             guard: ReplayGuard | None) -> list[Any]:
+    prompts = [adapter.workflow_prompt(wf, guard) for wf in wfs] if guard is not None else []
     if tree is not None and bootstrap_prompts:
         prompts += [adapter.bootstrap_prompt(s) for s in tree.skills]
     return prompts
@@ -118,19 +120,40 @@ def _check(listing: Listing, wfs: Sequence[Workflow], tree: SkillTree | None, sk
         raise AttachError(problems)
 
 
-def _seal_with(adapter: Adapter, server: Any, key: str) -> None:
+def _seal_with(adapter: Adapter, server: Any, key: str) -> Callable[[], None]:
+    """How to seal under ``key`` (checked now, applied by the caller once every check has passed)."""
     try:
-        adapter.set_state_key(server, key)
+        return adapter.set_state_key(server, key)
     except (ValueError, TypeError) as exc:
         raise AttachError(error(Span("<attach>"), "bad-state-key", f"cannot seal requestState under the given key "
                                 f"(state_key, or ${STATE_KEY_ENV}): {str(exc).split('. Generate')[0]}",
                                 'generate one with: python -c "import secrets; print(secrets.token_hex(32))"')) from None
+    except OwnStatePolicy:
+        raise AttachError(error(Span("<attach>"), "own-state-policy", "the server seals requestState under a policy "
+                                "of its own (request_state_security=, with its own keys, expiry, audience, codec or "
+                                f"principal binding), which does not take the given key (state_key, or "
+                                f"${STATE_KEY_ENV}); projector keeps the server's policy and will not replace it",
+                                f"leave the key out (unset ${STATE_KEY_ENV}), or put it in the server's own policy: "
+                                "RequestStateSecurity(keys=[key, ...], ...)")) from None
+
+
+def _check_replay(key: str | None, wfs: Sequence[Workflow], guard: ReplayGuard) -> None:
+    """A state key makes a paused run's state valid in every process that holds the key, and after a restart; its
+    confirmations' yes must then be claimed where all those processes see it, or a replay runs the step again."""
+    if key is None or guard.shared or not any(step.confirm for wf in wfs for step in wf.steps):
+        return
+    raise AttachError(error(Span("<attach>"), "replay-not-shared", f"a state key (state_key, or ${STATE_KEY_ENV}) "
+                            "makes a confirmation's state valid in every process that holds the key and after a "
+                            "restart, but its yes would be claimed only in this process's memory: the same yes, "
+                            "sent again to another process or after a restart, would run its step again",
+                            f"set ${REPLAY_DB_ENV} to one SQLite file that every process with this key shares (or "
+                            "pass attach(..., replay=SqliteGuard(path)))"))
 
 
 def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
            page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
            bootstrap_prompts: bool = True, skill_tools: bool = False, state_key: str | None = None,
-           workflow_tools: bool = False) -> Any:
+           workflow_tools: bool = False, replay: ReplayGuard | None = None) -> Any:
     """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``: an ``mcp``
     ``MCPServer`` or a ``fastmcp.FastMCP`` (any other object is a ``TypeError``).
 
@@ -156,10 +179,15 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     ``state_key``: the secret (at least 32 characters) that seals the ``requestState`` of the workflow prompts'
     confirmations and asked inputs; default ``$PROJECT_SKILL_STATE_KEY``. Processes that share it accept each
     other's state; without one the framework seals under a random key per process, so a state is accepted only by
-    the process that made it (a restart or another worker refuses it, and the person is asked again).
-    Each confirmation's yes is claimed once, so that it runs its step once (:mod:`projector.server.confirm`): in a
-    SQLite file at ``$PROJECT_SKILL_REPLAY_DB`` when it is set (share it between processes that share a key), else
-    in this process's memory.
+    the process that made it (a restart or another worker refuses it, and the person is asked again). The key
+    replaces only the framework's default policy: a server built with a ``request_state_security=`` of its own that
+    does not take the key is an :class:`AttachError` (``own-state-policy``), never silently resealed.
+
+    ``replay``: where each confirmation's yes is claimed, so that it runs its step once
+    (:mod:`projector.server.replay`); default: a :class:`~projector.server.replay.SqliteGuard` on
+    ``$PROJECT_SKILL_REPLAY_DB`` when it is set (checked now, ``replay-db``), else this process's memory. With a
+    state key and workflows that confirm, a guard in this process's memory is an :class:`AttachError`
+    (``replay-not-shared``): another process, or this one after a restart, would accept the same yes again.
 
     It is synchronous, so it runs at import time; it also works inside a running event loop (or use
     :func:`attach_async` there). Raises :class:`AttachError` when the tree does not match its manifest, when a step
@@ -171,14 +199,14 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     return adapter.run_sync(lambda: attach_async(server, skills, workflows, page_size=page_size, cache=cache,
                                                  workflow_prompts=workflow_prompts,
                                                  bootstrap_prompts=bootstrap_prompts, skill_tools=skill_tools,
-                                                 state_key=state_key, workflow_tools=workflow_tools))
+                                                 state_key=state_key, workflow_tools=workflow_tools, replay=replay))
 
 
 async def attach_async(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
                        page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
                        workflow_prompts: bool = True, bootstrap_prompts: bool = True,
                        skill_tools: bool = False, state_key: str | None = None,
-                       workflow_tools: bool = False) -> Any:
+                       workflow_tools: bool = False, replay: ReplayGuard | None = None) -> Any:
     """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
     adapter = adapters.for_server(server)
     ext = _extension(skills, page_size, cache)
@@ -192,16 +220,20 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
 
         check_named(tree, {spec.name for _, spec in tools})
     key = state_key if state_key is not None else os.environ.get(STATE_KEY_ENV) or None
-    prompts = _prompts(adapter, wfs if workflow_prompts else [], tree, bootstrap_prompts)
+    guard = (replay if replay is not None else from_env()) if wfs else None
+    prompts = _prompts(adapter, wfs if workflow_prompts else [], tree, bootstrap_prompts, guard)
     _check_prompt_names([p.name for p in prompts], listing.prompts, tree)
-    if key is not None and wfs:
-        _seal_with(adapter, server, key)
+    seal = _seal_with(adapter, server, key) if key is not None and guard is not None else None
+    if guard is not None:
+        _check_replay(key, wfs, guard)
+    if seal is not None:
+        seal()
     served = adapter.add_extension(server, ext, listing) if ext is not None else None
     adapter.add_prompts(server, prompts)
     if skill_tools and tree is not None:
         adapter.add_skill_tools(server, tree)
-    if tools:
-        adapter.add_workflow_tools(server, tools)
+    if tools and guard is not None:
+        adapter.add_workflow_tools(server, tools, guard)
     return served
 
 

@@ -154,8 +154,10 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
     from mcp.server.caching import CacheHint
 
     from . import attach
+    from .replay import from_env
 
     cache = CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope)
+    replay = from_env()  # $PROJECT_SKILL_REPLAY_DB, checked now: before anyone can say yes
     if args.target is not None:
         from .target import load_server
 
@@ -166,7 +168,8 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
                              f"the object)")
         try:
             attach(server, args.skills, args.workflows, page_size=args.page_size, cache=cache,
-                   skill_tools=args.skill_tools, workflow_tools=args.workflow_tools)
+                   skill_tools=args.skill_tools, workflow_tools=args.workflow_tools,
+                   replay=replay)
         except AttachError as exc:
             raise AttachError(_on_the_command_line(exc.diagnostics, {
                 ATTACH_HINT: f"register it on {args.target}",
@@ -182,7 +185,7 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
     try:
         server, _ = demo_server(args.skills, args.workflows, page_size=args.page_size, cache=cache,
                                 framework=framework, skill_tools=args.skill_tools,
-                                workflow_tools=args.workflow_tools)
+                                workflow_tools=args.workflow_tools, replay=replay)
     except AttachError as exc:
         raise AttachError(_on_the_command_line(exc.diagnostics, DEMO_HINTS)) from None
     return server, framework

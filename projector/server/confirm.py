@@ -14,26 +14,18 @@ the runner's side of that, in no framework's terms:
   transcript so far, and a one-time token for a confirmation. It is plain JSON here: the framework's request-state
   boundary (``mcp.server.request_state``, AES-GCM under ``PROJECT_SKILL_STATE_KEY``) seals it on the way out,
   and verifies it on the way back, before the runner sees it; a state that does not verify never reaches here.
-- :class:`ReplayGuard` makes each confirmation's yes run its step at most once. A sealed state is authentic, not
-  single-use: the same state and the same yes could be sent twice within its lifetime (a retry after a timeout, a
-  copy). So the yes claims the question's token before the step runs, and a token already claimed is refused with
-  -32602 and nothing runs. :class:`MemoryGuard` holds the claims of one process; :class:`SqliteGuard` holds them in
-  one SQLite file that several processes on a host share (``PROJECT_SKILL_REPLAY_DB``, :func:`process_guard`).
+- A replay guard (:mod:`projector.server.replay`) makes each confirmation's yes run its step at most once. A sealed
+  state is authentic, not single-use: the same state and the same yes could be sent twice within its lifetime (a
+  retry after a timeout, a copy). So the yes claims the question's token, in the guard the adapter passed in with
+  the :class:`Round`, before the step runs, and a token already claimed is refused with -32602 and nothing runs.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import secrets
-import sqlite3
-import stat
-import threading
-import time
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp.shared.exceptions import MCPError
@@ -44,14 +36,10 @@ from ..render import workflow_digest
 from .arguments import Missing, canonical_text
 
 if TYPE_CHECKING:
+    from .replay import ReplayGuard
     from .workflow import _Run
 
 STATE_VERSION = 1
-# How long a claim is kept. It must outlive every state that carries its token: mcp's default TTL is 600 s, but a
-# server built with its own RequestStateSecurity(ttl=...) may seal for longer, and the runner cannot read that TTL
-# without reaching into mcp. A day bounds memory (a claim is a 32-character token and a time) and covers any TTL a
-# confirmation would sensibly have; a TTL longer than a day would reopen replays after it.
-CLAIM_SECONDS = 86_400.0
 ELICITATION_PROTOCOL = "2026-07-28"
 _CANNOT_ASK = ("this client cannot ask a person (it did not declare elicitation, or it speaks a protocol older than "
                f"{ELICITATION_PROTOCOL})")
@@ -78,16 +66,18 @@ class Answer:
 @dataclass(frozen=True)
 class Round:
     """What the client brought to this ``prompts/get``: whether it can be asked (it declared form elicitation and
-    speaks 2026-07-28 or later), the state it echoed (already verified, in plain text) and its answers by key."""
+    speaks 2026-07-28 or later), the state it echoed (already verified, in plain text) and its answers by key; and
+    the replay guard where a yes is claimed (:mod:`projector.server.replay`), which ``attach`` gave the prompt."""
 
     can_ask: bool = False
     state: str | None = None
     answers: dict[str, Answer] = field(default_factory=dict)
+    guard: ReplayGuard | None = None
 
     @classmethod
-    def of(cls, *, can_ask: bool, state: str | None, responses: Any) -> Round:
+    def of(cls, *, can_ask: bool, state: str | None, responses: Any, guard: ReplayGuard | None = None) -> Round:
         answers = {str(k): Answer.of(v) for k, v in (responses or {}).items()}
-        return cls(can_ask, state, answers)
+        return cls(can_ask, state, answers, guard)
 
 
 def can_elicit(capabilities: Any, protocol_version: str | None) -> bool:
@@ -311,7 +301,10 @@ async def confirmation(run: _Run, n: int, step: Step) -> Decision:
     if run.resumed == (n, "confirm"):
         answer = run.round.answers.get(f"confirm-{n}")
         if answer is not None and answer.action == "accept" and answer.content.get("confirm") is True:
-            if not await process_guard().claim(run.token):
+            if run.round.guard is None:  # a prompt made without attach(): a yes that cannot be claimed runs nothing
+                raise MCPError(code=INTERNAL_ERROR, message="no replay guard to claim the confirmation in; nothing "
+                               "was run")
+            if not await run.round.guard.claim(run.token):
                 raise invalid_state("its confirmation was answered before, and its step has run")
             return Decision(True, f"{message} (a person answered yes)")
         return Decision(False, f"the person did not confirm it (\"{message}\"): {_said(answer)}")
@@ -321,103 +314,3 @@ async def confirmation(run: _Run, n: int, step: Step) -> Decision:
     values = shown(run, step)
     text = f"{message}\n\n{values}" if values else message
     raise Pause(Asking({f"confirm-{n}": (text, confirm_schema(step))}, snapshot(run, n, "confirm").dumps(run.wf)))
-
-
-# ---------------------------------------------------------------------------------------------------- the guard
-
-class ReplayGuard(ABC):
-    """Claims of one-time tokens: :meth:`claim` is true the first time for a token, false ever after (for at least
-    :data:`CLAIM_SECONDS`, the longest a state that carries it verifies)."""
-
-    @abstractmethod
-    async def claim(self, token: str) -> bool: ...
-
-
-class MemoryGuard(ReplayGuard):
-    """The claims of this process. Two processes that share a state key do not share these: give them a
-    :class:`SqliteGuard` on one file."""
-
-    def __init__(self) -> None:
-        self._claims: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    async def claim(self, token: str) -> bool:
-        now = time.monotonic()
-        with self._lock:
-            for old in [t for t, at in self._claims.items() if now - at > CLAIM_SECONDS]:
-                del self._claims[old]
-            if token in self._claims:
-                return False
-            self._claims[token] = now
-            return True
-
-
-class SqliteGuard(ReplayGuard):
-    """The claims in one SQLite file, shared by every process that opens it: a claim is an insert of the token as a
-    primary key, which only one process can make."""
-
-    def __init__(self, path: str | Path):
-        self.path = str(path)
-        db = self._connect()
-        try:
-            db.execute("CREATE TABLE IF NOT EXISTS claims (token TEXT PRIMARY KEY, at REAL NOT NULL)")
-        except sqlite3.Error as exc:
-            raise _unavailable(self.path, str(exc)) from None
-        finally:
-            db.close()
-
-    def _connect(self) -> sqlite3.Connection:
-        """A connection to the file, which must be named by an absolute path and be a regular file or not exist yet:
-        a link (planted, or dangling) is refused, so the guard never writes where the name does not say."""
-        if not os.path.isabs(self.path):
-            raise _unavailable(self.path, "the path is not absolute")
-        try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            st = None
-        except OSError as exc:
-            raise _unavailable(self.path, exc.strerror or str(exc)) from None
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            raise _unavailable(self.path, "it is a link or not a regular file")
-        try:
-            return sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise _unavailable(self.path, str(exc)) from None
-
-    async def claim(self, token: str) -> bool:
-        import anyio.to_thread
-
-        return await anyio.to_thread.run_sync(self._claim, token)
-
-    def _claim(self, token: str) -> bool:
-        now = time.time()
-        db = self._connect()
-        try:
-            db.execute("DELETE FROM claims WHERE at < ?", (now - CLAIM_SECONDS,))
-            db.execute("INSERT INTO claims (token, at) VALUES (?, ?)", (token, now))
-            return True
-        except sqlite3.IntegrityError:
-            return False
-        except sqlite3.Error as exc:
-            raise _unavailable(self.path, str(exc)) from None
-        finally:
-            db.close()
-
-
-def _unavailable(path: str, why: str) -> MCPError:
-    """The replay guard cannot be used: the step is not run (a yes that cannot be claimed is not acted on)."""
-    return MCPError(code=INTERNAL_ERROR, message=f"the confirmation cannot be checked for a replay: ${REPLAY_DB_ENV} "
-                    f"({path}) {why}; nothing was run")
-
-
-REPLAY_DB_ENV = "PROJECT_SKILL_REPLAY_DB"
-_GUARDS: dict[str, ReplayGuard] = {"": MemoryGuard()}
-
-
-def process_guard() -> ReplayGuard:
-    """Where this process claims its confirmations: a :class:`SqliteGuard` on ``$PROJECT_SKILL_REPLAY_DB`` when it
-    is set, else this process's memory. Tokens are random, so every server of a process can share one guard."""
-    path = os.environ.get(REPLAY_DB_ENV, "")
-    if path not in _GUARDS:
-        _GUARDS[path] = SqliteGuard(path)
-    return _GUARDS[path]

@@ -44,6 +44,7 @@ from mcp_types import ToolAnnotations
 from .. import __version__
 from . import adapters
 from .attaching import attach
+from .replay import ReplayGuard
 from .demo_printf import printf_sizes
 from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE
 
@@ -392,12 +393,13 @@ INSTRUCTIONS = ("Demo server for projector: the shipped example skills (SEP-2640
 def demo_server(skills: str | Path | None = "generated_skills", workflows: str | Path | None = "workflows", *,
                 page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
                 name: str = "projector-demo", framework: str = adapters.DEFAULT,
-                skill_tools: bool = False, workflow_tools: bool = False) -> tuple[Any, RefundStore]:
+                skill_tools: bool = False, workflow_tools: bool = False,
+                replay: ReplayGuard | None = None) -> tuple[Any, RefundStore]:
     """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`.
 
     ``framework`` names one of :func:`projector.server.adapters.names`: ``"fastmcp"`` builds the same demo on a
     ``fastmcp.FastMCP`` (the ``project-skill[fastmcp]`` extra), with ``page_size`` as the server's
-    ``list_page_size``. ``skill_tools`` and ``workflow_tools`` are :func:`projector.server.attach`'s.
+    ``list_page_size``. ``skill_tools``, ``workflow_tools`` and ``replay`` are :func:`projector.server.attach`'s.
     """
     if framework not in adapters.REGISTRY:
         raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(adapters.names())}")
@@ -405,5 +407,5 @@ def demo_server(skills: str | Path | None = "generated_skills", workflows: str |
                                                  page_size=page_size)
     store, _ = add_demo_tools(server)
     attach(server, skills, workflows, page_size=page_size, cache=cache, skill_tools=skill_tools,
-           workflow_tools=workflow_tools)
+           workflow_tools=workflow_tools, replay=replay)
     return server, store

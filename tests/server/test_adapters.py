@@ -159,7 +159,7 @@ class ToyAdapter(Adapter):
         server.skills = ext.tree
         return ext
 
-    def workflow_prompt(self, wf: Any) -> ToyPrompt:
+    def workflow_prompt(self, wf: Any, replay: Any) -> ToyPrompt:
         async def render(server: ToyServer, arguments: dict[str, Any]) -> list[tuple[str, str]]:
             return [(t.role, t.text) for t in await run_workflow(wf, arguments, ToyHost(server))]
         return ToyPrompt(wf.name, render)

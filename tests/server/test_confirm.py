@@ -360,7 +360,8 @@ async def test_two_processes_sharing_a_key_enforce_the_confirmation(two_processe
 
 
 async def test_processes_with_different_keys_refuse_each_others_state(tmp_path):
-    procs = [start({"PROJECT_SKILL_STATE_KEY": secrets.token_hex(32)}, "mcp") for _ in range(2)]
+    procs = [start({"PROJECT_SKILL_STATE_KEY": secrets.token_hex(32),
+                    "PROJECT_SKILL_REPLAY_DB": str(tmp_path / f"claims-{i}.db")}, "mcp") for i in range(2)]
     try:
         (_, a), (_, b) = procs
         async with Client(f"http://127.0.0.1:{a}/mcp", cache=None, elicitation_callback=answer("yes")) as c:
@@ -374,15 +375,6 @@ async def test_processes_with_different_keys_refuse_each_others_state(tmp_path):
     finally:
         for proc, _ in procs:
             stop(proc)
-
-
-def test_an_unconfigured_guard_is_per_process():
-    import anyio
-
-    from projector.server.confirm import MemoryGuard
-
-    guard = MemoryGuard()
-    assert anyio.run(guard.claim, "t") is True and anyio.run(guard.claim, "t") is False
 
 
 # --------------------------------------------------------------------------------------- the TypeScript SDK v2

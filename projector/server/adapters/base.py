@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ...model import Workflow
+from ..replay import ReplayGuard
 from ..skills import Skill, SkillsExtension, SkillTree
 from ..workflow import WorkflowHost
 from ..workflow_tool import WorkflowToolSpec
@@ -68,13 +69,17 @@ class Adapter(ABC):
         """Serve ``ext``'s tree (SEP-2640) on ``server``; returns the extension as the framework holds it."""
 
     @abstractmethod
-    def workflow_prompt(self, wf: Workflow) -> Any:
-        """A prompt object (with a ``name``) whose ``prompts/get`` runs ``wf`` with the one runner."""
+    def workflow_prompt(self, wf: Workflow, replay: ReplayGuard) -> Any:
+        """A prompt object (with a ``name``) whose ``prompts/get`` runs ``wf`` with the one runner, and claims each
+        confirmation's yes in ``replay``."""
 
-    def set_state_key(self, server: Any, key: str) -> None:
-        """Seal the server's ``requestState`` under ``key`` (shared by every process that serves with it), in place
-        of the framework's own key (a random one per process). Raises ``ValueError`` for a key that is too short.
-        A framework that cannot (this default) refuses: its confirmations would not verify across processes."""
+    def set_state_key(self, server: Any, key: str) -> Callable[[], None]:
+        """How to seal the server's ``requestState`` under ``key`` (shared by every process that serves with it), in
+        place of the framework's default policy (a random key per process): checked now, applied when the returned
+        function is called, so that ``attach`` changes nothing until every check has passed. Raises ``ValueError``
+        for a key that is too short, and :class:`OwnStatePolicy` when the server was built with a request-state
+        policy of its own that does not take ``key`` (:func:`seal_with`). A framework that cannot (this default)
+        refuses: its confirmations would not verify across processes."""
         raise ValueError(f"the {self.name} adapter cannot seal requestState under a given key")
 
     @abstractmethod
@@ -88,10 +93,12 @@ class Adapter(ABC):
     def add_skill_tools(self, server: Any, tree: SkillTree) -> Any:
         """``load_skill`` and ``read_skill_file`` (:mod:`projector.server.skill_tools`), their names checked."""
 
-    def add_workflow_tools(self, server: Any, tools: Sequence[tuple[Workflow, WorkflowToolSpec]]) -> None:
+    def add_workflow_tools(self, server: Any, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
+                           replay: ReplayGuard) -> None:
         """Add each workflow as a tool (:mod:`projector.server.workflow_tool`): the spec's name, schemas and
         annotations, and a call that runs :func:`~projector.server.workflow_tool.call_workflow` with the request's
-        host and round. Names are already checked. A framework that cannot (this default) refuses."""
+        host and round, claiming each yes in ``replay``. Names are already checked. A framework that cannot (this
+        default) refuses."""
         raise TypeError(f"the {self.name} adapter cannot serve workflows as tools")
 
     @abstractmethod
@@ -128,19 +135,66 @@ class Adapter(ABC):
         ``security``), with the uvicorn ``options`` of :mod:`projector.server.http`."""
 
 
-def seal_with(lowlevel: Any, key: str) -> None:
-    """Replace the request-state boundary (``mcp.server.request_state``) that mcp's and FastMCP's low-level server
-    installs at construction with one that seals under ``key``, for the same audience (the server's name). Both
-    frameworks take the policy only at construction (``request_state_security=``); this is for a server that
-    ``attach()`` is given already built."""
+class OwnStatePolicy(Exception):
+    """The server seals ``requestState`` under a policy of its own that does not take the given key: projector keeps
+    the server's policy, and will not seal under the key."""
+
+
+def seal_with(lowlevel: Any, key: str, *, own: bool = False) -> Callable[[], None]:
+    """How to replace the request-state boundary (``mcp.server.request_state``) that mcp's and FastMCP's low-level
+    server installs at construction with one that seals under ``key``, for the same audience (the server's name).
+    Both frameworks take the policy only at construction (``request_state_security=``); this is for a server that
+    ``attach()`` is given already built.
+
+    Only the framework's default policy (``RequestStateSecurity.ephemeral()``: a random key, mcp's expiry, no
+    audience of its own, the default principal binding) is replaced. A policy that already takes ``key`` is kept as
+    it is. Any other (``own``: the framework recorded that one was given; or one whose codec, key ring, expiry,
+    audience or principal binding differs from the default) is the server's own, and is never replaced:
+    :class:`OwnStatePolicy`. On MCPServer, which does not record it, a policy that differs from the default only in
+    its one key cannot be told from the default."""
     from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 
-    boundary = RequestStateBoundary(RequestStateSecurity(keys=[key]), default_audience=lowlevel.name)
+    security = RequestStateSecurity(keys=[key])  # ValueError, TypeError: a bad key, before anything is changed
     found = [i for i, m in enumerate(lowlevel.middleware) if isinstance(m, RequestStateBoundary)]
-    if found:
-        lowlevel.middleware[found[0]] = boundary
-    else:  # pragma: no cover - both frameworks install one
-        lowlevel.middleware.insert(0, boundary)
+    if found and _takes(lowlevel.middleware[found[0]], security):
+        return lambda: None
+    if found and (own or not _default_policy(lowlevel.middleware[found[0]], lowlevel.name)):
+        raise OwnStatePolicy()
+    boundary = RequestStateBoundary(security, default_audience=lowlevel.name)
+
+    def install() -> None:
+        if found:
+            lowlevel.middleware[found[0]] = boundary
+        else:  # pragma: no cover - both frameworks install one
+            lowlevel.middleware.insert(0, boundary)
+
+    return install
+
+
+def _policy(boundary: Any) -> Any:
+    return getattr(boundary, "_security", None)  # mcp keeps the boundary's policy private
+
+
+def _takes(boundary: Any, security: Any) -> bool:
+    """Whether the boundary's policy opens what ``security`` seals: it already holds the key."""
+    policy = _policy(boundary)
+    try:
+        return policy is not None and policy.codec.unseal(security.codec.seal(b"projector")) == b"projector"
+    except Exception:  # any codec's refusal (InvalidRequestState, or its own error) means: not this key
+        return False
+
+
+def _default_policy(boundary: Any, name: str) -> bool:
+    """Whether the boundary's policy is indistinguishable from the one the framework installs when it is given
+    none. Anything this cannot read counts as the server's own (it is kept, never replaced)."""
+    from mcp.server.request_state import AESGCMRequestStateCodec, RequestStateSecurity, authenticated_principal
+
+    policy = _policy(boundary)
+    default_ttl = inspect.signature(RequestStateSecurity.ephemeral).parameters["ttl"].default
+    return (type(policy) is RequestStateSecurity and type(policy.codec) is AESGCMRequestStateCodec
+            and len(getattr(policy.codec, "_ring", ())) == 1 and policy.ttl == default_ttl
+            and policy.audience is None and policy.bind_principal is authenticated_principal
+            and getattr(boundary, "_audience", None) == name)
 
 
 def with_host(fn: Callable[..., Awaitable[Any]], host: Callable[[dict[str, Any]], WorkflowHost],

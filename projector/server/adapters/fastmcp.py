@@ -64,6 +64,7 @@ from ...model import Workflow
 from ...sep2640 import SKILL_FILE, digest
 from .. import bootstrap, confirm
 from ..errors import AttachError
+from ..replay import ReplayGuard
 from ..skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams, Skill, SkillTree
 from ..skills import SkillsExtension as MCPSkillsExtension
 from ..skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, SkillTools, functions
@@ -260,19 +261,21 @@ class FastMCPWorkflowPrompt(FastMCPPrompt):
     """A workflow as a FastMCP prompt, run on the server by the same runner as on ``MCPServer``."""
 
     workflow: Any = Field(default=None, exclude=True)
+    replay: Any = Field(default=None, exclude=True)  # the ReplayGuard where a yes is claimed
 
     @classmethod
-    def for_workflow(cls, wf: Workflow) -> FastMCPWorkflowPrompt:
+    def for_workflow(cls, wf: Workflow, replay: ReplayGuard | None = None) -> FastMCPWorkflowPrompt:
         spec = prompt_spec(wf)
         args = [FastMCPPromptArgument(name=a.name, description=a.description, required=bool(a.required))
                 for a in spec.arguments]
-        return cls(name=spec.name, description=spec.description, arguments=args, workflow=wf)
+        return cls(name=spec.name, description=spec.description, arguments=args, workflow=wf, replay=replay)
 
     async def render(self, arguments: dict[str, Any] | None = None) -> Any:  # type: ignore[override]
         ctx = get_context()
         rc = ctx.request_context
         can_ask = rc is not None and confirm.can_elicit(rc.session.client_capabilities, rc.protocol_version)
-        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses)
+        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses,
+                               guard=self.replay)
         result = await run_workflow(self.workflow, arguments or {}, FastMCPHost(ctx), rnd)
         if isinstance(result, confirm.Asking):
             return confirm.input_required(result)  # FastMCP passes it through (InputRequiredPromptResult)
@@ -315,17 +318,19 @@ class FastMCPWorkflowTool(FastMCPTool):
     (:mod:`projector.server.workflow_tool`), without FastMCP's ``_meta.fastmcp`` block."""
 
     workflow: Any = Field(default=None, exclude=True)
+    replay: Any = Field(default=None, exclude=True)  # the ReplayGuard where a yes is claimed
 
     @classmethod
-    def for_workflow(cls, wf: Workflow, spec: WorkflowToolSpec) -> FastMCPWorkflowTool:
+    def for_workflow(cls, wf: Workflow, spec: WorkflowToolSpec, replay: ReplayGuard) -> FastMCPWorkflowTool:
         return cls(name=spec.name, title=spec.title, description=spec.description, parameters=spec.input_schema,
-                   output_schema=spec.output_schema, annotations=spec.annotations, workflow=wf)
+                   output_schema=spec.output_schema, annotations=spec.annotations, workflow=wf, replay=replay)
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         ctx = get_context()
         rc = ctx.request_context
         can_ask = rc is not None and confirm.can_elicit(rc.session.client_capabilities, rc.protocol_version)
-        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses)
+        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses,
+                               guard=self.replay)
         try:
             outcome = await call_workflow(self.workflow, arguments, FastMCPHost(ctx), rnd)
         except BadArguments as exc:
@@ -430,11 +435,11 @@ class FastMCPAdapter(Adapter):
             server.middleware.insert(0, LegacyExtensionsMiddleware(served.settings()))  # outermost: no one else sees it
         return served
 
-    def workflow_prompt(self, wf: Workflow) -> FastMCPWorkflowPrompt:
-        return FastMCPWorkflowPrompt.for_workflow(wf)
+    def workflow_prompt(self, wf: Workflow, replay: ReplayGuard) -> FastMCPWorkflowPrompt:
+        return FastMCPWorkflowPrompt.for_workflow(wf, replay)
 
-    def set_state_key(self, server: FastMCP, key: str) -> None:
-        seal_with(server._mcp_server, key)
+    def set_state_key(self, server: FastMCP, key: str) -> Callable[[], None]:
+        return seal_with(server._mcp_server, key, own=server._request_state_security is not None)
 
     def bootstrap_prompt(self, skill: Skill) -> FastMCPBootstrapPrompt:
         return FastMCPBootstrapPrompt.for_skill(skill)
@@ -446,9 +451,10 @@ class FastMCPAdapter(Adapter):
     def add_skill_tools(self, server: FastMCP, tree: SkillTree) -> SkillTools:
         return add_skill_tools(server, tree)
 
-    def add_workflow_tools(self, server: FastMCP, tools: Sequence[tuple[Workflow, WorkflowToolSpec]]) -> None:
+    def add_workflow_tools(self, server: FastMCP, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
+                           replay: ReplayGuard) -> None:
         for wf, spec in tools:
-            server.add_tool(FastMCPWorkflowTool.for_workflow(wf, spec))
+            server.add_tool(FastMCPWorkflowTool.for_workflow(wf, spec, replay))
 
     def add_tool(self, server: FastMCP, fn: Callable[..., Any], *, name: str, description: str, annotations: Any,
                  text_only: bool = False, host: bool = False) -> None:

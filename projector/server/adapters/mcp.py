@@ -34,6 +34,7 @@ from mcp_types import CallToolResult, TextContent
 from ...model import Workflow
 from .. import bootstrap, confirm
 from ..errors import AttachError
+from ..replay import ReplayGuard
 from ..skill_tools import SkillTools, add_to_mcpserver
 from ..skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, Skill, SkillsExtension, SkillTree,
                       legacy_extensions_middleware)
@@ -71,24 +72,25 @@ class WorkflowPrompt(Prompt):
     """A workflow as an MCP prompt that runs on the server (:mod:`projector.server.workflow`)."""
 
     workflow: Any = None
+    replay: Any = None  # the ReplayGuard where a yes is claimed (projector.server.replay)
 
     @classmethod
-    def for_workflow(cls, wf: Workflow) -> WorkflowPrompt:
+    def for_workflow(cls, wf: Workflow, replay: ReplayGuard | None = None) -> WorkflowPrompt:
         spec = prompt_spec(wf)
         args = [PromptArgument(name=a.name, required=a.required, description=a.description) for a in spec.arguments]
         return cls(name=spec.name, title=spec.title, description=spec.description, arguments=args, fn=_unused,
-                   workflow=wf)
+                   workflow=wf, replay=replay)
 
     async def render(self, arguments: dict[str, Any] | None, context: Context) -> Any:  # type: ignore[override]
         rnd = confirm.Round.of(can_ask=confirm.can_elicit(context.client_capabilities, context.protocol_version),
-                               state=context.request_state, responses=context.input_responses)
+                               state=context.request_state, responses=context.input_responses, guard=self.replay)
         result = await run_workflow(self.workflow, arguments or {}, MCPServerHost(context), rnd)
         return confirm.input_required(result) if isinstance(result, confirm.Asking) else messages(result)
 
 
-def _round(context: Context) -> confirm.Round:
+def _round(context: Context, replay: ReplayGuard | None) -> confirm.Round:
     return confirm.Round.of(can_ask=confirm.can_elicit(context.client_capabilities, context.protocol_version),
-                            state=context.request_state, responses=context.input_responses)
+                            state=context.request_state, responses=context.input_responses, guard=replay)
 
 
 class WorkflowTool(MCPServerTool):
@@ -96,16 +98,17 @@ class WorkflowTool(MCPServerTool):
     workflow's arguments (checked by the runner, not by a function signature), its output schema the saved results."""
 
     workflow: Any = None
+    replay: Any = None  # the ReplayGuard where a yes is claimed (projector.server.replay)
 
     @classmethod
-    def for_workflow(cls, wf: Workflow, spec: WorkflowToolSpec) -> WorkflowTool:
+    def for_workflow(cls, wf: Workflow, spec: WorkflowToolSpec, replay: ReplayGuard) -> WorkflowTool:
         return cls(fn=_unused, name=spec.name, title=spec.title, description=spec.description,
                    parameters=spec.input_schema, is_async=True, annotations=spec.annotations, workflow=wf,
-                   fn_metadata=FuncMetadata(arg_model=ArgModelBase, output_schema=spec.output_schema))
+                   fn_metadata=FuncMetadata(arg_model=ArgModelBase, output_schema=spec.output_schema), replay=replay)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
-            outcome = await call_workflow(self.workflow, arguments, MCPServerHost(context), _round(context))
+            outcome = await call_workflow(self.workflow, arguments, MCPServerHost(context), _round(context, self.replay))
         except BadArguments as exc:
             raise MCPToolError(str(exc)) from None
         if isinstance(outcome, confirm.Asking):
@@ -213,11 +216,11 @@ class MCPAdapter(Adapter):
             server.middleware.append(legacy_extensions_middleware(SKILLS_EXTENSION, ext.settings()))
         return ext
 
-    def workflow_prompt(self, wf: Workflow) -> WorkflowPrompt:
-        return WorkflowPrompt.for_workflow(wf)
+    def workflow_prompt(self, wf: Workflow, replay: ReplayGuard) -> WorkflowPrompt:
+        return WorkflowPrompt.for_workflow(wf, replay)
 
-    def set_state_key(self, server: MCPServer, key: str) -> None:
-        seal_with(server._lowlevel_server, key)
+    def set_state_key(self, server: MCPServer, key: str) -> Callable[[], None]:
+        return seal_with(server._lowlevel_server, key)  # MCPServer does not record whether a policy was given
 
     def bootstrap_prompt(self, skill: Skill) -> BootstrapPrompt:
         return BootstrapPrompt.for_skill(skill)
@@ -231,12 +234,13 @@ class MCPAdapter(Adapter):
     def add_skill_tools(self, server: MCPServer, tree: SkillTree) -> SkillTools:
         return add_to_mcpserver(server, tree)
 
-    def add_workflow_tools(self, server: MCPServer, tools: Sequence[tuple[Workflow, WorkflowToolSpec]]) -> None:
+    def add_workflow_tools(self, server: MCPServer, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
+                           replay: ReplayGuard) -> None:
         # MCPServer adds tools from functions only, and a function's signature cannot carry a workflow's arguments
         # (any name, a schema of their own), so the tool object is put in the server's tool manager, where
         # add_tool() puts the ones it makes.
         for wf, spec in tools:
-            server._tool_manager._tools[spec.name] = WorkflowTool.for_workflow(wf, spec)
+            server._tool_manager._tools[spec.name] = WorkflowTool.for_workflow(wf, spec, replay)
 
     def add_tool(self, server: MCPServer, fn: Callable[..., Any], *, name: str, description: str, annotations: Any,
                  text_only: bool = False, host: bool = False) -> None:
