@@ -209,3 +209,147 @@ def test_the_python_api_raises_attach_error_for_a_step_that_does_not_fit(tmp_pat
 
     with pytest.raises(AttachError):
         anyio.run(start)
+
+
+# ------------------------------------------------------------------------------ real upstreams of other SDKs (slow)
+
+GATEWAY_WORKFLOWS = ROOT / "tests" / "server" / "gateway"
+# upstream -> (its test workflow's prompt, arguments, a read-only tool to call, what the confirmed step returns)
+REAL = {"sqlite": ("record_insight", {"insight": "sales are up"}, ("list_tables", {}), "Insight added to memo"),
+        "memory": ("remember_person", {"person": "Ada"}, ("read_graph", {}), '"name": "gateway-visitor"')}
+
+
+def real_upstream(which: str, tmp_path: Path) -> str:
+    from tests.remote.upstreams import memory_command, sqlite_command
+
+    return sqlite_command(tmp_path / "shop.db") if which == "sqlite" else memory_command(tmp_path / "memory.jsonl")
+
+
+def built_skills(which: str, upstream: str, tmp_path: Path) -> Path:
+    done = project_skill("build", str(GATEWAY_WORKFLOWS / which), "--tools-from", upstream, "--out", "skills",
+                         cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "skills"
+
+
+def tree_files(skills: Path) -> dict[str, bytes]:
+    return {f"skill://{p.relative_to(skills).as_posix()}": p.read_bytes()
+            for p in sorted(skills.rglob("*")) if p.is_file() and p.name != "skills.json"}
+
+
+async def through_the_gateway(target, which: str) -> dict:
+    """FastMCP's client: list and read (verified) every skill, call an upstream tool; mcp's client: run the workflow
+    prompt, saying yes to its confirmation."""
+    from fastmcp import Client as FastMCPClient
+    from fastmcp.skills import SkillsClientExtension
+    from mcp_types import ElicitResult
+
+    prompt, arguments, (tool, tool_args), _ = REAL[which]
+    async with FastMCPClient(target, extensions=[SkillsClientExtension()]) as client:
+        listed = await client.list_skills()
+        files = {}
+        for entry in listed:
+            skill = await client.read_skill(entry.uri)
+            files.update({entry.uri.removesuffix("SKILL.md") + rel: data for rel, data in skill.files.items()})
+        called = await client.call_tool_mcp(tool, tool_args)
+    asked: list[str] = []
+
+    async def yes(_ctx, params) -> ElicitResult:
+        asked.append(params.message)
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    url = target if isinstance(target, str) else None
+    async with Client(url or target.__dict__["_mcp_stdio"], elicitation_callback=yes) as c:
+        run = await c.get_prompt(prompt, arguments)
+    return {"files": files, "called": called, "asked": asked, "run": "\n".join(m.content.text for m in run.messages)}
+
+
+def check_seen(seen: dict, which: str, skills: Path) -> None:
+    assert seen["files"] == tree_files(skills)  # every file, byte-equal to the built tree
+    assert not seen["called"].is_error, seen["called"]
+    assert len(seen["asked"]) == 1  # the confirm: step asked once
+    assert REAL[which][3] in seen["run"], seen["run"]
+
+
+def gateway_argv(upstream: str, which: str) -> list[str]:
+    return ["-m", "projector.cli", "serve", "--upstream", upstream, "--skills", "skills", "--workflows",
+            str(GATEWAY_WORKFLOWS / which)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", sorted(REAL))
+def test_a_real_upstream_over_stdio(tmp_path, which):
+    from fastmcp.client.transports import StdioTransport
+    from mcp.client.stdio import StdioServerParameters
+
+    upstream = real_upstream(which, tmp_path)
+    skills = built_skills(which, upstream, tmp_path)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    transport = StdioTransport(sys.executable, gateway_argv(upstream, which), env=env, cwd=str(tmp_path))
+    transport.__dict__["_mcp_stdio"] = StdioServerParameters(command=sys.executable, args=gateway_argv(upstream, which),
+                                                             env=env, cwd=str(tmp_path))
+    check_seen(anyio.run(through_the_gateway, transport, which), which, skills)
+
+
+def start_gateway_http(upstream: str, which: str, cwd: Path) -> tuple[subprocess.Popen, str]:
+    import socket
+
+    from .test_serve_skills import free_port
+
+    port = free_port()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, *gateway_argv(upstream, which), "--http", f"127.0.0.1:{port}"], cwd=cwd,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the gateway exited: {proc.stderr.read().decode()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the gateway did not listen within 60 s")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", sorted(REAL))
+def test_a_real_upstream_over_http_for_fastmcp_and_the_typescript_v2_client(tmp_path, which):
+    import base64
+    import json
+
+    from tests.remote.upstreams import conformance_script, installed
+
+    from .test_serve_skills import stop
+
+    upstream = real_upstream(which, tmp_path)
+    skills = built_skills(which, upstream, tmp_path)
+    proc, url = start_gateway_http(upstream, which, tmp_path)
+    try:
+        check_seen(anyio.run(through_the_gateway, url, which), which, skills)
+        script = conformance_script()
+        client_dir = script.install_peer(script.cache_dir(), script.TS_CLIENT_V2, log=lambda *_: None)
+        ts = subprocess.run([str(installed()["node"]), str(ROOT / "tests" / "server" / "ts_skills_v2_client.cjs"),
+                             str(client_dir), "http", url], capture_output=True, text=True, timeout=120)
+        assert ts.returncode == 0, ts.stderr
+        read = {uri: base64.b64decode(data) for uri, data in json.loads(ts.stdout)["files"].items()}
+        assert read == tree_files(skills)
+    finally:
+        stop(proc)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", sorted(REAL))
+def test_the_skills_conformance_scenarios_pass_against_the_gateway(tmp_path, which):
+    from tests.remote.upstreams import conformance_script
+
+    upstream = real_upstream(which, tmp_path)
+    built_skills(which, upstream, tmp_path)
+    command = shlex.join([sys.executable, *gateway_argv(upstream, which), "--skills", str(tmp_path / "skills")])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance.py"), "--server-only",
+                           "--server-command", command], capture_output=True, text=True, timeout=600, env=env)
+    assert conformance_script() is not None
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "GREEN" in done.stdout
