@@ -161,7 +161,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
     from .remote.tools import SNAPSHOT_LIMIT, tools_snapshot
 
-    data = tools_snapshot(args.server)
+    data = tools_snapshot(args.server, verbose=args.verbose)
     count = len(json.loads(data)["tools"])
     if args.check:
         from . import bounded
@@ -299,6 +299,8 @@ def _add_tools(sub: Any) -> None:
     mode = t.add_mutually_exclusive_group()
     mode.add_argument("--out", metavar="FILE", help="write the snapshot to FILE atomically instead of printing it")
     mode.add_argument("--check", metavar="FILE", help="exit 1 with a diff when FILE is not the server's snapshot")
+    t.add_argument("--verbose", action="store_true",
+                   help="show a stdio server's stderr as it comes (by default it is shown only when the server fails)")
     t.set_defaults(func=cmd_tools)
 
 

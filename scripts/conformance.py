@@ -18,7 +18,13 @@ one half.
 
 ``--install-only`` also installs the npm peers that the cross-SDK tests drive (:data:`PEERS`: the TypeScript SDK
 v1, its v2 client and the Inspector), each at its pinned version in its own folder under the cache, skipped when
-already there.
+already there; and the upstream servers that ``serve --upstream`` is tested behind (:func:`install_upstreams`): the
+reference memory server from npm (:data:`SERVER_MEMORY`, TypeScript SDK v1), and the reference SQLite server from
+PyPI, which runs only on ``mcp`` 1.x, in a virtual environment of its own (:data:`SQLITE`).
+
+To run the server scenarios against a gateway in front of another server, give the serve command:
+``--server-only --server-command "project-skill serve --upstream 'SERVER' --skills DIR --workflows DIR"``
+(tests/server/test_gateway.py does, for both upstreams).
 """
 
 from __future__ import annotations
@@ -130,6 +136,66 @@ TS_SDK = Peer("ts-sdk", TS_SDK_PACKAGE, TS_SDK_VERSION)
 TS_CLIENT_V2 = Peer("ts-client-v2", "@modelcontextprotocol/client", "2.4.0")
 INSPECTOR = Peer("inspector", "@modelcontextprotocol/inspector", "2.12.0")
 PEERS = (TS_SDK, TS_CLIENT_V2, INSPECTOR)
+# an upstream server of another language and SDK, for serve --upstream (the TypeScript SDK v1 inside)
+SERVER_MEMORY = Peer("server-memory", "@modelcontextprotocol/server-memory", "2026.8.31")
+
+
+@dataclass(frozen=True)
+class PythonUpstream:
+    """A Python MCP server from PyPI that needs its own virtual environment (here: one on ``mcp`` 1.x, which cannot
+    be installed beside ``project-skill``), at pinned versions, under the cache."""
+
+    folder: str  # under the cache
+    requirements: tuple[str, ...]
+    command: str  # the console script it installs
+
+    def dir(self, cache: Path) -> Path:
+        return cache / self.folder
+
+    def executable(self, cache: Path) -> Path:
+        return self.dir(cache) / "bin" / self.command
+
+    def installed(self, cache: Path) -> bool:
+        try:
+            done = (self.dir(cache) / "installed.txt").read_text("utf-8")
+        except OSError:
+            return False
+        return done == "\n".join(self.requirements) + "\n" and self.executable(cache).exists()
+
+
+# the reference SQLite server (mcp-server-sqlite builds its low-level Server inside `async main()`, on mcp 1.x)
+SQLITE = PythonUpstream("upstreams/sqlite-venv", ("mcp-server-sqlite==2025.4.25", "mcp==1.30.0"),
+                        "mcp-server-sqlite")
+
+
+def install_python_upstream(cache: Path, upstream: PythonUpstream, log=print) -> Path:
+    """Create ``cache/<upstream.folder>`` (``python -m venv``) and pip-install the pinned requirements into it, unless
+    they are already there; returns the server's executable. A failure raises :class:`ConformanceError`."""
+    if upstream.installed(cache):
+        return upstream.executable(cache)
+    folder = upstream.dir(cache)
+    shutil.rmtree(folder, ignore_errors=True)  # a half-made environment is made again
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    log(f"conformance: installing {' '.join(upstream.requirements)} into {folder}")
+    steps = ([sys.executable, "-m", "venv", str(folder)],
+             [str(folder / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+              *upstream.requirements])
+    for step in steps:
+        proc = subprocess.run(step, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise ConformanceError(f"{' '.join(step[:4])} failed (exit {proc.returncode}):\n{proc.stdout}"
+                                   f"{proc.stderr}")
+    (folder / "installed.txt").write_text("\n".join(upstream.requirements) + "\n", "utf-8")
+    if not upstream.installed(cache):
+        raise ConformanceError(f"installed {' '.join(upstream.requirements)}, but {upstream.executable(cache)} "
+                               "is missing")
+    return upstream.executable(cache)
+
+
+def install_upstreams(cache: Path, log=print) -> dict[str, Path]:
+    """The upstream servers ``serve --upstream`` is tested behind: the npm memory server's folder and the SQLite
+    server's executable."""
+    return {"memory": install_peer(cache, SERVER_MEMORY, log), "sqlite": install_python_upstream(cache, SQLITE, log)}
 
 
 def install_peer(cache: Path, peer: Peer, log=print) -> Path:
@@ -358,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.install_only:
             for peer in PEERS:
                 install_peer(cache, peer)
+            install_upstreams(cache)
             return 0
         results: list[Result] = []
         if not args.client_only:

@@ -31,6 +31,8 @@ def _seconds(value: str) -> float:
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=_seconds, default=60.0, metavar="SECONDS",
                    help="how long to wait for each server response (default: 60)")
+    p.add_argument("--verbose", action="store_true",
+                   help="show a stdio server's stderr as it comes (by default it is shown only when the server fails)")
 
 
 FRONTMATTER_YAML_HELP = ("how SKILL.md frontmatter is read to compare it with its entry: 1.2 (the default, as the "
@@ -113,7 +115,7 @@ async def cmd_list(args: argparse.Namespace) -> int:
     from ..bundle import stable_json
     from .client import connect
 
-    async with connect(args.server, timeout=args.timeout) as remote:
+    async with connect(args.server, timeout=args.timeout, verbose=args.verbose) as remote:
         entries = sorted(await remote.list_skills(), key=lambda e: e.uri)
     if args.format == "json":
         sys.stdout.write(stable_json({"skills": [e.raw for e in entries]}).decode("utf-8"))
@@ -138,7 +140,7 @@ async def cmd_load(args: argparse.Namespace) -> int:
     lock = read_lock(args.locked) if args.locked else None
     opts = Options(args.server, lock, args.locked, writing=bool(args.out), allow_dynamic=args.allow_dynamic,
                    frontmatter_yaml=args.frontmatter_yaml, keep_going=args.keep_going)
-    async with connect(args.server, timeout=args.timeout) as remote:
+    async with connect(args.server, timeout=args.timeout, verbose=args.verbose) as remote:
         targets = await choose(remote, args.server, args.targets, everything=args.all, lock=lock,
                                lock_path=args.locked, allow_empty=args.allow_empty)
         batch = await load_targets(remote, targets, opts)
@@ -214,7 +216,7 @@ async def cmd_pin(args: argparse.Namespace) -> int:
     from .targets import resolve
 
     lock = read_lock(args.lock, missing_ok=True)
-    async with connect(args.server, timeout=args.timeout) as remote:
+    async with connect(args.server, timeout=args.timeout, verbose=args.verbose) as remote:
         targets = await resolve(remote, args.targets, not args.targets)
     for entry, files in targets:
         if files is not None:

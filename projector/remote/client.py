@@ -40,7 +40,8 @@ from ..sep2640 import (EXTENSION_ID, SKILL_FILE, SkillEntry, check_manifest, che
                        verify_bytes)
 from .errors import DynamicDeclined, RemoteError, ServerError, VerificationError
 from .pins import Pin, compare
-from .transport import MAX_LISTING, MAX_MESSAGE, MAX_READ, Budget, bounded_http_client, bounded_stdio_client, read_limit
+from .transport import (MAX_LISTING, MAX_MESSAGE, MAX_READ, Budget, ServerLog, bounded_http_client, bounded_stdio_client,
+                        read_limit)
 from .verify import check_frontmatter, frontmatter_note
 
 _RAW = TypeAdapter(dict[str, Any])
@@ -107,14 +108,19 @@ class RemoteSkills:
     ``resources/read`` by the manifest's size for that file, any other message by ``max_message`` bytes, and all
     pages of one ``skills/list`` by ``max_listing``. A message past its limit is ``response-too-large``, and the
     connection is closed. Other targets (an in-process server, a transport of the caller's) are the caller's to
-    bound."""
+    bound.
+
+    A command line's stderr is kept, not shown (:class:`~.transport.ServerLog`): its last lines join the error when
+    the server fails; ``verbose=True`` passes it through as it comes."""
 
     server: Any
     label: str = "<server>"
     timeout: float | None = 60.0  # seconds to wait for each response; None waits forever
     max_message: int = MAX_MESSAGE
     max_listing: int = MAX_LISTING
+    verbose: bool = False
     _client: Client | None = field(default=None, init=False, repr=False)
+    _log: ServerLog | None = field(default=None, init=False, repr=False)
     _budget: Budget = field(default_factory=Budget, init=False, repr=False)
 
     def _transport(self, target: Any) -> Any:
@@ -122,8 +128,13 @@ class RemoteSkills:
         if isinstance(target, str):
             return bounded_http_client(target, self._budget)
         if isinstance(target, StdioServerParameters):
-            return bounded_stdio_client(target, self._budget)
+            self._log = ServerLog(verbose=self.verbose)
+            return bounded_stdio_client(target, self._budget, self._log)
         return target
+
+    def server_note(self) -> str:
+        """For an error: how a stdio server ended and the last lines of its stderr ("" when there is nothing)."""
+        return self._log.note() if self._log is not None else ""
 
     def _expect(self, limit: int, what: str, where: str) -> None:
         """Bound the next answer; refuse at once when an earlier one went past its limit (the connection is
@@ -148,7 +159,7 @@ class RemoteSkills:
             raise
         except Exception as exc:  # transports raise many kinds: OSError, httpx errors, exception groups
             self._tripped()
-            raise ServerError("server-error", self.label, f"cannot connect: {_describe(exc)}",
+            raise ServerError("server-error", self.label, f"cannot connect: {_describe(exc)}{self.server_note()}",
                               "give an http(s)://…/mcp URL or a command line that starts an MCP server on stdio"
                               ) from None
         self._client = client
@@ -198,7 +209,8 @@ class RemoteSkills:
             raise
         except Exception as exc:
             self._tripped()
-            raise ServerError("server-error", self.label, f"{method} failed: {_describe(exc)}") from None
+            raise ServerError("server-error", self.label, f"{method} failed: {_describe(exc)}{self.server_note()}"
+                              ) from None
 
     def _require_skills(self) -> None:
         if self.declares_skills() is False:
@@ -365,13 +377,14 @@ class RemoteSkills:
 
 
 def connect(server: Any, label: str | None = None, *, timeout: float | None = 60.0, max_message: int = MAX_MESSAGE,
-            max_listing: int = MAX_LISTING) -> RemoteSkills:
+            max_listing: int = MAX_LISTING, verbose: bool = False) -> RemoteSkills:
     """A :class:`RemoteSkills` for ``server`` (a spec string, or anything :class:`mcp.Client` accepts).
     ``timeout``: seconds to wait for each response (None: no limit). ``max_message``: bytes in any message but a
-    file's read; ``max_listing``: bytes of all pages of one ``skills/list``."""
+    file's read; ``max_listing``: bytes of all pages of one ``skills/list``. ``verbose``: pass a stdio server's
+    stderr through (by default it is kept and shown only when the server fails)."""
     if label is None:
         label = server if isinstance(server, str) else type(server).__name__
-    return RemoteSkills(server, label, timeout, max_message, max_listing)
+    return RemoteSkills(server, label, timeout, max_message, max_listing, verbose)
 
 
 def skill_of(entries: list[SkillEntry], file_uri: str) -> SkillEntry | None:

@@ -275,21 +275,23 @@ def server_tool(t: Any) -> Tool:
     return from_listing(t)
 
 
-async def fetch_snapshot(server: Any, label: str | None = None) -> bytes:
+async def fetch_snapshot(server: Any, label: str | None = None, verbose: bool = False) -> bytes:
     """The snapshot bytes of every page of ``tools/list`` from ``server`` (a spec string or anything
-    :class:`mcp.Client` takes), within :data:`MAX_PAGES` pages."""
+    :class:`mcp.Client` takes), within :data:`MAX_PAGES` pages. A stdio server's stderr is shown only when it
+    fails, or with ``verbose``."""
     from .client import _describe, connect
     from .errors import ServerError
 
     entries: list[dict[str, Any]] = []
-    async with connect(server, label) as remote:
+    async with connect(server, label, verbose=verbose) as remote:
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(MAX_PAGES):
             try:
                 page = await remote.client.list_tools(cursor=cursor)
             except Exception as exc:
-                raise ServerError("server-error", remote.label, f"tools/list failed: {_describe(exc)}") from None
+                raise ServerError("server-error", remote.label,
+                                  f"tools/list failed: {_describe(exc)}{remote.server_note()}") from None
             entries.extend(wire_tool(t) for t in page.tools)
             cursor = page.next_cursor
             if cursor is None:
@@ -326,11 +328,11 @@ def load_tools(spec: Any, label: str | None = None) -> tuple[dict[str, Tool], To
     return anyio.run(load_tools_async, spec, label)
 
 
-def tools_snapshot(server: Any, label: str | None = None) -> bytes:
+def tools_snapshot(server: Any, label: str | None = None, verbose: bool = False) -> bytes:
     """``project-skill tools SERVER``: the snapshot bytes (checked by reading them back, as ``--tools-from`` will)."""
     import anyio
 
-    data = anyio.run(fetch_snapshot, server, label)
+    data = anyio.run(fetch_snapshot, server, label, verbose)
     parse_snapshot(data, label or str(server), code="server-error")
     return data
 

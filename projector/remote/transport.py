@@ -17,15 +17,25 @@ may take :func:`read_limit` of the manifest's size for that file, any other mess
 ``skills/list``, ``skills/get``, ``tools/list``) :data:`MAX_MESSAGE`. A message past its limit trips the budget:
 the transport stops reading, the connection is closed (the stdio reader ends the session's stream; every later HTTP
 body is refused at once), and the client raises ``response-too-large`` instead of the transport's error.
+
+A stdio server's stderr never reaches the terminal unasked: :class:`ServerLog` keeps its last
+:data:`LOG_TAIL_BYTES` (read as it comes, so the pipe never fills), shown when the server fails
+(:meth:`ServerLog.note`) and passed through as it comes with ``verbose=True``. One block is left out of what is
+shown: the warning an ``mcp`` 1.x server logs for the ``server/discover`` probe that ``mcp`` 2.x clients send first
+(``Failed to validate request: 31 validation errors for ClientRequest``, about 94 lines) before they fall back to
+the initialize handshake. The server's stderr is its own, so that block is dropped there, not in the client's
+logging.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import anyio
@@ -44,6 +54,14 @@ READ_EXPANSION = 6  # JSON text escapes one byte as at most six (\u0000); base64
 READ_OVERHEAD = 64 * 1024  # a read's envelope: JSON-RPC, the URI, the MIME type, _meta
 MAX_LISTING = 64 * 1024 * 1024  # bytes of every skills/list page of one listing together
 _SSE_BOUNDARIES = (b"\n\n", b"\r\r", b"\n\r\n")  # a blank line ends an SSE event (\r\n\r\n holds \n\r\n)
+LOG_TAIL_BYTES = 64 * 1024  # of a stdio server's stderr, kept to show when it fails
+LOG_SHOWN_LINES = 12  # of that tail, shown in an error
+LOG_SHOWN_CHARS = 2000
+_STDERR_GRACE = 2.0  # seconds to read the rest of a stopped server's stderr (a child may hold the pipe open)
+# the warning an mcp 1.x server logs for the server/discover probe: this line, then pydantic's error list (a field
+# path, then indented lines, per error)
+_NOISE_HEAD = re.compile(r"Failed to validate request: \d+ validation errors? for ClientRequest")
+_ERROR_PATH = re.compile(r"[A-Za-z_][\w.\[\]-]*")
 _HINT = ("a file's read is bounded by its size in the manifest (6 times it, plus 64 KiB, for JSON escaping), any other "
          "message by 16 MiB")
 
@@ -83,6 +101,61 @@ class Budget:
 # ------------------------------------------------------------------------------------------------------ stdio
 
 
+def without_discover_noise(lines: list[str]) -> list[str]:
+    """``lines`` without the warnings an ``mcp`` 1.x server logs for a ``server/discover`` request (each one a
+    :data:`_NOISE_HEAD` line and pydantic's error list after it, which quotes 'server/discover'). Any other
+    validation warning is kept."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if _NOISE_HEAD.search(lines[i]):
+            j = i + 1
+            while j < len(lines) and (lines[j][:1] in (" ", "\t") or _ERROR_PATH.fullmatch(lines[j])):
+                j += 1
+            if any("'server/discover'" in line for line in lines[i:j]):
+                i = j
+                continue
+        out.append(lines[i])
+        i += 1
+    return out
+
+
+@dataclass
+class ServerLog:
+    """A stdio server's stderr: the last ``limit`` bytes kept, to show when the server fails; with ``verbose``, also
+    written to this process's stderr as it comes."""
+
+    verbose: bool = False
+    limit: int = LOG_TAIL_BYTES
+    tail: bytearray = field(default_factory=bytearray)
+    exited: int | None = None  # the server's exit status, once it is known to have exited
+
+    def write(self, chunk: bytes) -> None:
+        if self.verbose:
+            sys.stderr.buffer.write(chunk)
+            sys.stderr.buffer.flush()
+        self.tail += chunk
+        if len(self.tail) > self.limit:
+            del self.tail[: len(self.tail) - self.limit]
+
+    def text(self) -> str:
+        """What the server wrote last (at most :data:`LOG_SHOWN_LINES` lines, :data:`LOG_SHOWN_CHARS` characters),
+        without the ``server/discover`` warning of an ``mcp`` 1.x server, on one line: " | " between lines."""
+        lines = [x.strip() for x in without_discover_noise(self.tail.decode("utf-8", "replace").splitlines())]
+        said = " | ".join([x for x in lines if x][-LOG_SHOWN_LINES:])
+        return said if len(said) <= LOG_SHOWN_CHARS else "…" + said[-LOG_SHOWN_CHARS:]
+
+    def note(self) -> str:
+        """For an error message: how the server ended and what it wrote last, or "" when there is nothing to say.
+        (A diagnostic is one line: its control characters are escaped when it is made.)"""
+        said = "" if self.verbose else self.text()  # verbose: it is on the terminal already
+        ended = f"the server exited with status {self.exited}" if self.exited is not None else ""
+        if not said:
+            return f"; {ended}" if ended else ""
+        head = f"{ended}; its stderr" if ended else "the server's stderr"
+        return f"; {head} ended with: {said}"
+
+
 def _parse(line: bytes, server: StdioServerParameters) -> SessionMessage | Exception:
     from mcp.client import stdio as sdk
 
@@ -120,15 +193,17 @@ async def _pump(stdout: Any, writer: Any, server: StdioServerParameters, budget:
 
 @asynccontextmanager
 async def bounded_stdio_client(server: StdioServerParameters, budget: Budget,
-                               errlog: TextIO = sys.stderr) -> AsyncIterator[Any]:
+                               errlog: TextIO | ServerLog = sys.stderr) -> AsyncIterator[Any]:
     """:func:`mcp.client.stdio.stdio_client` with a bounded reader (:func:`_pump`). The process is started, and
-    stopped (stdin closed, a grace period, then the whole process tree killed), by the SDK's own functions."""
+    stopped (stdin closed, a grace period, then the whole process tree killed), by the SDK's own functions. With a
+    :class:`ServerLog` for ``errlog``, the server's stderr is read into it (and its exit status noted)."""
     from mcp.client import stdio as sdk
 
     command = await sdk._get_executable_command(server.command)
+    log = errlog if isinstance(errlog, ServerLog) else None
     process = await sdk._create_platform_compatible_process(
-        command=command, args=server.args, env=sdk.get_default_environment() | (server.env or {}), errlog=errlog,
-        cwd=server.cwd)
+        command=command, args=server.args, env=sdk.get_default_environment() | (server.env or {}),
+        errlog=subprocess.PIPE if log is not None else errlog, cwd=server.cwd)  # type: ignore[arg-type]
     read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
     shutting_down = False
@@ -148,6 +223,19 @@ async def bounded_stdio_client(server: StdioServerParameters, budget: Budget,
             if not shutting_down:
                 logger.exception("Reading from the MCP server's stdout failed mid-session")
 
+    stderr_done = anyio.Event()
+
+    async def stderr_reader() -> None:
+        assert log is not None and process.stderr is not None
+        try:
+            async for chunk in process.stderr:
+                log.write(chunk)
+            log.exited = await process.wait()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            pass
+        finally:
+            stderr_done.set()
+
     async def stdin_writer() -> None:
         assert process.stdin, "Opened process is missing stdin"
         try:
@@ -166,12 +254,17 @@ async def bounded_stdio_client(server: StdioServerParameters, budget: Budget,
         with anyio.move_on_after(sdk._WRITER_FLUSH_TIMEOUT):
             await writer_done.wait()
         await sdk._stop_server_process(process)
+        if log is not None:
+            with anyio.move_on_after(_STDERR_GRACE):  # what the server wrote as it ended, for the error
+                await stderr_done.wait()
         await sdk._aclose_all(read_stream, write_stream, read_stream_writer, write_stream_reader)
         await anyio.lowlevel.checkpoint()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(stdout_reader)
         tg.start_soon(stdin_writer)
+        if log is not None:
+            tg.start_soon(stderr_reader)
         try:
             yield read_stream, write_stream
         finally:

@@ -31,6 +31,9 @@ The same call takes a ``fastmcp.FastMCP`` (the ``project-skill[fastmcp]`` extra)
 (:mod:`projector.server.adapters`) behind the one algorithm of :mod:`projector.server.attaching`. On MCPServer the
 extension is registered through its private ``_apply_extension`` unless the server was built with it
 (:func:`build_server` does that, with public API only): see :mod:`projector.server.adapters.mcp`.
+
+For a server that is not a Python object of these frameworks (``mcp`` 1.x, another SDK, another language),
+:func:`gateway` serves the same in front of it, over stdio or HTTP (:mod:`projector.server.gateway`).
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ from .adapters.mcp import build_server
 from .attaching import attach, attach_async, check_served_workflows, load_workflows
 from .bootstrap import bootstrap_name
 from .errors import AttachError
+from .gateway import gateway, serve_gateway_async
 from .http import serve_http, serve_http_async
 from .skills import SKILLS_EXTENSION, SkillsExtension, SkillTree
 
 __all__ = ["SKILLS_EXTENSION", "AttachError", "SkillTree", "SkillsExtension", "attach", "attach_async",
-           "bootstrap_name", "build_server", "check_served_workflows", "load_workflows", "serve_http",
-           "serve_http_async"]
+           "bootstrap_name", "build_server", "check_served_workflows", "gateway", "load_workflows",
+           "serve_gateway_async", "serve_http", "serve_http_async"]

@@ -10,6 +10,10 @@ stdio is the default. ``--http`` serves Streamable HTTP at ``http://HOST:PORT/mc
 any process, so it scales out behind a load balancer); HOST defaults to 127.0.0.1. Where it listens goes to stderr.
 Over HTTP, a request whose Host or Origin names another server is refused (DNS rebinding); ``--allow-host`` and
 ``--allow-origin`` add the names a real deployment is reached by (:mod:`projector.server.http`).
+
+``--upstream SERVER`` (a stdio command line or an ``http(s)://`` URL) serves them in front of any other MCP server,
+of any language, SDK or protocol era: its tools are passed through, and the workflows' steps call them
+(:mod:`projector.server.gateway`). Its stderr is shown only when it fails, or with ``--verbose``.
 """
 
 from __future__ import annotations
@@ -99,6 +103,18 @@ def parser(name: str) -> argparse.ArgumentParser:
     ap.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN", type=_allowed_origin,
                     help="HTTP: also accept requests sent by a browser page of ORIGIN (e.g. https://app.example.com); "
                          "repeatable. Any other Origin is refused with 403")
+    ap.add_argument("--upstream", metavar="SERVER",
+                    help="serve in front of another MCP server, of any language, SDK or protocol era: a stdio "
+                         "command line (one argument, split like a shell would) or an http(s)://…/mcp URL. Its "
+                         "tools are passed through unchanged, and every workflow step is checked against them at "
+                         "start-up and calls them. Not with MODULE:ATTR")
+    ap.add_argument("--upstream-timeout", type=float, default=None, metavar="SECONDS",
+                    help="--upstream: how long to wait for its handshake and tools/list at start-up, and for each "
+                         "forwarded tool call (default: 30 at start-up, 60 for a call); past it the start fails, and "
+                         "a call is a tool error")
+    ap.add_argument("--verbose", action="store_true",
+                    help="--upstream: show a stdio upstream's stderr as it comes (by default it is shown only when "
+                         "the upstream fails)")
     ap.add_argument("--framework", choices=adapters.names(), default=None,
                     help="the demo's framework: mcp's MCPServer (the default) or FastMCP (needs the "
                          "project-skill[fastmcp] extra). A target's framework is detected from the object; when "
@@ -201,6 +217,8 @@ def _serve(name: str, argv: list[str]) -> int:
     args = parser(name).parse_args(argv)
     if args.ttl_ms < 0:
         raise UsageError("--ttl-ms must be 0 or more")
+    if args.upstream is not None:
+        return _serve_upstream(name, args)
     server, framework = _server(args)
     what = f"{args.target}, {framework}" if args.target is not None else framework
     try:
@@ -218,6 +236,54 @@ def _serve(name: str, argv: list[str]) -> int:
     except KeyboardInterrupt:  # pragma: no cover
         return EXIT_OK
     return EXIT_OK
+
+
+def _serve_upstream(name: str, args: argparse.Namespace) -> int:
+    """``serve --upstream SERVER``: the gateway (:mod:`projector.server.gateway`), on stdio or HTTP."""
+    import anyio
+    from mcp.server.caching import CacheHint
+
+    from .gateway import serve_gateway_async
+
+    if args.target is not None:
+        raise UsageError(f"give MODULE:ATTR ({args.target}) or --upstream, not both")
+    if args.upstream_timeout is not None and not args.upstream_timeout > 0:
+        raise UsageError("--upstream-timeout must be a positive number of seconds")
+    framework = args.framework or adapters.DEFAULT
+    missing = adapters.missing(framework)
+    if missing is not None:
+        raise UsageError(f"--framework {framework} {missing}")
+    where = "on stdio" if args.http is None else f"at http://{_shown(args.http[0])}:{args.http[1]}/mcp"
+
+    def ready(_: Any) -> None:
+        print(f"project-skill {name}: serving MCP {where} (in front of {args.upstream}, {framework})",
+              file=sys.stderr, flush=True)
+
+    timeouts = ({} if args.upstream_timeout is None
+                else {"start_timeout": args.upstream_timeout, "timeout": args.upstream_timeout})
+    from .replay import from_env
+
+    replay = from_env()  # $PROJECT_SKILL_REPLAY_DB, checked now: before anyone can say yes
+    options = dict(framework=framework, verbose=args.verbose, page_size=args.page_size,
+                   cache=CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope), skill_tools=args.skill_tools,
+                   workflow_tools=args.workflow_tools, replay=replay, **timeouts)
+    try:
+        anyio.run(lambda: serve_gateway_async(
+            args.upstream, args.skills, args.workflows, http=args.http, allow_hosts=args.allow_host,
+            allow_origins=args.allow_origin, max_line_bytes=args.max_line_bytes, ready=ready, **options))
+    except AttachError as exc:
+        raise AttachError(_on_the_command_line(exc.diagnostics, {
+            ATTACH_HINT: f"the upstream {args.upstream} has no such tool; fix the step, or serve an upstream that "
+                         f"has it",
+            ATTACH_RESOURCE_HINT: "the gateway serves none of the upstream's resources; steps that read resources "
+                                  "need MODULE:ATTR"})) from None
+    except KeyboardInterrupt:  # pragma: no cover
+        return EXIT_OK
+    return EXIT_OK
+
+
+def _shown(host: str) -> str:
+    return f"[{host}]" if _is_v6(host) else host
 
 
 def _is_v6(host: str) -> bool:

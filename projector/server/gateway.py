@@ -1,0 +1,225 @@
+"""``project-skill serve --upstream SERVER``: the skills, the workflow prompts and the bootstrap prompts in front of any
+MCP server, whatever its language, SDK or protocol era.
+
+::
+
+    from projector.server import gateway, serve_http_async
+
+    async with gateway("mcp-server-sqlite --db-path shop.db", "shop_skills", "shop_workflows") as server:
+        await serve_http_async(server, "127.0.0.1", 8000)
+
+SERVER is a stdio command line or an ``http(s)://`` URL, as ``remote`` and ``--tools-from`` take it
+(:func:`projector.remote.client.parse_server`). The gateway connects to it as a client, through the connection of
+projector's verifying client (:func:`projector.remote.connect`): ``mcp``'s :class:`mcp.Client`, which probes
+``server/discover`` and falls back to the initialize handshake, so a server of either era answers; every message
+bounded where its bytes arrive; a stdio server's stderr kept and shown only when it fails, or with ``verbose``.
+
+Then it builds a server of the chosen framework (mcp's ``MCPServer``, or FastMCP) whose tools are the upstream's,
+forwarding: the same names, schemas and annotations in ``tools/list``, and each ``tools/call`` sent upstream and its
+result returned unchanged (an upstream's JSON-RPC error stays that error). On that server it calls the one
+:func:`~projector.server.attach`, so every step is checked against the upstream's tools at start-up by the same
+rules, and the workflow prompts' steps call the upstream's tools through the forwarding ones.
+
+Why ``mcp``'s client session and not FastMCP's proxy: one connection serves both frameworks, FastMCP stays an optional
+extra, and the client already has the bounds, the stderr capture and the era fallback that the commands use
+(FastMCP's proxy client must be told ``mode="auto"`` for a handshake-era server and has neither bound).
+
+Bounds: the handshake and ``tools/list`` must each end within ``start_timeout`` seconds, or the gateway stops with an
+error naming the upstream; each forwarded call waits ``timeout`` seconds at most. A call to an upstream that
+has died or does not answer in time is a tool error (``isError``), never a hang.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import mcp_types
+from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+from ..errors import printable
+from ..remote.client import RemoteSkills, _describe, connect
+from ..remote.errors import ServerError
+from . import adapters
+from .attaching import Skills, Workflows, attach_async
+
+START_TIMEOUT = 30.0  # seconds for the upstream's handshake and tools/list
+CALL_TIMEOUT = 60.0  # seconds for each forwarded call
+MAX_PAGES = 1000  # of the upstream's tools/list
+
+Forward = Callable[[str, dict[str, Any]], Any]  # (name, arguments) -> awaitable CallToolResult
+
+
+class UpstreamGone(Exception):
+    """A forwarded call that the upstream did not answer: it has exited, closed the connection, or timed out."""
+
+
+class Upstream:
+    """The connection to the upstream server, held while the gateway serves."""
+
+    def __init__(self, remote: RemoteSkills, spec: str, timeout: float = CALL_TIMEOUT):
+        self.remote, self.spec, self.timeout = remote, spec, timeout
+        self._told = False
+
+    async def tools(self) -> list[mcp_types.Tool]:
+        """Every page of the upstream's ``tools/list``, within :data:`MAX_PAGES` pages."""
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            page = await self.remote.client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                return tools
+            if cursor in seen:
+                raise ServerError("server-error", self.spec, "tools/list repeated a cursor")
+            seen.add(cursor)
+        raise ServerError("server-error", self.spec, f"tools/list did not end within {MAX_PAGES} pages")
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
+        """``tools/call`` upstream; its result as it came. :class:`UpstreamGone` when no answer can come."""
+        try:
+            return await self.remote.client.call_tool(name, arguments, read_timeout_seconds=self.timeout)
+        except MCPError as exc:
+            if exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+                raise  # the upstream's own answer: passed on as that JSON-RPC error
+            raise self._gone(name, exc) from None
+        except Exception as exc:  # a closed stream, a transport's error
+            raise self._gone(name, exc) from None
+
+    def _gone(self, name: str, exc: BaseException) -> UpstreamGone:
+        note = self.remote.server_note()
+        if note and not self._told:  # once on the gateway's stderr, where its operator sees it
+            self._told = True
+            print(f"project-skill serve: the upstream {printable(self.spec)} failed{note}", file=sys.stderr,
+                  flush=True)
+        return UpstreamGone(f"the upstream server did not answer tools/call {name}: {_describe(exc)}{note}")
+
+
+# ------------------------------------------------------------------------------------------------------ frameworks
+
+
+def _mcp_server(name: str, tools: list[mcp_types.Tool], forward: Forward) -> Any:
+    """An ``MCPServer`` built with one forwarding tool per upstream tool (its ``tools=`` argument: public API)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.tools.base import Tool
+    from mcp.server.mcpserver.utilities.func_metadata import func_metadata
+
+    def _forwarded() -> None:  # pragma: no cover - the tool's run never calls it
+        """Stands for the upstream tool: its arguments are checked upstream, against its own schema."""
+
+    class ForwardingTool(Tool):
+        upstream_output_schema: dict[str, Any] | None = None
+
+        @property
+        def output_schema(self) -> dict[str, Any] | None:  # type: ignore[override]
+            return self.upstream_output_schema
+
+        async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+            try:
+                return await forward(self.name, arguments)
+            except UpstreamGone as exc:
+                raise ToolError(str(exc)) from None
+
+    made = [ForwardingTool(fn=_forwarded, name=t.name, title=t.title, description=t.description or "",
+                           parameters=t.input_schema, fn_metadata=func_metadata(_forwarded), is_async=True,
+                           annotations=t.annotations, icons=t.icons, meta=t.meta,
+                           upstream_output_schema=t.output_schema) for t in tools]
+    return MCPServer(name, tools=made)
+
+
+def _fastmcp_server(name: str, tools: list[mcp_types.Tool], forward: Forward) -> Any:
+    """A ``fastmcp.FastMCP`` with one forwarding tool per upstream tool."""
+    from fastmcp import FastMCP
+    from fastmcp.exceptions import ToolError
+    from fastmcp.tools import Tool, ToolResult
+
+    class ForwardingTool(Tool):
+        async def run(self, arguments: dict[str, Any]) -> ToolResult:  # type: ignore[override]
+            try:
+                result = await forward(self.name, arguments)
+            except UpstreamGone as exc:
+                raise ToolError(str(exc)) from None
+            return ToolResult(content=result.content, structured_content=result.structured_content,
+                              meta=result.meta, is_error=bool(result.is_error))
+
+    server = FastMCP(name)
+    for t in tools:
+        server.add_tool(ForwardingTool(name=t.name, title=t.title, description=t.description,
+                                       parameters=t.input_schema, output_schema=t.output_schema,
+                                       annotations=t.annotations, icons=t.icons, meta=t.meta))
+    return server
+
+
+BUILDERS: dict[str, Callable[[str, list[mcp_types.Tool], Forward], Any]] = {"mcp": _mcp_server,
+                                                                             "fastmcp": _fastmcp_server}
+
+
+# ------------------------------------------------------------------------------------------------------ the gateway
+
+
+async def _tools(connection: Upstream, spec: str, start_timeout: float) -> list[mcp_types.Tool]:
+    try:
+        with anyio.fail_after(start_timeout):
+            return await connection.tools()
+    except TimeoutError:
+        raise ServerError("server-error", spec, f"the upstream server did not answer tools/list within "
+                          f"{start_timeout:g} s{connection.remote.server_note()}") from None
+    except ServerError:
+        raise
+    except Exception as exc:
+        raise ServerError("server-error", spec, f"the upstream server's tools/list failed: {_describe(exc)}"
+                          f"{connection.remote.server_note()}") from None
+
+
+@asynccontextmanager
+async def gateway(upstream: str, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
+                  framework: str = adapters.DEFAULT, name: str = "projector-gateway", verbose: bool = False,
+                  start_timeout: float = START_TIMEOUT, timeout: float = CALL_TIMEOUT,
+                  **attach_options: Any) -> AsyncIterator[Any]:
+    """Connect to ``upstream`` (a stdio command line or an ``http(s)://`` URL), build a ``framework`` server
+    (``"mcp"`` or ``"fastmcp"``) whose tools forward to the upstream's, :func:`~projector.server.attach` ``skills``
+    and ``workflows`` to it (``attach_options`` are attach's: ``page_size``, ``cache``, ``skill_tools``,
+    ``state_key``, ...), and yield it; the upstream is stopped (a stdio one) when the block ends.
+
+    Raises :class:`~projector.remote.errors.ServerError` when the upstream cannot be reached, dies, or does not
+    answer its handshake and ``tools/list`` within ``start_timeout`` seconds each, and
+    :class:`~projector.server.errors.AttachError` when a step does not fit the upstream's tools. ``timeout`` bounds
+    each forwarded call. ``verbose`` passes a stdio upstream's stderr through."""
+    missing = adapters.missing(framework)
+    if missing is not None:
+        raise ValueError(f"framework {framework!r} {missing}")
+    # the connection's own timeout bounds the handshake; each forwarded call is bounded by ``timeout``
+    async with connect(upstream, upstream, timeout=start_timeout, verbose=verbose) as remote:
+        connection = Upstream(remote, upstream, timeout)
+        tools = await _tools(connection, upstream, start_timeout)
+        server = BUILDERS[framework](name, tools, connection.call)
+        await attach_async(server, skills, workflows, **attach_options)
+        yield server
+
+
+async def serve_gateway_async(upstream: str, skills: Skills = "generated_skills", workflows: Workflows = "workflows",
+                              *, http: tuple[str, int] | None = None, allow_hosts: Any = (), allow_origins: Any = (),
+                              max_line_bytes: int | None = None, ready: Callable[[Any], None] | None = None,
+                              **options: Any) -> None:
+    """:func:`gateway`, served on stdio (the default) or Streamable HTTP at ``http=(host, port)``, until the input
+    ends or the process is stopped. ``ready(server)`` is called once the server is attached, before it serves."""
+    async with gateway(upstream, skills, workflows, **options) as server:
+        if ready is not None:
+            ready(server)
+        if http is not None:
+            from .http import serve_http_async
+
+            await serve_http_async(server, http[0], http[1], allow_hosts=allow_hosts, allow_origins=allow_origins)
+        elif adapters.for_server(server).name == "fastmcp":
+            await server.run_stdio_async(show_banner=False)
+        else:
+            from .stdio import serve_stdio
+
+            await (serve_stdio(server) if max_line_bytes is None else serve_stdio(server, max_line_bytes))
