@@ -165,3 +165,38 @@ def test_a_folder_a_load_wrote_is_still_replaced_after_a_hand_edit(tmp_path):
     write_bundles(tmp_path, [skill("skill://hello/SKILL.md", {"SKILL.md": b"new"})])
     assert tree(tmp_path) == {"hello/SKILL.md": b"new"}
 
+
+# ---------------------------------------------------------- what the client writes, the server serves (issue 29)
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+def test_a_tree_loaded_from_a_peer_that_percent_encodes_file_names_is_served(tmp_path, framework):
+    """FastMCP's skills provider lists ``my notes.md`` as ``skill://notes-skill/my%20notes.md``; ``remote load
+    --out`` verifies it and writes ``my notes.md``, with the URI as served in skills.json. ``serve --skills`` on that
+    tree serves it (it refused it as ``foreign-file``), and a verifying client loads the same bytes back from it."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    published = tmp_path / "published" / "notes-skill"
+    published.mkdir(parents=True)
+    (published / "SKILL.md").write_bytes(b"---\nname: notes-skill\ndescription: A skill with a spaced name.\n---\n\n"
+                                         b"# Notes\n\nRead my notes.md.\n")
+    (published / "my notes.md").write_bytes(b"hello notes\n")
+
+    def load(server: str, out: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "projector.cli", "remote", "load", server, "--all", "--out",
+                               str(out)], cwd=root, capture_output=True, text=True, timeout=180)
+
+    out = tmp_path / "out"
+    peer = f"{sys.executable} {root / 'bench' / 'fastmcp_directory_server.py'} {published.parent}"
+    loaded = load(peer, out)
+    assert loaded.returncode == 0, loaded.stderr
+    assert (out / "notes-skill" / "my notes.md").read_bytes() == b"hello notes\n"
+    assert "skill://notes-skill/my%20notes.md" in (out / "skills.json").read_text("utf-8")
+
+    again = tmp_path / "again"
+    ours = f"{sys.executable} -m projector.cli serve --stdio --framework {framework} --skills {out}"
+    served = load(ours, again)
+    assert served.returncode == 0, served.stderr
+    assert tree(again, index=True) == tree(out, index=True)
