@@ -11,6 +11,8 @@ How:
    beside the folder, in ``.NAME.stage-XXXXXXXXXXXX``: the new files are written, and everything else of the old
    tree (the user's files) is carried over by hard link (a copy where a link is refused), with folder modes kept.
    A carried path that a new file needs is a conflict (``output-conflict``), found before anything is swapped.
+   A folder on the way to a dropped path that nothing is carried into (a URI prefix no longer used) is not kept.
+   Which old paths are the tool's is proven by :mod:`projector.ownership`, never taken from an index's word.
 4. The staged tree is swapped in. On Linux ``renameat2(RENAME_EXCHANGE)`` exchanges the two folders in one atomic
    step; the stage name then holds the old tree, which is removed. Where the exchange is missing (another OS, or a
    file system that refuses it) the swap takes two renames: the folder goes to ``.NAME.old-XXXXXXXXXXXX``, then
@@ -38,7 +40,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import DiskError, Span, UsageError, error
@@ -177,8 +179,9 @@ def _carry_entry(entry: os.DirEntry, dst: Path) -> None:
                               "the new tree", "move it out of the output folder"))
 
 
-def _carry(root: Path, stage: Path, rel: str, drop: set[str], made: set[str]) -> None:
-    """Everything under ``root/rel`` that is not dropped, into ``stage/rel``."""
+def _carry(root: Path, stage: Path, rel: str, drop: set[str], made: set[str], above: set[str]) -> None:
+    """Everything under ``root/rel`` that is not dropped, into ``stage/rel``. A folder ``above`` a dropped path
+    (a URI prefix's, or one inside a dropped bundle's parent) that is left empty is the tool's, and goes too."""
     with os.scandir(root / rel if rel else root) as it:
         entries = sorted(it, key=lambda e: e.name)
     for entry in entries:
@@ -193,7 +196,10 @@ def _carry(root: Path, stage: Path, rel: str, drop: set[str], made: set[str]) ->
                 os.mkdir(dst)
                 made.add(sub)
             _mode_owner(entry.stat(follow_symlinks=False), dst)
-            _carry(root, stage, sub, drop, made)
+            _carry(root, stage, sub, drop, made, above)
+            if sub in above and not os.listdir(dst):
+                os.rmdir(dst)
+                made.discard(sub)
         elif os.path.lexists(dst) or sub in made:
             raise _conflict(root, sub)
         else:
@@ -240,7 +246,8 @@ def stage_tree(root: Path, plan: Plan) -> Path:
         else:
             _write_all(stage, plan.files, made)
         if os.path.isdir(root):
-            _carry(root, stage, "", plan.drop, made)
+            above = {p.as_posix() for d in plan.drop for p in PurePosixPath(d).parents} - {"."}
+            _carry(root, stage, "", plan.drop, made, above)
     except BaseException:
         _remove(stage)
         raise

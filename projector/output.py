@@ -1,8 +1,9 @@
 """Compile a set of workflows into the output tree, write it atomically, or check it against disk.
 
 The tree is derived whole in memory. ``write`` stages it beside the output folder and swaps it in, so a failed run
-leaves the old tree byte-for-byte as it was. Only bundles this tool generated (those listed in the previous
-``skills.json``) are pruned; anything else in the folder is carried over untouched.
+leaves the old tree byte-for-byte as it was. Only bundles this tool generated (those the previous ``skills.json``
+lists and the disk proves its own, :mod:`projector.ownership`) are pruned; anything else in the folder is carried
+over untouched.
 """
 
 from __future__ import annotations
@@ -265,28 +266,45 @@ def _index_limit(build: Build) -> int:
     return max(MAX_INDEX_BYTES, 2 * len(build.files[INDEX_FILE]))
 
 
-def _owned_dirs(out: Path, limit: int) -> tuple[set[str], str]:
-    """Bundle folders the previous build generated, from its skills.json, read with bounds (at most ``limit``
-    bytes, a regular file, no link followed, bounded JSON). An index that cannot be read lists none, and the second
-    item says why; it is empty when the index is read, or missing."""
+def _owned_dirs(out: Path, limit: int) -> tuple[set[str], str, dict[str, str]]:
+    """Bundle folders a previous run generated: those its skills.json lists AND the disk proves this tool's
+    (:func:`projector.ownership.proven`), the index read with bounds (at most ``limit`` bytes, a regular file, no
+    link followed, bounded JSON). An index that cannot be read lists none, and the second item says why; it is empty
+    when the index is read, or missing. The third: each listed folder that is there and not proven, and why not."""
+    from .ownership import proven
+
     path = out / INDEX_FILE
     if not os.path.lexists(path):
-        return set(), ""
+        return set(), "", {}
     try:
-        return listed_dirs(read_regular(path, limit))
+        entries, why = _entries(read_regular(path, limit))
     except Unreadable as exc:
-        return set(), str(exc)
+        return set(), str(exc), {}
+    if why:
+        return set(), why, {}
+    owned, unproven = proven(out, entries)
+    return owned, "", unproven
+
+
+def _entries(index_bytes: bytes) -> tuple[list[dict], str]:
+    """The entries of a skills.json that holds these bytes, each a mapping with a string ``uri``; or [] and why
+    it is not a skills index."""
+    try:
+        entries = loads(index_bytes)["skills"]
+    except BadJSON as exc:
+        return [], str(exc)
+    except (KeyError, TypeError, AttributeError):
+        return [], "it is not a skills index"
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("uri"), str)
+                                                for e in entries):
+        return [], "it is not a skills index"
+    return entries, ""
 
 
 def listed_dirs(index_bytes: bytes) -> tuple[set[str], str]:
-    """:func:`_owned_dirs` of a skills.json that holds these bytes."""
-    try:
-        data = loads(index_bytes)
-        return {skill_path_of(e["uri"]) for e in data["skills"]}, ""
-    except BadJSON as exc:
-        return set(), str(exc)
-    except (KeyError, TypeError, AttributeError):
-        return set(), "it is not a skills index"
+    """The bundle folders a skills.json that holds these bytes lists (the build's own: no proof is needed)."""
+    entries, why = _entries(index_bytes)
+    return {skill_path_of(e["uri"]) for e in entries}, why
 
 
 def _inside(rel: str, dirs: set[str]) -> bool:
@@ -409,10 +427,12 @@ def unchanged(files: dict[str, tuple[int, str]], owned: set[str], root: Path) ->
     return not any(rel not in files and (rel == INDEX_FILE or _inside(rel, owned)) for rel in disk)
 
 
-def conflicts(build: Build, root: Path, previous: set[str], unread: str = "") -> list[Diagnostic]:
+def conflicts(build: Build, root: Path, previous: set[str], unread: str = "",
+              unproven: dict[str, str] | None = None) -> list[Diagnostic]:
     """New bundle folders that would overwrite what the previous build did not write: a folder (or file) at the
-    bundle's path that the previous ``skills.json`` does not list, or a non-folder on the way to it. ``unread``:
-    why the previous ``skills.json`` could not be read, when it could not (then it lists nothing)."""
+    bundle's path that is not among ``previous`` (the folders proven this tool's), or a non-folder on the way to it.
+    ``unread``: why the previous ``skills.json`` could not be read, when it could not (then it lists nothing);
+    ``unproven``: why each folder it lists is not proven this tool's (:func:`projector.ownership.proven`)."""
     why, fix = ((f"the previous {INDEX_FILE}, which would list it, is not read: {unread}",
                  f"restore {root.name}/{INDEX_FILE} as the build wrote it, or move that folder away")
                 if unread else (f"the previous {INDEX_FILE} does not list it", "rename the workflow, or move that "
@@ -427,12 +447,16 @@ def conflicts(build: Build, root: Path, previous: set[str], unread: str = "") ->
             p = root / rel
             if not os.path.lexists(p) or (k < len(parts) and p.is_dir() and not p.is_symlink()):
                 continue
+            claimed = (unproven or {}).get(rel)
             problems.append(error(b.span, "output-conflict",
                                   f"the skill '{b.name}' goes to {root.name}/{b.path}/, but {root.name}/{rel} is "
-                                  f"already there and is not a bundle this tool wrote ({why})",
-                                  f"{fix}; nothing was written"))
+                                  f"already there and is not a bundle this tool wrote ({claimed or why})",
+                                  f"{_CLAIMED if claimed else fix}; nothing was written"))
             break
     return problems
+
+
+_CLAIMED = "move that folder away (or restore the files this tool wrote in it), and build again"
 
 
 def write(build: Build, out: Path) -> bool:
@@ -441,8 +465,8 @@ def write(build: Build, out: Path) -> bool:
     folder this tool did not write."""
 
     def plan(root: Path) -> Plan | None:
-        previous, unread = _owned_dirs(root, _index_limit(build))
-        problems = conflicts(build, root, previous, unread)
+        previous, unread, unproven = _owned_dirs(root, _index_limit(build))
+        problems = conflicts(build, root, previous, unread, unproven)
         if problems:
             raise BuildError(problems)
         owned = previous | build.bundle_dirs

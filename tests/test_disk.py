@@ -594,3 +594,84 @@ def _build_killed(cli, root, out, monkeypatch, owner, name, replacement):
             os._exit(3)
     status = os.waitpid(pid, 0)[1]
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+
+# ------------------------------------------------------------------ what skills.json claims is not proof (issue 29)
+
+def _claim(out: Path, folder: str, files: dict[str, bytes]) -> None:
+    """Add an entry for ``folder`` to out/skills.json, as a hand edit (or a hostile one) would: its files recorded
+    with their true sizes and digests."""
+    import hashlib
+    import json
+
+    index = json.loads((out / "skills.json").read_text("utf-8"))
+    index["skills"].append({"uri": f"skill://{folder}/SKILL.md",
+                            "frontmatter": {"name": folder.rsplit("/", 1)[-1], "description": "d"},
+                            "resources": [{"uri": f"skill://{folder}/{rel}", "size": len(data),
+                                           "digest": "sha256:" + hashlib.sha256(data).hexdigest()}
+                                          for rel, data in files.items()]})
+    (out / "skills.json").write_text(json.dumps(index), "utf-8")
+
+
+@pytest.mark.parametrize("recorded", [{}, {"guide.md": b"mine\n"}], ids=["named", "digests-recorded"])
+def test_an_entry_added_to_skills_json_does_not_give_a_users_folder_to_the_build(cli, tree, recorded):
+    """A folder that is not a bundle (no SKILL.md) is the user's, whatever skills.json lists: the build keeps it,
+    even when the entry records the size and sha256 of the user's own file."""
+    root = tree({"wf/a.yaml": WF.format("alpha")})
+    out = root / "out"
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    (out / "docs").mkdir()
+    (out / "docs" / "guide.md").write_bytes(b"mine\n")
+    _claim(out, "docs", {"SKILL.md": b"x", **recorded})
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    assert (out / "docs" / "guide.md").read_bytes() == b"mine\n"
+    assert "docs" not in (out / "skills.json").read_text("utf-8")  # the claim is not carried into the new index
+    assert cli("check", str(root / "wf"), "--out", str(out)).code == 0  # and the user's folder is no "extra"
+
+
+def test_a_bundle_the_index_claims_but_cannot_prove_is_an_output_conflict(cli, tree):
+    """A hand-written skill folder at a new bundle's path, which an edited skills.json lists with a made-up digest:
+    the build refuses, names the folder and says why, and changes nothing."""
+    root = tree({"wf/a.yaml": WF.format("alpha"), "out/beta/SKILL.md": "---\nname: beta\n---\nmine\n",
+                 "out/beta/notes.md": "mine"})
+    out = root / "out"
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    _claim(out, "beta", {"SKILL.md": b"what the build wrote, once"})
+    (root / "wf" / "b.yaml").write_text(WF.format("beta"))
+    before = snapshot_tree(out)
+    run = cli("build", str(root / "wf"), "--out", str(out))
+    assert run.code == 1 and "Traceback" not in run.err
+    assert "error[output-conflict]: the skill 'beta' goes to out/beta/, but out/beta is already there" in run.err
+    assert ("skills.json lists it, but none of its files has the size and sha256 that skills.json records"
+            in run.err)
+    assert snapshot_tree(out) == before
+
+
+def test_a_bundle_edited_by_hand_is_still_the_builds(cli, tree):
+    """What proves a folder the build's survives a hand edit: a SKILL.md whose body was edited (its frontmatter as
+    recorded) in a bundle of no other file, or any file of a bundle that is still as recorded."""
+    root = tree({"wf/a.yaml": "name: alpha\ndescription: d\nsteps:\n  - name: s\n    resources: ['docs://x']\n",
+                 "wf/b.yaml": WF.format("beta")})
+    out = root / "out"
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    built = snapshot_tree(out)
+    skill = out / "alpha" / "SKILL.md"
+    skill.write_bytes(skill.read_bytes() + b"\nmy edit\n")
+    (out / "beta" / "SKILL.md").write_text("stale")
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    assert snapshot_tree(out) == built
+
+
+def test_switching_a_uri_prefix_off_removes_the_folders_it_made(cli, tree):
+    """The prefix's folders go with the bundles in them; a folder the user made, or put a file in, stays."""
+    root = tree({"wf/a.yaml": WF.format("alpha"), "out/x/notes.md": "mine", "out/empty/.keep": ""})
+    out = root / "out"
+    (out / "empty" / ".keep").unlink()
+    assert cli("build", str(root / "wf"), "--out", str(out), "--uri-prefix", "x/y/z").code == 0
+    assert cli("build", str(root / "wf"), "--out", str(out), "--uri-prefix", "p/q").code == 0
+    assert (out / "p" / "q" / "alpha" / "SKILL.md").is_file()
+    assert not (out / "x" / "y").exists() and (out / "x" / "notes.md").read_text() == "mine"
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
+        "alpha", "alpha/SKILL.md", "alpha/references", "alpha/references/tools.md", "empty", "skills.json", "x",
+        "x/notes.md"]

@@ -95,14 +95,25 @@ def test_compare_uses_the_owned_set_and_the_listing_it_is_given(tmp_path):
     assert output.compare(build, out, disk={}).missing == sorted(build.files)
 
 
+def _recorded(rel: str, data: bytes) -> dict:
+    import hashlib
+
+    return {"uri": f"skill://{rel}", "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
 def test_compare_counts_what_the_previous_index_lists_as_owned(tmp_path):
+    """A folder the previous skills.json lists, holding a SKILL.md as it records it: the tool's, so its files are
+    extra; listed with bytes that are not there, it is the user's (projector.ownership)."""
     build, out = _built(tmp_path)
     (out / "gone").mkdir()
     (out / "gone" / "SKILL.md").write_text("old")
     index = json.loads((out / "skills.json").read_text())
-    index["skills"].append({"uri": "skill://gone/SKILL.md"})
+    index["skills"].append({"uri": "skill://gone/SKILL.md", "resources": [_recorded("gone/SKILL.md", b"old")]})
     (out / "skills.json").write_text(json.dumps(index))
     assert output.compare(build, out).extra == ["gone/SKILL.md"]
+    index["skills"][-1]["resources"] = [_recorded("gone/SKILL.md", b"what it was")]  # a claim, not a proof
+    (out / "skills.json").write_text(json.dumps(index))
+    assert output.compare(build, out).extra == []
 
 
 def test_the_previous_index_is_read_as_utf8_whatever_the_locale(tmp_path):
@@ -114,7 +125,8 @@ def test_the_previous_index_is_read_as_utf8_whatever_the_locale(tmp_path):
     (out / "gone").mkdir()
     (out / "gone" / "SKILL.md").write_text("old")
     index = json.loads((out / "skills.json").read_text("utf-8"))
-    index["skills"].append({"uri": "skill://gone/SKILL.md", "description": "caf\u00e9 \u2014 d\u00e9j\u00e0 vu"})
+    index["skills"].append({"uri": "skill://gone/SKILL.md", "description": "caf\u00e9 \u2014 d\u00e9j\u00e0 vu",
+                            "resources": [_recorded("gone/SKILL.md", b"old")]})
     (out / "skills.json").write_text(json.dumps(index, ensure_ascii=False), "utf-8")
     before = locale.setlocale(locale.LC_CTYPE)
     try:

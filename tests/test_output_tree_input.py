@@ -275,14 +275,14 @@ def test_write_reads_no_more_than_the_size_it_expects(out, monkeypatch):
 
 def test_the_previous_index_is_read_with_a_bound(out, monkeypatch):
     build = _build()
-    assert output._owned_dirs(out, 1 << 20) == ({"code-mode", "hello-world", "refund-flow", "refund-flow-approved",
+    assert output._owned_dirs(out, 1 << 20)[:2] == ({"code-mode", "hello-world", "refund-flow", "refund-flow-approved",
                                                     "refund-flow-gated"}, "")
-    assert output._owned_dirs(out / "nowhere", 1 << 20) == (set(), "")
+    assert output._owned_dirs(out / "nowhere", 1 << 20)[:2] == (set(), "")
     size = len(build.files["skills.json"])
-    assert output._owned_dirs(out, 10) == (set(), f"it is {size} bytes, over the limit of 10")
+    assert output._owned_dirs(out, 10)[:2] == (set(), f"it is {size} bytes, over the limit of 10")
     for text, why in [("[1]", "it is not a skills index"), ('{"skills": [{"uri": 1}]}', "it is not a skills index"),
                       ('{"skills": [1]}', "it is not a skills index"), ("{", "not JSON: Expecting property name "
                       "enclosed in double quotes"), ('{"skills": [], "skills": []}',
                                                      'the key "skills" appears twice in one object')]:
         (out / "skills.json").write_text(text, "utf-8")
-        assert output._owned_dirs(out, 1 << 20) == (set(), why), text
+        assert output._owned_dirs(out, 1 << 20)[:2] == (set(), why), text

@@ -59,6 +59,14 @@ root), and Node 22 with the official MCP conformance suite, into `.cache/`, for 
 The build prints one line per skill, and any warnings. The refunds example gets one on purpose:
 `gate-on-side-effect`, because its refund step is guarded only by prose. [Warnings](warnings.md) explains it.
 
+What in the output folder is the build's: the bundle folders it can prove it wrote, never what `skills.json` merely
+lists (anyone can edit it). A folder that `skills.json` lists is the build's when it holds a `SKILL.md` and a file as
+`skills.json` records it (size and SHA-256), or, if every file was edited, a `SKILL.md` whose frontmatter is the
+recorded one. Such a folder is replaced whole, and a hand edit in it is repaired. Everything else in the folder is
+yours and is carried over untouched; a new bundle that would land on it is refused (`output-conflict`, naming the
+folder and why it is not the build's) and nothing is written. Folders the build made on the way to a bundle (a
+`--uri-prefix`) go when they are left empty.
+
 ## Next
 
 - `project-skill check` exits 1 with a diff when `generated_skills/` is stale. Run it in CI.

@@ -8,12 +8,14 @@ uppercase or percent sign reaches the disk. The files inside a skill folder are 
 ``..`` segment, no separator or NUL after percent-decoding, no dot-name.
 
 What the tool owns is what ``build`` owns: the folders that ``DIR/skills.json`` (the index, in ``build``'s format:
-one SEP-2640 entry per skill) lists. ``remote load --out`` writes that index too, so a skill folder it wrote is
-replaced whole the next time, and anything else is never replaced or deleted: a skill whose folder (or a file on
-the way to it) is already there and not listed is a conflict (``output-conflict``, found by
+one SEP-2640 entry per skill) lists AND the disk proves its own (:mod:`projector.ownership`: a SKILL.md, and a file
+as the index records it). ``remote load --out`` writes that index too, so a skill folder it wrote is replaced whole
+the next time, and anything else is never replaced or deleted: a skill whose folder (or a file on the way to it) is
+already there and not proven the tool's is a conflict (``output-conflict``, found by
 :func:`projector.output.conflicts`, the check ``build`` makes), and nothing is written. The new index keeps the
-previous entries of the folders it did not replace, and gives each loaded skill an entry whose ``resources`` are the
-files written (the whole manifest, unless only some files were asked for).
+previous entries of the proven folders it did not replace, and gives each loaded skill an entry whose ``resources``
+are the files written (the whole manifest, unless only some files were asked for), with their URIs as served: a
+file of a percent-encoded URI is written under its decoded name, and ``serve --skills`` finds it there.
 
 The whole set is written as one change: DIR's new tree (every loaded skill, the index, plus everything else DIR
 held) is staged beside it and swapped in atomically (:mod:`projector.disk`), so DIR is at every instant either all
@@ -159,10 +161,12 @@ def write_bundles(out: str | Path, skills: list[LoadedSkill]) -> list[str]:
     roots = ["/".join(root) for root, _, _ in plan]
 
     def check(real: Path) -> Plan:
+        from ..ownership import proven
+
         previous_entries = _previous_entries(real, out)
-        previous = _owned(real) if previous_entries else set()
+        previous, unproven = proven(real, previous_entries)
         folders = _Folders([_Folder("/".join(root), s.uri, Span(s.uri)) for root, _, s in plan])
-        problems = conflicts(folders, real, previous)  # type: ignore[arg-type]
+        problems = conflicts(folders, real, previous, unproven=unproven)  # type: ignore[arg-type]
         if problems:
             d = problems[0]
             raise OutputError("output-conflict", d.span.file, d.message, CONFLICT_HINT)
@@ -173,14 +177,6 @@ def write_bundles(out: str | Path, skills: list[LoadedSkill]) -> list[str]:
 
     replace_tree(Path(out), check)
     return roots
-
-
-def _owned(real: Path) -> set[str]:
-    """The folders the index in ``real`` lists, as :func:`projector.output._owned_dirs` (the one reader of what the
-    tool owns) reads them."""
-    from ..output import _owned_dirs
-
-    return _owned_dirs(real, MAX_INDEX_BYTES)[0]
 
 
 def _dir_of(uri: str) -> str:

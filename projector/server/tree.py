@@ -19,6 +19,7 @@ from typing import Any
 
 from ..bounded import BadJSON, Unreadable, loads, read_regular
 from ..errors import plural
+from ..ownership import disk_path
 from ..naming import NAME_RULE, RESERVED, RESERVED_WORDS, SEGMENT_RULE
 from ..sep2640 import (INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, SCHEME, SKILL_FILE, VerificationError, bad_segment,
                        check_manifest, digest, file_matches, frontmatter_diff, last_segment, parse_entry,
@@ -72,6 +73,11 @@ class SkillFile:
     rel: str  # the path inside the skill directory, e.g. references/tools.md
     data: bytes
     mime_type: str
+
+    @property
+    def path(self) -> str:
+        """``rel`` percent-decoded: the file's name on disk, and in a FastMCP manifest (which encodes it again)."""
+        return "/".join(disk_path(self.rel) or ()) if "%" in self.rel else self.rel
 
     @property
     def text(self) -> str | None:
@@ -128,11 +134,16 @@ class SkillTree:
     by_uri: dict[str, Skill] = field(init=False, repr=False, compare=False)
     # listing -> {key: position}, so that a cursor is found in O(1): the skills, and each directory
     positions: dict[str, dict[str, int]] = field(init=False, repr=False, compare=False)
+    decoded: dict[str, SkillFile] = field(init=False, repr=False, compare=False)
     # a file suffix, as written -> its mimeType: the file types that get resource templates of their own
     typed: dict[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by_uri", {s.uri: s for s in self.skills})
+        # a file listed by a percent-encoded URI, by its decoded one too: the URI a template matcher that decodes
+        # its variables (MCPServer's) puts together
+        object.__setattr__(self, "decoded", {f.uri[: len(f.uri) - len(f.rel)] + f.path: f
+                                             for f in self.files.values() if f.path != f.rel})
         typed = {}
         for f in self.files.values():
             suffix = PurePosixPath(f.rel).suffix
@@ -171,7 +182,7 @@ class SkillTree:
     def template_file(self, uri: str, suffix: str) -> SkillFile | None:
         """The file a template of type ``suffix`` (``""``: the catch-all) serves at ``uri``, or None. The catch-all
         serves only the files that no typed template matches, so a file has one mimeType."""
-        f = self.files.get(uri)
+        f = self.files.get(uri) or self.decoded.get(uri)
         if f is None or (not suffix and PurePosixPath(f.rel).suffix in self.typed):
             return None
         return f
@@ -220,7 +231,8 @@ class SkillTree:
 
 def _check_rel(rel: str) -> bool:
     """A path inside a skill as a tree holds it: segments by the wire's rule (:func:`~projector.sep2640.bad_segment`),
-    and no ``%`` (the build writes none, and the server looks URIs up exactly as listed, never decoded)."""
+    and no ``%`` (the build writes none). A path with one is read from its decoded name
+    (:func:`projector.ownership.disk_path`), and still served by the URI as listed, never decoded."""
     return all(not bad_segment(p) and "%" not in p for p in rel.split("/"))
 
 
@@ -278,13 +290,16 @@ def _load_files(real_root: Path, uri: str, path: str, resources: list[Any], wher
             raise serve_error(where, "bad-entry", f"{uri}: every resource needs a string 'uri'")
         ruri = r["uri"]
         rel = ruri[len(base):] if ruri.startswith(base) else ""
-        if not rel or not _check_rel(rel):
+        # A percent-encoded name (FastMCP and the TypeScript SDK v2 serve ``my%20notes.md``) is on disk decoded, as
+        # ``remote load --out`` wrote it: served under the URI as listed, read from the decoded name.
+        on_disk = rel.split("/") if rel and _check_rel(rel) else disk_path(rel) if rel else None
+        if on_disk is None:
             raise serve_error(where, "foreign-file", f"{uri}: the resource {ruri!r} is not a plain path inside the "
                               f"skill ({base}...)")
-        if ruri in seen:
+        if ruri in seen or "/".join(on_disk) in seen:
             raise serve_error(where, "bad-entry", f"{uri}: {ruri} is listed twice")
-        seen.add(ruri)
-        data = _read_file(real_root, skill_dir.joinpath(*rel.split("/")), ruri, budget, where)
+        seen.update((ruri, "/".join(on_disk)))
+        data = _read_file(real_root, skill_dir.joinpath(*on_disk), ruri, budget, where)
         budget -= len(data)
         if not file_matches(r.get("size"), r.get("digest"), data):
             raise serve_error(where, "digest-mismatch",

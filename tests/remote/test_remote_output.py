@@ -107,3 +107,96 @@ def test_a_failure_while_staging_writes_nothing_at_all(tmp_path, monkeypatch):
         write_bundles(out, [skill(f"skill://s{i}/SKILL.md", {"SKILL.md": b"new"}) for i in range(5)])
     assert info.value.diagnostics[0].code == "io"
     assert tree(out) == before and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+# ------------------------------------------------------------------ what the index claims is not proof (issue 29)
+
+def _claim(out: Path, folder: str, skill_md: bytes) -> None:
+    """Add an entry for ``folder`` to out/skills.json, as a hand edit (or a hostile one) would."""
+    import json
+
+    index = json.loads((out / "skills.json").read_text("utf-8"))
+    index["skills"].append({"uri": f"skill://{folder}/SKILL.md", "frontmatter": {"name": folder, "description": "d"},
+                            "resources": [{"uri": f"skill://{folder}/SKILL.md", "digest": sha256(skill_md),
+                                           "size": len(skill_md)}]})
+    (out / "skills.json").write_text(json.dumps(index), "utf-8")
+
+
+def test_an_entry_added_to_the_index_does_not_give_a_users_folder_to_the_load(tmp_path):
+    """--out replaces a skill folder only when it can prove it wrote it (a SKILL.md, and a file as the index records
+    it): a folder of the user's that an edited index lists is a conflict, named, and nothing is written; a load of
+    other skills leaves it alone and does not carry the claim on."""
+    write_bundles(tmp_path, [skill("skill://hello/SKILL.md", {"SKILL.md": b"h"})])
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "SKILL.md").write_bytes(b"my own skill")
+    (tmp_path / "notes" / "todo.md").write_bytes(b"mine")
+    _claim(tmp_path, "notes", b"what a load wrote, once")
+    before = tree(tmp_path, index=True)
+    with pytest.raises(OutputError) as info:
+        write_bundles(tmp_path, [skill("skill://notes/SKILL.md", {"SKILL.md": b"theirs"})])
+    assert info.value.code == "output-conflict" and "notes" in str(info.value)
+    assert tree(tmp_path, index=True) == before
+    write_bundles(tmp_path, [skill("skill://other/SKILL.md", {"SKILL.md": b"o"})])
+    assert tree(tmp_path) == {"hello/SKILL.md": b"h", "notes/SKILL.md": b"my own skill", "notes/todo.md": b"mine",
+                              "other/SKILL.md": b"o"}
+    assert "skill://notes/" not in (tmp_path / "skills.json").read_text("utf-8")
+
+
+def test_a_folder_without_a_skill_md_is_never_the_loads(tmp_path):
+    """Even when the index records the size and digest of the user's own file in it."""
+    import json
+
+    write_bundles(tmp_path, [skill("skill://hello/SKILL.md", {"SKILL.md": b"h"})])
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.md").write_bytes(b"mine")
+    index = json.loads((tmp_path / "skills.json").read_text("utf-8"))
+    index["skills"].append({"uri": "skill://notes/SKILL.md", "frontmatter": {"name": "notes", "description": "d"},
+                            "resources": [{"uri": "skill://notes/todo.md", "digest": sha256(b"mine"), "size": 4}]})
+    (tmp_path / "skills.json").write_text(json.dumps(index), "utf-8")
+    with pytest.raises(OutputError) as info:
+        write_bundles(tmp_path, [skill("skill://notes/SKILL.md", {"SKILL.md": b"theirs"})])
+    assert info.value.code == "output-conflict" and "holds no SKILL.md" in str(info.value)
+    assert (tmp_path / "notes" / "todo.md").read_bytes() == b"mine"
+
+
+def test_a_folder_a_load_wrote_is_still_replaced_after_a_hand_edit(tmp_path):
+    write_bundles(tmp_path, [skill("skill://hello/SKILL.md", {"SKILL.md": b"h", "a.md": b"a"})])
+    (tmp_path / "hello" / "SKILL.md").write_bytes(b"edited")  # a.md is still as recorded: the folder is the tool's
+    write_bundles(tmp_path, [skill("skill://hello/SKILL.md", {"SKILL.md": b"new"})])
+    assert tree(tmp_path) == {"hello/SKILL.md": b"new"}
+
+
+# ---------------------------------------------------------- what the client writes, the server serves (issue 29)
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+def test_a_tree_loaded_from_a_peer_that_percent_encodes_file_names_is_served(tmp_path, framework):
+    """FastMCP's skills provider lists ``my notes.md`` as ``skill://notes-skill/my%20notes.md``; ``remote load
+    --out`` verifies it and writes ``my notes.md``, with the URI as served in skills.json. ``serve --skills`` on that
+    tree serves it (it refused it as ``foreign-file``), and a verifying client loads the same bytes back from it."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    published = tmp_path / "published" / "notes-skill"
+    published.mkdir(parents=True)
+    (published / "SKILL.md").write_bytes(b"---\nname: notes-skill\ndescription: A skill with a spaced name.\n---\n\n"
+                                         b"# Notes\n\nRead my notes.md.\n")
+    (published / "my notes.md").write_bytes(b"hello notes\n")
+
+    def load(server: str, out: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "projector.cli", "remote", "load", server, "--all", "--out",
+                               str(out)], cwd=root, capture_output=True, text=True, timeout=180)
+
+    out = tmp_path / "out"
+    peer = f"{sys.executable} {root / 'bench' / 'fastmcp_directory_server.py'} {published.parent}"
+    loaded = load(peer, out)
+    assert loaded.returncode == 0, loaded.stderr
+    assert (out / "notes-skill" / "my notes.md").read_bytes() == b"hello notes\n"
+    assert "skill://notes-skill/my%20notes.md" in (out / "skills.json").read_text("utf-8")
+
+    again = tmp_path / "again"
+    ours = f"{sys.executable} -m projector.cli serve --stdio --framework {framework} --skills {out}"
+    served = load(ours, again)
+    assert served.returncode == 0, served.stderr
+    assert tree(again, index=True) == tree(out, index=True)

@@ -125,15 +125,15 @@ class TreeProvider(SkillManifestProvider):
         for skill in tree.skills:
             self._manifests[skill.path] = SkillManifest(
                 frontmatter=SkillFrontmatter.model_validate(skill.frontmatter),
-                files={f.rel: FastMCPSkillFile(digest=digest(f.data), size=len(f.data))
+                files={f.path: FastMCPSkillFile(digest=digest(f.data), size=len(f.data))
                        for f in skill.files})
             for f in skill.files:
                 is_md = f.rel == SKILL_FILE
                 res = TreeFileResource(
                     uri=AnyUrl(f.uri), name=skill.frontmatter["name"] if is_md else f"{skill.path}/{f.rel}",
                     description=skill.frontmatter["description"] if is_md else None, mime_type=f.mime_type,
-                    provider=self, skill_path=skill.path, file_path=f.rel,
-                    file=self._manifests[skill.path].files[f.rel])
+                    provider=self, skill_path=skill.path, file_path=f.path,
+                    file=self._manifests[skill.path].files[f.path])
                 self._files[f.uri] = res
                 if is_md:
                     self._listed.append(res)
