@@ -36,18 +36,6 @@ def test_compile_workflows_refuses_a_name_collision():
     assert info.value.diagnostics and all(d.severity == "error" for d in info.value.diagnostics)
 
 
-def test_compile_paths_passes_every_option_on(tmp_path, monkeypatch):
-    seen = []
-    monkeypatch.setattr(output, "compile_files", lambda *a, **k: seen.append((a, k)))
-    (tmp_path / "a.yaml").write_text(WF.format("alpha"))
-    output.compile_paths([str(tmp_path)], ("p",), 3, tmp_path / "c", skills_only=True)
-    output.compile_paths([str(tmp_path)])
-    (found, *rest), kw = seen[0]
-    assert [d for _, d in found] == [(tmp_path / "a.yaml").as_posix()]
-    assert (rest, kw) == ([("p",), 3, tmp_path / "c"], {"skills_only": True})
-    assert (seen[1][0][1:], seen[1][1]) == (((), None, None), {"skills_only": False})
-
-
 def test_every_unreadable_file_is_a_load_error_at_its_own_path(tmp_path):
     found = [(tmp_path / "gone-1.yaml", "wf/gone-1.yaml"), (tmp_path / "gone-2.yaml", "wf/gone-2.yaml")]
     with pytest.raises(LoadError) as info:
