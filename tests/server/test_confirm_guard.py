@@ -18,7 +18,7 @@ APPROVED = ROOT / "workflows" / "refunds-approved.yaml"
 
 
 def _state() -> RunState:
-    return RunState(2, "confirm", "t" * 32, {"order": {"id": "A1001"}}, {}, 0, {}, [("user", "hi")])
+    return RunState(2, "confirm", "t" * 32, {1: {"id": "A1001"}}, {"order": 1}, {}, 0, {}, [("user", "hi"), 1])
 
 
 @pytest.mark.parametrize("kind", ["dangling-link", "link-to-a-file", "relative", "missing-folder"])
