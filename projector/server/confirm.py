@@ -4,81 +4,52 @@ The 2026-07-28 protocol lets ``prompts/get`` answer with an ``InputRequiredResul
 opaque ``requestState``; the client asks its user and retries with ``inputResponses`` and the state. This module is
 the runner's side of that, in no framework's terms:
 
-- :class:`Round` is what the client brought to this ``prompts/get`` (whether it can be asked at all, the state it
-  echoed, its answers); an adapter makes it from its framework's request context.
+- :class:`~projector.server.runstate.Round` is what the client brought to this ``prompts/get`` (whether it can be
+  asked at all, the state it echoed, its answers); an adapter makes it from its framework's request context. It, the
+  run and the state a paused run carries live in :mod:`projector.server.runstate`, which this module and the runner
+  share.
 - :func:`ask_inputs` and :func:`confirmation` are the two checks :func:`projector.server.workflow.run_step` makes
   before a step: they either let the step go on, stop the run with a turn that says why, or pause the run by raising
   :class:`Pause`, which carries an :class:`Asking` (the questions and the state to resume from). The adapter turns an
   :class:`Asking` into its framework's ``InputRequiredResult``.
-- :class:`RunState` is what the state carries: the step to resume at, the results so far, the answers given, the
-  transcript so far, and a one-time token for a confirmation. It is plain JSON here: the framework's request-state
-  boundary (``mcp.server.request_state``, AES-GCM under ``PROJECT_SKILL_STATE_KEY``) seals it on the way out,
-  and verifies it on the way back, before the runner sees it; a state that does not verify never reaches here.
+- :class:`~projector.server.runstate.RunState` is what the state carries: the step to resume at, the results so
+  far, the answers given, the transcript so far, and a one-time token for a confirmation. It is plain JSON here: the
+  framework's request-state boundary (``mcp.server.request_state``, AES-GCM under ``PROJECT_SKILL_STATE_KEY``) seals
+  it on the way out, and verifies it on the way back, before the runner sees it; a state that does not verify never
+  reaches here. A state whose retry would be too large for a server to take is never sent: the run stops instead,
+  and says why.
+- Everything a question shows from the run (a result's field, an input) is written as the SKILL.md writes a JSON
+  value (:func:`projector.render.canonical_json`), with every control, separator and bidirectional override escaped
+  (:func:`projector.errors.printable`): a value that a customer controls cannot draw lines of its own in the question.
 - A replay guard (:mod:`projector.server.replay`) makes each confirmation's yes run its step at most once. A sealed
   state is authentic, not single-use: the same state and the same yes could be sent twice within its lifetime (a
   retry after a timeout, a copy). So the yes claims the question's token, in the guard the adapter passed in with
-  the :class:`Round`, before the step runs, and a token already claimed is refused with -32602 and nothing runs.
+  the :class:`~projector.server.runstate.Round`, before the step runs, and a token already claimed is refused with
+  -32602 and nothing runs.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import secrets
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR
 
-from ..model import Argument, Const, FromArg, FromStep, Source, Step, Workflow
-from ..render import workflow_digest
-from .arguments import Missing, canonical_text
+from ..errors import printable
+from ..model import Argument, Const, FromArg, FromStep, Source, Step
+from ..render import canonical_json
+from .arguments import Missing
+from .runstate import Run, invalid_state, snapshot, too_large
+from .runstate import Answer as Answer, Round as Round, RunState as RunState  # where the adapters and tests find them
 
-if TYPE_CHECKING:
-    from .replay import ReplayGuard
-    from .workflow import _Run
-
-STATE_VERSION = 1
 ELICITATION_PROTOCOL = "2026-07-28"
 _CANNOT_ASK = ("this client cannot ask a person (it did not declare elicitation, or it speaks a protocol older than "
                f"{ELICITATION_PROTOCOL})")
 
 
 # ------------------------------------------------------------------------------------------------------- the round
-
-@dataclass(frozen=True)
-class Answer:
-    """One answer of the client's ``inputResponses``: an elicitation result's ``action`` and ``content``."""
-
-    action: str
-    content: dict[str, Any]
-
-    @classmethod
-    def of(cls, raw: Any) -> Answer:
-        data = raw.model_dump(by_alias=True, exclude_none=True) if hasattr(raw, "model_dump") else raw
-        if not isinstance(data, dict):
-            return cls("cancel", {})
-        content = data.get("content")
-        return cls(str(data.get("action", "cancel")), content if isinstance(content, dict) else {})
-
-
-@dataclass(frozen=True)
-class Round:
-    """What the client brought to this ``prompts/get``: whether it can be asked (it declared form elicitation and
-    speaks 2026-07-28 or later), the state it echoed (already verified, in plain text) and its answers by key; and
-    the replay guard where a yes is claimed (:mod:`projector.server.replay`), which ``attach`` gave the prompt."""
-
-    can_ask: bool = False
-    state: str | None = None
-    answers: dict[str, Answer] = field(default_factory=dict)
-    guard: ReplayGuard | None = None
-
-    @classmethod
-    def of(cls, *, can_ask: bool, state: str | None, responses: Any, guard: ReplayGuard | None = None) -> Round:
-        answers = {str(k): Answer.of(v) for k, v in (responses or {}).items()}
-        return cls(can_ask, state, answers, guard)
-
 
 def can_elicit(capabilities: Any, protocol_version: str | None) -> bool:
     """Whether a client with these capabilities, on this protocol, can be asked through an ``InputRequiredResult``:
@@ -117,62 +88,6 @@ class Pause(Exception):
         self.asking = asking
 
 
-def invalid_state(why: str) -> MCPError:
-    return MCPError(code=INVALID_PARAMS, message=f"Invalid requestState: {why}; nothing was run",
-                    data={"reason": "invalid_request_state"})
-
-
-# ------------------------------------------------------------------------------------------------------- the state
-
-@dataclass
-class RunState:
-    """What a paused run needs to resume: the step (1-based) and what it waits for (``confirm`` or ``ask``), the
-    one-time token of a confirmation, the results and skips so far, the answers to asked inputs, the transcript."""
-
-    step: int
-    waits: str
-    token: str
-    results: dict[str, Any]
-    skipped: dict[str, str]
-    skipped_count: int
-    asked: dict[str, Any]
-    turns: list[tuple[str, str]]
-
-    def dumps(self, wf: Workflow) -> str:
-        # The workflow's digest binds the state to the definition it paused on: after a redeploy that changed the
-        # workflow, a yes given to its old step N must not run whatever step N is now.
-        return json.dumps({"v": STATE_VERSION, "workflow": wf.name, "definition": workflow_digest(wf),
-                           "step": self.step, "waits": self.waits,
-                           "token": self.token, "results": self.results, "skipped": self.skipped,
-                           "skipped_count": self.skipped_count, "asked": self.asked,
-                           "turns": [list(t) for t in self.turns]}, sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=False)
-
-    @classmethod
-    def loads(cls, text: str, wf: Workflow) -> RunState:
-        """The state a run of ``wf`` paused with; -32602 for anything else (a state of another workflow, or one this
-        version of the runner did not write)."""
-        try:
-            data = json.loads(text)
-            if data["v"] != STATE_VERSION or data["workflow"] != wf.name or data["waits"] not in ("confirm", "ask"):
-                raise ValueError
-            if data["definition"] != workflow_digest(wf):
-                raise invalid_state("the workflow has changed since the run paused; start it again")
-            step = data["step"]
-            if not (isinstance(step, int) and 1 <= step <= len(wf.steps)):
-                raise ValueError
-            return cls(step, data["waits"], str(data["token"]), dict(data["results"]), dict(data["skipped"]),
-                       int(data["skipped_count"]), dict(data["asked"]),
-                       [(str(r), str(t)) for r, t in data["turns"]])
-        except (ValueError, KeyError, TypeError):
-            raise invalid_state("it is not the state of a paused run of this workflow") from None
-
-
-def snapshot(run: _Run, n: int, waits: str) -> RunState:
-    return RunState(n, waits, secrets.token_hex(16), run.results, run.skipped, run.skipped_count, run.asked,
-                    [(t.role, t.text) for t in run.turns])
-
-
 # -------------------------------------------------------------------------------------------------- asked inputs
 
 def needed_arguments(step: Step) -> list[str]:
@@ -207,13 +122,7 @@ def _ask_schema(args: list[Argument]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": [a.name for a in args]}
 
 
-def _take(run: _Run, arg: Argument, value: Any) -> None:
-    run.asked[arg.name] = value
-    run.typed[arg.name] = value
-    run.given[arg.name] = canonical_text(value)
-
-
-def ask_inputs(run: _Run, n: int, step: Step) -> str | None:
+def ask_inputs(run: Run, n: int, step: Step) -> str | None:
     """Step ``n``'s ``ask: true`` inputs that the prompt was called without: taken from this round's answer when it
     answers them, else asked (raises :class:`Pause`). Returns why the run stops here (the inputs cannot be asked,
     or the person did not give them), or None when the step can go on."""
@@ -234,7 +143,7 @@ def ask_inputs(run: _Run, n: int, step: Step) -> str | None:
             a = wrong[0]
             return f"it needs {what}, and the answer for `{a.name}` is not {_a(a.type or 'string')}"
         for a in missing:
-            _take(run, a, answer.content[a.name])
+            run.take(a, answer.content[a.name])
         return None
     if not run.round.can_ask:
         return (f"it needs {what}, and {_CANNOT_ASK}. Call the prompt again with "
@@ -243,7 +152,17 @@ def ask_inputs(run: _Run, n: int, step: Step) -> str | None:
     total = len(wf.steps)
     message = (f"Step {n} of {total} of `{wf.name}` (`{step.name}`) needs " + "; ".join(
         f"`{a.name}`" + (f" ({a.description.strip()})" if a.description.strip() else "") for a in missing) + ".")
-    raise Pause(Asking({f"ask-{n}": (message, _ask_schema(missing))}, snapshot(run, n, "ask").dumps(wf)))
+    return _pause(run, n, "ask", (message, _ask_schema(missing)))
+
+
+def _pause(run: Run, n: int, waits: str, question: tuple[str, dict[str, Any]]) -> str:
+    """Pause the run before step ``n`` to ask ``question`` (raises :class:`Pause`). Returns why it cannot instead:
+    the state that must carry the answer back would make a retry larger than a server takes."""
+    state = snapshot(run, n, waits).dumps(run.wf)
+    why = too_large(run, state)
+    if why is not None:
+        return why
+    raise Pause(Asking({f"{waits}-{n}": question}, state))
 
 
 def _a(kind: str) -> str:
@@ -267,13 +186,15 @@ def _label(src: Source, i: int) -> str:
     return f"value {i}"
 
 
-def shown(run: _Run, step: Step) -> str:
-    """The values the confirmation shows, one line each: ``- `order.total`: 129.0``."""
+def shown(run: Run, step: Step) -> str:
+    """The values the confirmation shows, one line each: ``- `order.total`: 129.0``. Each is JSON as the SKILL.md
+    writes it, with every control, line or paragraph separator and bidirectional override escaped: it stays on its
+    line, in the order it holds."""
     lines = []
     assert step.confirm is not None
     for i, src in enumerate(step.confirm.show, 1):
         value = run.resolve(src)
-        text = "(no value)" if isinstance(value, Missing) else json.dumps(value, sort_keys=True, ensure_ascii=False)
+        text = "(no value)" if isinstance(value, Missing) else printable(canonical_json(value, indent=None))
         lines.append(f"- {_label(src, i)}: {text}")
     return "\n".join(lines)
 
@@ -293,7 +214,7 @@ class Decision:
     can_ask: bool = True
 
 
-async def confirmation(run: _Run, n: int, step: Step) -> Decision:
+async def confirmation(run: Run, n: int, step: Step) -> Decision:
     """Step ``n``'s ``confirm:``, once its conditions hold: this round's answer to it, or the question (raises
     :class:`Pause`). A yes claims the question's one-time token (-32602 when it was claimed before: nothing runs)."""
     assert step.confirm is not None
@@ -313,4 +234,4 @@ async def confirmation(run: _Run, n: int, step: Step) -> Decision:
                                "runs unconfirmed", can_ask=False)
     values = shown(run, step)
     text = f"{message}\n\n{values}" if values else message
-    raise Pause(Asking({f"confirm-{n}": (text, confirm_schema(step))}, snapshot(run, n, "confirm").dumps(run.wf)))
+    return Decision(False, _pause(run, n, "confirm", (text, confirm_schema(step))), can_ask=False)

@@ -101,66 +101,6 @@ class Upstream:
         return UpstreamGone(f"the upstream server did not answer tools/call {name}: {_describe(exc)}{note}")
 
 
-# ------------------------------------------------------------------------------------------------------ frameworks
-
-
-def _mcp_server(name: str, tools: list[mcp_types.Tool], forward: Forward) -> Any:
-    """An ``MCPServer`` built with one forwarding tool per upstream tool (its ``tools=`` argument: public API)."""
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.server.mcpserver.tools.base import Tool
-    from mcp.server.mcpserver.utilities.func_metadata import func_metadata
-
-    def _forwarded() -> None:  # pragma: no cover - the tool's run never calls it
-        """Stands for the upstream tool: its arguments are checked upstream, against its own schema."""
-
-    class ForwardingTool(Tool):
-        upstream_output_schema: dict[str, Any] | None = None
-
-        @property
-        def output_schema(self) -> dict[str, Any] | None:  # type: ignore[override]
-            return self.upstream_output_schema
-
-        async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
-            try:
-                return await forward(self.name, arguments)
-            except UpstreamGone as exc:
-                raise ToolError(str(exc)) from None
-
-    made = [ForwardingTool(fn=_forwarded, name=t.name, title=t.title, description=t.description or "",
-                           parameters=t.input_schema, fn_metadata=func_metadata(_forwarded), is_async=True,
-                           annotations=t.annotations, icons=t.icons, meta=t.meta,
-                           upstream_output_schema=t.output_schema) for t in tools]
-    return MCPServer(name, tools=made)
-
-
-def _fastmcp_server(name: str, tools: list[mcp_types.Tool], forward: Forward) -> Any:
-    """A ``fastmcp.FastMCP`` with one forwarding tool per upstream tool."""
-    from fastmcp import FastMCP
-    from fastmcp.exceptions import ToolError
-    from fastmcp.tools import Tool, ToolResult
-
-    class ForwardingTool(Tool):
-        async def run(self, arguments: dict[str, Any]) -> ToolResult:  # type: ignore[override]
-            try:
-                result = await forward(self.name, arguments)
-            except UpstreamGone as exc:
-                raise ToolError(str(exc)) from None
-            return ToolResult(content=result.content, structured_content=result.structured_content,
-                              meta=result.meta, is_error=bool(result.is_error))
-
-    server = FastMCP(name)
-    for t in tools:
-        server.add_tool(ForwardingTool(name=t.name, title=t.title, description=t.description,
-                                       parameters=t.input_schema, output_schema=t.output_schema,
-                                       annotations=t.annotations, icons=t.icons, meta=t.meta))
-    return server
-
-
-BUILDERS: dict[str, Callable[[str, list[mcp_types.Tool], Forward], Any]] = {"mcp": _mcp_server,
-                                                                             "fastmcp": _fastmcp_server}
-
-
 # ------------------------------------------------------------------------------------------------------ the gateway
 
 
@@ -199,7 +139,7 @@ async def gateway(upstream: str, skills: Skills = "generated_skills", workflows:
     async with connect(upstream, upstream, timeout=start_timeout, verbose=verbose) as remote:
         connection = Upstream(remote, upstream, timeout)
         tools = await _tools(connection, upstream, start_timeout)
-        server = BUILDERS[framework](name, tools, connection.call)
+        server = adapters.get(framework).forwarding_server(name, tools, connection.call, UpstreamGone)
         await attach_async(server, skills, workflows, **attach_options)
         yield server
 
@@ -217,9 +157,5 @@ async def serve_gateway_async(upstream: str, skills: Skills = "generated_skills"
             from .http import serve_http_async
 
             await serve_http_async(server, http[0], http[1], allow_hosts=allow_hosts, allow_origins=allow_origins)
-        elif adapters.for_server(server).name == "fastmcp":
-            await server.run_stdio_async(show_banner=False)
         else:
-            from .stdio import serve_stdio
-
-            await (serve_stdio(server) if max_line_bytes is None else serve_stdio(server, max_line_bytes))
+            await adapters.for_server(server).serve_stdio_async(server, max_line_bytes)

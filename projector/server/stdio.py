@@ -16,6 +16,8 @@ not waited for). A client that closes stdin and then waits for the server to exi
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from collections import Counter
 from typing import Any, BinaryIO
@@ -54,6 +56,27 @@ def _parse(text: str) -> Any:
 def _request_id(value: Any) -> int | str | None:
     rid = value.get("id") if isinstance(value, dict) else None
     return rid if isinstance(rid, (int, str)) and not isinstance(rid, bool) else None
+
+
+# A request id as the last member of the top-level object, at the very end of a line: where SDKs that write the
+# method and params first (the TypeScript SDK) put it. A bounded id, a bounded pattern, on the line's last bytes only.
+_TAIL_ID = re.compile(rb'[{,][ \t]*"id"[ \t]*:[ \t]*(-?[0-9]{1,18}|"(?:[^"\\\r\n]|\\.){0,256}")[ \t]*}[ \t\r\n]*\Z')
+
+
+def oversized_id(head: bytes, tail: bytes) -> int | str | None:
+    """The id of a request too long to read, from the bytes that were seen: its start, parsed as far as it goes (the
+    id comes before the params as mcp writes a message), or its end, when the id is the last member; else None. A
+    request answered by its id is one the client stops waiting for."""
+    try:
+        rid = _request_id(pydantic_core.from_json(head, allow_partial=True))
+    except ValueError:
+        rid = None
+    if rid is None and (m := _TAIL_ID.search(tail)):
+        try:
+            rid = _request_id({"id": json.loads(m.group(1))})
+        except ValueError:
+            rid = None
+    return rid
 
 
 def classify(line: bytes) -> str | Answer | None:
@@ -97,6 +120,7 @@ class _Lines:
         self.write: Any = None
         self.ready = anyio.Event()
         self.pending: Counter[int | str] = Counter()  # the ids of the requests handed to the SDK, not answered yet
+        self.oversized_id: int | str | None = None  # the id of the last line too long to read, when it was seen
         self._drained = anyio.Event()
 
     def _track(self, message: Any) -> None:
@@ -126,9 +150,12 @@ class _Lines:
         if not line:
             return None, False
         if len(line) > self.limit and not line.endswith(b"\n"):
-            while True:  # discard the rest of the line without holding it
+            tail = b""
+            while True:  # discard the rest of the line without holding it, but for its last bytes
                 rest = self.raw.readline(_DRAIN)
+                tail = (tail + rest)[-_DRAIN:]
                 if not rest or rest.endswith(b"\n"):
+                    self.oversized_id = oversized_id(line, tail)
                     return b"", True
         return line, False
 
@@ -142,7 +169,7 @@ class _Lines:
                 await self._drain()  # the SDK stops at end of input: first let it answer what it has read
                 raise StopAsyncIteration
             if too_long:
-                await self._answer(None, types.INVALID_REQUEST,
+                await self._answer(self.oversized_id, types.INVALID_REQUEST,
                                    f"Invalid Request: the line is longer than {self.limit} bytes")
                 continue
             verdict, message = _classify(line)

@@ -21,16 +21,17 @@ Everything in the transcript is deterministic: JSON is printed with sorted keys,
 
 The runner knows no framework: it reaches the server through a :class:`WorkflowHost` and returns the transcript as
 :class:`Turn` objects (a role and a text), which each framework's adapter (:mod:`projector.server.adapters`) turns
-into its own prompt messages. One step is one call of :func:`run_step`.
+into its own prompt messages. One step is one call of :func:`run_step`. The run itself (its inputs, saved results,
+answers and transcript) is a :class:`~projector.server.runstate.Run`, which the confirmations (:mod:`.confirm`) read
+and pause too: it lives in :mod:`projector.server.runstate`, which both import.
 """
 
 from __future__ import annotations
 
 import json
-from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import quote
 
 from mcp.shared.exceptions import MCPError
@@ -39,9 +40,11 @@ from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 from ..conditions import Check, failure_text, first_failure, statement
 from ..errors import plural
 from ..fit import wraps_result
-from ..model import PLACEHOLDER, Const, FromArg, FromStep, Source, Step, Workflow
+from ..model import PLACEHOLDER, Step, Workflow
 from . import confirm
 from .arguments import Missing, canonical_text, convert_argument
+from .runstate import Run, RunState
+from .runstate import ToolSpec as ToolSpec, Turn as Turn, WorkflowHost as WorkflowHost  # the runner's public face
 
 
 def transcript_json(value: Any) -> str:
@@ -53,54 +56,7 @@ def _fence(value: Any) -> str:
     return "```json\n" + transcript_json(value) + "\n```"
 
 
-# -------------------------------------------------------------------------------------------------------- resolving
-
-class _Run:
-    """One run of a workflow: what it was given, what its steps saved or skipped, and its transcript so far."""
-
-    def __init__(self, wf: Workflow, given: dict[str, str], typed: dict[str, Any], host: WorkflowHost):
-        self.wf = wf
-        self.given = given  # each argument's canonical text, for {placeholders}
-        self.typed = typed  # converted to each argument's type
-        self.host = host
-        self.tools: dict[str, ToolSpec] = {}
-        self.results: dict[str, Any] = {}
-        self.skipped: dict[str, str] = {}  # bind -> why its step was skipped (on_fail: skip)
-        self.skipped_count = 0
-        self.turns: list[Turn] = []
-        self.round = confirm.Round()  # what the client brought: whether it can be asked, its state, its answers
-        self.resumed: tuple[int, str] | None = None  # the step this round resumes at, and what it waited for
-        self.token = ""  # the one-time token of the confirmation this round answers
-        self.asked: dict[str, Any] = {}  # the answers to asked inputs (ask: true), by argument name
-
-    def resolve(self, source: Source) -> Any:
-        if isinstance(source, FromArg):
-            if source.name in self.typed:
-                return self.typed[source.name]
-            return Missing(f"the optional argument `{source.name}` was not given")
-        if isinstance(source, FromStep):
-            if source.bind in self.skipped:
-                return Missing(self.skipped[source.bind])
-            if source.bind not in self.results:
-                return Missing(f"there is no result saved as `{source.bind}`")
-            value = self.results[source.bind]
-            for part in source.path:
-                if isinstance(value, dict) and str(part) in value:
-                    value = value[str(part)]
-                elif isinstance(value, list) and isinstance(part, int) and part < len(value):
-                    value = value[part]
-                else:
-                    return Missing(f"the result saved as `{source.bind}` has no field `{source.field}`")
-            return value
-        if isinstance(source, Const):
-            if not isinstance(source.value, str):
-                return source.value
-            missing = [p for p in source.placeholders if p not in self.given]
-            if missing:
-                return Missing(f"the constant uses `{{{missing[0]}}}`, and the argument `{missing[0]}` was not given")
-            return PLACEHOLDER.sub(lambda m: self.given[m.group(1)], source.value)
-        raise TypeError(f"unknown source {source!r}")  # pragma: no cover - the model has three kinds
-
+# ------------------------------------------------------------------------------------------------------ results
 
 def tool_result_value(result: CallToolResult, output_schema: dict[str, Any] | None) -> Any:
     """The value a step saves, by the one rule of :func:`projector.results.saved_value`: structured content when
@@ -130,46 +86,7 @@ def _uri_value(value: Any) -> str:
     return quote(text, safe="")
 
 
-# ------------------------------------------------------------------------------------------------------------- host
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """What the runner needs to know about a server's tool."""
-
-    input_schema: dict[str, Any] | None
-    output_schema: dict[str, Any] | None
-
-
-class WorkflowHost(ABC):
-    """What the runner needs from the server it runs on; each framework's adapter makes one for a request
-    (:meth:`projector.server.adapters.base.Adapter.add_tool` with ``host=True``, and the workflow prompts).
-
-    A read returns items with ``mime_type`` and ``content`` (``str`` or ``bytes``). ``call_tool`` raises on any
-    failure other than a result with ``is_error``, which the runner reports itself.
-    """
-
-    @abstractmethod
-    async def tools(self) -> dict[str, ToolSpec]: ...
-
-    @abstractmethod
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any: ...
-
-    @abstractmethod
-    async def read_resource(self, uri: str) -> Sequence[Any]: ...
-
-    @abstractmethod
-    async def report_progress(self, progress: float, total: float, message: str) -> None: ...
-
-
 # ----------------------------------------------------------------------------------------------------------- prompt
-
-@dataclass(frozen=True)
-class Turn:
-    """One message of the transcript, in no framework's terms: each adapter makes its own message of it."""
-
-    role: Literal["user", "assistant"]
-    text: str
-
 
 def _user(text: str) -> Turn:
     return Turn("user", text)
@@ -248,11 +165,12 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], host: WorkflowHo
     steps saved by the end of the run (those of earlier rounds too): a workflow tool's structured result."""
     typed = check_arguments(wf, arguments)
     # what a {placeholder} gets: the canonical text of the value the conditions check, the text itself for strings
-    run = _Run(wf, {name: canonical_text(value) for name, value in typed.items()}, typed, host)
-    run.round = round or confirm.Round()
-    first = _resume(run) if run.round.state is not None else 1
-    if first == 1:
-        run.turns += _opening(wf, typed)
+    run = Run(wf, {name: canonical_text(value) for name, value in typed.items()}, typed, host, round,
+              sent_bytes=len(json.dumps(arguments, default=str)))
+    if run.round.state is not None:
+        first = _resume(run)
+    else:
+        first, run.turns = 1, _opening(wf, typed)
     run.tools = await host.tools()
     try:
         for n, step in enumerate(wf.steps, 1):
@@ -267,17 +185,26 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], host: WorkflowHo
     return run.turns
 
 
-def _resume(run: _Run) -> int:
-    """Take up the paused run that this round's state holds; returns the step it resumes at."""
+def _resume(run: Run) -> int:
+    """Take up the paused run that this round's state holds; returns the step it resumes at. Its transcript is the
+    one it paused with, each result turn written again from the value the state carries once."""
     assert run.round.state is not None
-    state = confirm.RunState.loads(run.round.state, run.wf)
-    run.results, run.skipped, run.skipped_count = state.results, state.skipped, state.skipped_count
-    run.turns = [Turn(role, text) for role, text in state.turns]  # type: ignore[arg-type]
+    state = RunState.loads(run.round.state, run.wf)
+    for n, value in state.values.items():
+        run.values[n] = value
+    for bind, n in state.bound.items():
+        run.save(n, bind, state.values[n])
+    run.skipped, run.skipped_count = state.skipped, state.skipped_count
+    for turn in state.turns:
+        if isinstance(turn, int):
+            run.add_result_turn(turn, _result_turn(run.wf.steps[turn - 1], state.values[turn]))
+        else:
+            run.turns.append(Turn(*turn))  # type: ignore[arg-type]
     run.resumed, run.token = (state.step, state.waits), state.token
     for name, value in state.asked.items():
         declared = run.wf.argument(name)
         if declared is not None and name not in run.typed:
-            confirm._take(run, declared, value)
+            run.take(declared, value)
     return state.step
 
 
@@ -300,7 +227,7 @@ def _done(wf: Workflow, skipped: int) -> Turn:
     return _assistant(f"Done: all {total} step{'s' * (total != 1)} of `{wf.name}` ran on the server.")
 
 
-async def run_step(run: _Run, n: int, step: Step) -> bool:
+async def run_step(run: Run, n: int, step: Step) -> bool:
     """Step ``n``: its conditions, then its tool call or its reads, then one progress notification. Its turns go on
     ``run.turns``; False when the run stops here (a failed ``on_fail: stop`` condition, a hand-over, an error)."""
     total = len(run.wf.steps)
@@ -328,16 +255,16 @@ async def run_step(run: _Run, n: int, step: Step) -> bool:
     return ran
 
 
-async def _condition_failed(run: _Run, n: int, step: Step, found: Check, head: str) -> bool:
+async def _condition_failed(run: Run, n: int, step: Step, found: Check, head: str) -> bool:
     """``on_fail: skip``: say so, mark the step's binding as skipped, go on. ``on_fail: stop``: end the run."""
     if step.on_fail != "skip":
         run.turns.append(_stopped(run.wf, n, step, found))
         return False
-    await _skip(run, n, step, f"{head}\n{_skipped(run.wf, n, step, found)}", "was skipped")
+    await _skip(run, n, step, f"{head}\n{_skipped(run, n, step, found)}", "was skipped")
     return True
 
 
-async def _not_confirmed(run: _Run, n: int, step: Step, decision: confirm.Decision, head: str) -> bool:
+async def _not_confirmed(run: Run, n: int, step: Step, decision: confirm.Decision, head: str) -> bool:
     """A no (or a cancel, or no answer) acts as ``on_fail``; a client that cannot ask always stops the run."""
     if step.on_fail != "skip" or not decision.can_ask:
         run.turns.append(_needs_person(run.wf, n, step, decision.reason))
@@ -346,7 +273,7 @@ async def _not_confirmed(run: _Run, n: int, step: Step, decision: confirm.Decisi
     return True
 
 
-async def _skip(run: _Run, n: int, step: Step, text: str, why: str) -> None:
+async def _skip(run: Run, n: int, step: Step, text: str, why: str) -> None:
     """Step ``n`` is skipped: its turn, its binding marked (a later use says why), its progress, the count."""
     total = len(run.wf.steps)
     run.turns.append(_assistant(text))
@@ -365,7 +292,7 @@ def _needs_person(wf: Workflow, n: int, step: Step, why: str) -> Turn:
                  "tell the user why the workflow stopped.")
 
 
-def _tool_params(run: _Run, n: int, step: Step, tool: ToolSpec | None) -> dict[str, Any] | None:
+def _tool_params(run: Run, n: int, step: Step, tool: ToolSpec | None) -> dict[str, Any] | None:
     """The step's tool parameters; None (after a hand-over turn) when a required one has no value. An optional
     parameter without a value is left out."""
     schema = (tool.input_schema if tool else None) or {}
@@ -395,7 +322,7 @@ async def _tool_failure(host: WorkflowHost, name: str, params: dict[str, Any]) -
     return result, None
 
 
-async def _call_tool(run: _Run, n: int, step: Step, head: str) -> bool:
+async def _call_tool(run: Run, n: int, step: Step, head: str) -> bool:
     assert step.tool is not None
     tool = run.tools.get(step.tool)
     params = _tool_params(run, n, step, tool)
@@ -407,14 +334,17 @@ async def _call_tool(run: _Run, n: int, step: Step, head: str) -> bool:
         run.turns.append(_failed(run.wf, n, step, f"the tool `{step.tool}` failed: {failure}"))
         return False
     value = tool_result_value(result, tool.output_schema if tool else None)
-    if step.bind:
-        run.results[step.bind] = value
-    saved = f" (saved as `{step.bind}`)" if step.bind else ""
-    run.turns.append(_user(f"Result of `{step.tool}`{saved}:\n{_fence(value)}"))
+    run.save(n, step.bind, value)
+    run.add_result_turn(n, _result_turn(step, value))
     return True
 
 
-async def _read_resources(run: _Run, n: int, step: Step, head: str) -> bool:
+def _result_turn(step: Step, value: Any) -> Turn:
+    saved = f" (saved as `{step.bind}`)" if step.bind else ""
+    return _user(f"Result of `{step.tool}`{saved}:\n{_fence(value)}")
+
+
+async def _read_resources(run: Run, n: int, step: Step, head: str) -> bool:
     fills: dict[str, str] = {}
     for name, source in step.template:
         value = run.resolve(source)
@@ -459,10 +389,10 @@ def _stopped(wf: Workflow, n: int, step: Step, found: Check) -> Turn:
                        f"server {action}{tail}; tell the user why the workflow stopped.")
 
 
-def _skipped(wf: Workflow, n: int, step: Step, found: Check) -> str:
-    users = [f"{i} (`{s.name}`)" for i, s in enumerate(wf.steps, 1)
-             if i > n and step.bind and any(isinstance(src, FromStep) and src.bind == step.bind
-                                            for _, src in s.sources())]
+def _skipped(run: Run, n: int, step: Step, found: Check) -> str:
+    wf = run.wf
+    readers = run.readers(step.bind) if step.bind else []
+    users = [f"{i} (`{wf.steps[i - 1].name}`)" for i in readers[bisect_right(readers, n):]]
     later = (f" Step{'s' * (len(users) != 1)} {', '.join(users)} will not have `{step.bind}`." if users else "")
     return f"Skipped: {failure_text(found)}.{later} Going on with the next step."
 

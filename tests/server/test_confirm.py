@@ -407,3 +407,43 @@ def test_the_typescript_sdk_v2_client_answers_the_confirmation(framework):
     assert seen["none"]["asked"] == [] and "it needs a person's confirmation" in seen["none"]["messages"][-1]["text"]
     assert len(seen["yes"]["asked"]) == 1 and seen["yes"]["messages"][-1]["text"].startswith("Done")
     assert [r["order_id"] for r in seen["yes"]["refunds"]["result"]] == ["A1001"]
+
+
+# ------------------------------------------------------------------------------- what the question shows
+
+async def test_the_question_escapes_line_separators_and_bidi_controls_in_a_shown_value():
+    """A field a customer controls (a payee's name) cannot draw lines of its own in front of the person: a line or
+    paragraph separator, a C1 line break and a bidirectional override are written escaped, as the SKILL.md writes a
+    JSON value; the question has exactly the lines the workflow shows."""
+    from mcp.server.mcpserver import MCPServer
+
+    from projector.builder import WorkflowBuilder, confirm, step
+
+    hostile = "ACME\u2028- amount: 1.00\u2029- IBAN: XX00\x85\u202eEVIL\u2066"
+    server = MCPServer("payments")
+
+    @server.tool()
+    def get_payee() -> dict:
+        """The payee."""
+        return {"name": hostile}
+
+    @server.tool()
+    def pay(name: str) -> str:
+        """Pay them."""
+        return "paid"
+
+    wf = (WorkflowBuilder("pay_payee", "Pay a payee once a person says yes.")
+          .tool("get_payee", "The payee.", input_schema={"type": "object", "properties": {}},
+                annotations={"readOnlyHint": True})
+          .tool("pay", "Pay them.", input_schema={"type": "object", "properties": {"name": {"type": "string"}},
+                                                  "required": ["name"]}, annotations={"readOnlyHint": False})
+          .step("payee", tool="get_payee", bind="payee")
+          .step("pay", tool="pay", args={"name": step("payee", "name")}, confirm=confirm("Pay?", step("payee", "name")))
+          .build())
+    attach(server, None, [wf])
+    on_elicit = answer("no")
+    async with Client(server, elicitation_callback=on_elicit) as c:
+        await c.get_prompt("pay_payee", {})
+    (question,) = on_elicit.asked
+    assert question.splitlines() == question.split("\n") == [
+        "Pay?", "", '- `payee.name`: "ACME\\u2028- amount: 1.00\\u2029- IBAN: XX00\\u0085\\u202eEVIL\\u2066"']

@@ -16,7 +16,7 @@ APPROVED = ROOT / "workflows" / "refunds-approved.yaml"
 
 
 def _state() -> RunState:
-    return RunState(2, "confirm", "t" * 32, {"order": {"id": "A1001"}}, {}, 0, {}, [("user", "hi")])
+    return RunState(2, "confirm", "t" * 32, {1: {"id": "A1001"}}, {"order": 1}, {}, 0, {}, [("user", "hi"), 1])
 
 
 def test_a_state_is_refused_once_the_workflow_it_paused_on_has_changed():

@@ -89,9 +89,13 @@ def test_stdio_answers_malformed_and_oversized_lines_and_keeps_serving():
         assert s.recv() == {"jsonrpc": "2.0", "id": 41,
                             "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 message"}}
         s.send(b'{"jsonrpc": "2.0", "id": 42, "method": "skills/list", "params": {"pad": "' + b"x" * 300_000 + b'"}}\n')
-        big = s.recv()
-        assert big["id"] is None and big["error"]["code"] == -32600 and "longer than 100000 bytes" in \
+        big = s.recv()  # answered by its id, read from the start of the line: the client stops waiting
+        assert big["id"] == 42 and big["error"]["code"] == -32600 and "longer than 100000 bytes" in \
             big["error"]["message"]
+        s.send(b'{"method": "skills/list", "params": {"pad": "' + b"x" * 300_000 + b'"}, "jsonrpc": "2.0", "id": "z"}\n')
+        assert s.recv()["id"] == "z"  # the id written last (as the TypeScript SDK writes it), read from the end
+        s.send(b'{"jsonrpc": "2.0", "method": "skills/list", "params": {"pad": "' + b"x" * 300_000 + b'", "id": 9}}\n')
+        assert s.recv()["id"] is None  # an "id" inside the params is not the request's
         s.send(b"\n\n")  # blank lines are nothing, not errors
         got = s.request(43, "skills/get", {"uri": MANIFEST[0]["uri"]})
         assert got["id"] == 43 and got["result"]["skill"] == MANIFEST[0]

@@ -121,6 +121,19 @@ class Adapter(ABC):
     def run_stdio(self, server: Any, max_line_bytes: int | None = None) -> None:
         """Serve on this process's stdin and stdout until the input ends."""
 
+    def forwarding_server(self, name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any],
+                          gone: type[Exception]) -> Any:
+        """A new server of this framework whose tools are ``tools`` (``mcp_types.Tool``, as an upstream lists them),
+        each call handed to ``forward(name, arguments)`` and its ``CallToolResult`` returned as it came; ``gone``
+        (raised by ``forward`` when the upstream cannot answer) becomes a tool error. The gateway's server
+        (:mod:`projector.server.gateway`). A framework that cannot keeps this default, a TypeError."""
+        raise TypeError(f"the {self.name} adapter cannot build a gateway's server")
+
+    async def serve_stdio_async(self, server: Any, max_line_bytes: int | None = None) -> None:
+        """:meth:`run_stdio`, awaited in a running event loop (the gateway holds its upstream open around it). A
+        framework that cannot keeps this default, a TypeError."""
+        raise TypeError(f"the {self.name} adapter cannot serve stdio inside a running event loop")
+
     def in_process(self, server: Any) -> Any:
         """What projector's verifying client (:func:`projector.remote.connect`, over :class:`mcp.Client`) connects
         to for ``server`` in this process, through the framework's public API: a server object that

@@ -473,6 +473,15 @@ class FastMCPAdapter(Adapter):
     def run_stdio(self, server: FastMCP, max_line_bytes: int | None = None) -> None:
         server.run("stdio", show_banner=False)
 
+    async def serve_stdio_async(self, server: FastMCP, max_line_bytes: int | None = None) -> None:
+        await server.run_stdio_async(show_banner=False)
+
+    def forwarding_server(self, name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any],
+                          gone: type[Exception]) -> FastMCP:
+        from .fastmcp_forward import forwarding_server
+
+        return forwarding_server(name, tools, forward, gone)
+
     def in_process(self, server: FastMCP) -> Any:
         return in_process_http(server)
 

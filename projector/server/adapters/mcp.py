@@ -267,6 +267,41 @@ class MCPAdapter(Adapter):
         else:
             anyio.run(serve_stdio, server, max_line_bytes)
 
+    async def serve_stdio_async(self, server: MCPServer, max_line_bytes: int | None = None) -> None:
+        from ..stdio import serve_stdio
+
+        await (serve_stdio(server) if max_line_bytes is None else serve_stdio(server, max_line_bytes))
+
+    def forwarding_server(self, name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any],
+                          gone: type[Exception]) -> MCPServer:
+        """An ``MCPServer`` built with one forwarding tool per upstream tool (its ``tools=`` argument: public API)."""
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.server.mcpserver.tools.base import Tool
+        from mcp.server.mcpserver.utilities.func_metadata import func_metadata
+
+        def _forwarded() -> None:  # pragma: no cover - the tool's run never calls it
+            """Stands for the upstream tool: its arguments are checked upstream, against its own schema."""
+
+        class ForwardingTool(Tool):
+            upstream_output_schema: dict[str, Any] | None = None
+
+            @property
+            def output_schema(self) -> dict[str, Any] | None:  # type: ignore[override]
+                return self.upstream_output_schema
+
+            async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+                try:
+                    return await forward(self.name, arguments)
+                except gone as exc:
+                    raise ToolError(str(exc)) from None
+
+        made = [ForwardingTool(fn=_forwarded, name=t.name, title=t.title, description=t.description or "",
+                               parameters=t.input_schema, fn_metadata=func_metadata(_forwarded), is_async=True,
+                               annotations=t.annotations, icons=t.icons, meta=t.meta,
+                               upstream_output_schema=t.output_schema) for t in tools]
+        return MCPServer(name, tools=made)
+
     def in_process(self, server: MCPServer) -> MCPServer:
         return server  # mcp.Client connects to an MCPServer in process
 
