@@ -10,7 +10,9 @@ For each tool step, against the tool's ``input_schema``:
   required parameter that is not given (``repo`` for ``repo_path``), that is one misspelling: one
   ``unknown-parameter`` that names it, and no ``missing-parameter``;
 - ``parameter-type``: a constant is not valid against the parameter's schema (checked by ``jsonschema``, imported
-  only when a constant needs it), or a prompt argument's declared ``type`` (string when not declared) is not a type
+  only when a constant needs it, its regular expressions matched in linear time by RE2: see
+  :mod:`projector.toolschema`; a step's constants are not checked against a schema with a pattern RE2 cannot
+  read), or a prompt argument's declared ``type`` (string when not declared) is not a type
   the parameter takes;
 - ``bad-input-schema``: the tool's input schema is broken where a constant meets it (an unknown type, a ``$ref``
   that resolves nowhere), so the constant cannot be checked.
@@ -46,7 +48,8 @@ from typing import Any
 from .errors import Diagnostic, Span, error, suggest
 from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
 from .results import returns_text as _returns_text
-from .toolschema import field_problem, json_types, open_to, properties, type_words, wraps_result
+from .toolschema import (Unchecked, field_problem, json_types, linear_validator, open_to, properties, type_words,
+                         wraps_result)
 
 # A field path: names and list indexes joined by single dots (items.0.sku).
 FIELD_PATH = re.compile(r"^[^.]+(\.[^.]+)*$")
@@ -154,7 +157,7 @@ def _validator(schema: dict[str, Any]) -> Any:
     if found is None:
         if len(_VALIDATORS) > 1024:
             _VALIDATORS.clear()
-        cls = validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls = linear_validator(validator_for(schema, default=jsonschema.Draft202012Validator), schema)
         found = _VALIDATORS[key] = cls(schema)
     return found
 
@@ -178,6 +181,8 @@ def _const_errors(schema: dict[str, Any], consts: dict[str, Any]) -> dict[str, s
             if path and path[0] in consts and path[0] not in found:
                 found[str(path[0])] = err.message
         return found
+    except Unchecked:  # a pattern RE2 cannot read (lookaround, backreferences): do not guess what it decides
+        return {}
     except UnknownType as exc:
         return f"unknown type {exc.type!r}"
     except Exception as exc:  # noqa: BLE001 - an unresolvable $ref, a keyword of the wrong kind: the schema's fault

@@ -2,11 +2,20 @@
 declared property names, whether an object schema is open to other names, the JSON types a schema admits, and whether
 a field path into a tool's result exists in its output schema. Plain functions over JSON values; nothing here knows
 workflows.
+
+A schema's regular expressions (``pattern``, the names of ``patternProperties``) come from a workflow file or a
+server, and the text they meet (a step's constant, a parameter's name) from a workflow file: both are hostile. So they
+are never given to Python's ``re``, which backtracks (``^(a+)+$`` against 41 characters takes minutes), but to RE2
+(``google-re2``), which matches in time linear in the text and bounds a compiled pattern's memory:
+:func:`search`, and :func:`linear_validator` for ``jsonschema``. A pattern RE2 cannot read (lookaround,
+backreferences, ``\\Z``) cannot be matched safely, so what it would decide is not guessed (:class:`Unchecked`).
+RE2's syntax is closer to the ECMA-262 dialect JSON Schema names than Python's: ``\\d`` and ``\\w`` are ASCII, and
+``$`` is the end of the text (not also before a final line break).
 """
 
 from __future__ import annotations
 
-import re
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,11 +36,132 @@ def open_to(schema: dict[str, Any], name: str) -> bool:
     if isinstance(patterns, dict):
         for rx in patterns:
             try:
-                if re.search(rx, name):
+                if search(rx, name):
                     return True
-            except re.error:
-                return True  # a pattern Python cannot read: do not guess
+            except (Unchecked, TypeError):
+                return True  # a pattern that cannot be matched safely: do not guess
     return False
+
+
+# ------------------------------------------------------------------------------------------- regular expressions
+
+
+class Unchecked(Exception):
+    """A schema's regular expression that cannot be matched in linear time (RE2 cannot read it, or the text is not
+    Unicode): what it would decide is not guessed."""
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    import re2  # lazy: only a schema with a pattern pays for the import
+
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print its own parse errors to stderr
+    try:
+        return re2.compile(pattern, options)
+    except re2.error:
+        return None
+
+
+def search(pattern: Any, text: str) -> bool:
+    """Whether the regular expression ``pattern`` matches somewhere in ``text``, as JSON Schema's ``pattern`` asks,
+    in time linear in ``text`` (RE2). Raises :class:`Unchecked` for a pattern RE2 cannot read, and TypeError for one
+    that is not a string (a broken schema)."""
+    if not isinstance(pattern, str):
+        raise TypeError(f"a regular expression must be a string, not {pattern!r}")
+    compiled = _compiled(pattern)
+    if compiled is None:
+        raise Unchecked(pattern)
+    try:
+        return compiled.search(text) is not None
+    except UnicodeEncodeError:  # a lone surrogate: RE2 reads UTF-8 only
+        raise Unchecked(pattern) from None
+
+
+def _mentions(schema: Any, keyword: str) -> bool:
+    """Whether ``keyword`` is a key anywhere in ``schema`` (a JSON value, walked without recursion)."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if keyword in node:
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
+def _plural(names: Sequence[str]) -> str:
+    return ", ".join(repr(n) for n in names) + (" was" if len(names) == 1 else " were")
+
+
+def _invalid(message: str) -> Any:
+    from jsonschema.exceptions import ValidationError  # lazy, as in projector.fit: only constants need jsonschema
+
+    return ValidationError(message)
+
+
+def _pattern(validator: Any, rx: Any, instance: Any, schema: Any) -> Any:
+    if validator.is_type(instance, "string") and not search(rx, instance):
+        yield _invalid(f"{instance!r} does not match {rx!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+    if validator.is_type(instance, "object"):
+        for rx, subschema in patterns.items():
+            for k, v in instance.items():
+                if search(rx, k):
+                    yield from validator.descend(v, subschema, path=k, schema_path=rx)
+
+
+def _additional_properties(validator: Any, extra: Any, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "object"):
+        return
+    props, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
+    extras = sorted((k for k in instance if k not in props and not any(search(rx, k) for rx in patterns)), key=str)
+    if validator.is_type(extra, "object"):
+        for k in extras:
+            yield from validator.descend(instance[k], extra, path=k)
+    elif not extra and extras and patterns:
+        verb = "does" if len(extras) == 1 else "do"
+        yield _invalid(f"{', '.join(map(repr, extras))} {verb} not match any of the regexes: "
+                       f"{', '.join(map(repr, sorted(patterns)))}")
+    elif not extra and extras:
+        yield _invalid(f"Additional properties are not allowed ({_plural(extras)} unexpected)")
+
+
+def _unevaluated_guard(original: Any) -> Any:
+    """``unevaluatedProperties`` reaches ``patternProperties`` through jsonschema's own helpers, which use ``re``:
+    beside ``patternProperties``, it is :class:`Unchecked` for an object with keys."""
+
+    def unevaluated(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        if validator.is_type(instance, "object") and instance:
+            raise Unchecked("unevaluatedProperties beside patternProperties")
+        yield from original(validator, value, instance, schema)
+
+    return unevaluated
+
+
+@functools.cache
+def _linear_class(base: Any, guard_unevaluated: bool) -> Any:
+    """``base`` (a jsonschema validator class) with every keyword that matches a regular expression matching it by
+    :func:`search`; with ``guard_unevaluated`` (the schema has both), ``unevaluatedProperties`` guarded too."""
+    from jsonschema.validators import extend
+
+    keywords = {"pattern": _pattern, "patternProperties": _pattern_properties,
+                "additionalProperties": _additional_properties}
+    original = base.VALIDATORS.get("unevaluatedProperties")
+    if guard_unevaluated and original is not None:
+        keywords["unevaluatedProperties"] = _unevaluated_guard(original)
+    return extend(base, keywords)
+
+
+def linear_validator(base: Any, schema: Any) -> Any:
+    """The jsonschema validator class ``base`` (chosen for ``schema``) with its regular expressions matched by RE2
+    (:func:`search`), so validating a hostile text against a hostile pattern takes linear time. Validation raises
+    :class:`Unchecked` where a pattern cannot be matched safely."""
+    return _linear_class(base, _mentions(schema, "unevaluatedProperties") and _mentions(schema, "patternProperties"))
 
 
 def json_types(schema: Any) -> set[str] | None:

@@ -502,3 +502,77 @@ def test_a_filled_output_schema_checks_field_paths_and_ends_unstructured_result(
     assert run.code == 1
     assert "bad-field-path" in run.err and "'0' has no field 'idd'" in run.err, run.err
     assert "unstructured-result" not in run.err
+
+
+
+# ------------------------------------------------------------------------------------------------ hostile patterns
+
+BACKTRACKING = """\
+name: redos
+description: A tool whose schema has a pattern that backtracks.
+tools:
+  - name: lookup
+    input_schema:
+      type: object
+      properties:
+        code: {type: string, pattern: "^(a+)+$"}
+        meta: {type: object, patternProperties: {"^(b+)+$": {type: integer}}, additionalProperties: false}
+      patternProperties: {"^(c+)+$": {type: string}}
+      additionalProperties: false
+    annotations: {readOnlyHint: true}
+steps:
+  - name: find
+    tool: lookup
+    args:
+      code: {const: "%(a)s!"}
+      meta: {const: {"%(b)s!": 1}}
+      %(c)s!: {const: x}
+"""
+
+
+def test_a_backtracking_pattern_is_matched_in_linear_time_with_positioned_errors(tmp_path):
+    """Issue 29, item 7: Python's re takes minutes for ^(a+)+$ against 41 a's and a '!'; with 1,000 of them (a
+    YAML key's limit) it would never end. Run in a subprocess whose timeout trips only on a hang."""
+    wf = tmp_path / "redos.yaml"
+    wf.write_text(BACKTRACKING % {"a": "a" * 1000, "b": "b" * 1000, "c": "c" * 1000}, "utf-8")
+    run = subprocess.run([sys.executable, "-m", "projector.cli", "check", str(wf), "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    shown = wf.as_posix()
+    assert f"{shown}:17:13: error[parameter-type]: step 'find' passes the string \"aaaa" in run.stderr
+    assert "does not match '^(a+)+$'" in run.stderr
+    assert f"{shown}:18:13: error[parameter-type]: step 'find' passes the object" in run.stderr
+    assert "does not match any of the regexes: '^(b+)+$'" in run.stderr
+    assert f"{shown}:19:7: error[unknown-parameter]: step 'find' passes 'cccc" in run.stderr
+
+
+def test_a_pattern_is_read_as_json_schema_means_it():
+    """RE2 reads a pattern as ECMA-262 does where Python's re differs: ``$`` is the end of the text."""
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^A[0-9]+$"}}}
+    wf = WorkflowBuilder("ids", "Ids.").tool("t", input_schema=schema, annotations={"readOnlyHint": True})
+    wf.step("ok", tool="t", args={"id": const("A12")}).build()
+    bad = (WorkflowBuilder("ids", "Ids.").tool("t", input_schema=schema, annotations={"readOnlyHint": True})
+           .step("bad", tool="t", args={"id": const("A12\n")}))
+    with pytest.raises(LoadError) as info:
+        bad.build()
+    (d,) = info.value.diagnostics
+    assert d.code == "parameter-type" and "does not match '^A[0-9]+$'" in d.message
+
+
+@pytest.mark.parametrize("pattern", ["^(?=(a+)+$)a", "^(a)\\1$"])
+def test_a_pattern_that_cannot_be_matched_safely_is_not_guessed(pattern):
+    """Lookaround and backreferences can backtrack without end; a constant is not checked against them (nor the
+    step's other constants: the schema cannot be applied safely)."""
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": pattern}, "n": {"type": "integer"}}}
+    wf = (WorkflowBuilder("ids", "Ids.").tool("t", input_schema=schema, annotations={"readOnlyHint": True})
+          .step("s", tool="t", args={"id": const("ab"), "n": const(1)}))
+    wf.build()
+
+
+def test_unevaluated_properties_beside_pattern_properties_is_not_guessed():
+    """jsonschema decides unevaluatedProperties with Python's re over patternProperties, which a hostile key could
+    stall: the schema is not applied to the constants then (before, this refused the key 'y')."""
+    meta = {"type": "object", "patternProperties": {"^(x+)+$": {}}, "unevaluatedProperties": False}
+    schema = {"type": "object", "properties": {"meta": meta}}
+    (WorkflowBuilder("u", "U.").tool("t", input_schema=schema, annotations={"readOnlyHint": True})
+     .step("s", tool="t", args={"meta": const({"y": 1})}).build())

@@ -131,7 +131,7 @@ def test_every_page_is_followed_within_a_bound(monkeypatch, repeat, message):
     fake = _Pages(repeat)
 
     @contextlib.asynccontextmanager
-    async def connect(server, label=None):
+    async def connect(server, label=None, **_):
         yield fake
 
     monkeypatch.setattr(client, "connect", connect)

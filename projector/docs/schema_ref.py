@@ -151,7 +151,10 @@ tool's `input_schema` requires is given (`missing-parameter`); every parameter g
 unless the schema allows others with `additionalProperties` or `patternProperties` (`unknown-parameter`, at the
 key; a near miss of a required parameter that is not given, such as `repo` for `repo_path`, is one misspelling: one
 `unknown-parameter` that suggests the name, and no `missing-parameter`); a constant is valid against its parameter's
-schema, and a typed argument has a type the parameter takes (`parameter-type`); a `field` path, in a step's
+schema, and a typed argument has a type the parameter takes (`parameter-type`; the schema's regular expressions,
+`pattern` and the names of `patternProperties`, are matched by RE2 in time linear in the text, so a pattern that
+backtracks cannot stall a build, and a schema with a pattern RE2 cannot read, one with lookaround or a
+backreference, is not applied to the step's constants); a `field` path, in a step's
 arguments or in a `when:` condition, exists in the `output_schema` of the tool that made the result, when it
 declares one, read inside the SDKs' `{{result: x}}` envelope where the schema is that envelope (`bad-field-path`).
 With `--tools-from SERVER` the schemas are the server's, and a step may call a tool that `tools` does not list.

@@ -1,7 +1,8 @@
 """Tools from a server or from a snapshot of it: ``project-skill tools SERVER`` and ``build|check --tools-from``.
 
-``project-skill tools SERVER`` freezes a server's ``tools/list`` (every page, within :data:`MAX_PAGES`) into a tools
-snapshot, stable JSON for committing as ``tools.json``::
+``project-skill tools SERVER`` freezes a server's ``tools/list`` (every page, within :data:`MAX_PAGES` pages and
+:data:`SNAPSHOT_LIMIT` bytes, the one bound of a snapshot: ``tools --out`` never writes one that ``--tools-from``
+would refuse) into a tools snapshot, stable JSON for committing as ``tools.json``::
 
     {"tools": [{"name": ..., "title": ..., "description": ..., "inputSchema": {...}, "outputSchema": {...},
                 "annotations": {...}, ...}, ...]}
@@ -60,7 +61,8 @@ _SCHEMA_ANNOTATIONS = frozenset({"title", "description", "examples", "$comment",
                                  "writeOnly"})
 _NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 MAX_PAGES = 1000
-SNAPSHOT_LIMIT = 16 * 1024 * 1024  # bytes of a snapshot file
+SNAPSHOT_LIMIT = 16 * 1024 * 1024  # bytes of a snapshot: what `tools` fetches and writes, and `--tools-from` reads
+_MIB = SNAPSHOT_LIMIT // (1024 * 1024)
 SNAPSHOT_FILE = "tools.json"
 # The keys of a snapshot's tool, in the order written; any others follow, by name.
 TOOL_KEYS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
@@ -275,31 +277,49 @@ def server_tool(t: Any) -> Tool:
     return from_listing(t)
 
 
+def _too_large(where: str, what: str) -> Exception:
+    from .errors import ServerError
+
+    return ServerError("response-too-large", where, f"{what}, over {_MIB} MiB, the limit of a tools snapshot (what "
+                       "`tools --out` writes and `--tools-from` reads); the rest was not read, and nothing was written",
+                       "snapshot a server that lists fewer or smaller tools; a listing this large is not a server's "
+                       "tools")
+
+
 async def fetch_snapshot(server: Any, label: str | None = None, verbose: bool = False) -> bytes:
     """The snapshot bytes of every page of ``tools/list`` from ``server`` (a spec string or anything
-    :class:`mcp.Client` takes), within :data:`MAX_PAGES` pages. A stdio server's stderr is shown only when it
-    fails, or with ``verbose``."""
+    :class:`mcp.Client` takes), within :data:`MAX_PAGES` pages and :data:`SNAPSHOT_LIMIT` bytes: the tools kept
+    are counted page by page, so a listing that never ends, or ends past the limit, is refused as soon as it
+    passes it, naming the server. A stdio server's stderr is shown only when it fails, or with
+    ``verbose``."""
     from .client import _describe, connect
     from .errors import ServerError
 
     entries: list[dict[str, Any]] = []
+    kept = 0  # characters of the tools' compact JSON so far: never more than the snapshot's bytes
     async with connect(server, label, verbose=verbose) as remote:
         cursor: str | None = None
         seen: set[str] = set()
-        for _ in range(MAX_PAGES):
+        for page_no in range(1, MAX_PAGES + 1):
             try:
                 page = await remote.client.list_tools(cursor=cursor)
             except Exception as exc:
-                raise ServerError("server-error", remote.label,
-                                  f"tools/list failed: {_describe(exc)}{remote.server_note()}") from None
-            entries.extend(wire_tool(t) for t in page.tools)
+                raise ServerError("server-error", remote.label, f"tools/list failed: {_describe(exc)}{remote.server_note()}") from None
+            for t in page.tools:
+                entries.append(wire_tool(t))
+                kept += len(jsontext.json_text(entries[-1], indent=None, sort_keys=False))
+            if kept > SNAPSHOT_LIMIT:
+                raise _too_large(remote.label, f"tools/list passed {kept} bytes in {page_no} pages")
             cursor = page.next_cursor
             if cursor is None:
-                return snapshot_bytes(entries)
+                data = snapshot_bytes(entries)
+                if len(data) > SNAPSHOT_LIMIT:
+                    raise _too_large(remote.label, f"the tools snapshot of tools/list takes {len(data)} bytes")
+                return data
             if cursor in seen:
                 raise ServerError("server-error", remote.label, "tools/list repeated a cursor")
             seen.add(cursor)
-    raise ServerError("server-error", str(label), f"tools/list did not end within {MAX_PAGES} pages")
+        raise ServerError("server-error", remote.label, f"tools/list did not end within {MAX_PAGES} pages")
 
 
 async def list_server_tools(server: Any, label: str | None = None) -> dict[str, Tool]:

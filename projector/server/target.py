@@ -10,17 +10,23 @@ does.
 Every way this fails is a :class:`~projector.errors.UsageError` naming the target and the problem (the command
 exits 2): a target that is not ``MODULE:ATTR``, a module that cannot be found or whose import raises, a missing
 attribute, an object that is neither a server nor a no-argument factory, a factory that raises or returns something
-else. The target's own exception is quoted (type and message), never printed as a traceback.
+else. The target's own exception, whatever it is (``SystemExit`` and any other ``BaseException`` too), is quoted
+(type and message), never printed as a traceback; only ``KeyboardInterrupt`` goes on, as the Ctrl-C it is (exit 130).
+
+While the target's own code runs (its import, its factory), its standard output goes to standard error, at the file
+descriptor too: on stdio, standard output is the JSON-RPC stream, and a ``print()`` there would break it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import importlib.util
 import inspect
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -38,6 +44,35 @@ def _fail(target: str, problem: str) -> UsageError:
 def _raised(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return type(exc).__name__ + (f": {text[0]}" if text else "")
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Standard output goes to standard error inside: ``sys.stdout``, and file descriptor 1 when there is one (so a
+    C extension's or a child process's output goes too); both are put back after."""
+    for stream in (sys.stdout, sys.__stdout__):
+        with contextlib.suppress(Exception):
+            stream.flush()  # type: ignore[union-attr]
+    try:
+        saved: int | None = os.dup(1)
+    except OSError:
+        saved = None
+    try:
+        if saved is not None:
+            try:
+                os.dup2(2, 1)
+            except OSError:
+                os.close(saved)
+                saved = None
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        for stream in (sys.stderr, sys.__stdout__):
+            with contextlib.suppress(Exception):
+                stream.flush()  # type: ignore[union-attr]
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def split(target: str) -> tuple[str, str]:
@@ -73,8 +108,10 @@ def import_target(target: str, module: str) -> ModuleType:
         sys.modules[name] = loaded
         try:
             spec.loader.exec_module(loaded)
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:
             sys.modules.pop(name, None)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
             raise _fail(target, f"importing {module} raised {_raised(exc)}") from None
         return loaded
     if not all(part.isidentifier() for part in module.split(".")):
@@ -86,7 +123,9 @@ def import_target(target: str, module: str) -> ModuleType:
             raise _fail(target, f"no module named '{exc.name}' (looked in the current directory, {os.getcwd()}, "
                                 f"and on sys.path)") from None
         raise _fail(target, f"importing {module} raised {_raised(exc)}") from None
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         raise _fail(target, f"importing {module} raised {_raised(exc)}") from None
 
 
@@ -128,7 +167,12 @@ def _required(fn: Any) -> list[str] | None:
 
 def load_server(target: str) -> tuple[Any, str]:
     """The server TARGET names, and its framework's name (:mod:`projector.server.adapters`). A UsageError
-    otherwise."""
+    otherwise. What the target prints meanwhile goes to standard error."""
+    with _stdout_to_stderr():
+        return _load_server(target)
+
+
+def _load_server(target: str) -> tuple[Any, str]:
     module, attr = split(target)
     obj = _attribute(target, import_target(target, module), module, attr)
     framework = _framework(obj)
@@ -151,7 +195,9 @@ def load_server(target: str) -> tuple[Any, str]:
                 return await made
 
             made = anyio.run(wait)
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         raise _fail(target, f"calling {module}:{attr}() raised {_raised(exc)}") from None
     framework = _framework(made)
     if framework is None:

@@ -1,12 +1,14 @@
 """A hostile MCP server on stdio that answers with more bytes than a verifying client may buffer
 (``response-too-large``; driven by tests/remote/test_remote_bounds.py).
 
-    python response-too-large.server.py MODE BYTES
+    python response-too-large.server.py MODE BYTES [PAGES]
 
 - ``list``: the answer to ``skills/list`` is one message of BYTES bytes (an empty listing padded with a long string).
 - ``read``: ``skills/list`` lists one skill whose manifest says SKILL.md is 8 bytes; the answer to its
   ``resources/read`` is one message of BYTES bytes.
 - ``pages``: every ``skills/list`` page is BYTES bytes of padding and names another page, without end.
+- ``tools``: every ``tools/list`` page is one tool of about BYTES bytes (its description padded), another each page;
+  after PAGES pages the listing ends (with no PAGES, or 0, it never ends). Driven by tests/remote/test_tools.py.
 
 Each big message is written in 1 MiB pieces, so a client that stops reading stops it; the server ends quietly when
 the client closes the pipe. Everything else is answered as a plain handshake-era server answers it.
@@ -18,6 +20,8 @@ import os
 import sys
 
 MODE, TOTAL = sys.argv[1], int(sys.argv[2])
+PAGES = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+CAPABILITIES = {"resources": {}, "tools": {}} if MODE == "tools" else {"resources": {}}
 URI = "skill://hello-world/SKILL.md"
 SKILL = b"12345678"
 out = sys.stdout.buffer
@@ -57,7 +61,7 @@ for line in sys.stdin.buffer:
         continue  # a notification
     if method == "initialize":
         send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": msg["params"]["protocolVersion"],
-                                                       "capabilities": {"resources": {}},
+                                                       "capabilities": CAPABILITIES,
                                                        "serverInfo": {"name": "hostile", "version": "0"}}})
     elif method == "skills/list" and MODE == "list":
         padded(b'{"jsonrpc": "2.0", "id": %d, "result": {"skills": [], "pad": "' % rid, b'"}}')
@@ -65,6 +69,11 @@ for line in sys.stdin.buffer:
         page += 1
         padded(b'{"jsonrpc": "2.0", "id": %d, "result": {"skills": [], "nextCursor": "c%d", "pad": "' % (rid, page),
                b'"}}')
+    elif method == "tools/list" and MODE == "tools":
+        page += 1
+        more = b', "nextCursor": "c%d"' % page if page != PAGES else b""
+        padded(b'{"jsonrpc": "2.0", "id": %d, "result": {"tools": [{"name": "t%05d", "inputSchema": {"type": '
+               b'"object"}, "description": "' % (rid, page), b'"}]%s}}' % more)
     elif method == "skills/list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"skills": [ENTRY]}})
     elif method == "resources/read" and MODE == "read":
