@@ -3,7 +3,7 @@ low-level ``mcp`` server with the skills extension's methods, and the generated 
 ``tools/list`` handler, so it answers that request with "Method not found", and its ``initialize`` result (or its
 discovery) offers ``resources`` and the skills extension only.
 
-    python skills_only.server.py [SKILLS_DIR]
+    python skills_only_server.py [SKILLS_DIR]
 
 It ends when the client closes the pipe.
 """
