@@ -70,6 +70,7 @@ def test_corpus_has_every_class():
                 "empty-field",
                 "allowed-tools-ignored",
                 "ask-on-required", "empty-confirm-message", "confirm-undeclared-argument", "confirm-on-read-only",
+                "bad-workflow-name",
                 }
     assert required <= names
 
