@@ -2,8 +2,7 @@
 
 The file holds, in this order: the ``yaml-language-server`` comment for editors; the name; a description
 placeholder that ``build`` refuses (``placeholder-description``) until the author replaces it; one argument for
-each required parameter of the chosen tools, of the type the parameter takes (a parameter of the same name and type
-in two tools shares one argument); the tools' declarations copied from the source (name, description,
+each required parameter of each step, of the type the parameter takes; the tools' declarations copied from the source (name, description,
 ``input_schema``, ``output_schema`` where given, annotations); and one step per chosen tool, in the order given, with
 each required parameter wired to its argument and each optional parameter listed in a comment above ``args``.
 
@@ -11,6 +10,14 @@ The YAML is written by ruamel.yaml (the one library here that writes comments), 
 YAML 1.1 and 1.2: every string that either version would read as something else (``yes``, ``0o17``, ``1e3``,
 ``2024-01-15``) is quoted, every float is written in a form both read as that float, and the text is read back with
 both before it is returned, so a value that would not survive is a bug found here, not in the author's build.
+
+A value a person gives for one step never reaches, unannounced, a tool that changes something. Steps share an
+argument only when every one of them calls a read-only tool (``readOnlyHint: true``) and takes the parameter as the
+same type: then the argument has the parameter's name (``repo_path`` for ``git_status`` and ``git_diff_staged``), and
+its description names the steps it goes to, so the person filling it in sees that one value goes to both. Any other
+parameter name that several steps require gives each step its own argument, named after the step (``select_rows_sql``,
+``update_rows_sql``): the ``sql`` of a SELECT tool and of an UPDATE tool are never one value by default. An author
+who wants one value there joins the arguments by hand, where the choice is visible in the file.
 
 A required parameter that no prompt argument can carry (an array or an object) is refused with a usage error: the
 scaffold would not build, and the author must choose that value by hand.
@@ -37,7 +44,6 @@ from .yaml12 import CORE, QUOTE_TOO
 SCHEMA_COMMENT = "yaml-language-server: $schema=workflow.schema.json"
 ARG_TYPES = ("string", "number", "integer", "boolean")
 _COMMENT_WIDTH = 110
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a workflow name init accepts: also a safe file name
 _PATTERNS = [re.compile(rx) for _tag, rx, _first in (*CORE, *QUOTE_TOO)]
 
 
@@ -93,12 +99,10 @@ def _optional_comment(tool: Tool) -> str | None:
 
 
 def _check_request(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) -> None:
-    if not NAME.fullmatch(name):
-        raise UsageError(f"init: the name {name!r} must be ASCII letters, digits, '_', '-' or '.', starting with a "
-                         "letter or a digit (it names the file workflows/NAME.yaml too)")
-    problem = naming.name_problem(name)
+    problem = naming.workflow_name_problem(name)  # the build's rule for a workflow's name, so init writes none it refuses
     if problem:
-        raise UsageError(f"init: the name {name!r}: {problem[1]}")
+        _code, message, hint = problem
+        raise UsageError(f"init: {message}" + (f"; {hint}" if hint else ""))
     if not chosen:
         raise UsageError("init: name at least one tool with --tool")
     missing = [t for t in chosen if t not in tools]
@@ -111,9 +115,12 @@ def _check_request(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) 
                          + f"; its tools: {', '.join(sorted(tools)) or 'none'}")
 
 
-def _wire(tool: Tool, step: str, arguments: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def _wire(tool: Tool, step: str, sharing: Mapping[str, list[str] | None], arguments: dict[str, dict[str, Any]],
+          made_for: dict[str, str]) -> dict[str, Any]:
     """A step's ``args``: each required parameter from an argument of its type, added to ``arguments`` when new
-    (a parameter of the same name and type as an earlier one shares its argument)."""
+    (``made_for``: the parameter each argument was made for). ``sharing`` maps a parameter name that several steps
+    require to the steps that share one argument for it, or to None when each step gets its own (named after the
+    step); see the module."""
     args: dict[str, Any] = {}
     props = _properties(tool.input_schema)
     for param in _required(tool.input_schema):
@@ -124,13 +131,43 @@ def _wire(tool: Tool, step: str, arguments: dict[str, dict[str, Any]]) -> dict[s
                              f"{' or '.join(sorted(_types(prop) or ()))}: no prompt argument can carry it; "
                              "leave that tool out, and write its step by hand with a {step: ...} or "
                              "{const: ...} source")
-        arg = param if arguments.get(param, {}).get("type", kind) == kind else f"{step}_{param}"
+        own = param in sharing and sharing[param] is None
+        arg, n = (f"{step}_{param}" if own else param), 2
+        joins = bool(sharing.get(param)) and made_for.get(arg) == param  # the argument an earlier step made to share
+        while arg in arguments and not joins:  # a name another parameter's argument took (a parameter 'lookup_id')
+            arg, n = f"{step}_{param}_{n}", n + 1
         if arg not in arguments:
             about = (prop.get("description") or prop.get("title")) if isinstance(prop, dict) else None
-            arguments[arg] = {"name": arg, "description": _one_line(about or param.replace("_", " "), 200),
-                              "required": True, "type": kind}
+            about = about or param.replace("_", " ")
+            if own:
+                about = f"{about} (for step '{step}')"
+            elif sharing.get(param):
+                about = f"{about} (one value for steps {', '.join(repr(s) for s in sharing[param] or ())})"
+            arguments[arg] = {"name": arg, "description": _one_line(about, 200), "required": True, "type": kind}
+            made_for[arg] = param
         args[param] = {"arg": arg}
     return args
+
+
+def _read_only(tool: Tool) -> bool:
+    return isinstance(tool.annotations, dict) and tool.annotations.get("readOnlyHint") is True
+
+
+def _sharing(tools: Mapping[str, Tool], steps: list[tuple[str, str]]) -> dict[str, list[str] | None]:
+    """For each parameter name that more than one of ``steps`` (``(step, tool)``) requires: the steps, when they may
+    share one argument (every tool read-only, one argument type), else None."""
+    users: dict[str, list[tuple[str, Tool]]] = {}
+    for step, tool_name in steps:
+        for param in dict.fromkeys(_required(tools[tool_name].input_schema)):
+            users.setdefault(param, []).append((step, tools[tool_name]))
+    out: dict[str, list[str] | None] = {}
+    for param, used in users.items():
+        if len(used) < 2:
+            continue
+        kinds = {arg_type(_properties(t.input_schema).get(param, {})) for _, t in used}
+        joined = all(_read_only(t) for _, t in used) and len(kinds) == 1 and None not in kinds
+        out[param] = [s for s, _ in used] if joined else None
+    return out
 
 
 def _declaration(tool: Tool) -> dict[str, Any]:
@@ -148,16 +185,22 @@ def plan(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) -> tuple[d
     index). Raises :class:`UsageError` for a bad name, an unknown tool, or a parameter no argument can carry."""
     _check_request(name, tools, chosen)
     arguments: dict[str, dict[str, Any]] = {}
-    steps: list[dict[str, Any]] = []
-    comments: dict[int, str] = {}
+    made_for: dict[str, str] = {}
+    named: list[tuple[str, str]] = []  # (step, tool), step names unique
     for tool_name in chosen:
         step, n = tool_name, 2
-        while any(s["name"] == step for s in steps):
+        while any(s == step for s, _ in named):
             step, n = f"{tool_name}_{n}", n + 1
+        named.append((step, tool_name))
+    sharing = _sharing(tools, named)
+    steps: list[dict[str, Any]] = []
+    comments: dict[int, str] = {}
+    for step, tool_name in named:
         comment = _optional_comment(tools[tool_name])
         if comment:
             comments[len(steps)] = comment
-        steps.append({"name": step, "tool": tool_name, "args": _wire(tools[tool_name], step, arguments)})
+        steps.append({"name": step, "tool": tool_name, "args": _wire(tools[tool_name], step, sharing, arguments,
+                                                                             made_for)})
     data: dict[str, Any] = {"name": name, "description": DESCRIPTION_PLACEHOLDER}
     if arguments:
         data["arguments"] = list(arguments.values())

@@ -18,7 +18,9 @@ from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
 # Every text of a workflow reaches SKILL.md, references/tools.md or skills.json. None may hold a control character
 # other than tab and newline (a terminal escape, a bell, a carriage return that hides what precedes it), and the
 # texts that the output prints on one line (names, keys, URIs: headings, list items, code spans) may not hold a line
-# break either, or they could add headings of their own. Multi-line texts are made inert by the renderer instead.
+# break either, or they could add headings of their own: neither \n nor U+2028 or U+2029, which str.splitlines, the
+# renderer (render.LINE_BREAK) and JavaScript's multi-line expressions all break at (the other such breaks, \r, \v,
+# \f, \x1c-\x1e and U+0085, are control characters). Multi-line texts are made inert by the renderer instead.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # Invisible characters make a text read differently from what it holds: bidirectional controls reorder what a reader
 # sees (Trojan Source), zero-width characters and invisible operators hide inside words, and tag characters carry text
@@ -26,6 +28,9 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # (names, keys, URIs) every other format character (Unicode category Cf: a soft hyphen, ...) too.
 _INVISIBLE = re.compile("[\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
                         "\U000e0000-\U000e007f]")
+# In a one-line text, also the characters that show as nothing though they are letters or symbols: the Hangul fillers
+# and the blank Braille pattern (a name made of them looks empty, or like another name).
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 MAX_VALUE_DEPTH = 100  # as deep as the loader accepts a YAML document; JSON values are walked recursively later
 
 
@@ -73,14 +78,16 @@ def invisible_problem(span: Span, what: str, text: str, one_line: bool) -> Diagn
     if text.isascii():  # no ASCII character is a format character (Cf) or one of _INVISIBLE
         return None
     if one_line:
-        found = next((c for c in text if unicodedata.category(c) == "Cf" or _INVISIBLE.match(c)), None)
+        found = next((c for c in text if unicodedata.category(c) == "Cf" or _INVISIBLE.match(c)
+                      or c in _BLANK_LETTERS), None)
     else:
         m = _INVISIBLE.search(text)
         found = m.group(0) if m else None
     if found is None:
         return None
     name = unicodedata.name(found, "")
-    return error(span, "control-character", f"{what} contains the invisible format character U+{ord(found):04X}"
+    kind = "format character" if unicodedata.category(found) == "Cf" else "character"
+    return error(span, "control-character", f"{what} contains the invisible {kind} U+{ord(found):04X}"
                  + (f" ({name})" if name else ""), "remove it: a bidirectional control or an invisible character "
                  "makes a text read differently from what it holds")
 
@@ -91,9 +98,11 @@ def _text_problem(span: Span, what: str, text: str, one_line: bool) -> Diagnosti
                      "write plain text: remove it (line breaks and tabs are fine in multi-line texts)")
     if not text.isascii() and (p := invisible_problem(span, what, text, one_line)):  # its own shortcut, inlined
         return p
-    if one_line and "\n" in text:
-        return error(span, "line-break", f"{what} contains a line break", "it is printed on one line (a heading, "
-                     "a list item, a code span): write it on one line")
+    if one_line and len((text + "x").splitlines()) > 1:  # \n, U+2028, U+2029: the other breaks are control characters
+        brk = next(c for c in text if len((c + "x").splitlines()) > 1)
+        kind = "" if brk == "\n" else f" (U+{ord(brk):04X} {unicodedata.name(brk, '')})"
+        return error(span, "line-break", f"{what} contains a line break{kind}", "it is printed on one line (a "
+                     "heading, a list item, a code span): write it on one line")
     return None
 
 

@@ -56,7 +56,9 @@ def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnosti
 def _name_rule(wf: Workflow) -> list[Diagnostic]:
     if not wf.name.strip():
         return [error(wf.span, "empty-name", "the workflow name is empty")]
-    problem = naming.name_problem(wf.name)
+    if not wf.name.isprintable():  # a control, format or line-breaking character: the text rule reports it
+        return []
+    problem = naming.workflow_name_problem(wf.name)
     return [error(wf.span, *problem)] if problem else []
 
 
@@ -81,7 +83,7 @@ def _title_rule(wf: Workflow) -> list[Diagnostic]:
     if not wf.title.strip():
         return [error(wf.title_span, "empty-name", "the title is empty",
                       "leave title out to take the heading from the name")]
-    if any(unicodedata.category(c) == "Cc" for c in wf.title):
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in wf.title):
         return [error(wf.title_span, "control-character", "the title contains a line break or another control "
                       "character", "a title is one line of plain text")]
     p = invisible_problem(wf.title_span, "the title", wf.title, one_line=True)

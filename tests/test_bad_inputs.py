@@ -71,6 +71,7 @@ def test_corpus_has_every_class():
                 "allowed-tools-ignored",
                 "ask-on-required", "empty-confirm-message", "confirm-undeclared-argument", "confirm-on-read-only",
                 "dead-condition-json-text", "dead-condition-boolean", "dead-condition-number",
+                "bad-workflow-name",
                 }
     assert required <= names
 

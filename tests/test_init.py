@@ -5,6 +5,7 @@ same bytes every time, and reads the same under YAML 1.1 and 1.2."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -86,14 +87,16 @@ def test_the_scaffold_wires_required_parameters_and_lists_optional_ones(project,
     assert [s["tool"] for s in doc["steps"]] == ["record", "lookup", "record"]
     assert [t["name"] for t in doc["tools"]] == ["record", "lookup"]
     args = {a["name"]: a for a in doc["arguments"]}
-    # record's id is an integer, lookup's a string: two arguments; record_2 shares record's
-    assert {n: a["type"] for n, a in args.items()} == {"id": "integer", "note": "string", "lookup_id": "string",
-                                                        "limit": "integer", "exact": "boolean", "ratio": "number"}
+    # id and note are required by more than one step: each step gets its own, named after it; none is shared
+    assert {n: a["type"] for n, a in args.items()} == {
+        "record_id": "integer", "record_note": "string", "lookup_id": "string", "limit": "integer",
+        "exact": "boolean", "ratio": "number", "record_2_id": "integer", "record_2_note": "string"}
     assert all(a["required"] is True for a in args.values())
-    assert args["lookup_id"]["description"] == "The thing's id" and args["limit"]["description"] == "Limit"
+    assert args["lookup_id"]["description"] == "The thing's id (for step 'lookup')"
+    assert args["limit"]["description"] == "Limit"
     assert doc["steps"][1]["args"] == {"id": {"arg": "lookup_id"}, "limit": {"arg": "limit"},
                                        "exact": {"arg": "exact"}, "ratio": {"arg": "ratio"}}
-    assert doc["steps"][2]["args"] == {"id": {"arg": "id"}, "note": {"arg": "note"}}
+    assert doc["steps"][2]["args"] == {"id": {"arg": "record_2_id"}, "note": {"arg": "record_2_note"}}
     lookup = next(t for t in doc["tools"] if t["name"] == "lookup")
     source = read_snapshot(project / "tools.json")["lookup"]
     assert lookup == {"name": "lookup", "description": source.description, "input_schema": source.input_schema,
@@ -175,7 +178,7 @@ def test_init_refuses_what_would_not_build_and_writes_nothing(project, cli, tool
 
 def test_init_refuses_a_bad_name_and_a_bad_source(project, cli):
     bad = init(cli, "ping", name="-bad name-")
-    assert bad.code == 2 and "init: the name" in bad.err
+    assert bad.code == 2 and "init: the workflow name '-bad name-'" in bad.err
     (project / "broken.json").write_text("{", encoding="utf-8")
     broken = cli("init", "x", "--tools-from", "broken.json", "--tool", "ping")
     assert broken.code == 1 and "broken.json:1:2: error[bad-snapshot]" in broken.err
@@ -204,3 +207,70 @@ def read_snapshot_from(entries):
     from projector.remote.tools import parse_snapshot
 
     return parse_snapshot(snapshot_bytes(entries), "tools.json")
+
+
+SQL_TOOLS = [
+    {"name": "select_rows", "description": "Run a SELECT.",
+     "inputSchema": {"type": "object", "required": ["sql"], "properties": {"sql": {"type": "string"}}},
+     "annotations": {"readOnlyHint": True}},
+    {"name": "update_rows", "description": "Run an UPDATE.",
+     "inputSchema": {"type": "object", "required": ["sql"], "properties": {"sql": {"type": "string"}}},
+     "annotations": {"readOnlyHint": False, "destructiveHint": True}},
+    {"name": "count_rows", "description": "Count what a SELECT finds.",
+     "inputSchema": {"type": "object", "required": ["sql"], "properties": {"sql": {"type": "string"}}},
+     "annotations": {"readOnlyHint": True}},
+]
+
+
+def test_two_tools_with_a_parameter_of_one_name_get_distinct_arguments(project, cli):
+    """Issue 30 item 7: the SQL for a SELECT tool is never silently the SQL of an UPDATE tool. Each step gets its own
+    argument, named after it and saying which step it goes to, and the workflow builds and runs each step with its
+    own value."""
+    (project / "sql.json").write_bytes(snapshot_bytes(SQL_TOOLS))
+    run = cli("init", "audit", "--tools-from", "sql.json", "--tool", "select_rows", "--tool", "update_rows")
+    assert run.code == 0, run.err
+    path = project / "workflows" / "audit.yaml"
+    doc = yaml.safe_load(path.read_text("utf-8"))
+    assert [(a["name"], a["description"]) for a in doc["arguments"]] == [
+        ("select_rows_sql", "sql (for step 'select_rows')"), ("update_rows_sql", "sql (for step 'update_rows')")]
+    assert [s["args"] for s in doc["steps"]] == [{"sql": {"arg": "select_rows_sql"}}, {"sql": {"arg": "update_rows_sql"}}]
+    path.write_text(path.read_text("utf-8").replace(DESCRIPTION_PLACEHOLDER, "Audit rows."), encoding="utf-8")
+    assert cli("build").code == 0
+
+
+def test_read_only_steps_share_an_argument_that_says_so(project, cli):
+    """Two read-only tools may take one value (one query to run and to count); the argument's description names
+    both steps, so the person who fills it in sees where it goes. With a tool that changes something among them,
+    no step shares."""
+    (project / "sql.json").write_bytes(snapshot_bytes(SQL_TOOLS))
+    run = cli("init", "report", "--tools-from", "sql.json", "--tool", "select_rows", "--tool", "count_rows")
+    assert run.code == 0, run.err
+    doc = yaml.safe_load((project / "workflows" / "report.yaml").read_text("utf-8"))
+    assert [(a["name"], a["description"]) for a in doc["arguments"]] == [
+        ("sql", "sql (one value for steps 'select_rows', 'count_rows')")]
+    assert [s["args"] for s in doc["steps"]] == [{"sql": {"arg": "sql"}}] * 2
+    mixed = cli("init", "mixed", "--tools-from", "sql.json", "--tool", "select_rows", "--tool", "count_rows",
+                "--tool", "update_rows")
+    assert mixed.code == 0, mixed.err
+    doc = yaml.safe_load((project / "workflows" / "mixed.yaml").read_text("utf-8"))
+    assert [a["name"] for a in doc["arguments"]] == ["select_rows_sql", "count_rows_sql", "update_rows_sql"]
+
+
+@pytest.mark.parametrize("name, suggestion", [("Restock Item", "restock_item"), ("Crème brûlée", "creme_brulee"),
+                                              ("a:b", "a_b"), ("_x", "x")])
+def test_init_and_build_refuse_the_same_names(project, cli, name, suggestion):
+    """Issue 30 item 6: one rule for a workflow's name. What init refuses, the build refuses at the name, with a
+    code and the name to use instead; the suggested name passes both."""
+    refused = init(cli, "ping", name=name)
+    assert refused.code == 2 and f"name it '{suggestion}'" in refused.err and "Traceback" not in refused.err
+    assert not (project / "workflows").exists()
+    assert init(cli, "ping", name=suggestion).code == 0
+    path = project / "workflows" / f"{suggestion}.yaml"
+    text = path.read_text("utf-8").replace(DESCRIPTION_PLACEHOLDER, "Ping.")
+    path.write_text(text, encoding="utf-8")
+    assert cli("build").code == 0
+    path.write_text(text.replace(f"name: {suggestion}\n", f"name: {json.dumps(name)}\n"), encoding="utf-8")
+    built = cli("build")
+    assert built.code == 1, built.err
+    assert f"workflows/{suggestion}.yaml:2:7: error[bad-workflow-name]" in built.err
+    assert f"name it '{suggestion}'" in built.err

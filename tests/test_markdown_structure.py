@@ -158,13 +158,14 @@ def test_a_unicode_line_break_in_a_multi_line_text_adds_no_heading(brk):
 
 
 @pytest.mark.parametrize("brk", ["\u2028", "\u2029"])
-def test_a_unicode_line_break_in_a_one_line_text_adds_no_heading(brk):
+def test_a_unicode_line_break_in_a_one_line_text_never_reaches_the_page(brk):
+    """U+2028 and U+2029 break lines as \\n does, so a one-line text holding one is refused as one holding \\n is
+    (issue 29 item 11), before anything is rendered: each name, key and URI is reported."""
     fake = FAKE.format(brk)
-    got, _ = files(workflow(step_name=fake, tool_name=fake, arg_name="who" + fake, bind=fake, resource=fake))
-    for name, md in got.items():
-        assert [h for h, _ in structure(md)["headings"]] == LEVELS[name], name
-        assert not any(c in md.decode() for c in OTHER_BREAKS[1:]), name
-    assert "\n### Step 1: x\n\\## Fake step\n" in got["SKILL.md"].decode()
+    with pytest.raises(LoadError) as info:
+        workflow(step_name=fake, tool_name=fake, arg_name="who" + fake, bind=fake, resource=fake)
+    found = [d for d in info.value.diagnostics if d.code == "line-break"]
+    assert len(found) >= 5 and all(f"U+{ord(brk):04X}" in d.message for d in found)
 
 
 def test_a_json_value_shows_each_unicode_line_break_as_an_escape():

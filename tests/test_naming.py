@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT
 from projector import naming, sep2640
@@ -114,3 +116,15 @@ def test_a_long_uri_prefix_is_a_usage_error_not_a_traceback(cli, tmp_path):
     assert "--uri-prefix: the URI prefix is 1979 characters long; the limit is 255" in run.err
     assert "Traceback" not in run.err + run.out
     assert not (tmp_path / "o").exists()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_a_suggested_workflow_name_follows_the_rule_it_suggests(name):
+    """The name ``bad-workflow-name`` suggests is one that neither ``init`` nor the build refuses for its characters
+    (it may still be a device name or empty, which the skill name's own rules report)."""
+    problem = naming.workflow_name_problem(name)
+    if problem is not None and problem[0] == "bad-workflow-name":
+        suggestion = naming.suggested_name(name)
+        assert problem[2] == (f"name it '{suggestion}'" if suggestion else None)
+        assert not suggestion or (naming.workflow_name_problem(suggestion) or ("",))[0] != "bad-workflow-name"

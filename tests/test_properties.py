@@ -33,7 +33,7 @@ def workflows(draw) -> dict:
     args = draw(st.lists(IDENT, min_size=1, max_size=3, unique=True))
     tools = draw(st.lists(IDENT, min_size=1, max_size=3, unique=True))
     wf = {
-        "name": draw(st.from_regex(r"[A-Za-z][A-Za-z0-9 _-]{0,30}[A-Za-z0-9]", fullmatch=True)),
+        "name": draw(st.from_regex(r"[A-Za-z][A-Za-z0-9._-]{0,30}[A-Za-z0-9]", fullmatch=True)),  # a prompt name
         "description": draw(TEXT),
         "arguments": [{"name": a, "description": draw(TEXT), "required": draw(st.booleans()),
                        "type": draw(st.sampled_from(["string", "number", "integer", "boolean"]))} for a in args],
@@ -111,7 +111,7 @@ def _run(docs: list[str], seed: str, extra_env: dict[str, str]) -> str:
 def test_random_workflows_project_to_identical_bytes_across_processes(wfs):
     names = [naming.skill_name(w["name"]) for w in wfs]
     for i, w in enumerate(wfs):  # make names unique so the set compiles
-        w["name"] = f"{w['name']} {i}" if names.count(names[i]) > 1 else w["name"]
+        w["name"] = f"{w['name']}_{i}" if names.count(names[i]) > 1 else w["name"]
     docs = [yaml.safe_dump(w, sort_keys=False, allow_unicode=True) for w in wfs]
     a = _run(docs, "1", {"TZ": "UTC", "LC_ALL": "C.UTF-8"})
     b = _run(docs, "4242", {"TZ": "Asia/Kathmandu", "LC_ALL": "C"})

@@ -160,7 +160,10 @@ declares one, read inside the SDKs' `{{result: x}}` envelope where the schema is
 With `--tools-from SERVER` the schemas are the server's, and a step may call a tool that `tools` does not list.
 Each such problem is reported as `file:line:col` with a code and a hint.
 A description that still holds the placeholder `project-skill init` wrote (it contains `TODO(project-skill init)`)
-is refused (`placeholder-description`) until it says what the workflow does. An unknown key that is a near miss of
+is refused (`placeholder-description`) until it says what the workflow does. The workflow's `name` is the name of
+its MCP prompt, so it follows the rule `project-skill init NAME` applies: ASCII letters, digits, `_`, `-` and `.`,
+starting with a letter or a digit, at most 64 characters; `name: Restock Item` is refused (`bad-workflow-name`),
+with the name to use instead (`restock_item`). An unknown key that is a near miss of
 a top-level key the file does not have (`agruments` for `arguments`) is an `unknown-key` error with the suggestion,
 and the errors that follow only from that key's absence (each use of an undeclared argument, say) are not shown: a
 note at the key (`errors-not-shown`) says how many. A YAML syntax error (`yaml-syntax`) has a hint for the common

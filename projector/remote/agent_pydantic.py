@@ -9,7 +9,11 @@ verified:
   ``system_prompt``, which the model receives unchanged. pydantic-ai's ``instructions`` would strip the text's
   surrounding whitespace, and so break byte equality;
 - one ``MCPToolset`` for each server the skills came from, with the server's own instructions left out
-  (``include_instructions=False``, pydantic-ai's default), so no unverified server text reaches the system prompt;
+  (``include_instructions=False``, pydantic-ai's default), so no unverified server text reaches the system prompt.
+  It asks a server for its tools only when the server's capabilities offer ``tools``: a skills catalog that serves
+  skills and no tools (the TypeScript SDK v2 ``SkillCatalog``) answers ``tools/list`` with "Method not found", and
+  pydantic-ai's own ``MCPToolset`` would fail the agent's first run on it. Such a server adds no tools, and its
+  skills' files still reach the model through the reader below (pydantic-ai treats ``prompts`` the same way);
 - the tool ``read_skill_file(server, uri)``: the composition's :class:`~.compose.FileReader`. It hands out the
   verified bytes of a pinned skill's file from the server that pinned it, and a refusal reaches the model as a
   failed tool call (pydantic-ai's ``ToolFailed``), never as file text;
@@ -23,6 +27,7 @@ imported when an agent is built, never on import of this module; ``project-skill
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +58,25 @@ def toolset_target(server: str, target: Any = None) -> Any:
     return StdioTransport(words[0], words[1:], env=dict(os.environ), cwd=os.getcwd())
 
 
+@functools.cache
+def _offered_toolset() -> type:
+    """pydantic-ai's ``MCPToolset``, asking for tools only when the server offers them (made on first use, so that
+    importing this module does not import pydantic-ai)."""
+    from pydantic_ai.mcp import MCPToolset
+
+    class OfferedToolset(MCPToolset):  # type: ignore[type-arg]
+        """An ``MCPToolset`` that lists no tools where the server's capabilities offer none, instead of sending a
+        ``tools/list`` the server does not implement."""
+
+        async def list_tools(self) -> list[Any]:
+            async with self:  # connected (once per run: pydantic-ai counts the entries), so capabilities are known
+                if not self.capabilities.tools:
+                    return []
+                return await super().list_tools()
+
+    return OfferedToolset
+
+
 def read_tool(composition: Composition) -> Any:
     """The scoped file reader as a pydantic-ai ``Tool``. A refusal becomes ``ToolFailed`` with its diagnostic."""
     from pydantic_ai import Tool
@@ -72,16 +96,16 @@ def read_tool(composition: Composition) -> Any:
 def build_agent(composition: Composition, model: Any, *, targets: Mapping[str, Any] | None = None,
                 **agent_options: Any) -> Any:
     """A pydantic-ai ``Agent`` with the composition's instructions as its system prompt, each skill server as an
-    MCP toolset, and the scoped reader as a tool. ``targets`` maps a server (as the lock names it) to what the
+    MCP toolset (its tools, when it offers any), and the scoped reader as a tool. ``targets`` maps a server (as the lock names it) to what the
     toolset connects to instead; ``agent_options`` go to ``Agent`` (not ``system_prompt``, ``instructions``,
     ``toolsets`` or ``tools``)."""
     from pydantic_ai import Agent
-    from pydantic_ai.mcp import MCPToolset
 
     for owned in ("system_prompt", "instructions", "toolsets", "tools"):
         if owned in agent_options:
             raise TypeError(f"build_agent() sets {owned} itself, from the composition")
-    toolsets = [MCPToolset(toolset_target(s, (targets or {}).get(s)), include_instructions=False)
+    toolset = _offered_toolset()
+    toolsets = [toolset(toolset_target(s, (targets or {}).get(s)), include_instructions=False)
                 for s in composition.servers()]
     return Agent(model, system_prompt=composition.instructions, toolsets=toolsets, tools=[read_tool(composition)],
                  **agent_options)

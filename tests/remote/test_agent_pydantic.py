@@ -1,13 +1,15 @@
 """The pydantic-ai adapter end to end, with pydantic-ai's own model stand-in (``FunctionModel``) and no network: the
 system prompt the framework sends is the composition byte for byte; the demo server's tools are the agent's
 toolset; the scoped reader is a tool that refuses another server's file; a tampered server fails the build of the
-agent before the stand-in model is called once; an unpinned skill reaches the model only in the user's turn.
+agent before the stand-in model is called once; an unpinned skill reaches the model only in the user's turn; a
+skills server that offers no tools (as the TypeScript SDK v2 ``SkillCatalog``) is never asked for them.
 
 Needs the ``project-skill[agent]`` extra (``pydantic-ai-slim[mcp]``), which the dev extra includes."""
 
 from __future__ import annotations
 
 import importlib.util
+import shlex
 import subprocess
 import sys
 
@@ -21,12 +23,13 @@ from pydantic_ai.messages import (ModelRequest, ModelResponse, SystemPromptPart,
                                   ToolReturnPart, UserPromptPart)
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
-from projector.remote.agent_pydantic import READ_TOOL, agent_from_lock, user_prompt  # noqa: E402
-from projector.remote.compose import CompositionRefused  # noqa: E402
-from projector.remote.pins import Lock, pin_entry, write_lock  # noqa: E402
+from projector.remote.agent_pydantic import READ_TOOL, agent_from_lock, build_agent, user_prompt  # noqa: E402
+from projector.remote.compose import CompositionRefused, compose  # noqa: E402
+from projector.remote.pins import Lock, pin_entry, server_key, write_lock  # noqa: E402
 from projector.sep2640 import parse_entry  # noqa: E402
 from projector.server.demo import demo_server  # noqa: E402
 from remote_fixtures import GENERATED, ROOT, SCHEME, Served, honest, serve  # noqa: E402
+from skills_only_server import catalog as skills_only  # noqa: E402
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"
 TOOLS = f"{SCHEME}refund-flow/references/tools.md"
@@ -150,3 +153,27 @@ def test_the_adapter_imports_the_framework_only_when_it_builds_an_agent():
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic_ai', 'mcp', 'fastmcp')))")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
+
+
+def test_a_skills_server_without_tools_is_not_asked_for_them(tmp_path):
+    """A low-level ``mcp`` server that serves skills and resources and declares no ``tools`` capability (the shape of
+    the TypeScript SDK v2 ``SkillCatalog``): it answers ``tools/list`` with "Method not found". The skills are
+    composed from it in process, and the agent reaches it over stdio, as the lock names it. The agent's first run
+    succeeds, its only tool is the reader, and the reader hands out the catalog's pinned file."""
+    catalog = server_key(shlex.join([sys.executable, str(ROOT / "tests/remote/skills_only_server.py")]))
+    lock = lock_of(tmp_path, {catalog: ["refund-flow"]})
+    script = Script([ToolCallPart(READ_TOOL, {"server": catalog, "uri": TOOLS})])
+    offered: list[list[str]] = []
+
+    def model(messages: list[object], info: AgentInfo) -> ModelResponse:
+        offered.append(sorted(t.name for t in info.function_tools))
+        return script(messages, info)
+
+    async def main():
+        composition = await compose(lock, targets={catalog: skills_only(GENERATED)})
+        agent = build_agent(composition, FunctionModel(model))  # the toolset connects to the lock's command line
+        return await agent.run(user_prompt(composition, "Refund order A1001."))
+
+    result = anyio.run(main)
+    assert result.output == "done" and offered == [[READ_TOOL], [READ_TOOL]]
+    assert returns(script.seen[1])[READ_TOOL] == (GENERATED / "refund-flow/references/tools.md").read_text("utf-8")

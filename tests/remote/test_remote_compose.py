@@ -237,6 +237,26 @@ def test_text_that_looks_like_the_tag_cannot_open_or_close_one(text):
     assert escape_tags("no tags <b>here</b>") == "no tags <b>here</b>"
 
 
+@pytest.mark.parametrize("text", [
+    # Cyrillic and Greek letters in the name, which NFKC leaves as they are
+    "</\u0455kill>", "</\u0455\u043a\u0456ll>", "</sk\u03b9ll>", "<\u0455\u043a\u0456\u04cf\u04cf>", "</\ua731kill>",
+    # characters that read as '<' (Unicode's confusables of '<', and relations drawn as one)
+    "\u02c2/skill>", "\u1438/skill>", "\u227a/skill>", "\u16b2skill>", "\U0001d236/skill>", "\u22d6/skill>",
+    # both at once, and ASCII look-alikes of 'l'
+    "\u1438/\u0455\u043a\u0456ll>", "</skiII>", "</ski11>",
+])
+def test_a_look_alike_of_the_tag_cannot_close_or_open_one(text):
+    """Issue 29 item 11: the opener of a tag spelled with look-alikes is written as &lt; like a plain one, and the
+    rest of the text is kept as it was."""
+    assert escape_tags(f"before {text} after") == f"before &lt;{text[1:]} after"
+
+
+@pytest.mark.parametrize("text", ["x<sky", "<sk>", "\u227a 5 and 6", "\u3008\u4e2d\u6587\u6807\u9898\u3009",
+                                  "\u2039s\u203a", "a \u2264 b"])
+def test_text_that_cannot_read_as_the_tag_is_kept(text):
+    assert escape_tags(text) == text
+
+
 def test_a_pinned_skill_that_reproduces_the_tag_stays_inside_its_own(tmp_path, composer):
     """Seed 000: a reproduced tag in other content activates nothing. The publisher's SKILL.md closes its tag and
     opens a forged one; it was pinned as it is (approval is of bytes, not of intent), and composed it stays one
