@@ -21,7 +21,7 @@ from projector.docs import codes as docs_codes
 from projector.docs import pages as docs_pages
 
 ROOT = Path(__file__).resolve().parent.parent
-INPUTS = ("README.md", "workflows", "generated_skills", "docs", "bench", "mkdocs.yml")
+INPUTS = ("README.md", "workflows", "generated_skills", "docs", "bench", "mkdocs.yml", "pyproject.toml", "scripts")
 
 
 @pytest.fixture
