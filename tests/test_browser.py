@@ -207,8 +207,138 @@ def test_matrix_page_captions_the_chart_and_marks_the_blind_spot(site, browser):
         page.close()
 
 
+# Every text of the chart, as the browser lays it out: its box in the SVG's own units (getBBox) and on the screen.
+_CHART_TEXTS = """svg => {
+  const view = svg.viewBox.baseVal, frame = svg.getBoundingClientRect();
+  return {view: [view.x, view.y, view.width, view.height], frame: [frame.left, frame.top, frame.right, frame.bottom],
+          texts: [...svg.querySelectorAll("text")].map(t => {
+            const b = t.getBBox(), r = t.getBoundingClientRect();
+            return {text: t.textContent, box: [b.x, b.y, b.x + b.width, b.y + b.height],
+                    screen: [r.left, r.top, r.right, r.bottom]};
+          })};
+}"""
+
+
+def test_matrix_chart_labels_lie_inside_the_chart(site, browser):
+    """No label of the chart is clipped: each text's box lies inside the SVG's viewBox, and on the screen inside
+    the drawn SVG. The longest bar labels (B3, the workflow prompt with confirmation) were cut off on the left."""
+    data = json.loads(DATA.read_text())
+    page, problems = _open(browser, f"{site}/matrix.html")
+    try:
+        svg = page.locator("figure.matrix-chart svg")
+        svg.scroll_into_view_if_needed()
+        got = svg.evaluate(_CHART_TEXTS)
+        x, y, w, h = got["view"]
+        names = [t["text"] for t in got["texts"]]
+        runs = data["tasks"][0]["runs"]
+        assert sum(n.endswith(f", {r['scenario']}") for n in names for r in runs) >= len(runs), names
+        assert sum(n.startswith("B3.") for n in names) == 4, names
+        for t in got["texts"]:
+            left, top, right, bottom = t["box"]
+            assert x <= left and right <= x + w and y <= top and bottom <= y + h, (t["text"], t["box"], got["view"])
+            sl, st, sr, sb = t["screen"]
+            fl, ft, fr, fb = got["frame"]
+            assert fl - 0.5 <= sl and sr <= fr + 0.5 and ft - 0.5 <= st and sb <= fb + 0.5, (t["text"], t["screen"])
+        assert problems == []
+    finally:
+        page.close()
+
+
+def test_matrix_agent_section_nests_its_lists(site, browser):
+    """"How the agent gets its skill": the per-task figures are lists nested in their bullet, not run into its
+    paragraph."""
+    page, problems = _open(browser, f"{site}/matrix.html")
+    try:
+        nested = page.evaluate("""() => {
+          const out = [];
+          for (let e = document.getElementById("how-the-agent-gets-its-skill").nextElementSibling;
+               e && e.tagName !== "H2"; e = e.nextElementSibling)
+            for (const inner of e.querySelectorAll(":scope > li > ul, :scope > li > ol"))
+              out.push([...inner.children].map(li => li.textContent.trim()));
+          return out;
+        }""")
+        assert len(nested) == 2, nested
+        turns, sizes = nested
+        assert turns and all("server model turns" in item for item in turns), turns
+        assert sizes and all("bytes, the SKILL.md's" in item for item in sizes), sizes
+        assert problems == []
+    finally:
+        page.close()
+
+
+def _pyproject() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+
+
+def test_home_page_next_steps_link_every_page_of_the_nav(site, browser):
+    """"Where to go next" on the home page links every page of the site's nav but itself, among them Your own server,
+    the decision matrix and the command-line reference, which it used to leave out."""
+    import yaml
+
+    nav = [next(iter(item.values())) for item in yaml.safe_load((ROOT / "mkdocs.yml").read_text("utf-8"))["nav"]]
+    page, problems = _open(browser, f"{site}/index.html")
+    try:
+        links = page.evaluate("""() => {
+          const out = [];
+          for (let e = document.getElementById("where-to-go-next").nextElementSibling; e && e.tagName !== "H2";
+               e = e.nextElementSibling)
+            for (const a of e.querySelectorAll("li > a")) out.push([a.getAttribute("href"), a.textContent.trim()]);
+          return out;
+        }""")
+        hrefs = [href for href, _ in links]
+        for md in nav[1:]:
+            assert md.replace(".md", ".html") in hrefs, (md, links)
+        for href in ("own-server.html", "matrix.html", "cli.html"):
+            assert page.locator(f'article li > a[href="{href}"]').first.is_visible(), href
+        assert problems == []
+    finally:
+        page.close()
+
+
+def test_quickstart_lists_every_extra(site, browser):
+    """The quick start's table of extras has one row per extra of pyproject.toml (fastmcp was missing), each with a
+    line on what it is for."""
+    extras = list(_pyproject()["project"]["optional-dependencies"])
+    assert "fastmcp" in extras
+    page, problems = _open(browser, f"{site}/quickstart.html")
+    try:
+        rows = page.evaluate("""() => {
+          for (let e = document.getElementById("the-extras").nextElementSibling; e && e.tagName !== "H2";
+               e = e.nextElementSibling) {
+            const table = e.tagName === "TABLE" ? e : e.querySelector("table");
+            if (table) return [...table.rows].map(tr => [...tr.cells].map(c => c.textContent.trim()));
+          }
+          return [];
+        }""")
+        listed = {row[0]: row for row in rows[1:]}
+        assert sorted(listed) == sorted(extras), rows
+        for name, row in listed.items():
+            assert len(row[1]) > 10 and row[2] in ("yes", "no"), row
+        assert listed["fastmcp"][2] == "yes"
+        assert 'pytest -m "not slow"' in page.inner_text("article")
+        assert problems == []
+    finally:
+        page.close()
+
+
+def test_agents_page_explains_spike_010(site, browser):
+    """"spike 010" is said in a sentence, with a link to where it is written up."""
+    page, problems = _open(browser, f"{site}/agents.html")
+    try:
+        paragraph = page.locator("article p", has_text="spike 010")
+        assert paragraph.count() == 1
+        assert "Rust MCP SDK" in paragraph.inner_text()
+        link = paragraph.locator('a[href^="https://github.com/paiml/rust-mcp-sdk/"]')
+        assert link.count() == 1 and link.is_visible()
+        assert problems == []
+    finally:
+        page.close()
+
+
 @pytest.mark.parametrize("name", ["index", "quickstart", "format", "warnings", "catalog", "skill-layout", "cli", "serving",
-                                  "verifying", "performance"])
+                                  "verifying", "performance", "agents", "building", "contributing"])
 def test_other_pages_load_cleanly(site, browser, name):
     page, problems = _open(browser, f"{site}/{name}.html")
     try:

@@ -21,7 +21,7 @@ from projector.docs import codes as docs_codes
 from projector.docs import pages as docs_pages
 
 ROOT = Path(__file__).resolve().parent.parent
-INPUTS = ("README.md", "workflows", "generated_skills", "docs", "bench", "mkdocs.yml")
+INPUTS = ("README.md", "workflows", "generated_skills", "docs", "bench", "mkdocs.yml", "pyproject.toml", "scripts")
 
 
 @pytest.fixture
@@ -396,3 +396,60 @@ def test_a_failed_page_write_keeps_the_old_page_and_leaves_no_temporary(tmp_path
         monkeypatch.undo()
     assert (tmp_path / "docs" / "page.md").read_bytes() == b"old\n"
     assert sorted(os.listdir(tmp_path / "docs")) == ["page.md"]
+
+
+# --- the README and the quick start's extras -------------------------------------------------------------------
+
+README_LIMIT = 10_000  # characters: what it does, for whom, install, five minutes, set-up, the inner loop, links
+# A figure that goes stale: a count of tests, or how long something took. Bounds and versions are not figures.
+STALE_FIGURE = re.compile(r"\b\d[\d,.]*\s*(?:tests?|min(?:utes?)?|s(?:econds?)?|hours?)\b", re.I)
+
+
+def test_readme_is_short_and_keeps_what_ci_and_the_quick_start_read():
+    text = (ROOT / "README.md").read_text("utf-8")
+    assert len(text) < README_LIMIT, f"README.md is {len(text)} characters; move reference material into docs/"
+    assert "\n./scripts/test\n" in docs_pages.setup_block(text)  # the test command, which .ci/run runs
+    assert 'pytest -m "not slow"' in text
+    assert STALE_FIGURE.findall(text) == []
+
+
+@pytest.mark.parametrize("text", ["8 min 55 s for 2,584 tests", "the tests take about 9 minutes", "takes 12 s"])
+def test_the_stale_figure_pattern_catches_a_measurement(text):
+    assert STALE_FIGURE.search(text)
+
+
+def test_readme_links_into_the_docs_resolve():
+    text = (ROOT / "README.md").read_text("utf-8")
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [link for link in links if "://" not in link]
+    assert any(link.startswith("docs/") for link in local)
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text("utf-8"))["nav"]
+    in_nav = {f"docs/{next(iter(item.values()))}" for item in nav}
+    for link in local:
+        assert (ROOT / link).is_file(), link
+        assert not link.startswith("docs/") or link in in_nav, f"{link} is not in mkdocs.yml's nav"
+
+
+def test_quickstart_lists_every_extra_and_those_the_test_command_installs(tree: Path):
+    pyproject = tree / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text("utf-8").replace(
+        "[project.scripts]", 'gpu = ["cupy>=13", "numba>=0.60"]\n\n[project.scripts]'), "utf-8")
+    script = tree / "scripts" / "test"
+    script.write_text(script.read_text("utf-8").replace("fastmcp]", "fastmcp,gpu]"), "utf-8")
+    page = generate(tree)["quickstart.md"].decode()
+    rows = {line.split("|")[1].strip(): line.split("|")[2:4] for line in page.splitlines()
+            if line.startswith("| `")}
+    import tomllib
+
+    extras = tomllib.loads(pyproject.read_text("utf-8"))["project"]["optional-dependencies"]
+    assert sorted(rows) == sorted(f"`{name}`" for name in extras)
+    assert "fastmcp" in rows["`fastmcp`"][0].lower() and rows["`fastmcp`"][1].strip() == "yes"
+    assert "`cupy>=13`, `numba>=0.60`" in rows["`gpu`"][0] and rows["`gpu`"][1].strip() == "yes"
+    assert rows["`mutation`"][1].strip() == "no"
+
+
+def test_quickstart_without_pyproject_is_a_clear_error(tree: Path, capsys):
+    (tree / "pyproject.toml").unlink()
+    assert run(tree, "--check") == 1
+    err = capsys.readouterr().err
+    assert "pyproject.toml is missing" in err and "Traceback" not in err

@@ -3,8 +3,9 @@
 Generated pages are plain Markdown committed under ``docs/``, so the site builds with no hooks and no plugins that
 write pages (mkdocs and Zensical alike). Each one starts with :data:`HEADER`. Their only inputs are files in the
 tree: the workflow JSON Schema, the warning codes of the core, ``generated_skills/`` (its ``skills.json`` and the
-files it lists), ``docs/data/matrix.json`` (written by ``project-skill matrix``), ``bench/results.md`` and the
-README's set-up block. The same tree always gives the same bytes.
+files it lists), ``docs/data/matrix.json`` (written by ``project-skill matrix``), ``bench/results.md``, the
+README's set-up block, and the extras and the ``slow`` marker of ``pyproject.toml`` with the extras that
+``scripts/test`` installs. The same tree always gives the same bytes.
 
 ``--check`` writes nothing. It exits 1 and prints a unified diff for every page that is stale, missing, or a
 leftover generated page that nothing generates any more.

@@ -8,6 +8,7 @@ with a note beside it. No script, nothing fetched from the network.
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 from .matrix_terms import BLIND_SPOT_CLASS, COLOURS, MARKER, is_blind_spot, label
@@ -15,6 +16,20 @@ from .matrix_terms import BLIND_SPOT_CLASS, COLOURS, MARKER, is_blind_spot, labe
 TITLE = "Bytes that entered the client's context, per surface and scenario (refunds task)"
 X_AXIS = "context bytes the client received during the run"
 Y_AXIS = "surface, scenario"
+FONT_PX = 13  # the chart's font size; the small tick labels are never the widest text
+
+# Advance widths, in em, that no common sans-serif exceeds (they are DejaVu Sans's, Debian's default sans-serif and
+# one of the widest, rounded up). The chart measures its own labels with them, so the margins fit the longest label
+# on every machine, deterministically: a narrower font leaves some space, never a clipped label.
+_NARROW, _WIDE = frozenset(" il.,:;'!|()[]-ftjrI"), frozenset("mwMW")
+BOLD = 1.15  # a bold face is at most this much wider
+
+
+def text_width(text: str, bold: bool = False) -> int:
+    """The width, in pixels at :data:`FONT_PX`, that ``text`` takes at most."""
+    ems = sum(0.4 if c in _NARROW else 1.0 if c in _WIDE or not c.isascii() else 0.8 if c.isupper() else 0.65
+              for c in text)
+    return math.ceil(ems * FONT_PX * (BOLD if bold else 1))
 
 
 def _ticks(most: int) -> list[int]:
@@ -40,11 +55,16 @@ def _value(run: dict[str, Any]) -> str:
             + (f" {MARKER}" if is_blind_spot(run) else ""))
 
 
+def _name(run: dict[str, Any]) -> str:
+    """The label left of a bar: the surface and the scenario."""
+    return f"{label(run['surface'])}, {run['scenario']}"
+
+
 def _bar(run: dict[str, Any], y: int, x0: int, bar_w: int, most: int, row_h: int) -> list[str]:
     w = max(round(bar_w * run["context_bytes"] / most), 1)
     colour = COLOURS.get(run["surface"], "#607d8b")
     refunded = " (refund issued)" if run.get("refund_issued") else ""
-    name = f"{label(run['surface'])}, {run['scenario']}"
+    name = _name(run)
     spot = is_blind_spot(run)
     weight = ' font-weight="bold"' if spot else ""
     outline = ' stroke="#bf360c" stroke-width="3"' if spot else ""
@@ -65,11 +85,13 @@ def bar_chart(task: dict[str, Any]) -> str:
     """The figure: caption, then the SVG with its axis labels, one labelled bar per run."""
     runs = task["runs"]
     most = max((r["context_bytes"] for r in runs), default=0) or 1
-    label_w, bar_w, row_h, top = 250, 360, 30, 28
-    x0 = label_w
+    bar_w, row_h, top, pad = 300, 30, 28, 10
+    # the left margin holds the longest row label (and the y-axis title), the right one the longest value label
+    x0 = pad + 8 + max(text_width(Y_AXIS), *(text_width(_name(r), is_blind_spot(r)) for r in runs))
     axis_y = top + row_h * len(runs) + 4
-    right = max(round(bar_w * r["context_bytes"] / most) + 6 + round(7.5 * len(_value(r))) for r in runs)
-    width, height = x0 + max(bar_w, right) + 10, axis_y + 46
+    right = max(round(bar_w * r["context_bytes"] / most) + 6 + text_width(_value(r), is_blind_spot(r)) for r in runs)
+    right = max(right, bar_w // 2 + math.ceil(text_width(X_AXIS) / 2))  # the x-axis title, centred under the bars
+    width, height = x0 + max(bar_w, right) + pad, axis_y + 46
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-labelledby="matrix-chart-title" '
              f'aria-describedby="matrix-chart-caption" '

@@ -160,8 +160,9 @@ def _agent_section(data: dict[str, Any]) -> str:
     if not runs or any("instructions_bytes" not in r for _, r in runs):
         return ""
     sizes = dict.fromkeys((t, r["skill_md_bytes"], r["instructions_bytes"]) for t, r in runs)  # in task order
-    size_text = "".join(f"\n    - {t}: {i} bytes, the SKILL.md's {m} plus {i - m};" for t, m, i in sizes)
-    turns = "".join(f"\n    - {t}, {r['scenario']}: {r['server_model_turns']} server model turns (it was "
+    # A nested list needs a blank line before it and a 4-space indent, or Python-Markdown runs it into the paragraph.
+    size_text = "\n" + "".join(f"\n    - {t}: {i} bytes, the SKILL.md's {m} plus {i - m};" for t, m, i in sizes)
+    turns = "\n" + "".join(f"\n    - {t}, {r['scenario']}: {r['server_model_turns']} server model turns (it was "
                     f"{r['server_model_turns'] + 1});" for t, r in runs)
     return f"""## How the agent gets its skill
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 from typing import Callable
 
@@ -33,8 +34,56 @@ def setup_block(readme: str) -> str:
     return block
 
 
+# What each extra of pyproject.toml is for. An extra that is not here is still listed, with the packages it installs.
+EXTRA_USES = {
+    "dev": "the test suite's tools: pytest, syrupy, hypothesis, ruff, skills-ref, and a third-party MCP server",
+    "docs": "mkdocs and its Material theme, to build this site",
+    "browser": "Playwright, for the browser test of this site (it drives a Chromium installed apart)",
+    "fastmcp": "FastMCP, to serve on it: `serve --framework fastmcp`, or `attach` on a `FastMCP` server",
+    "agent": "pydantic-ai, for the agent adapter `projector.remote.agent_pydantic`",
+    "mutation": "mutmut, for the mutation tests (`scripts/mutation`)",
+}
+TEST_SCRIPT = "scripts/test"
+
+
+def _pyproject(root: Path) -> dict:
+    try:
+        return tomllib.loads(read_text(root, "pyproject.toml", "the quick start lists its extras"))
+    except tomllib.TOMLDecodeError as exc:
+        raise DocsError(f"pyproject.toml is not TOML ({exc})") from None
+
+
+def _extras(root: Path, project: dict) -> str:
+    """One line per extra of pyproject.toml: its name, what it is for, and whether ``scripts/test`` installs it."""
+    extras = project.get("project", {}).get("optional-dependencies", {})
+    script = read_text(root, TEST_SCRIPT, "the quick start says which extras the test command installs")
+    found = re.search(r"\.\[([A-Za-z0-9_,-]+)\]", script)
+    if not extras or found is None:
+        missing = "pyproject.toml declares none" if not extras else f"{TEST_SCRIPT} installs none"
+        raise DocsError(f"the quick start lists the extras of pyproject.toml and marks those that {TEST_SCRIPT} "
+                        f"installs (pip install -e '.[a,b]'); {missing}")
+    tested = set(found.group(1).split(","))
+    own = re.escape(project.get("project", {}).get("name", ""))
+    for name in sorted(tested & set(extras)):  # an extra that installs another of its own project's: one level
+        for requirement in extras[name]:
+            tested.update(*(m.split(",") for m in re.findall(rf"^{own}\[([A-Za-z0-9_,-]+)\]", requirement)))
+    lines = ["| extra | what it is for | the test command installs it |", "| --- | --- | --- |"]
+    for name, requirements in extras.items():
+        use = EXTRA_USES.get(name) or "installs " + ", ".join(f"`{r}`" for r in requirements)
+        lines.append(f"| `{cell(name)}` | {cell(use)} | {'yes' if name in tested else 'no'} |")
+    return "\n".join(lines)
+
+
+def _slow_marker(project: dict) -> str:
+    markers = project.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("markers", [])
+    return next((m.split(":", 1)[1].strip() for m in markers if m.split(":", 1)[0].strip() == "slow"), "")
+
+
 def quickstart(root: Path) -> str:
     block = setup_block(read_text(root, "README.md", "the quick start quotes its set-up block"))
+    project = _pyproject(root)
+    slow = _slow_marker(project)
+    slow_note = " pyproject.toml registers the marker." if slow else ""
     return f"""# Quick start
 
 This page is for working on this repository. To add the tool to your own project (the distribution is
@@ -46,9 +95,28 @@ You need Python 3.11 or newer. These are the README's two set-up commands, quote
 {block}
 
 The first makes a virtual environment, installs the project into it and compiles the example workflows under
-`workflows/` into `generated_skills/`. The second installs what the tests need and runs the whole suite, as CI does:
-the `dev`, `docs` and `browser` extras, Debian's Chromium for the browser test (when it is missing and you are
-root), and Node 22 with the official MCP conformance suite, into `.cache/`, for the conformance tests.
+`workflows/` into `generated_skills/`. The second installs what the tests need and runs the whole suite, as CI does
+(`.ci/run`): the extras marked below, Debian's Chromium for the browser test (when it is missing and you are root),
+and Node 22 with the official MCP conformance suite, the TypeScript SDKs and the MCP Inspector, into `.cache/`, for
+the conformance and cross-SDK tests. The first run spends extra time installing them.
+
+## The extras
+
+`pip install -e '.[NAME,...]'` adds these, as pyproject.toml declares them. The test command installs those that
+some test needs.
+
+{_extras(root, project)}
+
+## The inner loop
+
+The whole suite starts real servers, browsers and peers. While you work, run the fast part:
+
+```sh
+.venv/bin/python -m pytest -m "not slow"
+```
+
+Tests marked `slow` are left out.{slow_note} CI runs everything.
+[Working on projector](contributing.md) has the rest: conformance, mutation testing and the layout of the tree.
 
 ## What you get
 
@@ -69,7 +137,8 @@ folder and why it is not the build's) and nothing is written. Folders the build 
 
 ## Next
 
-- `project-skill check` exits 1 with a diff when `generated_skills/` is stale. Run it in CI.
+- `project-skill check` exits 1 with a diff when `generated_skills/` is stale. Run it in CI: see
+  [Building and checking](building.md).
 - `project-skill serve` serves the skills, the workflow prompts and the demo tools over MCP: see [Serving](serving.md).
 - `project-skill matrix` measures the three surfaces on the refunds task: see [the decision matrix](matrix.md).
 - `project-skill docs` regenerates the generated pages of this site; `project-skill docs --check` exits 1 when one is

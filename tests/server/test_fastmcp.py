@@ -398,40 +398,41 @@ def test_official_conformance_is_green_on_fastmcp(tmp_path):
         assert (r["counts"]["FAILURE"], r["counts"]["WARNING"], r["counts"]["SKIPPED"]) == (0, 0, 0), r
 
 
-# ------------------------------------------------------------------------------------------------ the README
+# ------------------------------------------------------------------------------------------------ the docs' examples
 
-def readme_section() -> str:
-    text = (ROOT / "README.md").read_text("utf-8")
-    return text[text.index("### In your own server"):text.index("## Verifying and pins")]
+def attach_section() -> str:
+    """The attach examples of docs/serving.md (once in the README), from "The library" to the next section."""
+    text = (ROOT / "docs" / "serving.md").read_text("utf-8")
+    return text[text.index("## The library: `attach`"):text.index("## One server, three ways to use a procedure")]
 
 
-def readme_examples() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", readme_section(), re.S)
+def attach_examples() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", attach_section(), re.S)
 
 
 @pytest.mark.parametrize("index, framework", [(0, "mcp"), (1, "fastmcp")])
-def test_the_readme_examples_run_as_written(index, framework, monkeypatch, tmp_path):
+def test_the_serving_page_attach_examples_run_as_written(index, framework, monkeypatch, tmp_path):
     import shlex
 
     from projector.cli import main
 
-    code = readme_examples()[index]
-    assert len(readme_examples()) == 2
+    code = attach_examples()[index]
+    assert len(attach_examples()) == 2
     runs: list = []
     import projector.server
 
     monkeypatch.setattr(projector.server, "serve_http", lambda server, *a, **k: runs.append((a, k)))  # record it
-    # A project of the reader's own: the example workflow, then the README's shell step, as written.
+    # A project of the reader's own: the example workflow, then the page's shell step, as written.
     (tmp_path / "workflows").mkdir()
     shutil.copy(ROOT / "workflows" / "hello-world.yaml", tmp_path / "workflows" / "hello-world.yaml")
     monkeypatch.chdir(tmp_path)
-    [shell] = re.findall(r"```sh\n(.*?)```", readme_section(), re.S)
+    [shell] = re.findall(r"```sh\n(.*?)```", attach_section(), re.S)
     for line in shell.strip().splitlines():
         argv = shlex.split(line)
         assert argv[0] == "project-skill"
         assert main(argv[1:]) == 0
     namespace: dict[str, Any] = {}
-    exec(compile(code, f"README.md ({framework})", "exec"), namespace)
+    exec(compile(code, f"docs/serving.md ({framework})", "exec"), namespace)
     server = namespace["server"]
     assert type(server) is (MCPServer if framework == "mcp" else FastMCP)
     assert len(runs) == 1 and runs[0][1]["port"] == 8000
