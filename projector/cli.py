@@ -90,6 +90,7 @@ def _strict_fail(args: argparse.Namespace, diags: list[Diagnostic]) -> bool:
 def cmd_build(args: argparse.Namespace) -> int:
     from .output import write
 
+    read = _configure(args)
     build = _load_and_compile(args)
     report(build.diagnostics, args.format)
     if _strict_fail(args, build.diagnostics):
@@ -103,7 +104,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"{b.name}: {b.entry['uri']} ({plural(len(b.entry['resources']), 'file')}, {plural(size, 'byte')}, "
               f"{plural(n, 'finding')})", file=sys.stderr if args.format == "json" else sys.stdout)
     print(f"{'wrote' if changed else 'up to date:'} {out.as_posix()}: {plural(len(build.bundles), 'skill')}; "
-          f"{_tally(build.diagnostics)}", file=sys.stderr if args.format == "json" else sys.stdout)
+          f"{_tally(build.diagnostics)}{read}", file=sys.stderr if args.format == "json" else sys.stdout)
     return EXIT_OK
 
 
@@ -111,6 +112,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .disk import folder
     from .output import compare, unchanged
 
+    args.configuration = _configure(args)
     got = _load_and_compile(args, quick=True)
     if isinstance(got, tuple):  # the whole-tree cache entry: the verdict from digests, the rest from a compile
         summary, compile_them = got
@@ -134,12 +136,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         for f in files:
             print(f"{label}: {out.as_posix()}/{f}", file=stream)
     print(f"{out.as_posix()} is out of date ({len(cmp.stale)} stale, {len(cmp.missing)} missing, "
-          f"{len(cmp.extra)} extra); run: {rebuild_command(args)}", file=stream)
+          f"{len(cmp.extra)} extra){args.configuration}; run: {rebuild_command(args)}", file=stream)
     return EXIT_FINDINGS
 
 
 def _up_to_date(args: argparse.Namespace, skills: int, diags: list[Diagnostic]) -> int:
-    print(f"{Path(args.out).as_posix()} is up to date: {plural(skills, 'skill')}; {_tally(diags)}",
+    print(f"{Path(args.out).as_posix()} is up to date: {plural(skills, 'skill')}; {_tally(diags)}"
+          f"{getattr(args, 'configuration', '')}",
           file=sys.stderr if args.format == "json" else sys.stdout)
     return EXIT_FINDINGS if _strict_fail(args, diags) else EXIT_OK
 
@@ -238,18 +241,33 @@ def rebuild_command(args: argparse.Namespace) -> str:
     return shlex.join(["project-skill", "build", *given[1:]])
 
 
+CONFIG_EPILOG = ("The nearest pyproject.toml (from the current folder up) may set these flags' defaults in its "
+                 "[tool.project-skill] table: workflows (the PATHs), out, tools-from, strict, uri-prefix, skills-only, "
+                 "workflow-tools. Its paths are relative to its folder. A flag overrides the file.")
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--config", metavar="FILE",
+                       help="read [tool.project-skill] from FILE instead of the nearest pyproject.toml")
+    where.add_argument("--no-config", action="store_true", help="read no configuration file")
+
+
 def _add_compile_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="*", metavar="PATH", help="workflow files or folders (default: workflows)")
-    p.add_argument("--out", default="generated_skills", help="output folder (default: generated_skills)")
-    p.add_argument("--uri-prefix", metavar="P", help="skill path prefix: a/b gives skill://a/b/<name>/SKILL.md")
-    p.add_argument("--strict", action="store_true", help="unacknowledged warnings fail the run (exit 1)")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="workflow files or folders (default: workflows)")
+    p.add_argument("--out", help="output folder (default: generated_skills)")
+    p.add_argument("--uri-prefix", metavar="P",
+                   help="skill path prefix: a/b gives skill://a/b/<name>/SKILL.md")
+    p.add_argument("--strict", action=argparse.BooleanOptionalAction,
+                   help="unacknowledged warnings fail the run (exit 1)")
     p.add_argument("--format", choices=("text", "json", "github"), default="text", help="how to print findings")
     p.add_argument("--jobs", type=int, default=0, metavar="N",
                    help="worker processes (default 0: one per core for 200 files or more, else none)")
-    p.add_argument("--skills-only", action="store_true",
+    p.add_argument("--skills-only", action=argparse.BooleanOptionalAction,
                    help="for skills served without their workflows: SKILL.md names no workflow prompt "
                         "(no metadata.workflow, no server-accelerated alternative)")
-    p.add_argument("--workflow-tools", action="store_true",
+    p.add_argument("--workflow-tools", action=argparse.BooleanOptionalAction,
                    help="for skills served with `serve --workflow-tools`: each SKILL.md also names its workflow's "
                         "tool (metadata.workflow-tool, and the server-accelerated alternative)")
     p.add_argument("--no-cache", action="store_true",
@@ -259,6 +277,17 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
                         "(a stdio command or an http(s)://.../mcp URL), or from a tools snapshot that "
                         "`project-skill tools SERVER --out tools.json` wrote (a path ending in .json: offline); "
                         "not cached")
+    _add_config_args(p)
+
+
+def _configure(args: argparse.Namespace) -> str:
+    """Fill the flags the command line left out from [tool.project-skill] (:mod:`projector.config`), else their
+    defaults; returns what the summary line says about it."""
+    from . import config
+
+    found = config.load(args.config, disabled=args.no_config)
+    config.settle(args, found)
+    return config.summary(found)
 
 
 # Commands that need more than the core register here lazily: name -> (module, help).
@@ -273,13 +302,13 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _add_build(sub: Any) -> None:
-    b = sub.add_parser("build", help="compile workflows into the output folder", description=cmd_build.__doc__)
+    b = sub.add_parser("build", help="compile workflows into the output folder", epilog=CONFIG_EPILOG)
     _add_compile_args(b)
     b.set_defaults(func=cmd_build)
 
 
 def _add_check(sub: Any) -> None:
-    c = sub.add_parser("check", help="exit 1 with a diff when the output folder is stale")
+    c = sub.add_parser("check", help="exit 1 with a diff when the output folder is stale", epilog=CONFIG_EPILOG)
     _add_compile_args(c)
     c.set_defaults(func=cmd_check)
 
