@@ -206,13 +206,20 @@ def _tools_command(server: str, out: str) -> str:
 def cmd_init(args: argparse.Namespace) -> int:
     """Write a new workflow file that calls the given tools in order, their declarations copied from a server or a
     tools snapshot. Never over an existing file. Replace the description placeholder, then build."""
+    import shlex
+
+    from . import config
     from .remote.tools import load_tools
     from .scaffold import scaffold
 
-    out = Path(args.out or f"workflows/{args.name}.yaml")
+    found = config.load(args.config, disabled=args.no_config)
+    tools_from = args.tools_from or (found.values.get("tools-from") if found else None)
+    if not tools_from:
+        raise UsageError("init: give --tools-from SERVER|FILE, or set tools-from in [tool.project-skill]")
+    out = Path(args.out or f"{config.workflows_folder(found)}/{args.name}.yaml")
     if out.exists() or out.is_symlink():
         raise UsageError(f"init: {out.as_posix()} already exists; choose another --out (nothing was written)")
-    tools, _source = load_tools(args.tools_from)
+    tools, _source = load_tools(tools_from)
     text = scaffold(args.name, tools, args.tool)
     from .disk import write_file
 
@@ -224,8 +231,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise DiskError(Diagnostic(Span(out.as_posix()), "error", "io",
                                    f"cannot write the workflow file: {exc.strerror or exc}")) from None
-    print(f"wrote {out.as_posix()}: {plural(len(args.tool), 'step')}; replace its description, then run: "
-          f"project-skill build {out.parent.as_posix()}", file=sys.stderr)
+    build = "project-skill build" if found else f"project-skill build {shlex.quote(out.parent.as_posix())}"
+    print(f"wrote {out.as_posix()}: {plural(len(args.tool), 'step')}; replace its description, then run: {build}"
+          f"{config.summary(found)}", file=sys.stderr)
     if not (out.parent / "workflow.schema.json").exists():
         print(f"for your editor, save the schema beside it: project-skill schema > "
               f"{(out.parent / 'workflow.schema.json').as_posix()}", file=sys.stderr)
@@ -335,11 +343,14 @@ def _add_init(sub: Any) -> None:
     i = sub.add_parser("init", help="write a new workflow file from a server's tools (or a tools snapshot)",
                        description=cmd_init.__doc__)
     i.add_argument("name", metavar="NAME", help="the workflow's name (also its prompt's; the skill is its slug)")
-    i.add_argument("--tools-from", metavar="SERVER|FILE", required=True,
-                   help="a stdio command line, an http(s)://.../mcp URL, or a tools snapshot (.json)")
+    i.add_argument("--tools-from", metavar="SERVER|FILE",
+                   help="a stdio command line, an http(s)://.../mcp URL, or a tools snapshot (.json) (default: "
+                        "tools-from in [tool.project-skill])")
     i.add_argument("--tool", metavar="T", action="append", required=True,
                    help="a tool to call, one step each, in the order given (repeat the option)")
-    i.add_argument("--out", metavar="FILE", help="the file to write (default: workflows/NAME.yaml); never replaced")
+    i.add_argument("--out", metavar="FILE", help="the file to write (default: workflows/NAME.yaml, in the first "
+                                                 "folder of workflows in [tool.project-skill]); never replaced")
+    _add_config_args(i)
     i.set_defaults(func=cmd_init)
 
 

@@ -276,6 +276,15 @@ def settle(args: Any, config: Config | None) -> None:
             setattr(args, dest, DEFAULTS[key])
 
 
+def workflows_folder(config: Config | None) -> str:
+    """Where ``init`` writes a new workflow file: the first folder (not a ``.yaml`` file) of the table's
+    ``workflows``, else ``workflows`` (in the file's folder when there is a table)."""
+    if config is None:
+        return DEFAULTS["workflows"][0]
+    paths = config.values.get("workflows") or _RESOLVE["workflows"](DEFAULTS["workflows"], config)
+    return next((p for p in paths if not p.endswith((".yaml", ".yml"))), config.path(DEFAULTS["workflows"][0]))
+
+
 def summary(config: Config | None) -> str:
     """The words a command's summary line ends with: which configuration file it read, if any."""
     return "" if config is None else f" (configuration: {config.shown})"

@@ -279,3 +279,18 @@ def test_the_pre_commit_hooks_need_no_arguments(cli, tmp_path):
         run = cli(*argv[1:], cwd=tmp_path)
         assert run.code == 0, run.err
         assert "(configuration: pyproject.toml)" in run.out
+
+
+def test_init_takes_its_tools_and_folder_from_the_file(cli, tmp_path):
+    (tmp_path / "tools.json").write_bytes(snapshot_bytes([{"name": "ping", "inputSchema": {"type": "object"},
+                                                          "annotations": {"readOnlyHint": True}}]))
+    project(tmp_path, 'workflows = ["flows"]\ntools-from = "tools.json"\n')
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    run = cli("init", "hello", "--tool", "ping", cwd=sub)
+    assert run.code == 0, run.err
+    assert (tmp_path / "flows" / "hello.yaml").is_file()
+    assert "then run: project-skill build (configuration: ../pyproject.toml)" in run.err
+    bare = cli("init", "other", "--tool", "ping", "--no-config", cwd=sub)
+    assert bare.code == 2 and "--tools-from" in bare.err
+    assert not (sub / "workflows").exists()

@@ -343,7 +343,8 @@ def config_reference() -> str:
 `build` and `check` take the defaults of their flags from the `[tool.project-skill]` table of `pyproject.toml`, as
 ruff, mypy and pytest keep theirs, so that a project, its CI and its pre-commit hook run them with no arguments. A
 flag on the command line overrides the file (`--no-strict`, `--no-skills-only` and `--no-workflow-tools` turn off
-what the file turns on).
+what the file turns on). `init` takes its `--tools-from` from there too, and writes into the first folder of
+`workflows`.
 
 {fenced(example, "toml")}
 
