@@ -108,10 +108,10 @@ def test_a_flag_overrides_the_file(cli, tmp_path):
 
 
 def test_paths_on_the_command_line_override_the_files_workflows(cli, tmp_path):
-    project(tmp_path, 'workflows = "missing"\n', {"other/b.yaml": WF.format(name="b")})
+    project(tmp_path, 'workflows = "missing"\nout = "skills"\n', {"other/b.yaml": WF.format(name="b")})
     run = cli("build", "other", cwd=tmp_path)
     assert run.code == 0, run.err
-    assert (tmp_path / "generated_skills" / "b" / "SKILL.md").is_file()
+    assert (tmp_path / "skills" / "b" / "SKILL.md").is_file()  # the paths from the flag, the rest from the file
 
 
 def test_skills_only_and_workflow_tools_come_from_the_file(cli, tmp_path):
@@ -140,8 +140,10 @@ def test_the_walk_stops_at_the_first_pyproject(cli, tmp_path):
     """A nested project's own pyproject.toml, even without the table, keeps its parent's settings out."""
     project(tmp_path, "strict = true\n")
     inner = project(tmp_path / "inner", None, {"workflows/gated.yaml": WARNING_WF})
+    outer = cli("build", "workflows", "--out", "out", cwd=inner)  # no pyproject.toml here: the parent's is read
+    assert outer.code == 1 and "--strict" in outer.err
     (inner / "pyproject.toml").write_text('[project]\nname = "inner"\n')
-    run = cli("build", cwd=inner)
+    run = cli("build", "workflows", "--out", "out", cwd=inner)
     assert run.code == 0, run.err
     assert "configuration" not in run.out
 
