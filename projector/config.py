@@ -29,6 +29,7 @@ from .errors import Diagnostic, Span, UsageError, error, suggest
 FILE_NAME = "pyproject.toml"
 TABLE = "project-skill"
 MAX_BYTES = 1 << 20  # a pyproject.toml is a few kilobytes; one mebibyte is generous and still bounded
+MAX_PROBLEMS = 20  # the problems in one table that are each located and reported; the rest are counted
 
 # Each key of the table -> the argparse destination of the flag it gives the default of.
 KEYS = {"workflows": "paths", "out": "out", "tools-from": "tools_from", "strict": "strict",
@@ -101,6 +102,9 @@ def _read(file: Path, shown: str, root: Path) -> Config | None:
         message = _TOML_POSITION.sub("", str(exc)).strip() or "not valid TOML"
         raise UsageError(error(Span(shown, line, col), "malformed-toml", f"not valid TOML: {message}",
                                "see https://toml.io for the syntax")) from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise UsageError(error(Span(shown, 1, 1), "malformed-toml", "not read: arrays or tables nested too deep",
+                               "a configuration file nests a few levels at most")) from None
     tool = doc.get("tool")
     if not isinstance(tool, dict) or TABLE not in tool:
         return None
@@ -110,12 +114,12 @@ def _read(file: Path, shown: str, root: Path) -> Config | None:
         raise UsageError(error(Span(shown, line, col), "wrong-type",
                                f"[tool.{TABLE}] must be a table, not {_type_name(table)}"))
     config = Config(shown, root)
-    diags: list[Diagnostic] = []
-    for key in sorted(table):
-        problem = _check(key, table[key], config)
-        if problem is not None:
-            code, message, hint = problem
-            diags.append(error(Span(shown, *_locate(text, key)), code, message, hint))
+    problems = [(key, p) for key in sorted(table) if (p := _check(key, table[key], config)) is not None]
+    # Each problem is located by a scan of the text: a bounded number of them, and the rest counted.
+    diags = [error(Span(shown, *_locate(text, key)), *problem) for key, problem in problems[:MAX_PROBLEMS]]
+    if len(problems) > MAX_PROBLEMS:
+        diags.append(error(Span(shown, *_locate(text, TABLE)), problems[MAX_PROBLEMS][1][0],
+                           f"[tool.{TABLE}] has {len(problems) - MAX_PROBLEMS} more problems; fix these first"))
     if diags:
         raise UsageError(diags)
     return config

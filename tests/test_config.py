@@ -296,3 +296,18 @@ def test_init_takes_its_tools_and_folder_from_the_file(cli, tmp_path):
     bare = cli("init", "other", "--tool", "ping", "--no-config", cwd=sub)
     assert bare.code == 2 and "--tools-from" in bare.err
     assert not (sub / "workflows").exists()
+
+
+def test_a_hostile_table_is_refused_quickly(cli, tmp_path):
+    """Thousands of wrong keys: a bounded number are located and reported, the rest counted; a nesting that would
+    exhaust tomllib's recursion is an error, not a traceback."""
+    keys = "".join(f"k{i} = 1\n" for i in range(5000))
+    project(tmp_path, keys)
+    run = cli("check", cwd=tmp_path)
+    assert run.code == 2
+    assert "pyproject.toml:4:1: error[unknown-key]: [tool.project-skill] has 4980 more problems" in run.err
+    assert run.err.count("error[unknown-key]: unknown key") == 20
+    (tmp_path / "pyproject.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    deep = cli("check", cwd=tmp_path)
+    assert deep.code == 2 and "pyproject.toml:1:1: error[malformed-toml]" in deep.err
+    assert "Traceback" not in deep.err
