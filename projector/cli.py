@@ -262,11 +262,9 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_compile_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="workflow files or folders (default: workflows)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="workflow files or folders (default: workflows)")
     p.add_argument("--out", help="output folder (default: generated_skills)")
-    p.add_argument("--uri-prefix", metavar="P",
-                   help="skill path prefix: a/b gives skill://a/b/<name>/SKILL.md")
+    p.add_argument("--uri-prefix", metavar="P", help="skill path prefix: a/b gives skill://a/b/<name>/SKILL.md")
     p.add_argument("--strict", action=argparse.BooleanOptionalAction,
                    help="unacknowledged warnings fail the run (exit 1)")
     p.add_argument("--format", choices=("text", "json", "github"), default="text", help="how to print findings")
@@ -310,7 +308,8 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _add_build(sub: Any) -> None:
-    b = sub.add_parser("build", help="compile workflows into the output folder", epilog=CONFIG_EPILOG)
+    b = sub.add_parser("build", help="compile workflows into the output folder", description=cmd_build.__doc__,
+                       epilog=CONFIG_EPILOG)
     _add_compile_args(b)
     b.set_defaults(func=cmd_build)
 
