@@ -90,6 +90,7 @@ def _strict_fail(args: argparse.Namespace, diags: list[Diagnostic]) -> bool:
 def cmd_build(args: argparse.Namespace) -> int:
     from .output import write
 
+    read = _configure(args)
     build = _load_and_compile(args)
     report(build.diagnostics, args.format)
     if _strict_fail(args, build.diagnostics):
@@ -103,7 +104,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"{b.name}: {b.entry['uri']} ({plural(len(b.entry['resources']), 'file')}, {plural(size, 'byte')}, "
               f"{plural(n, 'finding')})", file=sys.stderr if args.format == "json" else sys.stdout)
     print(f"{'wrote' if changed else 'up to date:'} {out.as_posix()}: {plural(len(build.bundles), 'skill')}; "
-          f"{_tally(build.diagnostics)}", file=sys.stderr if args.format == "json" else sys.stdout)
+          f"{_tally(build.diagnostics)}{read}", file=sys.stderr if args.format == "json" else sys.stdout)
     return EXIT_OK
 
 
@@ -111,6 +112,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .disk import folder
     from .output import compare, unchanged
 
+    args.configuration = _configure(args)
     got = _load_and_compile(args, quick=True)
     if isinstance(got, tuple):  # the whole-tree cache entry: the verdict from digests, the rest from a compile
         summary, compile_them = got
@@ -134,12 +136,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         for f in files:
             print(f"{label}: {out.as_posix()}/{f}", file=stream)
     print(f"{out.as_posix()} is out of date ({len(cmp.stale)} stale, {len(cmp.missing)} missing, "
-          f"{len(cmp.extra)} extra); run: {rebuild_command(args)}", file=stream)
+          f"{len(cmp.extra)} extra){args.configuration}; run: {rebuild_command(args)}", file=stream)
     return EXIT_FINDINGS
 
 
 def _up_to_date(args: argparse.Namespace, skills: int, diags: list[Diagnostic]) -> int:
-    print(f"{Path(args.out).as_posix()} is up to date: {plural(skills, 'skill')}; {_tally(diags)}",
+    print(f"{Path(args.out).as_posix()} is up to date: {plural(skills, 'skill')}; {_tally(diags)}"
+          f"{getattr(args, 'configuration', '')}",
           file=sys.stderr if args.format == "json" else sys.stdout)
     return EXIT_FINDINGS if _strict_fail(args, diags) else EXIT_OK
 
@@ -203,13 +206,20 @@ def _tools_command(server: str, out: str) -> str:
 def cmd_init(args: argparse.Namespace) -> int:
     """Write a new workflow file that calls the given tools in order, their declarations copied from a server or a
     tools snapshot. Never over an existing file. Replace the description placeholder, then build."""
+    import shlex
+
+    from . import config
     from .remote.tools import load_tools
     from .scaffold import scaffold
 
-    out = Path(args.out or f"workflows/{args.name}.yaml")
+    found = config.load(args.config, disabled=args.no_config)
+    tools_from = args.tools_from or (found.values.get("tools-from") if found else None)
+    if not tools_from:
+        raise UsageError("init: give --tools-from SERVER|FILE, or set tools-from in [tool.project-skill]")
+    out = Path(args.out or f"{config.workflows_folder(found)}/{args.name}.yaml")
     if out.exists() or out.is_symlink():
         raise UsageError(f"init: {out.as_posix()} already exists; choose another --out (nothing was written)")
-    tools, _source = load_tools(args.tools_from)
+    tools, _source = load_tools(tools_from)
     text = scaffold(args.name, tools, args.tool)
     from .disk import write_file
 
@@ -221,8 +231,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise DiskError(Diagnostic(Span(out.as_posix()), "error", "io",
                                    f"cannot write the workflow file: {exc.strerror or exc}")) from None
-    print(f"wrote {out.as_posix()}: {plural(len(args.tool), 'step')}; replace its description, then run: "
-          f"project-skill build {out.parent.as_posix()}", file=sys.stderr)
+    build = "project-skill build" if found else f"project-skill build {shlex.quote(out.parent.as_posix())}"
+    print(f"wrote {out.as_posix()}: {plural(len(args.tool), 'step')}; replace its description, then run: {build}"
+          f"{config.summary(found)}", file=sys.stderr)
     if not (out.parent / "workflow.schema.json").exists():
         print(f"for your editor, save the schema beside it: project-skill schema > "
               f"{(out.parent / 'workflow.schema.json').as_posix()}", file=sys.stderr)
@@ -238,18 +249,31 @@ def rebuild_command(args: argparse.Namespace) -> str:
     return shlex.join(["project-skill", "build", *given[1:]])
 
 
+CONFIG_EPILOG = ("The nearest pyproject.toml (from the current folder up) may set these flags' defaults in its "
+                 "[tool.project-skill] table: workflows (the PATHs), out, tools-from, strict, uri-prefix, skills-only, "
+                 "workflow-tools. Its paths are relative to its folder. A flag overrides the file.")
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--config", metavar="FILE",
+                       help="read [tool.project-skill] from FILE instead of the nearest pyproject.toml")
+    where.add_argument("--no-config", action="store_true", help="read no configuration file")
+
+
 def _add_compile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="workflow files or folders (default: workflows)")
-    p.add_argument("--out", default="generated_skills", help="output folder (default: generated_skills)")
+    p.add_argument("--out", help="output folder (default: generated_skills)")
     p.add_argument("--uri-prefix", metavar="P", help="skill path prefix: a/b gives skill://a/b/<name>/SKILL.md")
-    p.add_argument("--strict", action="store_true", help="unacknowledged warnings fail the run (exit 1)")
+    p.add_argument("--strict", action=argparse.BooleanOptionalAction,
+                   help="unacknowledged warnings fail the run (exit 1)")
     p.add_argument("--format", choices=("text", "json", "github"), default="text", help="how to print findings")
     p.add_argument("--jobs", type=int, default=0, metavar="N",
                    help="worker processes (default 0: one per core for 200 files or more, else none)")
-    p.add_argument("--skills-only", action="store_true",
+    p.add_argument("--skills-only", action=argparse.BooleanOptionalAction,
                    help="for skills served without their workflows: SKILL.md names no workflow prompt "
                         "(no metadata.workflow, no server-accelerated alternative)")
-    p.add_argument("--workflow-tools", action="store_true",
+    p.add_argument("--workflow-tools", action=argparse.BooleanOptionalAction,
                    help="for skills served with `serve --workflow-tools`: each SKILL.md also names its workflow's "
                         "tool (metadata.workflow-tool, and the server-accelerated alternative)")
     p.add_argument("--no-cache", action="store_true",
@@ -259,6 +283,17 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
                         "(a stdio command or an http(s)://.../mcp URL), or from a tools snapshot that "
                         "`project-skill tools SERVER --out tools.json` wrote (a path ending in .json: offline); "
                         "not cached")
+    _add_config_args(p)
+
+
+def _configure(args: argparse.Namespace) -> str:
+    """Fill the flags the command line left out from [tool.project-skill] (:mod:`projector.config`), else their
+    defaults; returns what the summary line says about it."""
+    from . import config
+
+    found = config.load(args.config, disabled=args.no_config)
+    config.settle(args, found)
+    return config.summary(found)
 
 
 # Commands that need more than the core register here lazily: name -> (module, help).
@@ -273,13 +308,14 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _add_build(sub: Any) -> None:
-    b = sub.add_parser("build", help="compile workflows into the output folder", description=cmd_build.__doc__)
+    b = sub.add_parser("build", help="compile workflows into the output folder", description=cmd_build.__doc__,
+                       epilog=CONFIG_EPILOG)
     _add_compile_args(b)
     b.set_defaults(func=cmd_build)
 
 
 def _add_check(sub: Any) -> None:
-    c = sub.add_parser("check", help="exit 1 with a diff when the output folder is stale")
+    c = sub.add_parser("check", help="exit 1 with a diff when the output folder is stale", epilog=CONFIG_EPILOG)
     _add_compile_args(c)
     c.set_defaults(func=cmd_check)
 
@@ -308,11 +344,14 @@ def _add_init(sub: Any) -> None:
     i = sub.add_parser("init", help="write a new workflow file from a server's tools (or a tools snapshot)",
                        description=cmd_init.__doc__)
     i.add_argument("name", metavar="NAME", help="the workflow's name (also its prompt's; the skill is its slug)")
-    i.add_argument("--tools-from", metavar="SERVER|FILE", required=True,
-                   help="a stdio command line, an http(s)://.../mcp URL, or a tools snapshot (.json)")
+    i.add_argument("--tools-from", metavar="SERVER|FILE",
+                   help="a stdio command line, an http(s)://.../mcp URL, or a tools snapshot (.json) (default: "
+                        "tools-from in [tool.project-skill])")
     i.add_argument("--tool", metavar="T", action="append", required=True,
                    help="a tool to call, one step each, in the order given (repeat the option)")
-    i.add_argument("--out", metavar="FILE", help="the file to write (default: workflows/NAME.yaml); never replaced")
+    i.add_argument("--out", metavar="FILE", help="the file to write (default: workflows/NAME.yaml, in the first "
+                                                 "folder of workflows in [tool.project-skill]); never replaced")
+    _add_config_args(i)
     i.set_defaults(func=cmd_init)
 
 

@@ -396,7 +396,54 @@ findings (errors, a refused skill, a stale tree or page), `2` usage.
 """]
     for title, module, name, argv in CLI_COMMANDS:
         out.append(f"\n## {title}\n\n{fenced(help_text(module, name, argv), 'text')}\n")
+    out.append(config_reference())
     return "".join(out)
+
+
+def config_reference() -> str:
+    """The configuration file's section of the CLI page: its keys, read from :mod:`projector.config` itself."""
+    import json
+
+    from .. import config
+
+    rows = []
+    for key in config.KEYS:
+        flag = "`PATH ...`" if key == "workflows" else f"`--{key}`"
+        default = config.DEFAULTS[key]
+        shown = "none" if default is None else f"`{json.dumps(default).lower()}`"
+        rows.append(f"| `{key}` | {flag} | {cell(config.expects(key))} | {shown} |")
+    example = "\n".join(["[tool.project-skill]", 'workflows = ["workflows"]', 'out = "generated_skills"',
+                         'tools-from = "tools.json"', "strict = true"])
+    return f"""
+## The configuration file
+
+`build` and `check` take the defaults of their flags from the `[tool.project-skill]` table of `pyproject.toml`, as
+ruff, mypy and pytest keep theirs, so that a project, its CI and its pre-commit hook run them with no arguments. A
+flag on the command line overrides the file (`--no-strict`, `--no-skills-only` and `--no-workflow-tools` turn off
+what the file turns on). `init` takes its `--tools-from` from there too, and writes into the first folder of
+`workflows`.
+
+{fenced(example, "toml")}
+
+| key | flag | value | default |
+|---|---|---|---|
+{chr(10).join(rows)}
+
+- **Which file.** The first `pyproject.toml` found from the current folder upwards, the way ruff looks for its
+  own, so the commands work from any folder of the project. Unlike ruff, the search stops at that first file even
+  when it has no `[tool.project-skill]` table: a project nested in another never inherits its parent's settings,
+  and which file counts is plain to see. A `pyproject.toml` without the table changes nothing. `--config FILE` reads another file (it must have the table);
+  `--no-config` reads none.
+- **Paths are relative to the file's folder**, not to the current folder: `workflows`, `out`, a `tools-from` that is
+  a snapshot (a `.json` path), and the default `workflows` and `generated_skills` when the table is there. A
+  `tools-from` server command line or URL is used as written.
+- **What the run says.** The summary line of `build` and `check` ends with the file it read, as in
+  `generated_skills is up to date: 3 skills; 0 warnings, 0 notes (configuration: pyproject.toml)`.
+- **Mistakes.** An unknown key, a value of the wrong type, or a file that is not TOML (or not UTF-8) is an error at
+  `pyproject.toml:LINE:COL` with its code (`unknown-key`, `wrong-type`, `malformed-toml`, `encoding`), every
+  problem at once, and the run exits 2 having written nothing. A file over {config.MAX_BYTES >> 20} MiB is not read
+  (`io`).
+"""
 
 
 def pages(root: Path) -> dict[str, Callable[[Path], str]]:
