@@ -167,6 +167,15 @@ OUTSIDE_THE_ROOT = {
                                           "ServerError (response-too-large) for it",
     "projector.matrix.reader.StepFailed": "control flow of follow(): a failed call stops the run, in its outcome",
     "projector.matrix.reader.Unresolved": "control flow of follow(): an unresolved source declines the step",
+    "projector.server.adapters.base.OwnStatePolicy": "control flow of attach(): the server's own request-state "
+                                                     "policy is kept; attach raises an AttachError (own-state-policy)",
+    "projector.server.gateway.UpstreamGone": "a forwarded call the upstream cannot answer: the adapter turns it into "
+                                             "a tool error (isError)",
+    "projector.server.replay._Unusable": "why a replay database's path breaks the rule; the guard raises an "
+                                         "AttachError (replay-db) or refuses the yes (-32603) with it",
+    "projector.server.workflow_tool.BadArguments": "a workflow tool's arguments that do not fit: the frameworks turn "
+                                                   "it into a tool error (isError) naming the argument",
+    "projector.toolschema.Unchecked": "control flow of the argument checks: a pattern RE2 cannot read is not guessed",
 }
 
 
