@@ -234,7 +234,7 @@ class MCPAdapter(Adapter):
     def add_skill_tools(self, server: MCPServer, tree: SkillTree) -> SkillTools:
         return add_to_mcpserver(server, tree)
 
-    def bind(self, server: MCPServer, bound: Any) -> None:
+    def bind(self, server: MCPServer, bound: Any, served: Any = None) -> None:
         from .mcp_bound import bind
 
         bind(server, bound)
