@@ -20,6 +20,7 @@ import yaml
 from . import conditions, gates, jsontext, model, naming, results
 from .errors import Diagnostic
 from .sep2640 import SKILL_FILE, digest
+from .texts import TOOLS_KEY
 from .model import PLACEHOLDER, Condition, Const, FromArg, FromStep, Source, Step, Workflow
 from .yaml12 import add_quoting
 
@@ -375,12 +376,19 @@ def workflow_digest(wf: Workflow) -> str:
     return digest(data)
 
 
+def tools_value(wf: Workflow) -> str:
+    """``metadata.tools``: the names of the tools the steps call, sorted, each once, separated by one space (metadata
+    values are strings). A workflow whose steps only read resources calls none: the empty string, so that a server
+    tells "calls no tool" from a skill built before the key existed (no key), which it never hides."""
+    return " ".join(sorted({s.tool for s in wf.steps if s.tool}))
+
+
 def frontmatter_of(wf: Workflow, name: str, *, skills_only: bool = False, workflow_tools: bool = False
                    ) -> dict[str, Any]:
     """The frontmatter's keys in their fixed order: name, description, license, compatibility, metadata. In
     metadata the tool's own keys come first (``workflow``, the workflow prompt, left out by ``skills_only``; then
-    ``workflow-tool``, the workflow's tool, with ``workflow_tools`` only; then ``workflow-digest``), then the
-    workflow's, sorted by key. ``allowed-tools`` is never written
+    ``workflow-tool``, the workflow's tool, with ``workflow_tools`` only; then ``workflow-digest``; then ``tools``,
+    the tools the steps call, :func:`tools_value`), then the workflow's, sorted by key. ``allowed-tools`` is never written
     (``allowed-tools-ignored``)."""
     frontmatter: dict[str, Any] = {"name": name, "description": wf.description}
     if wf.license is not None:
@@ -391,6 +399,7 @@ def frontmatter_of(wf: Workflow, name: str, *, skills_only: bool = False, workfl
     if workflow_tools:
         metadata["workflow-tool"] = wf.name
     metadata["workflow-digest"] = workflow_digest(wf)
+    metadata[TOOLS_KEY] = tools_value(wf)
     metadata.update(wf.metadata)
     frontmatter["metadata"] = metadata
     return frontmatter

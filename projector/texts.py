@@ -35,8 +35,11 @@ MAX_VALUE_DEPTH = 100  # as deep as the loader accepts a YAML document; JSON val
 
 
 MAX_COMPATIBILITY = 500
+# The metadata key that states the tools a skill's steps call (projector.render.tools_value): a server hides the
+# skill from a caller that cannot see one of them (projector.server.tree.Skill.tools).
+TOOLS_KEY = "tools"
 # The metadata keys the tool writes itself (projector.render): a workflow cannot set them.
-RESERVED_METADATA = ("workflow", "workflow-tool", "workflow-digest")
+RESERVED_METADATA = ("workflow", "workflow-tool", "workflow-digest", TOOLS_KEY)
 
 
 def frontmatter_problems(wf: Workflow) -> list[Diagnostic]:
@@ -62,8 +65,9 @@ def frontmatter_problems(wf: Workflow) -> list[Diagnostic]:
         if key in RESERVED_METADATA:
             problems.append(error(span, "reserved-metadata-key", f"the metadata key '{key}' is one the tool writes "
                                   f"itself ({', '.join(RESERVED_METADATA)})",
-                                  f"rename it (for example 'x-{key}'): metadata.workflow names the workflow prompt "
-                                  "and metadata.workflow-digest is the version stamp of the bundle"))
+                                  f"rename it (for example 'x-{key}'): metadata.workflow names the workflow prompt, "
+                                  "metadata.workflow-digest is the version stamp of the bundle and metadata.tools "
+                                  "lists the tools its steps call"))
         elif not key.strip():
             problems.append(error(span, "empty-field", "a metadata key of the workflow is empty", "name the key"))
         elif p := (_text_problem(span, f"the metadata key '{key}'", key, one_line=True)

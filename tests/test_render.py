@@ -196,7 +196,7 @@ def test_frontmatter_round_trips_any_description(description):
     files = project(wf).files
     fm = parse_frontmatter(files["SKILL.md"], "SKILL.md")
     assert fm == {"name": "fm", "description": description,
-                  "metadata": {"workflow": "fm", "workflow-digest": workflow_digest(wf)}}
+                  "metadata": {"workflow": "fm", "workflow-digest": workflow_digest(wf), "tools": "t"}}
     assert list(fm) == ["name", "description", "metadata"]
 
 
@@ -351,3 +351,17 @@ steps:
             "an empty list, `42` a number, `true` a boolean, not a string), and as the text itself otherwise.\n"
             in skill)
     assert skill.count("The tool returns text") == 1  # not on `closed`, which nothing reads
+
+
+def test_metadata_tools_states_each_tool_the_steps_call_once_sorted():
+    wf = (WorkflowBuilder("calls", "d").tool("zeta", annotations={"readOnlyHint": True})
+          .tool("alpha", annotations={"readOnlyHint": True}).tool("unused", annotations={"readOnlyHint": True})
+          .step("a", tool="zeta").step("b", tool="alpha").step("c", tool="zeta").build())
+    fm = parse_frontmatter(project(wf).files["SKILL.md"], "SKILL.md")
+    assert fm["metadata"]["tools"] == "alpha zeta"
+
+
+def test_metadata_tools_is_empty_for_a_skill_that_only_reads_resources():
+    wf = WorkflowBuilder("reads", "d").step("r", resources=["docs://guide"]).build()
+    fm = parse_frontmatter(project(wf).files["SKILL.md"], "SKILL.md")
+    assert fm["metadata"]["tools"] == ""

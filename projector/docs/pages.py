@@ -232,7 +232,9 @@ LAYOUT_PROSE: dict[str, str] = {
         "`refund-flow`), and it is also the last segment of the skill's path, as SEP-2640 requires. `description` is "
         "the workflow's description. `metadata.workflow` names the MCP prompt that runs the same steps on the server, and "
         "`metadata.workflow-digest` is the bundle's version stamp, the SHA-256 of the workflow's canonical JSON: it "
-        "changes exactly when the workflow does, so a host or a pin can tell what changed. A workflow's own "
+        "changes exactly when the workflow does, so a host or a pin can tell what changed. `metadata.tools` names the "
+        "tools the steps call, sorted and separated by spaces (empty for a skill that only reads resources): a server "
+        "that serves the skill hides it from a caller that cannot see one of them. A workflow's own "
         "`license`, `compatibility` and `metadata` would come after the description, in that order. "
         "The frontmatter is dumped by a YAML library with a fixed key order, and `skills.json` carries it parsed back "
         "from these bytes, so a client can compare the two."),

@@ -22,6 +22,7 @@ from ..errors import Diagnostic, Span, error
 from ..model import PLACEHOLDER, Workflow
 from . import adapters
 from .adapters.base import Adapter, Listing, OwnStatePolicy
+from .bound import Bound
 from .errors import AttachError
 from .replay import REPLAY_DB_ENV, ReplayGuard, from_env
 from .skill_tools import TOOL_NAMES, check_names
@@ -234,6 +235,9 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
         adapter.add_skill_tools(server, tree)
     if tools and guard is not None:
         adapter.add_workflow_tools(server, tools, guard)
+    adapter.bind(server, Bound.of(tree, wfs if workflow_prompts and guard is not None else [],
+                                  [wf for wf, _ in tools] if guard is not None else [],
+                                  bootstrap_prompts, skill_tools and tree is not None), served)
     return served
 
 

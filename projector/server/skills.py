@@ -26,6 +26,7 @@ import binascii
 import copy
 import inspect
 import json
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -46,6 +47,17 @@ SKILLS_EXTENSION = EXTENSION_ID  # the id this extension declares (projector.sep
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_CACHE = CacheHint(ttl_ms=0, scope="private")
 TEMPLATE_DESCRIPTION = "A supporting file of a served skill: listed in skills/list, read here, not in resources/list."
+
+# The tree this request's caller is served (projector.server.bound): (the whole tree, the caller's), set by the
+# adapter for the request; unset, or set for another tree, the whole tree is served.
+CALLER_TREE: ContextVar[tuple[SkillTree, SkillTree] | None] = ContextVar("projector_caller_tree", default=None)
+
+
+def served_tree(tree: SkillTree) -> SkillTree:
+    """``tree`` as this request's caller is served it (:data:`CALLER_TREE`)."""
+    caller = CALLER_TREE.get()
+    return caller[1] if caller is not None and caller[0] is tree else tree
+
 
 # ---------------------------------------------------------------------------------------------------------- cursors
 
@@ -195,7 +207,8 @@ class SkillsExtension(Extension):
         return result
 
     async def _list(self, ctx: ServerRequestContext[Any, Any], params: SkillsListParams) -> dict[str, Any]:
-        page, nxt = _page(self.tree.skills, self.tree.positions["skills/list"], lambda s: s.uri, params.cursor,
+        tree = served_tree(self.tree)
+        page, nxt = _page(tree.skills, tree.positions["skills/list"], lambda s: s.uri, params.cursor,
                           "skills/list", self.page_size)
         result: dict[str, Any] = {"skills": [copy.deepcopy(s.entry) for s in page]}
         if nxt is not None:
@@ -203,19 +216,20 @@ class SkillsExtension(Extension):
         return self._stamp(result)
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: SkillsGetParams) -> dict[str, Any]:
-        skill = self.tree.skill(params.uri)
+        skill = served_tree(self.tree).skill(params.uri)
         if skill is None:
             raise _invalid(f"Unknown skill: {params.uri}", params.uri)
         return self._stamp({"skill": copy.deepcopy(skill.entry)})
 
     async def _directory_read(self, ctx: ServerRequestContext[Any, Any], params: DirectoryReadParams) -> dict[str, Any]:
         uri = params.uri
-        key = uri if uri in self.tree.directories or not uri.endswith("/") else uri.rstrip("/")
-        kids = self.tree.directories.get(key)
+        tree = served_tree(self.tree)
+        key = uri if uri in tree.directories or not uri.endswith("/") else uri.rstrip("/")
+        kids = tree.directories.get(key)
         if kids is None:
-            what = "a file, not a directory" if uri in self.tree.files else "not a skill directory this server serves"
+            what = "a file, not a directory" if uri in tree.files else "not a skill directory this server serves"
             raise _invalid(f"Not a directory: {uri} is {what}", uri)
-        page, nxt = _page(kids, self.tree.positions["dir:" + key], lambda c: c["uri"], params.cursor,
+        page, nxt = _page(kids, tree.positions["dir:" + key], lambda c: c["uri"], params.cursor,
                           "dir:" + uri.rstrip("/"), self.page_size)
         result: dict[str, Any] = {"resources": [dict(c) for c in page]}
         if nxt is not None:
@@ -247,7 +261,7 @@ def legacy_extensions_middleware(identifier: str, settings: dict[str, Any]) -> A
     return middleware
 
 
-__all__ = ["DEFAULT_CACHE", "DEFAULT_PAGE_SIZE", "DIRECTORY_MIME", "MIME_TYPES", "SKILLS_EXTENSION",
+__all__ = ["CALLER_TREE", "DEFAULT_CACHE", "DEFAULT_PAGE_SIZE", "DIRECTORY_MIME", "MIME_TYPES", "SKILLS_EXTENSION",
            "TEMPLATE_DESCRIPTION", "DirectoryReadParams", "Skill", "SkillFile", "SkillTree", "SkillsExtension",
            "SkillsGetParams", "SkillsListParams", "decode_cursor", "encode_cursor", "legacy_extensions_middleware",
-           "mime_type"]
+           "mime_type", "served_tree"]

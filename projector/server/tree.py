@@ -13,6 +13,7 @@ serve this one tree.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -24,6 +25,7 @@ from ..naming import NAME_RULE, RESERVED, RESERVED_WORDS, SEGMENT_RULE
 from ..sep2640 import (INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, SCHEME, SKILL_FILE, VerificationError, bad_segment,
                        check_manifest, digest, file_matches, frontmatter_diff, last_segment, parse_entry,
                        parse_frontmatter, same_name, skill_path_of)
+from ..texts import TOOLS_KEY
 from .errors import AttachError, serve_error
 
 DIRECTORY_MIME = "inode/directory"
@@ -116,11 +118,25 @@ class Skill:
     def directory(self) -> str:
         return SCHEME + self.path
 
+    @property
+    def tools(self) -> frozenset[str] | None:
+        """The tools the skill's steps call (``metadata.tools``, :func:`projector.render.tools_value`), or None for a
+        skill that does not say (built before the key existed, or by hand): such a skill is never hidden."""
+        metadata = self.frontmatter.get("metadata")
+        value = metadata.get(TOOLS_KEY) if isinstance(metadata, dict) else None
+        return frozenset(value.split()) if isinstance(value, str) else None
+
+    def usable(self, visible: Collection[str] | None) -> bool:
+        """Whether a caller who sees the tools ``visible`` (None: every tool) can carry the skill out."""
+        tools = self.tools
+        return visible is None or tools is None or tools <= set(visible)
+
 
 # The deepest supporting file that gets a level-1 template of its own (one ``{pN}`` per segment). A verifying client
 # refuses a URI of more segments (projector.sep2640.MAX_URI_SEGMENTS), and mcp's template parser refuses a
 # template of more than 256 variables, so a hand-made deeper tree must not stop the server from starting.
 MAX_TEMPLATE_DEPTH = 64
+MAX_VIEWS = 64  # trees kept for callers who see different tools (SkillTree.for_caller)
 
 
 @dataclass(frozen=True)
@@ -137,8 +153,10 @@ class SkillTree:
     decoded: dict[str, SkillFile] = field(init=False, repr=False, compare=False)
     # a file suffix, as written -> its mimeType: the file types that get resource templates of their own
     typed: dict[str, str] = field(init=False, repr=False, compare=False)
+    views: dict[frozenset[str], SkillTree] = field(init=False, repr=False, compare=False)  # :meth:`for_caller`
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "views", {})
         object.__setattr__(self, "by_uri", {s.uri: s for s in self.skills})
         # a file listed by a percent-encoded URI, by its decoded one too: the URI a template matcher that decodes
         # its variables (MCPServer's) puts together
@@ -157,6 +175,23 @@ class SkillTree:
 
     def skill(self, uri: str) -> Skill | None:
         return self.by_uri.get(uri)
+
+    def for_caller(self, visible: Collection[str] | None) -> SkillTree:
+        """The tree as a caller who sees the tools ``visible`` (None: every tool) is served it: without the skills
+        that call a tool it cannot see (:meth:`Skill.usable`), their files and directories. The whole tree when it
+        loses nothing; the same object for the same hidden skills (the last :data:`MAX_VIEWS` kept)."""
+        hidden = frozenset(s.path for s in self.skills if not s.usable(visible))
+        if not hidden:
+            return self
+        view = self.views.get(hidden)
+        if view is None:
+            kept = [s for s in self.skills if s.path not in hidden]
+            files = {f.uri: f for s in kept for f in s.files}
+            view = SkillTree(self.root, tuple(kept), files, _directories(kept))
+            if len(self.views) >= MAX_VIEWS:
+                self.views.pop(next(iter(self.views)))
+            self.views[hidden] = view
+        return view
 
     def segment_templates(self) -> list[tuple[str, str, str, str, int]]:
         """``(uri_template, name, mime_type, suffix, depth)``: a level-1 template per file type and per depth (the

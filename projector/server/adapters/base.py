@@ -93,6 +93,11 @@ class Adapter(ABC):
     def add_skill_tools(self, server: Any, tree: SkillTree) -> Any:
         """``load_skill`` and ``read_skill_file`` (:mod:`projector.server.skill_tools`), their names checked."""
 
+    def bind(self, server: Any, bound: Any, served: Any = None) -> None:
+        """Serve each request's caller only what it can carry out (:class:`projector.server.bound.Bound`): ask the
+        framework, once per request, which tools the caller sees. A framework that cannot (this default) refuses."""
+        raise TypeError(f"the {self.name} adapter cannot bind skills to the caller's tools")
+
     def add_workflow_tools(self, server: Any, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
                            replay: ReplayGuard) -> None:
         """Add each workflow as a tool (:mod:`projector.server.workflow_tool`): the spec's name, schemas and

@@ -178,8 +178,8 @@ class TreeSkillsExtension(FastMCPSkillsExtension):
         self.provider = provider
         self.cache = cache
         self.page_size = page_size
-        # resources/directory/read: the handler of MCPServer's extension, as that extension binds it
-        self._directory_read = next(b.handler for b in MCPSkillsExtension(tree, page_size=page_size,
+        # resources/directory/read: MCPServer's extension's handler (on the caller's tree: .fastmcp_bound)
+        self.read_directory = next(b.handler for b in MCPSkillsExtension(tree, page_size=page_size,
                                                                          cache=cache).methods()
                                     if b.method == "resources/directory/read")
 
@@ -195,7 +195,7 @@ class TreeSkillsExtension(FastMCPSkillsExtension):
         own = [MethodBinding(method=b.method, params_type=b.params_type, handler=self._stamped(b.handler))
                for b in super().methods()]
         return (*own, MethodBinding(method="resources/directory/read", params_type=DirectoryReadParams,
-                                    handler=self._directory_read))
+                                    handler=lambda ctx, params: self.read_directory(ctx, params)))
 
     def _stamped(self, handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
         async def stamped(ctx: Any, params: Any) -> Any:
@@ -450,6 +450,9 @@ class FastMCPAdapter(Adapter):
 
     def add_skill_tools(self, server: FastMCP, tree: SkillTree) -> SkillTools:
         return add_skill_tools(server, tree)
+
+    def bind(self, server: FastMCP, bound: Any, served: Any = None) -> None:
+        __import__(f"{__package__}.fastmcp_bound", fromlist=["bind"]).bind(server, bound, served)
 
     def add_workflow_tools(self, server: FastMCP, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
                            replay: ReplayGuard) -> None:

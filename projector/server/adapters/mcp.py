@@ -234,6 +234,11 @@ class MCPAdapter(Adapter):
     def add_skill_tools(self, server: MCPServer, tree: SkillTree) -> SkillTools:
         return add_to_mcpserver(server, tree)
 
+    def bind(self, server: MCPServer, bound: Any, served: Any = None) -> None:
+        from .mcp_bound import bind
+
+        bind(server, bound)
+
     def add_workflow_tools(self, server: MCPServer, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
                            replay: ReplayGuard) -> None:
         # MCPServer adds tools from functions only, and a function's signature cannot carry a workflow's arguments

@@ -1,0 +1,80 @@
+"""Skills bound to their tools: what a caller is served, given the tools its framework lets it see.
+
+Each skill states the tools its steps call (``metadata.tools``, :attr:`~projector.server.tree.Skill.tools`). Per
+request, a skill that calls a tool the caller cannot see is not there: not in ``skills/list``, unknown to
+``skills/get``, ``resources/read``, ``resources/directory/read`` and ``read_skill_file``, not named by ``load_skill``;
+and its workflow prompt, bootstrap prompt and workflow tool are absent. "Can see" is the framework's own answer for
+that caller, its ``tools/list`` for the request (FastMCP's visibility, tags and authorization; MCPServer's tool list
+and middleware): each adapter asks it once per request and hands the names here.
+
+A second rule: with the skill tools on, a client that declared the skills extension itself reads skills through it,
+so ``load_skill`` and ``read_skill_file`` are not offered to it twice.
+
+Nothing here depends on the framework: the adapters (:mod:`projector.server.adapters`) ask :class:`Bound`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Workflow
+from ..sep2640 import EXTENSION_ID, SCHEME
+from .bootstrap import bootstrap_name
+from .skill_tools import TOOL_NAMES
+from .tree import SkillTree
+
+
+def calls(wf: Workflow) -> frozenset[str]:
+    """The tools ``wf``'s steps call."""
+    return frozenset(s.tool for s in wf.steps if s.tool)
+
+
+def declares_skills(capabilities: Any) -> bool:
+    """Whether a client with these capabilities (``mcp_types.ClientCapabilities``) declared the skills extension."""
+    extensions = getattr(capabilities, "extensions", None) if capabilities is not None else None
+    return isinstance(extensions, Mapping) and EXTENSION_ID in extensions
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What ``attach`` added, and the tools each piece needs.
+
+    ``tree``: the served skills (None: prompts only). ``needs``: each workflow prompt, bootstrap prompt and workflow
+    tool by name, and the tools it calls. ``skill_tools``: whether ``load_skill`` and ``read_skill_file`` are served.
+    """
+
+    tree: SkillTree | None
+    needs: dict[str, frozenset[str]] = field(default_factory=dict)
+    skill_tools: bool = False
+
+    @classmethod
+    def of(cls, tree: SkillTree | None, prompts: Sequence[Workflow], tools: Sequence[Workflow],
+           bootstrap: bool, skill_tools: bool) -> Bound:
+        needs = {wf.name: calls(wf) for wf in (*prompts, *tools)}
+        if tree is not None and bootstrap:
+            needs.update({bootstrap_name(s): s.tools for s in tree.skills if s.tools is not None})
+        return cls(tree, needs, skill_tools)
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        """The names of the tools this adds whose offer depends on the caller."""
+        return frozenset(self.needs) | (frozenset(TOOL_NAMES) if self.skill_tools else frozenset())
+
+    def hidden(self, visible: Collection[str] | None) -> frozenset[str]:
+        """The prompt and tool names a caller who sees the tools ``visible`` (None: every tool) is not offered."""
+        if visible is None:
+            return frozenset()
+        seen = set(visible)
+        return frozenset(name for name, tools in self.needs.items() if not tools <= seen)
+
+    def tree_for(self, visible: Collection[str] | None) -> SkillTree | None:
+        return None if self.tree is None else self.tree.for_caller(visible)
+
+    def hides_uri(self, uri: str, served: SkillTree | None) -> bool:
+        """Whether ``uri`` (a file or directory of the whole tree) is left out of ``served``, a caller's tree."""
+        if self.tree is None or served is None or served is self.tree or not uri.startswith(SCHEME):
+            return False
+        known = uri in self.tree.files or uri in self.tree.decoded or uri.rstrip("/") in self.tree.directories
+        return known and not (uri in served.files or uri in served.decoded or uri.rstrip("/") in served.directories)
