@@ -18,6 +18,7 @@ from mcp_types import ToolAnnotations
 
 from projector.errors import LoadError
 from projector.load import load_data
+from projector import toolset
 from projector.remote import tools as remote_tools
 from projector.remote.errors import ServerError
 from projector.remote.tools import (ToolSource, fetch_snapshot, list_server_tools, merge_tools, parse_snapshot,
@@ -266,7 +267,7 @@ def test_an_unreadable_snapshot_is_an_io_error_read_with_a_bound(tmp_path, monke
             read_snapshot(path)
         (d,) = info.value.diagnostics
         assert d.code == "io" and words in d.message and d.span.file == path.as_posix()
-    monkeypatch.setattr(remote_tools, "SNAPSHOT_LIMIT", 10)
+    monkeypatch.setattr(toolset, "SNAPSHOT_LIMIT", 10)
     with pytest.raises(LoadError) as info:
         read_snapshot(real)
     assert "over the limit of 10" in info.value.diagnostics[0].message

@@ -421,7 +421,8 @@ def config_reference() -> str:
 ruff, mypy and pytest keep theirs, so that a project, its CI and its pre-commit hook run them with no arguments. A
 flag on the command line overrides the file (`--no-strict`, `--no-skills-only` and `--no-workflow-tools` turn off
 what the file turns on). `init` takes its `--tools-from` from there too, and writes into the first folder of
-`workflows`.
+`workflows`. `serve` serves what `build` wrote: its `--skills` defaults to `out`, its `--workflows` to `workflows`
+and its `--workflow-tools` to `workflow-tools` (`--no-workflow-tools` turns it off).
 
 {fenced(example, "toml")}
 

@@ -253,9 +253,10 @@ def demo_server_with_key(key: str) -> None:
 
 # ------------------------------------------------------------------------------------- two processes over HTTP
 
-def start(env: dict[str, str], framework: str) -> tuple[subprocess.Popen, int]:
+def start(env: dict[str, str], framework: str, *flags: str) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, *serve_args(), "--framework", framework, "--http", f"127.0.0.1:{port}"],
+    proc = subprocess.Popen([sys.executable, *serve_args(), "--framework", framework, "--http", f"127.0.0.1:{port}",
+                             *flags],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **env})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

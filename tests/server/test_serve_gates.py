@@ -197,8 +197,9 @@ async def test_a_typed_argument_not_in_its_canonical_form_is_refused_before_any_
             await client.get_prompt("flow", {"n": text})
     assert info.value.code == -32602
     what = "an integer" if typ == "integer" else "a " + typ
-    assert info.value.error.message == (f"Invalid argument 'n': {text!r} is not the canonical form of {what}; write "
-                                        f"{canonical}" if canonical else f"Invalid argument 'n': {text!r} is not {what}")
+    invalid = "Invalid argument 'n' for prompt 'flow'"
+    assert info.value.error.message == (f"{invalid}: {text!r} is not the canonical form of {what}; write "
+                                        f"{canonical}" if canonical else f"{invalid}: {text!r} is not {what}")
     assert calls == []
 
 
