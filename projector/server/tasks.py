@@ -216,6 +216,11 @@ def unknown_task(task_id: str) -> MCPError:
 
 # ------------------------------------------------------------------------------------------------------ the runner
 
+async def _gone(call: Call) -> Done:
+    """The job of a task whose tool this server no longer runs as a task (a store kept from another deployment)."""
+    raise Failure(INTERNAL_ERROR, "this server no longer runs the task's tool as a task; nothing more was run")
+
+
 class Tasks:
     """The tasks of one server: which tools run as tasks, where tasks are kept, and the rounds running now."""
 
@@ -285,7 +290,8 @@ class Tasks:
     # ------------------------------------------------------------------------------------------------ the rounds
 
     def _run(self, rec: TaskRecord, answers: dict[str, Any]) -> None:
-        job = self.supports[rec.tool].job
+        support = self.supports.get(rec.tool)
+        job: Job = support.job if support is not None else _gone
         call = Call(dict(rec.arguments), answers, rec.state, lambda: rec.task_id in self._cancelled)
         task = asyncio.get_running_loop().create_task(self._round(rec.task_id, job, call))
         self._running[rec.task_id] = task

@@ -93,7 +93,7 @@ class Wire:
         return await self.settle(task["taskId"])
 
 
-def shop(framework: str) -> tuple[Any, Any, list[str]]:
+def shop(framework: str, tasks: Tasks | None = None) -> tuple[Any, Any, list[str]]:
     """The demo's shop with its workflows as tools that run as tasks, its store, and the tool calls it gets."""
     adapter = adapters.get(framework)
     server = adapter.make_server("shop", version="1", instructions=INSTRUCTIONS, page_size=50)
@@ -107,7 +107,7 @@ def shop(framework: str) -> tuple[Any, Any, list[str]]:
             return _real(*a, **k)
 
         setattr(store, name, recorded)
-    attach(server, SKILLS, WORKFLOWS, workflow_tools=True, tasks=Tasks())
+    attach(server, SKILLS, WORKFLOWS, workflow_tools=True, tasks=tasks if tasks is not None else Tasks())
     return server, store, calls
 
 
@@ -227,3 +227,32 @@ async def test_an_unknown_task_is_invalid_params(framework):
         with pytest.raises(MCPError) as unknown:
             await Wire(c).send("tasks/get", taskId="no-such-task")
     assert unknown.value.code == -32602
+
+
+# --------------------------------------------------------------------------------------------------- a restart
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("kind", ["yes", "no"])
+async def test_a_task_waiting_for_a_confirmation_survives_a_restart_and_is_answered_there(framework, kind, tmp_path):
+    from projector.server.taskstore import SqliteStore
+
+    db = tmp_path / "tasks.db"
+    first, first_store, first_calls = shop(framework, Tasks(SqliteStore(db)))
+    async with connect(first, framework) as c:
+        wire = Wire(c)
+        waiting = await wire.settle((await wire.send("tools/call", name=REFUND[0], arguments=REFUND[1]))["taskId"])
+    assert waiting["status"] == "input_required"
+    del first  # the first server is gone; a new one opens the same file
+    second, second_store, second_calls = shop(framework, Tasks(SqliteStore(db)))
+    async with connect(second, framework) as c:
+        wire = Wire(c)
+        assert (await wire.send("tasks/get", taskId=waiting["taskId"]))["inputRequests"] == waiting["inputRequests"]
+        done = await wire.answer(waiting, confirm=kind == "yes")
+    assert done["status"] == "completed"
+    assert first_calls == ["get_order", "check_eligibility"] and first_store.ledger() == []
+    if kind == "yes":  # the finished steps are not called again: their results came with the task's state
+        assert second_calls == ["issue_refund"] and [r["order_id"] for r in second_store.ledger()] == ["A1001"]
+        assert done["result"]["content"][-1]["text"] == "Done: all 4 steps of `refund_flow_approved` ran on the server."
+    else:
+        assert second_calls == [] and second_store.ledger() == []
