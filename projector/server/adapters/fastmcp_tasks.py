@@ -1,5 +1,5 @@
 """The Tasks extension (SEP-2663) on FastMCP: a ``fastmcp.server.extensions.ServerExtension`` over
-:mod:`.tasks_wire`, registered with FastMCP's public ``add_extension``."""
+:mod:`projector.server.tasks_wire`, registered with FastMCP's public ``add_extension``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from fastmcp.server.extensions import MethodBinding, ServerExtension
 from ..errors import AttachError
 from ..tasks import TASKS_EXTENSION, Tasks
 from .fastmcp import FastMCPHost
-from .tasks_wire import intercept, method_handlers
+from ..tasks_wire import intercept, method_handlers
 
 
 class FastMCPTasksExtension(ServerExtension):

@@ -1,5 +1,5 @@
 """The Tasks extension (SEP-2663) on mcp's MCPServer: an ``mcp.server.extension.Extension`` over
-:mod:`.tasks_wire`, and the host a task's workflow runs on (the server's, not a request's).
+:mod:`projector.server.tasks_wire`, and the host a task's workflow runs on (the server's, not a request's).
 
 MCPServer takes extensions at construction; ``attach`` adds this one to a built server through the two private
 methods the constructor itself calls (``_apply_extension``, then ``_install_extension_interceptor``), as the skills
@@ -18,7 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from ..errors import AttachError
 from ..tasks import TASKS_EXTENSION, Tasks
 from ..workflow import ToolSpec, WorkflowHost
-from .tasks_wire import intercept, method_handlers
+from ..tasks_wire import intercept, method_handlers
 
 
 class MCPTasksExtension(Extension):

@@ -14,7 +14,7 @@ from typing import Any
 from mcp_types import RequestParams
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..tasks import Tasks, check_name_header, declared, missing_capability
+from .tasks import Tasks, check_name_header, declared, missing_capability
 
 
 class TaskParams(RequestParams):
