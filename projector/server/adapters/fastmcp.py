@@ -406,6 +406,7 @@ class FastMCPAdapter(Adapter):
     """FastMCP's ``fastmcp.FastMCP``."""
 
     name = "fastmcp"
+    tasks_module = "projector.server.adapters.fastmcp_tasks"
     tool_error = ToolError
 
     def recognises(self, obj: Any) -> bool:
