@@ -164,12 +164,12 @@ def _base(wf: Workflow) -> Given:
     """Every argument given, each condition holding where it can (in order: a later condition may not undo an
     earlier one), every confirmation answered yes."""
     given = Given({a.name: sample(a.name, a.type) for a in wf.arguments})
-    for step in wf.steps:
-        for cond in step.when:
-            done = list(wf.steps[: wf.steps.index(step)]) + [step]
+    for n, step in enumerate(wf.steps):
+        for i, cond in enumerate(step.when):
+            done = [s.when for s in wf.steps[:n] if s.when] + [step.when[: i + 1]]
 
-            def still(trial: Given, done: list[Step] = done) -> bool:
-                return all(first_failure(s.when, trial.arguments, trial.results) is None for s in done if s.when)
+            def still(trial: Given, done: list[tuple[Condition, ...]] = done) -> bool:
+                return all(first_failure(when, trial.arguments, trial.results) is None for when in done)
 
             _value_for(wf, cond, True, given, still)
         if step.confirm is not None:
@@ -282,10 +282,13 @@ def _said(step: Step, called: bool, arguments: dict[str, Any]) -> str:
 def _entry(wf: Workflow, n: int, case: Case) -> dict[str, Any]:
     given = case.given
     if case.step is None:
-        steps = [s for s in _reachable(wf, given) if s.tool is not None]
-        calls = [_call(s, True, given.arguments) for s in steps]
-        said = [_said(s, True, given.arguments) for s in steps]
-        expected = "Every step runs: " + ("; ".join(said) or "no tool is called") + "."
+        ran = {s.name for s in _reachable(wf, given)}
+        steps = [s for s in wf.steps if s.tool is not None]
+        calls = [_call(s, s.name in ran, given.arguments) for s in steps]
+        said = [_said(s, s.name in ran, given.arguments) for s in steps]
+        stop = next((s for s in wf.steps if s.name not in ran), None)
+        expected = (f"Step `{stop.name}` cannot run (its conditions cannot all hold): " if stop is not None
+                    else "Every step runs: ") + ("; ".join(said) or "no tool is called") + "."
     elif case.step.tool is None:
         calls, said = [], []
         expected = f"Step `{case.step.name}` {'reads its resources' if case.called else 'does not run'}."
