@@ -20,15 +20,12 @@ from __future__ import annotations
 import re
 from itertools import chain
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import jsontext
 from .conditions import MISSING, first_failure, holds, statement
 from .errors import Diagnostic
 from .model import Condition, Const, FromArg, FromStep, Source, Step, Workflow
-
-if TYPE_CHECKING:
-    from .bundle import Bundle
 
 EVALS_FILE = "evals/evals.json"
 QUERIES_FILE = "evals/eval_queries.json"
@@ -342,8 +339,8 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in (m.group(0).casefold() for m in _WORD.finditer(text)) if w not in _STOP)
 
 
-def tree_files(bundles: list[Bundle]) -> dict[str, bytes]:
-    """Each bundle's two eval files by their path in the output tree. The trigger queries: the skill's description
+def tree_files(bundles: list[Any]) -> dict[str, bytes]:
+    """Each bundle's (a :class:`projector.bundle.Bundle`, which imports this module) two eval files by their path in the output tree. The trigger queries: the skill's description
     should trigger it; the :data:`NEGATIVES` other descriptions nearest to it (most words shared, then by path, a
     word shared by more than :data:`COMMON_WORD` descriptions not counted) should not, filled up with the next
     skills by path when fewer share a word. Linear in the skills, so a build of thousands stays fast."""
