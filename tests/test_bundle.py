@@ -22,6 +22,7 @@ def _message(fn, *args) -> str:
     return str(info.value)
 
 
+@pytest.mark.slow
 def test_split_frontmatter():
     """The build reads SKILL.md back through the wire's one reader (projector.sep2640): the block as the
     conformance suite finds it."""

@@ -392,6 +392,7 @@ def test_file_names_are_escaped_in_diagnostics(cli, tmp_path):
     assert run.code == 1 and "\x1b" not in run.err and "a\\x1b[31m.yaml:" in run.err
 
 
+@pytest.mark.slow
 def test_no_hang_on_a_fifo_in_a_real_process(tmp_path):
     fifo = tmp_path / "w.yaml"
     os.mkfifo(fifo)

@@ -1277,6 +1277,7 @@ def test_cli_usage_errors(cli):
     assert run("pin")[0] == 2
 
 
+@pytest.mark.slow
 def test_cli_bad_server_is_a_clear_error(cli):
     _, run = cli
     rc, _, err = run("remote", "list", "/nonexistent/server-binary --stdio")

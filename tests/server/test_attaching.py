@@ -117,6 +117,7 @@ async def test_a_state_key_with_a_shared_guard_or_nothing_to_confirm_is_served(t
     assert "hello_world" in await prompts(hello, "mcp")
 
 
+@pytest.mark.slow
 def test_serve_with_a_state_key_and_no_replay_db_does_not_start():
     env = {k: v for k, v in os.environ.items() if k != "PROJECT_SKILL_REPLAY_DB"}
     proc = subprocess.run([sys.executable, *serve_args()], cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,

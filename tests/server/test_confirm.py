@@ -388,6 +388,7 @@ def _node_and_client() -> tuple[str, str]:
     return str(script.node_binary(cache)), str(script.install_peer(cache, script.TS_CLIENT_V2, log=lambda *_: None))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_typescript_sdk_v2_client_answers_the_confirmation(framework):
     node, client = _node_and_client()
