@@ -67,6 +67,7 @@ def returns(messages: list[object]) -> dict[str, object]:
             if isinstance(p, ToolReturnPart)}
 
 
+@pytest.mark.slow
 def test_the_agent_sends_the_composition_and_reads_only_in_scope(tmp_path):
     demo, store = demo_server(GENERATED, ROOT / "workflows")
     other, _ = serve()

@@ -203,6 +203,7 @@ def hostile_http(mode: str, total: int) -> Iterator[str]:
         thread.join(timeout=30)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["read", "read-sse"])
 async def test_http_a_read_far_over_the_manifest_size_is_cut_at_its_limit(mode):
@@ -231,6 +232,7 @@ async def test_http_a_listing_body_over_16_mib_is_cut():
     assert used[0] < MAX_MESSAGE + 8 * MiB
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_http_a_compressed_body_is_refused():
     """A gzip bomb: a few kB on the wire, 32 MiB once decoded. The client asked for no compression."""

@@ -913,6 +913,7 @@ def test_a_long_skill_uri_is_clipped_in_the_span():
 HELLO = "skill://hello-world/SKILL.md"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("char, name, yaml11", [("\u2028", "LINE SEPARATOR", "Say hello\u2028more"),
                                                 ("\u2029", "PARAGRAPH SEPARATOR", "Say hello\u2029more"),
                                                 ("\x85", "NEXT LINE (NEL)", "Say hello more")])

@@ -283,6 +283,7 @@ async def call(client: Client, method: str, params: dict[str, Any] | None = None
     return await client.session.send_request(req, RAW)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_skills_surface_is_byte_equal_on_both_frameworks_over_http(urls):
     requests = [("skills/list", {})]

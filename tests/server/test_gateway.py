@@ -124,6 +124,7 @@ def _stdio(command: str):
     return StdioServerParameters(command=words[0], args=words[1:])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_upstreams_tools_pass_through_and_the_workflow_calls_them(tmp_path, framework):
     seen = anyio.run(_listing_and_calls, upstream_command(tmp_path), workflows(tmp_path), framework)
