@@ -250,6 +250,7 @@ with open(sys.argv[1], "w", encoding="utf-8") as fh:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("table", [None, 'out = "generated_skills"\n'])
 def test_tomllib_is_imported_only_when_there_is_a_file(tmp_path, table):
     root = project(tmp_path, table, {"workflows/a.yaml": WF.format(name="a")})

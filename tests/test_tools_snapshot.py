@@ -86,6 +86,7 @@ def test_snapshot_bytes_are_sorted_canonical_and_end_in_one_newline():
     assert data.decode().startswith('{\n  "tools": [\n    {\n      "name": "alpha",')
 
 
+@pytest.mark.slow
 def test_the_cli_prints_writes_and_checks_a_stdio_servers_snapshot(tmp_path):
     server = f"{sys.executable} -m projector.server --stdio"
     run = subprocess.run([sys.executable, "-m", "projector.cli", "tools", server], cwd=ROOT, capture_output=True,
@@ -197,6 +198,7 @@ def test_check_strict_fails_on_drift_from_a_snapshot_and_passes_when_in_line(cli
     assert f"{wf}:6:5: warning[tool-mismatch]: tool 'count': input_schema differs" in run.err
 
 
+@pytest.mark.slow
 def test_a_snapshot_run_is_offline_and_never_imports_mcp(tmp_path):
     snap = tmp_path / "tools.json"
     snap.write_bytes(snapshot_of(counting_server()))

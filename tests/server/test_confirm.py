@@ -322,6 +322,7 @@ async def alternating(ports: list[int], kind: str | None) -> tuple[list[tuple[st
     return texts(result), balancer, (callback.asked if callback else [])
 
 
+@pytest.mark.slow
 async def test_two_processes_sharing_a_key_enforce_the_confirmation(two_processes):
     ports = two_processes
 
@@ -360,6 +361,7 @@ async def test_two_processes_sharing_a_key_enforce_the_confirmation(two_processe
     assert [r["order_id"] for r in await refunds()] == ["A1001"]
 
 
+@pytest.mark.slow
 async def test_processes_with_different_keys_refuse_each_others_state(tmp_path):
     procs = [start({"PROJECT_SKILL_STATE_KEY": secrets.token_hex(32),
                     "PROJECT_SKILL_REPLAY_DB": str(tmp_path / f"claims-{i}.db")}, "mcp") for i in range(2)]
@@ -389,6 +391,7 @@ def _node_and_client() -> tuple[str, str]:
     return str(script.node_binary(cache)), str(script.install_peer(cache, script.TS_CLIENT_V2, log=lambda *_: None))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_typescript_sdk_v2_client_answers_the_confirmation(framework):
     node, client = _node_and_client()

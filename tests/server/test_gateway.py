@@ -124,6 +124,7 @@ def _stdio(command: str):
     return StdioServerParameters(command=words[0], args=words[1:])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_upstreams_tools_pass_through_and_the_workflow_calls_them(tmp_path, framework):
     seen = anyio.run(_listing_and_calls, upstream_command(tmp_path), workflows(tmp_path), framework)
@@ -150,6 +151,7 @@ def test_a_step_that_calls_a_tool_the_upstream_lacks_is_refused_at_start(tmp_pat
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.slow
 def test_an_upstream_that_dies_at_start_is_a_clear_error(tmp_path):
     dying = f"{shlex.quote(sys.executable)} -c 'import sys; print(\"no licence key\", file=sys.stderr); sys.exit(4)'"
     started = time.monotonic()
@@ -160,6 +162,7 @@ def test_an_upstream_that_dies_at_start_is_a_clear_error(tmp_path):
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.slow
 def test_an_upstream_that_never_answers_is_a_clear_error_within_the_timeout(tmp_path):
     silent = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(600)'"
     started = time.monotonic()
@@ -192,6 +195,7 @@ def test_a_call_the_upstream_never_answers_is_a_tool_error_after_the_timeout(tmp
     assert not after.is_error  # the upstream is still there: only that call timed out
 
 
+@pytest.mark.slow
 def test_the_python_api_refuses_an_unreachable_upstream_with_the_servers_error(tmp_path):
     async def start() -> None:
         async with gateway(f"{shlex.quote(sys.executable)} -c 'raise SystemExit(5)'", None, None):

@@ -145,6 +145,7 @@ def test_attach_checks_the_replay_db_before_anyone_can_say_yes(tmp_path, monkeyp
     assert [d.code for d in raised.value.diagnostics] == ["replay-db"]
 
 
+@pytest.mark.slow
 def test_serve_refuses_an_unusable_replay_db_at_start_up(tmp_path):
     proc = subprocess.run([sys.executable, *serve_args()], cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=120,
