@@ -171,6 +171,21 @@ def test_an_upstream_that_never_answers_is_a_clear_error_within_the_timeout(tmp_
     assert time.monotonic() - started < 30
 
 
+def test_an_upstream_listing_past_the_snapshot_bound_is_refused_naming_the_upstream(tmp_path):
+    """Issue 30 (the gateway's listing had its own loop, with no total cap): the upstream's tools/list is read as
+    ``project-skill tools`` reads it, so one that passes 16 MiB (1 MiB pages, without end) stops the gateway at
+    start-up with an error naming the upstream, instead of being kept (20 MiB of it) and served."""
+    spec = shlex.join([sys.executable, str(ROOT / "tests" / "bad_inputs" / "response-too-large.server.py"), "tools",
+                       str(1 << 20), "20"])
+    wfs = workflows(tmp_path, "name: one\ndescription: Call one tool.\ntools:\n  - {name: t00001, description: "
+                              "Pad., input_schema: {type: object}}\nsteps:\n  - {name: a, tool: t00001}\n")
+    assert project_skill("build", str(wfs), "--out", "skills", cwd=tmp_path).returncode == 0
+    run = project_skill("serve", "--upstream", spec, "--workflows", str(wfs), "--skills", "skills", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert f"{spec}: error[response-too-large]: tools/list passed " in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
+
+
 async def _call_after(command: str, wfs: Path, framework: str, first: str) -> list:
     async with gateway(command, None, wfs, framework=framework, timeout=2) as server:
         async with Client(for_server(server).in_process(server)) as client:
