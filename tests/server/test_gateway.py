@@ -312,17 +312,38 @@ def python_path() -> str:
     return os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
 
 
+@dataclass(frozen=True)
+class Served:
+    """The gateway as a client reaches it: at ``url`` (a gateway process on 127.0.0.1), or started by the client
+    itself on stdio (``sys.executable`` with ``argv``)."""
+
+    url: str | None
+    argv: list[str]
+
+    def node_args(self) -> list[str]:
+        """The TypeScript scripts' transport arguments (their stdio transport passes on no PYTHONPATH: ``env`` does)."""
+        if self.url is not None:
+            return ["http", self.url]
+        return ["stdio", shutil.which("env") or "env", f"PYTHONPATH={python_path()}", sys.executable, *self.argv]
+
+    def fastmcp(self) -> Any:
+        from fastmcp.client.transports import StdioTransport
+
+        if self.url is not None:
+            return self.url
+        return StdioTransport(sys.executable, self.argv, env=dict(os.environ, PYTHONPATH=python_path()))
+
+
 @contextlib.contextmanager
-def served(upstream: str, which: str, skills: Path, transport: str) -> Iterator[list[str]]:
-    """The gateway as a client reaches it: ``["http", URL]`` (a gateway process on 127.0.0.1, stopped after), or
-    ``["stdio", COMMAND, ARG...]`` (the client starts it)."""
+def served(upstream: str, which: str, skills: Path, transport: str) -> Iterator[Served]:
+    """The gateway in front of ``upstream``: on HTTP, a process stopped after; on stdio, the command a client runs."""
     argv = gateway_argv(upstream, which, skills)
     if transport == "stdio":
-        yield ["stdio", shutil.which("env") or "env", f"PYTHONPATH={python_path()}", sys.executable, *argv]
+        yield Served(None, argv)
         return
     proc, url = start_gateway_http(argv)
     try:
-        yield ["http", url]
+        yield Served(url, argv)
     finally:
         from .test_serve_skills import stop
 
@@ -384,12 +405,11 @@ def check_runs(which: str, results: list[dict[str, Any]], folder: Path) -> None:
         assert [looked(which, r) for r in (before, after_prompt, after_tool)] == [{}, visitor, visitor]
 
 
-async def fastmcp_session(target: list[str], which: str) -> dict[str, Any]:
+async def fastmcp_session(target: Served, which: str) -> dict[str, Any]:
     """FastMCP's client, in one session: list and read (verified) every skill, then make the plan's calls, saying
     yes to each confirmation."""
     from fastmcp import Client as FastMCPClient
     from fastmcp.client.elicitation import ElicitResult
-    from fastmcp.client.transports import StdioTransport
     from fastmcp.skills import SkillsClientExtension
 
     asked: list[str] = []
@@ -398,13 +418,8 @@ async def fastmcp_session(target: list[str], which: str) -> dict[str, Any]:
         asked.append(message)
         return ElicitResult(action="accept", content={"confirm": True})
 
-    if target[0] == "http":
-        transport: Any = target[1]
-    else:
-        env = dict(os.environ, PYTHONPATH=python_path())
-        transport = StdioTransport(sys.executable, target[4:], env=env)
     results = []
-    async with FastMCPClient(transport, extensions=[SkillsClientExtension()], elicitation_handler=yes) as client:
+    async with FastMCPClient(target.fastmcp(), extensions=[SkillsClientExtension()], elicitation_handler=yes) as client:
         files = {}
         for entry in await client.list_skills():
             skill = await client.read_skill(entry.uri)
@@ -456,9 +471,15 @@ def test_the_typescript_v2_client_runs_a_real_upstreams_workflow_as_prompt_and_t
     file; each confirm: answered through its InputRequiredResult driver)."""
     skills = real_skills(which)
     with served(real_upstream(which, tmp_path), which, skills, transport) as target:
-        listing = node("ts_skills_v2_client.cjs", *target)
-        runs = node("ts_confirm_v2_client.cjs", "yes", json.dumps(plan(which)), *target)
+        listing = node("ts_skills_v2_client.cjs", *target.node_args())
+        if transport == "http":  # a no first: asked once, and nothing reaches the upstream
+            said_no = node("ts_confirm_v2_client.cjs", "no", json.dumps(plan(which)[-2:]), *target.node_args())
+        runs = node("ts_confirm_v2_client.cjs", "yes", json.dumps(plan(which)), *target.node_args())
     assert {uri: base64.b64decode(data) for uri, data in listing["files"].items()} == tree_files(skills)
+    if transport == "http":
+        refused, look = said_no["results"]
+        assert len(refused["asked"]) == 1 and REAL[which].done not in text_of(refused), refused
+        assert looked(which, look) == looked(which, runs["results"][0])  # unchanged by the no
     check_runs(which, runs["results"], tmp_path)
 
 
