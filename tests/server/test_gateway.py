@@ -5,7 +5,9 @@ The fast tests put the gateway in front of a small Python server (mcp 2.x, over 
 The slow ones (``-m slow``) put it in front of the reference servers of other SDKs and languages, installed by
 scripts/conformance.py: ``mcp-server-sqlite`` (mcp 1.x, in a virtual environment of its own) and
 ``@modelcontextprotocol/server-memory`` (npm, TypeScript SDK v1), each reached over stdio and over HTTP by FastMCP's
-client and the TypeScript SDK v2 client."""
+client and the TypeScript SDK v2 client, which list and read the skills, call the upstream's tools, and run its test
+workflow (tests/server/gateway/) as a prompt and as a tool through its ``confirm:``; the skills conformance scenarios
+run against the gateway too."""
 
 from __future__ import annotations
 
