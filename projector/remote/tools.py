@@ -86,40 +86,51 @@ def _too_large(where: str, what: str) -> Exception:
                        "tools")
 
 
-async def fetch_snapshot(server: Any, label: str | None = None, verbose: bool = False) -> bytes:
-    """The snapshot bytes of every page of ``tools/list`` from ``server`` (a spec string or anything
-    :class:`mcp.Client` takes), within :data:`MAX_PAGES` pages and :data:`SNAPSHOT_LIMIT` bytes: the tools kept
-    are counted page by page, so a listing that never ends, or ends past the limit, is refused as soon as it
-    passes it, naming the server. A stdio server's stderr is shown only when it fails, or with
-    ``verbose``."""
-    from .client import _describe, connect
+async def listed_tools(remote: Any) -> list[Any]:
+    """Every page of ``tools/list`` on the open connection ``remote`` (a
+    :class:`~projector.remote.client.RemoteSkills`), as ``mcp_types.Tool``, within :data:`MAX_PAGES` pages and
+    :data:`SNAPSHOT_LIMIT` bytes: the tools kept are counted page by page, so a listing that never ends, or ends past
+    the limit, is refused as soon as it passes it, naming the server (``remote.label``). The one listing of a server's
+    tools: :func:`fetch_snapshot` writes it, and ``serve --upstream`` (:mod:`projector.server.gateway`) serves it."""
+    from .client import _describe
     from .errors import ServerError
 
-    entries: list[dict[str, Any]] = []
+    tools: list[Any] = []
     kept = 0  # characters of the tools' compact JSON so far: never more than the snapshot's bytes
+    cursor: str | None = None
+    seen: set[str] = set()
+    for page_no in range(1, MAX_PAGES + 1):
+        try:
+            page = await remote.client.list_tools(cursor=cursor)
+        except Exception as exc:
+            raise ServerError("server-error", remote.label,
+                              f"tools/list failed: {_describe(exc)}{remote.server_note()}") from None
+        for t in page.tools:
+            tools.append(t)
+            kept += len(jsontext.json_text(wire_tool(t), indent=None, sort_keys=False))
+        if kept > SNAPSHOT_LIMIT:
+            raise _too_large(remote.label, f"tools/list passed {kept} bytes in {page_no} pages")
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools
+        if cursor in seen:
+            raise ServerError("server-error", remote.label, "tools/list repeated a cursor")
+        seen.add(cursor)
+    raise ServerError("server-error", remote.label, f"tools/list did not end within {MAX_PAGES} pages")
+
+
+async def fetch_snapshot(server: Any, label: str | None = None, verbose: bool = False) -> bytes:
+    """The snapshot bytes of every page of ``tools/list`` from ``server`` (a spec string or anything
+    :class:`mcp.Client` takes), listed by :func:`listed_tools` (within :data:`MAX_PAGES` pages and
+    :data:`SNAPSHOT_LIMIT` bytes, naming the server). A stdio server's stderr is shown only when it fails, or with
+    ``verbose``."""
+    from .client import connect
+
     async with connect(server, label, verbose=verbose) as remote:
-        cursor: str | None = None
-        seen: set[str] = set()
-        for page_no in range(1, MAX_PAGES + 1):
-            try:
-                page = await remote.client.list_tools(cursor=cursor)
-            except Exception as exc:
-                raise ServerError("server-error", remote.label, f"tools/list failed: {_describe(exc)}{remote.server_note()}") from None
-            for t in page.tools:
-                entries.append(wire_tool(t))
-                kept += len(jsontext.json_text(entries[-1], indent=None, sort_keys=False))
-            if kept > SNAPSHOT_LIMIT:
-                raise _too_large(remote.label, f"tools/list passed {kept} bytes in {page_no} pages")
-            cursor = page.next_cursor
-            if cursor is None:
-                data = snapshot_bytes(entries)
-                if len(data) > SNAPSHOT_LIMIT:
-                    raise _too_large(remote.label, f"the tools snapshot of tools/list takes {len(data)} bytes")
-                return data
-            if cursor in seen:
-                raise ServerError("server-error", remote.label, "tools/list repeated a cursor")
-            seen.add(cursor)
-        raise ServerError("server-error", remote.label, f"tools/list did not end within {MAX_PAGES} pages")
+        data = snapshot_bytes([wire_tool(t) for t in await listed_tools(remote)])
+        if len(data) > SNAPSHOT_LIMIT:
+            raise _too_large(remote.label, f"the tools snapshot of tools/list takes {len(data)} bytes")
+        return data
 
 
 async def list_server_tools(server: Any, label: str | None = None) -> dict[str, Tool]:

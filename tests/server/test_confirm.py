@@ -399,11 +399,14 @@ def test_the_typescript_sdk_v2_client_answers_the_confirmation(framework):
     seen = {}
     proc, port = start({}, framework)  # one process: the refunds add up in its ledger
     try:
+        calls = json.dumps([{"prompt": "refund_flow_approved", "arguments": {"order_id": "A1001", "reason": "broken"}},
+                            {"tool": "list_refunds"}])
         for kind in ("no", "none", "yes"):
-            done = subprocess.run([node, str(script), client, f"http://127.0.0.1:{port}/mcp", kind, "A1001"],
+            done = subprocess.run([node, str(script), client, kind, calls, "http", f"http://127.0.0.1:{port}/mcp"],
                                   cwd=ROOT, capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, done.stderr
-            seen[kind] = json.loads(done.stdout)
+            prompt, refunds = json.loads(done.stdout)["results"]
+            seen[kind] = {**prompt, "refunds": refunds["structuredContent"]}
     finally:
         stop(proc)
     assert len(seen["no"]["asked"]) == 1 and seen["no"]["refunds"]["result"] == []
