@@ -305,8 +305,11 @@ def real_skills(tmp_path_factory):
 
 
 def tree_files(skills: Path) -> dict[str, bytes]:
-    return {f"skill://{p.relative_to(skills).as_posix()}": p.read_bytes()
-            for p in sorted(skills.rglob("*")) if p.is_file() and p.name != "skills.json"}
+    """Every file the built index lists, by URI: what a client may read (the derived evals beside each bundle are
+    not served)."""
+    index = json.loads((skills / "skills.json").read_text("utf-8"))
+    uris = sorted(r["uri"] for entry in index["skills"] for r in entry["resources"])
+    return {uri: (skills / uri.removeprefix("skill://")).read_bytes() for uri in uris}
 
 
 def gateway_argv(upstream: str, which: str, skills: Path) -> list[str]:
