@@ -57,6 +57,55 @@ def test_the_ten_tasks_conformance_scenarios_pass(framework, tmp_path):
             assert r["counts"]["SUCCESS"] > 0 and r["counts"].get("SKIPPED", 0) == 0, r
 
 
+# ------------------------------------------------------------------------------------- the Tasks extension's client
+
+WORKFLOW_SERVER = ROOT / "tests" / "server" / "tasks" / "workflow_server.py"
+
+
+def _ext_tasks_client() -> tuple[str, str]:
+    """Node 22 and the folder of ``@modelcontextprotocol/ext-tasks`` (with the TypeScript SDK v2 client), installed
+    by scripts/conformance.py as CI installs them (a failed install fails the test; it never skips)."""
+    from .test_fastmcp import _conformance_script
+
+    script = _conformance_script()
+    cache = script.cache_dir()
+    script.install(cache, log=lambda *_: None)
+    return str(script.node_binary(cache)), str(script.install_peer(cache, script.TS_EXT_TASKS, log=lambda *_: None))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("kind", ["yes", "no"])
+def test_the_tasks_extensions_own_client_completes_a_confirmed_task_over_http(framework, kind):
+    """The npm package ``@modelcontextprotocol/ext-tasks`` (on the TypeScript SDK v2 client, 2026-07-28) calls the
+    refunds workflow tool: it gets a task, polls ``tasks/get``, answers the ``confirm:`` through ``tasks/update``,
+    and reads the completed result, which its own schemas accept; the refund is issued once on a yes, never on a
+    no. Its driver is tests/server/ts_tasks_client.mjs; the server, tests/server/tasks/workflow_server.py."""
+    from .test_fastmcp import free_port, running
+
+    node, peer = _ext_tasks_client()
+    port = free_port()
+    argv = [sys.executable, str(WORKFLOW_SERVER), "--framework", framework, "--http", f"127.0.0.1:{port}"]
+    with running(argv, port) as url:
+        done = subprocess.run([node, str(ROOT / "tests" / "server" / "ts_tasks_client.mjs"), peer, url, REFUND[0],
+                               json.dumps(REFUND[1]), kind, json.dumps(["list_refunds"])],
+                              cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["kind"] == "task" and seen["outcome"] == "completed"
+    assert seen["statuses"] == ["working", "input_required", "completed"]
+    assert len(seen["asked"]) == 1 and seen["asked"][0].startswith("Issue this refund?")
+    last = seen["result"]["content"][-1]["text"]
+    (refunds,) = seen["after"]  # a plain call in the same session: the server's ledger
+    if kind == "yes":
+        assert last == "Done: all 4 steps of `refund_flow_approved` ran on the server."
+        assert [r["order_id"] for r in refunds["structuredContent"]["result"]] == ["A1001"]
+        assert seen["result"]["structuredContent"]["results"]["refund"]["order_id"] == "A1001"
+    else:
+        assert "the person did not confirm it" in last and "did not call `issue_refund`" in last
+        assert refunds["structuredContent"]["result"] == []
+
+
 # ------------------------------------------------------------------------------------------- a client of the wire
 
 class _Params(RequestParams):
@@ -155,6 +204,7 @@ async def test_a_task_asks_the_prompts_question_and_makes_the_same_calls_as_the_
     prompt_texts, prompt_calls, prompt_ledger = await as_prompt(framework, name, args, kind)
     assert task["status"] == "completed"
     result = task["result"]
+    assert result["resultType"] == "complete"  # a 2026-07-28 CallToolResult, as a client's schema requires
     assert [b["text"] for b in result["content"]] == texts == prompt_texts
     assert calls == [c[0] for c in tool_calls] == [c[0] for c in prompt_calls]
     assert ledger == tool_ledger == prompt_ledger
