@@ -271,6 +271,22 @@ async def test_the_server_advertises_the_tasks_extension(framework):
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_the_workflow_tools_declare_no_execution_task_support(framework):
+    """SEP-2663 (the Tasks extension, 2026-07-28) has no tool-level declaration: the server decides per request
+    whether a call becomes a task, and a client that declared the extension handles either answer. ``Tool.execution``
+    (``taskSupport``) is the 2025-11-25 core tasks' field, removed in 2026-07-28; a 2025-11-25 client reading it would
+    send the old ``task`` param and expect ``tasks/result``, which this server does not serve. So the listing, for a
+    client that declared the extension, is the plain one: the tasks are told by the server's capabilities alone."""
+    server, _, _ = shop(framework)
+    async with connect(server, framework) as c:
+        listed = {t["name"]: t for t in (await Wire(c).send("tools/list"))["tools"]}
+        extensions = c.server_capabilities.extensions or {}
+    assert REFUND[0] in listed and TASKS_EXTENSION in extensions
+    assert [name for name, tool in listed.items() if "execution" in tool] == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_an_unknown_task_is_invalid_params(framework):
     server, _, _ = shop(framework)
     async with connect(server, framework) as c:
