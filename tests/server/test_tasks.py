@@ -57,6 +57,21 @@ def test_the_ten_tasks_conformance_scenarios_pass(framework, tmp_path):
             assert r["counts"]["SUCCESS"] > 0 and r["counts"].get("SKIPPED", 0) == 0, r
 
 
+def test_the_tasks_conformance_run_fails_loudly_when_its_peers_cannot_be_installed(tmp_path):
+    """CI (``.ci/run`` -> ``scripts/test``, the whole suite, slow tests included) runs the ten scenarios above; on a
+    machine where Node and the suite are missing and cannot be installed, the run exits 2 naming why, and the test
+    above fails on it: a scenario that did not run is never a skip, nor a pass."""
+    import os
+
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty), "PROJECTOR_CACHE": str(tmp_path / "cache"), "CI": "true"}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance.py"), "--tasks", "--framework", "mcp"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "npm is not on PATH" in done.stderr and "GREEN" not in done.stdout
+
+
 # ------------------------------------------------------------------------------------- the Tasks extension's client
 
 WORKFLOW_SERVER = ROOT / "tests" / "server" / "tasks" / "workflow_server.py"
