@@ -17,7 +17,7 @@ Then the four SEP-2640 client scenarios: the suite starts its own mock server (w
 one half.
 
 ``--install-only`` also installs the npm peers that the cross-SDK tests drive (:data:`PEERS`: the TypeScript SDK
-v1, its v2 client and the Inspector), each at its pinned version in its own folder under the cache, skipped when
+v1, its v2 client, the Inspector and the Tasks extension's client), each at its pinned version in its own folder under the cache, skipped when
 already there; and the upstream servers that ``serve --upstream`` is tested behind (:func:`install_upstreams`): the
 reference memory server from npm (:data:`SERVER_MEMORY`, TypeScript SDK v1), and the reference SQLite server from
 PyPI, which runs only on ``mcp`` 1.x, in a virtual environment of its own (:data:`SQLITE`).
@@ -129,12 +129,16 @@ class Peer:
     folder: str  # under the cache
     package: str
     version: str
+    with_: tuple[tuple[str, str], ...] = ()  # other packages pinned in the same folder (a peer dependency)
 
     def dir(self, cache: Path) -> Path:
         return cache / self.folder
 
+    def pins(self) -> dict[str, str]:
+        return {self.package: self.version, **dict(self.with_)}
+
     def installed(self, cache: Path) -> bool:
-        return _installed_version(self.dir(cache), self.package) == self.version
+        return all(_installed_version(self.dir(cache), p) == v for p, v in self.pins().items())
 
 
 # the official TypeScript SDK v1 (handshake era), for the cross-SDK client test
@@ -143,7 +147,10 @@ TS_SDK = Peer("ts-sdk", TS_SDK_PACKAGE, TS_SDK_VERSION)
 # the separate @modelcontextprotocol/inspector-cli 1.x is built on the v1 SDK and has none)
 TS_CLIENT_V2 = Peer("ts-client-v2", "@modelcontextprotocol/client", "2.4.0")
 INSPECTOR = Peer("inspector", "@modelcontextprotocol/inspector", "2.12.0")
-PEERS = (TS_SDK, TS_CLIENT_V2, INSPECTOR)
+# the Tasks extension's own client (SEP-2663, 2026-07-28), on the TypeScript SDK v2 client it needs beside it
+TS_EXT_TASKS = Peer("ext-tasks", "@modelcontextprotocol/ext-tasks", "0.2.2",
+                    with_=(("@modelcontextprotocol/client", "2.4.0"),))
+PEERS = (TS_SDK, TS_CLIENT_V2, INSPECTOR, TS_EXT_TASKS)
 # an upstream server of another language and SDK, for serve --upstream (the TypeScript SDK v1 inside)
 SERVER_MEMORY = Peer("server-memory", "@modelcontextprotocol/server-memory", "2026.8.31")
 
@@ -217,9 +224,9 @@ def install_peer(cache: Path, peer: Peer, log=print) -> Path:
         raise ConformanceError(f"npm is not on PATH; cannot install {peer.package}@{peer.version}")
     folder.mkdir(parents=True, exist_ok=True)
     manifest = {"name": f"projector-{peer.folder}-cache", "private": True, "version": "0.0.0",
-                "dependencies": {peer.package: peer.version}}
+                "dependencies": peer.pins()}
     (folder / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", "utf-8")
-    log(f"conformance: installing {peer.package}@{peer.version} into {folder}")
+    log(f"conformance: installing {', '.join(f'{p}@{v}' for p, v in peer.pins().items())} into {folder}")
     proc = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error",
                            "--prefix", str(folder)],
                           cwd=folder, capture_output=True, text=True, timeout=600)
@@ -424,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write the per-scenario counts here as JSON")
     ap.add_argument("--install-only", action="store_true",
                     help="install Node, the suite and the peers the cross-SDK tests drive (the TypeScript "
-                         "SDK v1, its v2 client, the Inspector), then stop")
+                         "SDK v1, its v2 client, the Inspector, the Tasks extension's client), then stop")
     args = ap.parse_args(argv)
 
     cache = (args.cache or cache_dir()).resolve()

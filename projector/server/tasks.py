@@ -173,7 +173,7 @@ def detailed(rec: TaskRecord) -> dict[str, Any]:
     """``tasks/get``'s answer: the task, and its result, error or pending requests."""
     out: dict[str, Any] = {"resultType": "complete", **_envelope(rec)}
     if rec.status == "completed" and rec.result is not None:
-        out["result"] = rec.result
+        out["result"] = {"resultType": "complete", **rec.result}  # a CallToolResult of 2026-07-28 carries it too
     elif rec.status == "failed" and rec.error is not None:
         out["error"] = rec.error
     elif rec.status == "input_required":

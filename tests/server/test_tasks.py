@@ -57,6 +57,70 @@ def test_the_ten_tasks_conformance_scenarios_pass(framework, tmp_path):
             assert r["counts"]["SUCCESS"] > 0 and r["counts"].get("SKIPPED", 0) == 0, r
 
 
+def test_the_tasks_conformance_run_fails_loudly_when_its_peers_cannot_be_installed(tmp_path):
+    """CI (``.ci/run`` -> ``scripts/test``, the whole suite, slow tests included) runs the ten scenarios above; on a
+    machine where Node and the suite are missing and cannot be installed, the run exits 2 naming why, and the test
+    above fails on it: a scenario that did not run is never a skip, nor a pass."""
+    import os
+
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty), "PROJECTOR_CACHE": str(tmp_path / "cache"), "CI": "true"}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance.py"), "--tasks", "--framework", "mcp"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "npm is not on PATH" in done.stderr and "GREEN" not in done.stdout
+
+
+# ------------------------------------------------------------------------------------- the Tasks extension's client
+
+WORKFLOW_SERVER = ROOT / "tests" / "server" / "tasks" / "workflow_server.py"
+
+
+def _ext_tasks_client() -> tuple[str, str]:
+    """Node 22 and the folder of ``@modelcontextprotocol/ext-tasks`` (with the TypeScript SDK v2 client), installed
+    by scripts/conformance.py as CI installs them (a failed install fails the test; it never skips)."""
+    from .test_fastmcp import _conformance_script
+
+    script = _conformance_script()
+    cache = script.cache_dir()
+    script.install(cache, log=lambda *_: None)
+    return str(script.node_binary(cache)), str(script.install_peer(cache, script.TS_EXT_TASKS, log=lambda *_: None))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("kind", ["yes", "no"])
+def test_the_tasks_extensions_own_client_completes_a_confirmed_task_over_http(framework, kind):
+    """The npm package ``@modelcontextprotocol/ext-tasks`` (on the TypeScript SDK v2 client, 2026-07-28) calls the
+    refunds workflow tool: it gets a task, polls ``tasks/get``, answers the ``confirm:`` through ``tasks/update``,
+    and reads the completed result, which its own schemas accept; the refund is issued once on a yes, never on a
+    no. Its driver is tests/server/ts_tasks_client.mjs; the server, tests/server/tasks/workflow_server.py."""
+    from .test_fastmcp import free_port, running
+
+    node, peer = _ext_tasks_client()
+    port = free_port()
+    argv = [sys.executable, str(WORKFLOW_SERVER), "--framework", framework, "--http", f"127.0.0.1:{port}"]
+    with running(argv, port) as url:
+        done = subprocess.run([node, str(ROOT / "tests" / "server" / "ts_tasks_client.mjs"), peer, url, REFUND[0],
+                               json.dumps(REFUND[1]), kind, json.dumps(["list_refunds"])],
+                              cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["kind"] == "task" and seen["outcome"] == "completed"
+    assert seen["statuses"] == ["working", "input_required", "completed"]
+    assert len(seen["asked"]) == 1 and seen["asked"][0].startswith("Issue this refund?")
+    last = seen["result"]["content"][-1]["text"]
+    (refunds,) = seen["after"]  # a plain call in the same session: the server's ledger
+    if kind == "yes":
+        assert last == "Done: all 4 steps of `refund_flow_approved` ran on the server."
+        assert [r["order_id"] for r in refunds["structuredContent"]["result"]] == ["A1001"]
+        assert seen["result"]["structuredContent"]["results"]["refund"]["order_id"] == "A1001"
+    else:
+        assert "the person did not confirm it" in last and "did not call `issue_refund`" in last
+        assert refunds["structuredContent"]["result"] == []
+
+
 # ------------------------------------------------------------------------------------------- a client of the wire
 
 class _Params(RequestParams):
@@ -155,6 +219,7 @@ async def test_a_task_asks_the_prompts_question_and_makes_the_same_calls_as_the_
     prompt_texts, prompt_calls, prompt_ledger = await as_prompt(framework, name, args, kind)
     assert task["status"] == "completed"
     result = task["result"]
+    assert result["resultType"] == "complete"  # a 2026-07-28 CallToolResult, as a client's schema requires
     assert [b["text"] for b in result["content"]] == texts == prompt_texts
     assert calls == [c[0] for c in tool_calls] == [c[0] for c in prompt_calls]
     assert ledger == tool_ledger == prompt_ledger
@@ -217,6 +282,22 @@ async def test_the_server_advertises_the_tasks_extension(framework):
     async with connect(server, framework) as c:
         extensions = c.server_capabilities.extensions or {}
     assert TASKS_EXTENSION in extensions
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_the_workflow_tools_declare_no_execution_task_support(framework):
+    """SEP-2663 (the Tasks extension, 2026-07-28) has no tool-level declaration: the server decides per request
+    whether a call becomes a task, and a client that declared the extension handles either answer. ``Tool.execution``
+    (``taskSupport``) is the 2025-11-25 core tasks' field, removed in 2026-07-28; a 2025-11-25 client reading it would
+    send the old ``task`` param and expect ``tasks/result``, which this server does not serve. So the listing, for a
+    client that declared the extension, is the plain one: the tasks are told by the server's capabilities alone."""
+    server, _, _ = shop(framework)
+    async with connect(server, framework) as c:
+        listed = {t["name"]: t for t in (await Wire(c).send("tools/list"))["tools"]}
+        extensions = c.server_capabilities.extensions or {}
+    assert REFUND[0] in listed and TASKS_EXTENSION in extensions
+    assert [name for name, tool in listed.items() if "execution" in tool] == []
 
 
 @pytest.mark.anyio
