@@ -17,7 +17,7 @@ Then the four SEP-2640 client scenarios: the suite starts its own mock server (w
 one half.
 
 ``--install-only`` also installs the npm peers that the cross-SDK tests drive (:data:`PEERS`: the TypeScript SDK
-v1, its v2 client and the Inspector), each at its pinned version in its own folder under the cache, skipped when
+v1, its v2 client, the Inspector and the Tasks extension's client), each at its pinned version in its own folder under the cache, skipped when
 already there; and the upstream servers that ``serve --upstream`` is tested behind (:func:`install_upstreams`): the
 reference memory server from npm (:data:`SERVER_MEMORY`, TypeScript SDK v1), and the reference SQLite server from
 PyPI, which runs only on ``mcp`` 1.x, in a virtual environment of its own (:data:`SQLITE`).
@@ -49,6 +49,14 @@ SUITE_PACKAGE, SUITE_VERSION = "@modelcontextprotocol/conformance", "0.2.0-alpha
 # the official TypeScript SDK, for the cross-SDK client test; in its own folder under the cache, beside the suite
 TS_SDK_PACKAGE, TS_SDK_VERSION = "@modelcontextprotocol/sdk", "1.32.2"
 SERVER_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory")
+# --tasks: the ten server scenarios of the Tasks extension (SEP-2663), against the fixture server in the tests
+TASKS_SCENARIOS = ("tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields", "tasks-request-state-removal",
+                   "tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope",
+                   "tasks-status-notifications", "tasks-required-task-error", "tasks-mrtr-composition")
+TASKS_FIXTURE = REPO / "tests" / "server" / "tasks" / "fixture_server.py"
+# Checks the suite itself always skips, whatever the server does: tasks-status-notifications is a placeholder whose
+# only check is SKIPPED ("pending subscriptions/listen rewrite"; notifications are optional in SEP-2663).
+SUITE_SKIPS = frozenset({"tasks-status-notifications"})
 # client scenario -> the project-skill arguments it runs (the harness appends its server URL)
 CLIENT_SCENARIOS: dict[str, tuple[str, ...]] = {
     "sep-2640-client-no-prefetch": ("remote", "list"),
@@ -121,12 +129,16 @@ class Peer:
     folder: str  # under the cache
     package: str
     version: str
+    with_: tuple[tuple[str, str], ...] = ()  # other packages pinned in the same folder (a peer dependency)
 
     def dir(self, cache: Path) -> Path:
         return cache / self.folder
 
+    def pins(self) -> dict[str, str]:
+        return {self.package: self.version, **dict(self.with_)}
+
     def installed(self, cache: Path) -> bool:
-        return _installed_version(self.dir(cache), self.package) == self.version
+        return all(_installed_version(self.dir(cache), p) == v for p, v in self.pins().items())
 
 
 # the official TypeScript SDK v1 (handshake era), for the cross-SDK client test
@@ -135,7 +147,10 @@ TS_SDK = Peer("ts-sdk", TS_SDK_PACKAGE, TS_SDK_VERSION)
 # the separate @modelcontextprotocol/inspector-cli 1.x is built on the v1 SDK and has none)
 TS_CLIENT_V2 = Peer("ts-client-v2", "@modelcontextprotocol/client", "2.4.0")
 INSPECTOR = Peer("inspector", "@modelcontextprotocol/inspector", "2.12.0")
-PEERS = (TS_SDK, TS_CLIENT_V2, INSPECTOR)
+# the Tasks extension's own client (SEP-2663, 2026-07-28), on the TypeScript SDK v2 client it needs beside it
+TS_EXT_TASKS = Peer("ext-tasks", "@modelcontextprotocol/ext-tasks", "0.2.2",
+                    with_=(("@modelcontextprotocol/client", "2.4.0"),))
+PEERS = (TS_SDK, TS_CLIENT_V2, INSPECTOR, TS_EXT_TASKS)
 # an upstream server of another language and SDK, for serve --upstream (the TypeScript SDK v1 inside)
 SERVER_MEMORY = Peer("server-memory", "@modelcontextprotocol/server-memory", "2026.8.31")
 
@@ -209,9 +224,9 @@ def install_peer(cache: Path, peer: Peer, log=print) -> Path:
         raise ConformanceError(f"npm is not on PATH; cannot install {peer.package}@{peer.version}")
     folder.mkdir(parents=True, exist_ok=True)
     manifest = {"name": f"projector-{peer.folder}-cache", "private": True, "version": "0.0.0",
-                "dependencies": {peer.package: peer.version}}
+                "dependencies": peer.pins()}
     (folder / "package.json").write_text(json.dumps(manifest, indent=2) + "\n", "utf-8")
-    log(f"conformance: installing {peer.package}@{peer.version} into {folder}")
+    log(f"conformance: installing {', '.join(f'{p}@{v}' for p, v in peer.pins().items())} into {folder}")
     proc = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error",
                            "--prefix", str(folder)],
                           cwd=folder, capture_output=True, text=True, timeout=600)
@@ -321,8 +336,9 @@ def _judge(r: Result) -> None:
     total = sum(r.counts.values())
     if total == 0:
         r.problems.append("no checks were recorded")
+    skipped_by_suite = sum(1 for c in r.checks if c.get("status") == "SKIPPED" and c.get("id") in SUITE_SKIPS)
     for status, label in (("FAILURE", "failed"), ("WARNING", "warnings"), ("SKIPPED", "skipped")):
-        if r.counts.get(status, 0):
+        if r.counts.get(status, 0) - (skipped_by_suite if status == "SKIPPED" else 0):
             r.problems.append(f"{r.counts[status]} {label}")
     if r.passed_line is not None and total:
         passed, denominator, failed, warnings = r.passed_line
@@ -408,11 +424,14 @@ def main(argv: list[str] | None = None) -> int:
     half = ap.add_mutually_exclusive_group()
     half.add_argument("--server-only", action="store_true", help="run only the server scenarios")
     half.add_argument("--client-only", action="store_true", help="run only the client scenarios")
+    ap.add_argument("--tasks", action="store_true",
+                    help="run the ten Tasks (SEP-2663) server scenarios against the fixture server in "
+                         "tests/server/tasks (with --framework, on that framework), and nothing else")
     ap.add_argument("--output", type=Path, help="keep the suite's checks.json files here (default: a temp folder)")
     ap.add_argument("--json", type=Path, help="write the per-scenario counts here as JSON")
     ap.add_argument("--install-only", action="store_true",
                     help="install Node, the suite and the peers the cross-SDK tests drive (the TypeScript "
-                         "SDK v1, its v2 client, the Inspector), then stop")
+                         "SDK v1, its v2 client, the Inspector, the Tasks extension's client), then stop")
     args = ap.parse_args(argv)
 
     cache = (args.cache or cache_dir()).resolve()
@@ -427,7 +446,12 @@ def main(argv: list[str] | None = None) -> int:
             install_upstreams(cache)
             return 0
         results: list[Result] = []
-        if not args.client_only:
+        if args.tasks:
+            command = [sys.executable, str(TASKS_FIXTURE), "--framework", args.framework or "mcp"]
+            with Server(command, free_port(), out_dir / "server.log") as server:
+                print(f"conformance: serving {server.url} ({' '.join(server.command)})")
+                results += run_server_scenarios(cache, server.url, out_dir, tuple(args.scenario or TASKS_SCENARIOS))
+        elif not args.client_only:
             command = shlex.split(args.server_command) if args.server_command else default_server_command()
             if args.framework:
                 command += ["--framework", args.framework]
@@ -435,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"conformance: serving {server.url} ({' '.join(server.command)})")
                 results += run_server_scenarios(cache, server.url, out_dir,
                                                 tuple(args.scenario or SERVER_SCENARIOS))
-        if not args.server_only:
+        if not args.server_only and not args.tasks:
             results += run_client_scenarios(cache, out_dir)
     except ConformanceError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)

@@ -30,8 +30,14 @@ _STATE = "projector.visible-tools"
 
 
 async def visible_tools(server: FastMCP) -> frozenset[str] | None:
-    """The tools ``tools/list`` shows this request's caller, asked once per request."""
-    ctx = get_context()
+    """The tools ``tools/list`` shows this request's caller, asked once per request; None outside a request (the
+    server's own calls, such as a later ``attach``'s listing, see every tool)."""
+    try:
+        ctx = get_context()
+    except RuntimeError:
+        return None
+    if ctx.request_context is None:
+        return None
     cached = await ctx.get_state(_STATE)
     if isinstance(cached, frozenset):
         return cached
