@@ -115,6 +115,7 @@ async def listed_tools(remote: Any) -> list[Any]:
         try:
             page = await remote.client.list_tools(cursor=cursor)
         except Exception as exc:
+            remote._tripped()  # the transport's refusal (too large, too deep), when that is why it failed
             raise ServerError("server-error", remote.label,
                               f"tools/list failed: {_describe(exc)}{remote.server_note()}") from None
         for t in page.tools:

@@ -140,3 +140,32 @@ def test_the_gateway_refuses_an_upstream_that_lists_a_tool_twice(tmp_path):
     assert run.returncode == 1, run.stderr
     assert f"{spec}: error[server-error]: tools/list lists the tool 'greet' twice" in run.stderr, run.stderr
     assert "Tool already exists" not in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("command", ["tools", "serve"])
+def test_a_listing_nested_past_any_reader_ends_the_connection_at_once(tmp_path, command):
+    """Review of wave 2: a schema nested 100k levels made mcp log a traceback ("Failed to parse JSONRPC message from
+    server"), then `tools` waited 60 s and the gateway 30 s for an answer that could never be read, and said the
+    server "did not answer". Now the connection ends at once, with an error saying why."""
+    spec = listing_server(tmp_path, "deep", "100000")
+    if command == "tools":
+        run = cli("tools", spec, cwd=tmp_path)
+    else:
+        wfs = tmp_path / "workflows"
+        wfs.mkdir()
+        (wfs / "greet.yaml").write_text(GREET_WORKFLOW, encoding="utf-8")
+        assert cli("build", str(wfs), "--out", "skills", cwd=tmp_path).returncode == 0
+        run = cli("serve", "--upstream", spec, "--upstream-timeout", "20", "--workflows", str(wfs), "--skills", "skills",
+                  cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert f"{spec}: error[server-error]: the server sent a JSON message nested deeper than " in run.stderr, run.stderr
+    assert "recursion limit exceeded" in run.stderr and "did not answer" not in run.stderr
+    assert "Traceback" not in run.stderr and "Failed to parse" not in run.stderr
+
+
+def test_a_line_that_is_not_json_is_skipped_without_a_traceback(tmp_path):
+    """Junk on a server's stdout (a stray print) is skipped, as the SDK skips it, but without its logged traceback."""
+    run = cli("tools", listing_server(tmp_path, "junk"), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert [t["name"] for t in json.loads(run.stdout)["tools"]] == ["greet"]
+    assert "Traceback" not in run.stderr and "Failed to parse" not in run.stderr
