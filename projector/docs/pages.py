@@ -450,9 +450,8 @@ and its `--workflow-tools` to `workflow-tools` (`--no-workflow-tools` turns it o
   `generated_skills is up to date: 3 skills; 0 warnings, 0 notes (configuration: pyproject.toml)`.
 - **Mistakes.** An unknown key, a value of the wrong type, or a file that is not TOML (or not UTF-8) is an error at
   `pyproject.toml:LINE:COL` with its code (`unknown-key`, `wrong-type`, `outside-project`, `malformed-toml`,
-  `encoding`), every
-  problem at once, and the run exits 2 having written nothing. A file over {config.MAX_BYTES >> 20} MiB is not read
-  (`io`).
+  `encoding`), every problem at once, and the run exits 2 having written nothing. A file over
+  {config.MAX_BYTES >> 20} MiB is not read (`io`).
 """
 
 
