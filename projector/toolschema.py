@@ -207,6 +207,53 @@ def linear_validator(base: Any, schema: Any) -> Any:
     return _linear_class(base, _mentions(schema, "unevaluatedProperties") and _mentions(schema, "patternProperties"))
 
 
+# What an object schema says about its names as a whole, beside each property's own schema; with where ``$ref``s in
+# ``propertyNames`` resolve.
+_NAME_KEYWORDS = ("propertyNames", "$defs", "definitions", "$schema", "$id")
+
+
+def _names_refused(schema: dict[str, Any], names: Sequence[str]) -> dict[str, str]:
+    """Name -> why ``propertyNames`` refuses it, by the linear-time validator (a pattern RE2 cannot read, or a broken
+    schema, refuses nothing: what it decides is not guessed)."""
+    if not names or not isinstance(schema.get("propertyNames"), (dict, bool)):
+        return {}
+    import jsonschema  # lazy, as in projector.fit
+    from jsonschema.validators import validator_for
+
+    names_schema = {k: schema[k] for k in _NAME_KEYWORDS if k in schema}
+    refused: dict[str, str] = {}
+    try:
+        cls = linear_validator(validator_for(names_schema, default=jsonschema.Draft202012Validator), names_schema)
+        for err in cls(names_schema).iter_errors(dict.fromkeys(names)):
+            if isinstance(err.instance, str) and err.instance in names:
+                refused.setdefault(err.instance, err.message)
+    except Exception:  # noqa: BLE001 - Unchecked, a broken schema (bad-input-schema where constants meet it)
+        return {}
+    return refused
+
+
+def object_problems(schema: dict[str, Any], given: Sequence[str], checked: Sequence[str], tool: str
+                    ) -> list[tuple[str, str | None, str, str]]:
+    """What the object keywords of the input schema of ``tool`` refuse in the parameter names a step gives
+    (``given``; the names of ``checked`` against ``propertyNames``): ``(code, the name it is about or None, what the
+    step does, to be said after its label, a hint)``."""
+    out: list[tuple[str, str | None, str, str]] = [
+        ("unknown-parameter", name, f"passes '{name}', a name the tool '{tool}' does not accept: {message}",
+         "the tool's input schema limits its parameter names (propertyNames)")
+        for name, message in _names_refused(schema, checked).items()]
+    dependent = schema.get("dependentRequired")
+    for name, needs in (dependent.items() if isinstance(dependent, dict) else ()):
+        if name in given and isinstance(needs, list):
+            out.extend(("missing-parameter", None, f"gives '{name}' but not '{need}', which the tool '{tool}' "
+                        "requires with it", f"add it under args, or leave out '{name}'")
+                       for need in needs if isinstance(need, str) and need not in given)
+    most = schema.get("maxProperties")
+    if isinstance(most, int) and not isinstance(most, bool) and len(given) > most:
+        out.append(("unknown-parameter", None, f"passes {len(given)} parameters, but the tool '{tool}' takes at "
+                    f"most {most}", "leave out the parameters the step does not need"))
+    return out
+
+
 def json_types(schema: Any) -> set[str] | None:
     """The JSON types a schema admits, or None when it does not say (no ``type``, or a branch without one)."""
     if not isinstance(schema, dict):

@@ -90,9 +90,9 @@ def _listed_twice(where: str, name: str) -> Exception:
     from ..errors import printable
     from .errors import ServerError
 
-    return ServerError("server-error", where, f"tools/list lists the tool '{printable(name[:80])}' twice; a client takes "
-                       "one of the two schemas and the server may run the other, so a step could be checked against "
-                       "what the tool does not receive; nothing was served or written",
+    return ServerError("server-error", where, f"tools/list lists the tool '{printable(name[:80])}' twice; a client "
+                       "takes one of the two schemas and the server may run the other, so a step could be checked "
+                       "against what the tool does not receive; nothing was served or written",
                        "a server's tool names are unique (MCP): rename or remove one of the two on the server")
 
 
