@@ -105,6 +105,7 @@ async def listed_tools(remote: Any) -> list[Any]:
     tools: :func:`fetch_snapshot` writes it, and ``serve --upstream`` (:mod:`projector.server.gateway`) serves it."""
     from .client import _describe
     from .errors import ServerError
+    from .transport import too_deep, too_deep_message
 
     tools: list[Any] = []
     kept = 0  # characters of the tools' compact JSON so far: never more than the snapshot's bytes
@@ -116,6 +117,8 @@ async def listed_tools(remote: Any) -> list[Any]:
             page = await remote.client.list_tools(cursor=cursor)
         except Exception as exc:
             remote._tripped()  # the transport's refusal (too large, too deep), when that is why it failed
+            if deep := too_deep(_describe(exc)):  # over HTTP: the SDK's parse error answered the request
+                raise ServerError("server-error", remote.label, too_deep_message(deep)) from None
             raise ServerError("server-error", remote.label,
                               f"tools/list failed: {_describe(exc)}{remote.server_note()}") from None
         for t in page.tools:

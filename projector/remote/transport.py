@@ -12,6 +12,11 @@ arrive:
   (the bytes since the last blank line). The client asks for ``Accept-Encoding: identity``; a compressed body cannot
   be counted before it is decoded, so one is refused.
 
+A message that is JSON but nested deeper than the JSON reader allows can never be read: on stdio it ends the
+connection at once (:func:`_pump`), instead of leaving its request to wait out the timeout; over HTTP the SDK
+answers the request with the parse error, which the client says in the same words (:func:`too_deep_message`). The
+SDK's logged traceback for such a message (or a line that is not JSON at all, which is skipped) is not shown.
+
 The limit is the :class:`Budget` the client sets before each request (:meth:`Budget.expect`): a ``resources/read``
 may take :func:`read_limit` of the manifest's size for that file, any other message (the handshake, every page of
 ``skills/list``, ``skills/get``, ``tools/list``) :data:`MAX_MESSAGE`. A message past its limit trips the budget:
@@ -159,6 +164,35 @@ class ServerLog:
         return f"; {head} ended with: {said}"
 
 
+_RECURSION = re.compile(r"recursion limit exceeded(?: at line \d{1,12} column \d{1,12})?")
+
+
+def too_deep(words: str) -> str | None:
+    """The JSON reader's words when a message (an error's text) says an answer was JSON nested past its depth, else
+    None: over HTTP the SDK answers the request with that parse error (the body was read whole, within its limit)."""
+    m = _RECURSION.search(words[:4000])
+    return m.group(0) if m else None
+
+
+def too_deep_message(words: str) -> str:
+    """What the client says of an answer nested past the JSON reader's depth, on either transport."""
+    return (f"the server sent a JSON message nested deeper than a JSON reader allows ({words}); it was refused, and "
+            "the connection was closed")
+
+
+class _QuietParseErrors(logging.Filter):
+    """Drops the traceback the SDK's HTTP transport logs for a response that is not a JSON-RPC message (pydantic's
+    ValidationError, or this module's :class:`Refused`): the request it answered gets that error, and the client
+    says it once, in its own words."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, (ValidationError, Refused))
+
+
+_QUIET = _QuietParseErrors()
+
+
 def _too_deep(exc: Exception) -> str | None:
     """The JSON reader's words when ``exc`` says a line is JSON nested past its depth (pydantic's ``json_invalid``,
     "recursion limit exceeded"), else None."""
@@ -205,8 +239,7 @@ async def _pump(stdout: Any, writer: Any, server: StdioServerParameters, budget:
             budget.received += len(line) + 1
             message = _parse(line, server)
             if (deep := _too_deep(message)) is not None:  # JSON that cannot be read: no answer will ever come
-                budget.trip(f"the server sent a JSON message nested deeper than a JSON reader allows ({deep}); it "
-                            "was refused, and the connection was closed", code="server-error")
+                budget.trip(too_deep_message(deep), code="server-error")
                 return
             try:
                 await writer.send(message)
@@ -354,6 +387,9 @@ async def bounded_http_client(url: str, budget: Budget) -> AsyncIterator[Any]:
         sse = response.headers.get("content-type", "").lower().startswith("text/event-stream")
         response.stream = BoundedBody(response.stream, budget, sse=sse)
 
+    sdk_log = logging.getLogger("mcp.client.streamable_http")
+    if _QUIET not in sdk_log.filters:
+        sdk_log.addFilter(_QUIET)
     http = create_mcp_http_client(headers={"Accept-Encoding": "identity"})
     http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks.get("response", []), bound]}
     async with http:
