@@ -7,7 +7,7 @@ would refuse) into a tools snapshot, stable JSON for committing as ``tools.json`
     {"tools": [{"name": ..., "title": ..., "description": ..., "inputSchema": {...}, "outputSchema": {...},
                 "annotations": {...}, ...}, ...]}
 
-Tools are sorted by name (the first of a name wins, as a client takes it); each tool's keys come in that fixed order,
+Tools are sorted by name (a server that lists a name twice is refused); each tool's keys come in that fixed order,
 then any others by name; every nested mapping has its keys sorted; indent 2, UTF-8, one trailing newline.
 
 ``--tools-from SOURCE`` takes each tool's description, input and output schema and annotations from SOURCE instead
