@@ -7,7 +7,8 @@ descriptor (so the path cannot be swapped between the check and the read), and i
 before more than ``limit + 1`` bytes are read.
 
 A JSON text parsed here is refused past a nesting depth, with an integer of more digits than any field of ours
-needs, with ``NaN`` or ``Infinity`` (not JSON), or with a key twice in one object (two readers could take either).
+needs, with ``NaN`` or ``Infinity`` (not JSON) or a number too large to be finite (``1e999``, which JSON allows but
+every reader takes as infinity), or with a key twice in one object (two readers could take either).
 
 Both raise their own exception (:class:`Unreadable`, an ``OSError``; :class:`BadJSON`, a ``ValueError``) whose text
 says what is wrong in a few words; each caller turns it into a diagnostic of its own, with its file and code.
@@ -16,6 +17,7 @@ says what is wrong in a few words; each caller turns it into a diagnostic of its
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -104,6 +106,13 @@ def _refuse_constant(name: str) -> Any:
     raise BadJSON(f"{name} is not a JSON value")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 is JSON, but no number a reader can hold: it would read as infinity
+        raise BadJSON(f"the number {text[:40]} is too large to read (it would be infinite)")
+    return value
+
+
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
@@ -130,7 +139,7 @@ def _depth_within(value: Any, max_depth: int) -> bool:
 
 
 def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, max_int_digits: int = MAX_INT_DIGITS) -> Any:
-    """``json.loads`` with bounds: nesting depth, integer digits, no NaN/Infinity, no duplicate key. Raises
+    """``json.loads`` with bounds: nesting depth, integer digits, no NaN/Infinity (nor 1e999), no duplicate key. Raises
     :class:`BadJSON`."""
 
     def parse_int(digits: str) -> int:
@@ -144,7 +153,8 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, max_int_digits: int 
         except UnicodeDecodeError as exc:
             raise BadJSON(f"not UTF-8 (byte {exc.start})") from None
     try:
-        value = json.loads(text, parse_int=parse_int, parse_constant=_refuse_constant, object_pairs_hook=_unique)
+        value = json.loads(text, parse_int=parse_int, parse_float=_finite_float, parse_constant=_refuse_constant,
+                           object_pairs_hook=_unique)
     except BadJSON:
         raise
     except RecursionError:

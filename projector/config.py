@@ -8,7 +8,10 @@ Where the file is: the first ``pyproject.toml`` found walking up from the curren
 the walk stops there whether or not the file holds the table, so a nested project never inherits its parent's
 settings, and a ``pyproject.toml`` without the table changes nothing. Paths in the table, and the default paths
 when the table is there, are relative to the file's folder, not to the current directory: the same project builds
-the same way from any of its folders.
+the same way from any of its folders. They must stay inside that folder (no absolute path, no ``..`` out of it,
+``outside-project``): the file comes with a cloned repository, which must not decide where ``build`` writes or what
+it reads elsewhere; the command line, the user's own, may name any path, and so may a file it names with
+``--config FILE`` (a ``ci/project.toml`` that points at ``../workflows``).
 
 The read is bounded (:data:`MAX_BYTES`), and ``tomllib`` is imported only when a file is there to read, so ``build``
 and ``check`` stay light. ``tomllib`` gives no positions for keys: :func:`_locate` finds a key's line in the text.
@@ -17,6 +20,7 @@ and ``check`` stay light. ``tomllib`` gives no positions for keys: :func:`_locat
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import bounded
-from .errors import Diagnostic, Span, UsageError, error, suggest
+from .errors import Diagnostic, Span, UsageError, error, printable_quote, suggest
 
 FILE_NAME = "pyproject.toml"
 TABLE = "project-skill"
@@ -48,6 +52,7 @@ class Config:
     shown: str
     root: Path
     values: dict[str, Any] = field(default_factory=dict)
+    contained: bool = True  # its paths must stay in its folder: a file found, not one named by --config
 
     def path(self, value: str) -> str:
         """``value``, a path written in the file, as a path from the current directory."""
@@ -71,7 +76,7 @@ def load(explicit: str | None = None, *, disabled: bool = False) -> Config | Non
     if disabled:
         return None
     if explicit is not None:
-        got = _read(Path(explicit), explicit, Path(os.path.dirname(explicit) or "."))
+        got = _read(Path(explicit), explicit, Path(os.path.dirname(explicit) or "."), contained=False)
         if got is None:
             raise UsageError(error(Span(explicit, 1, 1), "no-table", f"{explicit} has no [tool.{TABLE}] table",
                                    "add one, or leave out --config"))
@@ -86,7 +91,7 @@ def load(explicit: str | None = None, *, disabled: bool = False) -> Config | Non
     return _read(file, (root / FILE_NAME).as_posix(), root)
 
 
-def _read(file: Path, shown: str, root: Path) -> Config | None:
+def _read(file: Path, shown: str, root: Path, *, contained: bool = True) -> Config | None:
     try:
         data = bounded.read_regular(file, MAX_BYTES, follow_links=True)
     except bounded.Unreadable as exc:
@@ -113,7 +118,7 @@ def _read(file: Path, shown: str, root: Path) -> Config | None:
         line, col = _locate(text, TABLE)
         raise UsageError(error(Span(shown, line, col), "wrong-type",
                                f"[tool.{TABLE}] must be a table, not {_type_name(table)}"))
-    config = Config(shown, root)
+    config = Config(shown, root, contained=contained)
     problems = [(key, p) for key in sorted(table) if (p := _check(key, table[key], config)) is not None]
     # Each problem is located by a scan of the text: a bounded number of them, and the rest counted.
     diags = [error(Span(shown, *_locate(text, key)), *problem) for key, problem in problems[:MAX_PROBLEMS]]
@@ -162,6 +167,10 @@ def _check(key: str, value: Any, config: Config) -> tuple[str, str, str | None] 
         command = key == "tools-from" and isinstance(value, str) and value.strip()
         given = "a command line" if command else _describe(value)
         return "wrong-type", f"'{key}' in [tool.{TABLE}] must be {problem}, not {given}", _HINTS.get(key)
+    outside = _outside(value) if key in _PATH_KEYS and config.contained else None
+    if outside is not None:
+        return ("outside-project", f"'{key}' in [tool.{TABLE}] must be a relative path that stays inside the folder "
+                f"of {FILE_NAME}, not {printable_quote(outside[:200])}", _OUTSIDE_HINT.format(flag=_PATH_KEYS[key]))
     config.values[key] = _RESOLVE.get(key, lambda v, _c: v)(value, config)
     return None
 
@@ -186,6 +195,18 @@ def _is_tools(value: Any) -> str | None:
     if isinstance(value, str) and (value.startswith(("http://", "https://")) or _snapshot_path(value)):
         return None
     return "a tools snapshot (a .json path) or a server's http(s):// URL"
+
+
+def _outside(value: str | list[str]) -> str | None:
+    """The first path of ``value`` that is absolute or leaves the file's folder once its ``..`` are resolved (as
+    written: links are not followed, for a link in the repository is the repository's), or None. A URL is no
+    path."""
+    for path in [value] if isinstance(value, str) else value:
+        if path.startswith(("http://", "https://")):
+            continue
+        if os.path.isabs(path) or posixpath.normpath(path).split("/")[0] == "..":
+            return path
+    return None
 
 
 def _snapshot_path(value: str) -> bool:
@@ -214,6 +235,11 @@ def _tools(value: str, config: Config) -> str:
     written."""
     return config.path(value) if _snapshot_path(value) else value
 
+
+# The keys that name paths, and the flag that may still name any path.
+_PATH_KEYS = {"workflows": "PATH ...", "out": "--out", "tools-from": "--tools-from"}
+_OUTSIDE_HINT = ("the file comes with the repository (a clone, a pull request), so it may not decide where a build "
+                 "writes or what it reads outside it; a path elsewhere is given on the command line ({flag})")
 
 _HINTS = {"tools-from": "a server to start is given on the command line (--tools-from COMMAND), never in the file: "
                         "the file comes with the repository, and a command in it would run for whoever builds"}

@@ -15,7 +15,10 @@ For each tool step, against the tool's ``input_schema``:
   read), or a prompt argument's declared ``type`` (string when not declared) is not a type
   the parameter takes;
 - ``bad-input-schema``: the tool's input schema is broken where a constant meets it (an unknown type, a ``$ref``
-  that resolves nowhere), so the constant cannot be checked.
+  that resolves nowhere), so the constant cannot be checked;
+- the keywords about the names as a whole (:func:`projector.toolschema.object_problems`): a name ``propertyNames``
+  refuses is ``unknown-parameter`` at the key, more names than ``maxProperties`` is ``unknown-parameter``, and a
+  name given without one that ``dependentRequired`` asks with it is ``missing-parameter``.
 
 And for each ``{step: BIND, field: PATH}`` (a step's argument or template binding, or the subject of one of its
 ``when:`` conditions), against the ``output_schema`` of the tool that made BIND, when it declares one (inside the
@@ -48,8 +51,8 @@ from typing import Any
 from .errors import Diagnostic, Span, error, suggest
 from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
 from .results import returns_text as _returns_text
-from .toolschema import (Unchecked, field_problem, json_types, linear_validator, open_to, properties, type_words,
-                         wraps_result)
+from .toolschema import (Unchecked, field_problem, json_types, linear_validator, object_problems, open_to, properties,
+                         type_words, wraps_result)
 
 # A field path: names and list indexes joined by single dots (items.0.sku).
 FIELD_PATH = re.compile(r"^[^.]+(\.[^.]+)*$")
@@ -244,6 +247,11 @@ def _check_arguments(wf: Workflow, step: Step, tool: Tool, broken: set[str]) -> 
     if consts:
         out.extend(_constant_problems(wf, step, tool, consts, broken))
     out.extend(_missing_parameters(wf, step, tool, schema, meant))
+    known = [name for name, _src in step.args if not _unknown(schema, props, name)]  # unknown ones are said above
+    what = _label(wf, step)
+    out.extend(error(_at(keys.get(name, step.span) if name else step.span, step, wf), code,
+                     f"{what} {message}", hint)
+               for code, name, message, hint in object_problems(schema, [n for n, _s in step.args], known, tool.name))
     return out
 
 

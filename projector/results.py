@@ -9,8 +9,9 @@ The two must read the same, or one ``when:`` means two things on two servers. Th
 
 So the text ``[]`` is the empty list, ``42`` the number, ``true`` the boolean, ``{"id": 7}`` an object with the
 field ``id``, and ``no rows`` the string ``no rows``, whichever way the server sent it. "JSON" is bounded JSON
-(:func:`projector.bounded.loads`: no ``NaN``, nesting up to 64 levels, integers up to 64 digits, no key twice); a
-text past those bounds is the text itself.
+(:func:`projector.bounded.loads`: no ``NaN``, no number too large to be finite such as ``1e999``, nesting up to 64
+levels, integers up to 64 digits, no key twice); a text past those bounds is the text itself, so ``-1e999`` is the
+string ``-1e999``, never a number below every bound (a prompt argument refuses it too).
 
 :func:`returns_text` is the one test of "this tool returns text" (no output schema, or the SDKs' wrapper of a
 string), which the build reads (``unstructured-result``, the gate hints, the conditions that can never hold or never
@@ -21,6 +22,7 @@ step, which the runner (:func:`projector.server.workflow.tool_result_value`) cal
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,11 +57,30 @@ def returns_text(tool: Tool | None) -> bool:
     return tool is not None and is_text_schema(tool.output_schema)
 
 
+def _finite(value: Any) -> bool:
+    """Whether no number in ``value`` (parsed JSON) is infinite or NaN."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return False
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return True
+
+
 def saved_value(structured: Any, texts: Sequence[str], others: Sequence[str], output_schema: Any) -> Any:
     """The value a step saves from a tool's result: ``structured`` content, unwrapped from the SDKs' ``{"result":
     x}`` envelope (a wrapped text read by :func:`text_value`); without structured content, the one text content by
     :func:`text_value`; for several contents, or content that is not text, a list of each text's value followed
-    by ``"<KIND content>"`` for each of the ``others`` (their types)."""
+    by ``"<KIND content>"`` for each of the ``others`` (their types). Structured content holding a number that is
+    not finite (``1e999`` in the server's JSON reads as infinity) is not used: the text content is read instead."""
+    if structured is not None and not _finite(structured):
+        structured = None  # JSON's 1e999 read as infinity: no number; the text content says what the tool sent
+        if not texts and not others:
+            return "<structured content with a number too large to read>"
     if structured is not None:
         if isinstance(structured, dict) and set(structured) == {"result"} and wraps_result(output_schema):
             inner = structured["result"]

@@ -10,7 +10,9 @@ are never given to Python's ``re``, which backtracks (``^(a+)+$`` against 41 cha
 :func:`search`, and :func:`linear_validator` for ``jsonschema``. A pattern RE2 cannot read (lookaround,
 backreferences, ``\\Z``) cannot be matched safely, so what it would decide is not guessed (:class:`Unchecked`).
 RE2's syntax is closer to the ECMA-262 dialect JSON Schema names than Python's: ``\\d`` and ``\\w`` are ASCII, and
-``$`` is the end of the text (not also before a final line break).
+``$`` is the end of the text (not also before a final line break). Where RE2 differs, the pattern is translated
+(:func:`ecma_dots`): its ``.`` also matches ``\\r``, U+2028 and U+2029, which ECMA's does not, so a constant that a
+TypeScript server would refuse could pass.
 """
 
 from __future__ import annotations
@@ -51,6 +53,47 @@ class Unchecked(Exception):
     Unicode): what it would decide is not guessed."""
 
 
+# ECMA-262's ``.``: any character but the line terminators. RE2's also matches \r, U+2028 and U+2029.
+_ECMA_DOT = "[^\\n\\r\\x{2028}\\x{2029}]"
+
+
+def _skip_class_start(pattern: str, i: int) -> int:
+    """The index after the opening of the character class at ``i`` (``[``, ``[^``), and after a ``]`` right there,
+    which RE2 reads as a literal."""
+    i += 1
+    if pattern.startswith("^", i):
+        i += 1
+    return i + 1 if pattern.startswith("]", i) else i
+
+
+def ecma_dots(pattern: str) -> str:
+    """``pattern`` for RE2 with each ``.`` outside a character class (and outside RE2's ``\\Q...\\E`` and escapes)
+    written as :data:`_ECMA_DOT`, so that it matches what ECMA-262's ``.`` matches. One pass over the pattern."""
+    out: list[str] = []
+    i, n, in_class = 0, len(pattern), False
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("\\Q", i):  # RE2's literal text, to \E (or the end)
+            end = pattern.find("\\E", i + 2)
+            j = n if end < 0 else end + 2
+        elif c == "\\":
+            j = i + 2
+        elif in_class and pattern.startswith("[:", i) and (end := pattern.find(":]", i + 2)) >= 0:
+            j = end + 2  # a POSIX class inside a class: [[:alpha:]]
+        elif in_class:
+            in_class = c != "]"
+            j = i + 1
+        elif c == "[":
+            in_class, j = True, _skip_class_start(pattern, i)
+        else:
+            out.append(_ECMA_DOT if c == "." else c)
+            i += 1
+            continue
+        out.append(pattern[i:j])
+        i = j
+    return "".join(out)
+
+
 @functools.lru_cache(maxsize=256)
 def _compiled(pattern: str) -> Any:
     import re2  # lazy: only a schema with a pattern pays for the import
@@ -58,7 +101,7 @@ def _compiled(pattern: str) -> Any:
     options = re2.Options()
     options.log_errors = False  # RE2 would print its own parse errors to stderr
     try:
-        return re2.compile(pattern, options)
+        return re2.compile(ecma_dots(pattern), options)
     except re2.error:
         return None
 
@@ -162,6 +205,53 @@ def linear_validator(base: Any, schema: Any) -> Any:
     (:func:`search`), so validating a hostile text against a hostile pattern takes linear time. Validation raises
     :class:`Unchecked` where a pattern cannot be matched safely."""
     return _linear_class(base, _mentions(schema, "unevaluatedProperties") and _mentions(schema, "patternProperties"))
+
+
+# What an object schema says about its names as a whole, beside each property's own schema; with where ``$ref``s in
+# ``propertyNames`` resolve.
+_NAME_KEYWORDS = ("propertyNames", "$defs", "definitions", "$schema", "$id")
+
+
+def _names_refused(schema: dict[str, Any], names: Sequence[str]) -> dict[str, str]:
+    """Name -> why ``propertyNames`` refuses it, by the linear-time validator (a pattern RE2 cannot read, or a broken
+    schema, refuses nothing: what it decides is not guessed)."""
+    if not names or not isinstance(schema.get("propertyNames"), (dict, bool)):
+        return {}
+    import jsonschema  # lazy, as in projector.fit
+    from jsonschema.validators import validator_for
+
+    names_schema = {k: schema[k] for k in _NAME_KEYWORDS if k in schema}
+    refused: dict[str, str] = {}
+    try:
+        cls = linear_validator(validator_for(names_schema, default=jsonschema.Draft202012Validator), names_schema)
+        for err in cls(names_schema).iter_errors(dict.fromkeys(names)):
+            if isinstance(err.instance, str) and err.instance in names:
+                refused.setdefault(err.instance, err.message)
+    except Exception:  # noqa: BLE001 - Unchecked, a broken schema (bad-input-schema where constants meet it)
+        return {}
+    return refused
+
+
+def object_problems(schema: dict[str, Any], given: Sequence[str], checked: Sequence[str], tool: str
+                    ) -> list[tuple[str, str | None, str, str]]:
+    """What the object keywords of the input schema of ``tool`` refuse in the parameter names a step gives
+    (``given``; the names of ``checked`` against ``propertyNames``): ``(code, the name it is about or None, what the
+    step does, to be said after its label, a hint)``."""
+    out: list[tuple[str, str | None, str, str]] = [
+        ("unknown-parameter", name, f"passes '{name}', a name the tool '{tool}' does not accept: {message}",
+         "the tool's input schema limits its parameter names (propertyNames)")
+        for name, message in _names_refused(schema, checked).items()]
+    dependent = schema.get("dependentRequired")
+    for name, needs in (dependent.items() if isinstance(dependent, dict) else ()):
+        if name in given and isinstance(needs, list):
+            out.extend(("missing-parameter", None, f"gives '{name}' but not '{need}', which the tool '{tool}' "
+                        "requires with it", f"add it under args, or leave out '{name}'")
+                       for need in needs if isinstance(need, str) and need not in given)
+    most = schema.get("maxProperties")
+    if isinstance(most, int) and not isinstance(most, bool) and len(given) > most:
+        out.append(("unknown-parameter", None, f"passes {len(given)} parameters, but the tool '{tool}' takes at "
+                    f"most {most}", "leave out the parameters the step does not need"))
+    return out
 
 
 def json_types(schema: Any) -> set[str] | None:

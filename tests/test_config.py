@@ -330,3 +330,35 @@ def test_a_server_command_line_in_the_file_is_refused_and_never_run(cli, tmp_pat
         assert "--tools-from" in run.err and "Traceback" not in run.err
         assert not (tmp_path / "ran").exists()
     assert not (tmp_path / "generated_skills").exists() and not (tmp_path / "workflows" / "hello.yaml").exists()
+
+
+@pytest.mark.parametrize(("table", "shown"), [
+    pytest.param('out = "/tmp/anywhere"\n', "'out' in [tool.project-skill] must be a relative path that stays inside "
+                 "the folder of pyproject.toml, not '/tmp/anywhere'", id="absolute-out"),
+    pytest.param('out = "skills/../../x"\n', "not 'skills/../../x'", id="dotdot-out"),
+    pytest.param('workflows = ["workflows", "../elsewhere"]\n', "'workflows' in [tool.project-skill] must be a "
+                 "relative path", id="dotdot-workflows"),
+    pytest.param('tools-from = "../tools.json"\n', "'tools-from' in [tool.project-skill] must be a relative path",
+                 id="dotdot-tools-from"),
+])
+def test_a_path_in_the_file_that_leaves_the_project_is_refused(cli, tmp_path, table, shown):
+    """Review of wave 2: ``out = "/anywhere"`` or ``"../../x"`` was taken, so a cloned repository's file decided where
+    ``build`` wrote. A path in the file stays inside the file's folder; the command line may still name any path."""
+    (tmp_path / "repo").mkdir()
+    root = project(tmp_path / "repo", table, {"workflows/a.yaml": WF.format(name="a")})
+    before = snapshot_tree(tmp_path)
+    for command in ("build", "check"):
+        run = cli(command, cwd=root)
+        assert run.code == 2, run.err
+        assert "pyproject.toml:5:1: error[outside-project]: '" in run.err and shown in run.err, run.err
+        assert "Traceback" not in run.err
+    assert snapshot_tree(tmp_path) == before
+    out = tmp_path / "elsewhere-out"
+    assert cli("build", "--no-config", str(root / "workflows"), "--out", str(out), cwd=root).code == 0
+    assert (out / "a" / "SKILL.md").is_file()
+
+
+def test_a_path_inside_the_project_may_name_a_dotdot_that_stays_inside(cli, tmp_path):
+    root = project(tmp_path, 'out = "build/../skills"\n', {"workflows/a.yaml": WF.format(name="a")})
+    assert cli("build", cwd=root).code == 0
+    assert (tmp_path / "skills" / "a" / "SKILL.md").is_file()

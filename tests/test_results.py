@@ -7,9 +7,12 @@ both ways. The same condition must give the same answer on all of them."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from pydantic import Field
 
 from projector.builder import WorkflowBuilder, condition, step
 from projector.server import attach
@@ -102,3 +105,50 @@ def test_the_rule_reads_json_text_as_json_and_other_text_as_itself():
     assert saved_value(None, ["no rows"], [], None) == "no rows"
     assert saved_value(None, ["NaN"], [], None) == "NaN"  # not JSON: the text itself
     assert saved_value(None, ["[" * 100 + "]" * 100], [], None) == "[" * 100 + "]" * 100  # past the depth bound
+
+
+def _refund_server(text: str, refunded: list) -> MCPServer:
+    server = MCPServer("refunds")
+
+    @server.tool(structured_output=False, annotations={"readOnlyHint": True})
+    def quote() -> str:
+        return text
+
+    @server.tool(structured_output=False)
+    def refund(amount: Annotated[float, Field(le=500, strict=True)]) -> str:  # strict: pydantic's lax mode reads
+        # the string "-1e999" as a float itself
+        refunded.append(amount)
+        return "refunded"
+
+    return server
+
+
+@pytest.mark.anyio
+async def test_a_text_too_large_to_be_a_finite_number_stays_text():
+    """Review of wave 2: the text ``-1e999`` was read as minus infinity, so it passed the next tool's ``amount <= 500``
+    and a refund ran with it, although a prompt argument refuses a number that is not finite. It is the text itself
+    (the string ``"-1e999"``), so the refund is refused by the tool's own schema and nothing is refunded; ``-12.5``
+    is still the number."""
+    wf = (WorkflowBuilder("refund_flow", "Refund the quoted amount.").tool("quote").tool("refund")
+          .step("quote", tool="quote", bind="amount")
+          .step("pay", tool="refund", args={"amount": step("amount")}, bind="paid").build())
+    for text, expected in (("-1e999", []), ("-12.5", [-12.5])):
+        refunded: list = []
+        server = _refund_server(text, refunded)
+        attach(server, None, [wf])
+        async with Client(server) as client:
+            result = await client.session.get_prompt("refund_flow", {})
+        said = "\n".join(m.content.text for m in result.messages)
+        assert refunded == expected, said
+        assert "Infinity" not in said and ('"amount": "-1e999"' in said) == (text == "-1e999")
+
+
+def test_structured_content_with_a_number_too_large_is_read_from_its_text():
+    """JSON's ``1e999`` in structured content reaches a client as infinity (``mcp``'s reader, like every other): the
+    step reads the result's text content instead, where the same rule leaves it as text."""
+    from projector.results import saved_value
+
+    assert saved_value({"amount": float("-inf")}, ['{"amount": -1e999}'], [], None) == '{"amount": -1e999}'
+    assert saved_value({"amount": float("-inf")}, [], [], None) == "<structured content with a number too large to read>"
+    assert saved_value({"amount": -12.5}, ['{"amount": -12.5}'], [], None) == {"amount": -12.5}
+    assert saved_value(None, ["1e999"], [], None) == "1e999"

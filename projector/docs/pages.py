@@ -440,15 +440,20 @@ and its `--workflow-tools` to `workflow-tools` (`--no-workflow-tools` turns it o
 - **Paths are relative to the file's folder**, not to the current folder: `workflows`, `out`, a `tools-from` that is
   a snapshot (a `.json` path), and the default `workflows` and `generated_skills` when the table is there. A
   `tools-from` URL is used as written.
+- **Paths stay inside the project.** A path in the file that is absolute (`out = "/anywhere"`) or leaves the file's
+  folder once its `..` are resolved (`out = "../../x"`) is refused (`outside-project`); links are not followed to
+  decide. The file comes with the repository, so a clone must not decide where `build` writes, nor what it reads
+  elsewhere on your machine. The command line is yours: `--out`, `--tools-from` and the workflow paths given there
+  may name any path, and so may a file it names with `--config FILE`.
 - **No commands.** `tools-from` in the file is a snapshot or an `http(s)://` URL, never a command line: the file
   comes with the repository (a clone, a pull request, and the hooks run on it), so a command in it would start a
   program for whoever builds. A server to start is given on the command line, `--tools-from COMMAND`.
 - **What the run says.** The summary line of `build` and `check` ends with the file it read, as in
   `generated_skills is up to date: 3 skills; 0 warnings, 0 notes (configuration: pyproject.toml)`.
 - **Mistakes.** An unknown key, a value of the wrong type, or a file that is not TOML (or not UTF-8) is an error at
-  `pyproject.toml:LINE:COL` with its code (`unknown-key`, `wrong-type`, `malformed-toml`, `encoding`), every
-  problem at once, and the run exits 2 having written nothing. A file over {config.MAX_BYTES >> 20} MiB is not read
-  (`io`).
+  `pyproject.toml:LINE:COL` with its code (`unknown-key`, `wrong-type`, `outside-project`, `malformed-toml`,
+  `encoding`), every problem at once, and the run exits 2 having written nothing. A file over
+  {config.MAX_BYTES >> 20} MiB is not read (`io`).
 """
 
 

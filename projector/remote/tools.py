@@ -7,7 +7,7 @@ would refuse) into a tools snapshot, stable JSON for committing as ``tools.json`
     {"tools": [{"name": ..., "title": ..., "description": ..., "inputSchema": {...}, "outputSchema": {...},
                 "annotations": {...}, ...}, ...]}
 
-Tools are sorted by name (the first of a name wins, as a client takes it); each tool's keys come in that fixed order,
+Tools are sorted by name (a server that lists a name twice is refused); each tool's keys come in that fixed order,
 then any others by name; every nested mapping has its keys sorted; indent 2, UTF-8, one trailing newline.
 
 ``--tools-from SOURCE`` takes each tool's description, input and output schema and annotations from SOURCE instead
@@ -86,26 +86,45 @@ def _too_large(where: str, what: str) -> Exception:
                        "tools")
 
 
+def _listed_twice(where: str, name: str) -> Exception:
+    from ..errors import printable
+    from .errors import ServerError
+
+    return ServerError("server-error", where, f"tools/list lists the tool '{printable(name[:80])}' twice; a client "
+                       "takes one of the two schemas and the server may run the other, so a step could be checked "
+                       "against what the tool does not receive; nothing was served or written",
+                       "a server's tool names are unique (MCP): rename or remove one of the two on the server")
+
+
 async def listed_tools(remote: Any) -> list[Any]:
     """Every page of ``tools/list`` on the open connection ``remote`` (a
     :class:`~projector.remote.client.RemoteSkills`), as ``mcp_types.Tool``, within :data:`MAX_PAGES` pages and
     :data:`SNAPSHOT_LIMIT` bytes: the tools kept are counted page by page, so a listing that never ends, or ends past
-    the limit, is refused as soon as it passes it, naming the server (``remote.label``). The one listing of a server's
+    the limit, is refused as soon as it passes it, naming the server (``remote.label``); so is a name listed twice
+    (two schemas for one name: which one the server runs cannot be told). The one listing of a server's
     tools: :func:`fetch_snapshot` writes it, and ``serve --upstream`` (:mod:`projector.server.gateway`) serves it."""
     from .client import _describe
     from .errors import ServerError
+    from .transport import too_deep, too_deep_message
 
     tools: list[Any] = []
     kept = 0  # characters of the tools' compact JSON so far: never more than the snapshot's bytes
     cursor: str | None = None
     seen: set[str] = set()
+    names: set[str] = set()
     for page_no in range(1, MAX_PAGES + 1):
         try:
             page = await remote.client.list_tools(cursor=cursor)
         except Exception as exc:
+            remote._tripped()  # the transport's refusal (too large, too deep), when that is why it failed
+            if deep := too_deep(_describe(exc)):  # over HTTP: the SDK's parse error answered the request
+                raise ServerError("server-error", remote.label, too_deep_message(deep)) from None
             raise ServerError("server-error", remote.label,
                               f"tools/list failed: {_describe(exc)}{remote.server_note()}") from None
         for t in page.tools:
+            if t.name in names:
+                raise _listed_twice(remote.label, t.name)
+            names.add(t.name)
             tools.append(t)
             kept += len(jsontext.json_text(wire_tool(t), indent=None, sort_keys=False))
         if kept > SNAPSHOT_LIMIT:

@@ -12,6 +12,11 @@ arrive:
   (the bytes since the last blank line). The client asks for ``Accept-Encoding: identity``; a compressed body cannot
   be counted before it is decoded, so one is refused.
 
+A message that is JSON but nested deeper than the JSON reader allows can never be read: on stdio it ends the
+connection at once (:func:`_pump`), instead of leaving its request to wait out the timeout; over HTTP the SDK
+answers the request with the parse error, which the client says in the same words (:func:`too_deep_message`). The
+SDK's logged traceback for such a message (or a line that is not JSON at all, which is skipped) is not shown.
+
 The limit is the :class:`Budget` the client sets before each request (:meth:`Budget.expect`): a ``resources/read``
 may take :func:`read_limit` of the manifest's size for that file, any other message (the handshake, every page of
 ``skills/list``, ``skills/get``, ``tools/list``) :data:`MAX_MESSAGE`. A message past its limit trips the budget:
@@ -41,8 +46,10 @@ from typing import Any, TextIO
 import anyio
 import anyio.lowlevel
 import httpx2
+import mcp_types
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from ..sep2640 import MAX_BYTES
 from .errors import ServerError
@@ -89,12 +96,13 @@ class Budget:
         """Set the limit (and, for the message, what is awaited and the URI it is about) of the next answer."""
         self.limit, self.what, self.where = limit, what, where
 
-    def trip(self, reason: str | None = None) -> ServerError:
-        """Record (once) and return the error of the message that went past its limit."""
+    def trip(self, reason: str | None = None, code: str = "response-too-large") -> ServerError:
+        """Record (once) and return the error of the message that went past its limit (or, with ``reason``, that
+        could not be read for that reason)."""
         if self.tripped is None:
             message = reason or (f"the answer to {self.what} passed {self.limit} bytes, its limit; it was refused "
                                  "before being buffered whole, and the connection was closed")
-            self.tripped = ServerError("response-too-large", self.where, message, _HINT if reason is None else None)
+            self.tripped = ServerError(code, self.where, message, _HINT if reason is None else None)
         return self.tripped
 
 
@@ -156,19 +164,63 @@ class ServerLog:
         return f"; {head} ended with: {said}"
 
 
-def _parse(line: bytes, server: StdioServerParameters) -> SessionMessage | Exception:
-    from mcp.client import stdio as sdk
+_RECURSION = re.compile(r"recursion limit exceeded(?: at line \d{1,12} column \d{1,12})?")
 
+
+def too_deep(words: str) -> str | None:
+    """The JSON reader's words when a message (an error's text) says an answer was JSON nested past its depth, else
+    None: over HTTP the SDK answers the request with that parse error (the body was read whole, within its limit)."""
+    m = _RECURSION.search(words[:4000])
+    return m.group(0) if m else None
+
+
+def too_deep_message(words: str) -> str:
+    """What the client says of an answer nested past the JSON reader's depth, on either transport."""
+    return (f"the server sent a JSON message nested deeper than a JSON reader allows ({words}); it was refused, and "
+            "the connection was closed")
+
+
+class _QuietParseErrors(logging.Filter):
+    """Drops the traceback the SDK's HTTP transport logs for a response that is not a JSON-RPC message (pydantic's
+    ValidationError, or this module's :class:`Refused`): the request it answered gets that error, and the client
+    says it once, in its own words."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, (ValidationError, Refused))
+
+
+_QUIET = _QuietParseErrors()
+
+
+def _too_deep(exc: Exception) -> str | None:
+    """The JSON reader's words when ``exc`` says a line is JSON nested past its depth (pydantic's ``json_invalid``,
+    "recursion limit exceeded"), else None."""
+    if not isinstance(exc, ValidationError):
+        return None
+    for error in exc.errors(include_url=False, include_input=False):
+        said = str((error.get("ctx") or {}).get("error", ""))
+        if error.get("type") == "json_invalid" and "recursion limit" in said:
+            return said[:200]
+    return None
+
+
+def _parse(line: bytes, server: StdioServerParameters) -> SessionMessage | Exception:
+    """One line as the SDK's stdio client reads it, without its logged traceback: a line that is not a JSON-RPC
+    message is handed to the session as an exception, which skips it."""
     try:
         text = line.decode(server.encoding, server.encoding_error_handler)
-    except UnicodeDecodeError as exc:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(text, by_name=False))
+    except ValueError as exc:  # UnicodeDecodeError, pydantic's ValidationError
+        logger.debug("a line from the server is not a JSON-RPC message: %s", str(exc)[:200])
         return exc
-    return sdk._parse_line(text)
 
 
 async def _pump(stdout: Any, writer: Any, server: StdioServerParameters, budget: Budget) -> None:
     """Newline-delimited messages from ``stdout`` to ``writer``, the line being collected never past
-    ``budget.limit``. Returns at end of input, when the session is gone, or when the budget trips."""
+    ``budget.limit``. Returns at end of input, when the session is gone, or when the budget trips: past the limit,
+    or on a line that is JSON nested deeper than the JSON reader allows (no answer can be read from it, so waiting
+    for one would only run out the timeout). A line that is not JSON at all is skipped, as the SDK skips it."""
     pending = bytearray()
     async for chunk in stdout:
         start = 0
@@ -185,8 +237,12 @@ async def _pump(stdout: Any, writer: Any, server: StdioServerParameters, budget:
             pending.clear()
             start = nl + 1
             budget.received += len(line) + 1
+            message = _parse(line, server)
+            if (deep := _too_deep(message)) is not None:  # JSON that cannot be read: no answer will ever come
+                budget.trip(too_deep_message(deep), code="server-error")
+                return
             try:
-                await writer.send(_parse(line, server))
+                await writer.send(message)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
 
@@ -331,6 +387,9 @@ async def bounded_http_client(url: str, budget: Budget) -> AsyncIterator[Any]:
         sse = response.headers.get("content-type", "").lower().startswith("text/event-stream")
         response.stream = BoundedBody(response.stream, budget, sse=sse)
 
+    sdk_log = logging.getLogger("mcp.client.streamable_http")
+    if _QUIET not in sdk_log.filters:
+        sdk_log.addFilter(_QUIET)
     http = create_mcp_http_client(headers={"Accept-Encoding": "identity"})
     http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks.get("response", []), bound]}
     async with http:

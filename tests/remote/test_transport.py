@@ -105,3 +105,74 @@ def test_tools_against_an_mcp_1x_server_prints_nothing_of_the_servers_own(tmp_pa
     assert run.returncode == 0, run.stderr
     assert '"name": "read_query"' in run.stdout
     assert run.stderr.strip() == "", run.stderr
+
+
+# A Streamable HTTP server (JSON bodies, no session) whose tools/list answer nests a schema DEPTH levels: JSON, but
+# past any reader's depth. It prints its port, then serves until it is stopped.
+DEEP_HTTP = '''
+import json
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DEPTH = int(sys.argv[1])
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(405)
+        self.end_headers()
+
+    def do_DELETE(self):
+        self.send_response(200)
+        self.end_headers()
+
+    def do_POST(self):
+        msg = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        rid, method = msg.get("id"), msg.get("method")
+        if rid is None:
+            self.send_response(202)
+            self.end_headers()
+            return
+        if method == "initialize":
+            body = json.dumps({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                "serverInfo": {"name": "deep", "version": "0"}}})
+        elif method == "tools/list":
+            body = ('{"jsonrpc": "2.0", "id": %s, "result": {"tools": [{"name": "greet", "inputSchema": {"type": '
+                    '"object", "x": %s%s}}]}}' % (json.dumps(rid), "[" * DEPTH, "]" * DEPTH))
+        else:
+            body = json.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no " + method}})
+        data = body.encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+'''
+
+
+def test_an_http_answer_nested_past_any_reader_is_one_clear_error_without_a_traceback(tmp_path):
+    """Review of wave 2, over HTTP: the SDK answers the request with its parse error at once (no wait, unlike stdio),
+    but logged a full traceback ("Error parsing JSON response") and the error was pydantic's text. Now it is the
+    same error as on stdio, and nothing else."""
+    script = tmp_path / "deep_http.py"
+    script.write_text(DEEP_HTTP, encoding="utf-8")
+    server = subprocess.Popen([sys.executable, str(script), "100000"], stdout=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{server.stdout.readline().strip()}/mcp"
+        run = project_skill("tools", url, cwd=tmp_path)
+    finally:
+        server.kill()
+        server.wait()
+    assert run.returncode == 1
+    assert run.stderr.startswith(f"{url}: error[server-error]: the server sent a JSON message nested deeper than a "
+                                 "JSON reader allows (recursion limit exceeded at line 1 column "), run.stderr
+    assert "Traceback" not in run.stderr and "Error parsing" not in run.stderr
