@@ -27,7 +27,15 @@ def tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-FULL = tree(GENERATED)
+def served(root: Path) -> dict[str, bytes]:
+    """The files the index lists, and the index: what a server serves and a load writes (the derived evals beside
+    each bundle are not served)."""
+    index = json.loads((root / "skills.json").read_text("utf-8"))
+    listed = sorted(r["uri"].removeprefix("skill://") for entry in index["skills"] for r in entry["resources"])
+    return {rel: (root / rel).read_bytes() for rel in [*listed, "skills.json"]}
+
+
+FULL = served(GENERATED)
 EXPECTED = {k: v for k, v in FULL.items() if k != "skills.json"}
 
 
