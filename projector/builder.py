@@ -28,14 +28,12 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .errors import Diagnostic, LoadError, Span
 from .model import Argument, Condition, Confirm, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
+from .toolset import SNAPSHOT_FILE, ToolSource, merge_tools, parse_listing, read_snapshot
 from .validate import validate
-
-if TYPE_CHECKING:
-    from .remote.tools import ToolSource
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -154,18 +152,17 @@ class WorkflowBuilder:
         is a ``tool-mismatch`` warning (in :attr:`diagnostics` after ``build()``) and ``source``'s is used; a step
         whose tool ``source`` lacks is an ``unknown-tool`` error at the step. A snapshot or listing that is not one
         raises :class:`~projector.errors.LoadError` here (``bad-snapshot``; ``io`` for an unreadable file)."""
-        from .remote import tools as remote  # lazily: only a live server imports mcp
-
         where = self._span()
         if isinstance(source, Path):
-            tools = remote.read_snapshot(source)
-            found = remote.ToolSource(source.as_posix(), snapshot=True)
+            tools = read_snapshot(source)
+            found = ToolSource(source.as_posix(), snapshot=True)
         elif isinstance(source, Mapping) or (isinstance(source, Sequence) and not isinstance(source, (str, bytes))):
-            tools = remote.parse_listing(source, where)
-            found = remote.ToolSource(remote.SNAPSHOT_FILE, snapshot=True,
-                                      described=f"the tools listing given at {where}")
+            tools = parse_listing(source, where)
+            found = ToolSource(SNAPSHOT_FILE, snapshot=True, described=f"the tools listing given at {where}")
         else:
-            tools, found = remote.load_tools(source, label)
+            from .remote.tools import load_tools  # lazily: a string may name a live server, which needs the client
+
+            tools, found = load_tools(source, label)
         self._tools_from = (tools, found)
         return self
 
@@ -227,8 +224,6 @@ class WorkflowBuilder:
             raise LoadError(problems)
         kept = [d for d in found if d.severity != "error"]
         if self._tools_from is not None:
-            from .remote.tools import merge_tools
-
             (wf,), drift = merge_tools([wf], *self._tools_from)
             kept.extend(drift)
         self.diagnostics = sorted(kept, key=Diagnostic.sort_key)

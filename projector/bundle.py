@@ -30,6 +30,9 @@ class Bundle:
     entry: dict[str, Any]
     diagnostics: tuple[Diagnostic, ...] = ()
     span: Span = Span()  # where the workflow is: where a problem with the whole bundle is reported
+    # evals/evals.json, written in the bundle's folder but no file of the bundle: not in its entry, not served
+    # (projector.evals says why)
+    evals: bytes = b""
 
     @cached_property
     def index_text(self) -> str:
@@ -68,8 +71,12 @@ def bundle(projection: Projection) -> Bundle:
     problems = limit_problems(projection.path, projection.files, projection.workflow.span)
     if problems:
         raise BuildError(problems)
-    b = Bundle(projection.name, projection.path, projection.files, make_entry(projection.path, projection.files),
-               tuple(projection.diagnostics), projection.workflow.span)
+    from .evals import evals_json
+
+    entry = make_entry(projection.path, projection.files)
+    evals, uncovered = evals_json(projection.workflow, entry["frontmatter"]["name"])
+    b = Bundle(projection.name, projection.path, projection.files, entry,
+               (*projection.diagnostics, *uncovered), projection.workflow.span, evals)
     b.index_text  # noqa: B018 - made here, in the worker that rendered the bundle
     return b
 

@@ -61,7 +61,7 @@ from .cachefmt import ENCODED_FIELDS, Result, decode, encode, plain_path  # noqa
 from .sep2640 import MAX_BYTES
 
 CACHE_DIR = ".projector_cache"
-FORMAT = 3  # bump when the entry layout below changes
+FORMAT = 4  # bump when the entry layout below changes
 GITIGNORE = b"# Created by project-skill: the build cache is never committed.\n*\n"
 KEY_SIZE = 32  # bytes of the per-user secret
 MAX_ENTRY = 4 * MAX_BYTES  # the largest bundle, with room for its header

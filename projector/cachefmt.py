@@ -56,7 +56,7 @@ def diagnostic(span: list[Any], severity: Any, code: Any, message: Any, hint: An
 
 # Every field of these classes is written and read back below; tests/test_cache.py fails when one is added here
 # and not there.
-ENCODED_FIELDS = {"Bundle": ("name", "path", "files", "entry", "diagnostics", "span"),
+ENCODED_FIELDS = {"Bundle": ("name", "path", "files", "entry", "diagnostics", "span", "evals"),
                   "Diagnostic": ("span", "severity", "code", "message", "hint", "acknowledged", "extra"),
                   "Span": ("file", "line", "col")}
 
@@ -71,8 +71,8 @@ def encode(result: Result) -> bytes:
     if b is not None:
         meta["bundle"] = {"name": b.name, "path": b.path, "entry": b.entry, "index_text": b.index_text,
                           "diagnostics": [diag(d) for d in b.diagnostics], "span": span_of(b.span),
-                          "files": [[rel, len(data)] for rel, data in b.files.items()]}
-        blobs = list(b.files.values())
+                          "files": [[rel, len(data)] for rel, data in b.files.items()], "evals": len(b.evals)}
+        blobs = [*b.files.values(), b.evals]
     head = json.dumps(meta, ensure_ascii=True, separators=(",", ":")).encode("ascii")
     return b"%d\n%s%s" % (len(head), head, b"".join(blobs))
 
@@ -99,7 +99,7 @@ def _bundle_files(b: dict[str, Any], rest: bytes, at: int, prefix: tuple[str, ..
             raise ValueError("truncated entry")
         files[rel] = rest[at:at + length]
         at += length
-    if at != len(rest):
+    if at + b["evals"] != len(rest) or b["evals"] < 0:
         raise ValueError("trailing bytes in entry")
     return files
 
@@ -118,7 +118,7 @@ def decode(data: bytes, prefix: tuple[str, ...] = ()) -> Result:
     if b is not None:
         files = _bundle_files(b, rest, n, prefix)
         bundle = Bundle(b["name"], b["path"], files, b["entry"], tuple(undiag(d) for d in b["diagnostics"]),
-                        Span(*b["span"]))
+                        Span(*b["span"]), rest[len(rest) - b["evals"]:] if b["evals"] else b"")
         if not isinstance(b["index_text"], str):
             raise TypeError("index_text")
         bundle.__dict__["index_text"] = b["index_text"]  # Bundle.index_text, as made when the entry was written

@@ -240,6 +240,26 @@ def cmd_init(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_evals(args: argparse.Namespace) -> int:
+    """Print one workflow's derived eval cases (evals/evals.json, Agent Skills format), or with --queries its trigger
+    queries (evals/eval_queries.json): the bytes `build` writes beside its bundle. See docs/evals.md."""
+    from .evals import EVALS_FILE, QUERIES_FILE
+
+    _configure(args)
+    args.no_cache, args.jobs, args.skills_only, args.workflow_tools = True, 0, False, False
+    build = _load_and_compile(args)
+    names = sorted(b.name for b in build.bundles)
+    if args.workflow is None and len(names) != 1:
+        raise UsageError(f"evals: name the workflow with --workflow (one of: {', '.join(names)})")
+    found = [b for b in build.bundles
+             if args.workflow in (None, b.name, (b.entry["frontmatter"].get("metadata") or {}).get("workflow"))]
+    if not found:
+        raise UsageError(f"evals: no workflow '{args.workflow}' (one of: {', '.join(names)})")
+    sys.stdout.buffer.write(build.files[f"{found[0].path}/{QUERIES_FILE if args.queries else EVALS_FILE}"])
+    sys.stdout.flush()
+    return EXIT_OK
+
+
 def rebuild_command(args: argparse.Namespace) -> str:
     """The ``build`` command that brings the tree up to date: the paths and flags the user gave ``check``, exactly,
     quoted for a POSIX shell."""
@@ -355,9 +375,22 @@ def _add_init(sub: Any) -> None:
     i.set_defaults(func=cmd_init)
 
 
+def _add_evals(sub: Any) -> None:
+    e = sub.add_parser("evals", help="print one workflow's derived eval cases (build writes them beside its bundle)",
+                       description=cmd_evals.__doc__, epilog=CONFIG_EPILOG)
+    e.add_argument("paths", nargs="*", metavar="PATH", help="workflow files or folders (default: workflows)")
+    e.add_argument("--workflow", metavar="NAME", help="the workflow (or skill) name; needed when PATH holds several")
+    e.add_argument("--queries", action="store_true",
+                   help="print the trigger queries (evals/eval_queries.json) instead of the cases")
+    e.add_argument("--uri-prefix", metavar="P", help="skill path prefix, as for build")
+    e.add_argument("--tools-from", metavar="SERVER|FILE", help="take the tools from a server or a snapshot, as build")
+    _add_config_args(e)
+    e.set_defaults(func=cmd_evals)
+
+
 # The commands this module runs, in the order --help lists them (then LAZY_COMMANDS).
 COMMANDS: dict[str, Callable[[Any], None]] = {"build": _add_build, "check": _add_check, "schema": _add_schema,
-                                              "tools": _add_tools, "init": _add_init}
+                                              "tools": _add_tools, "init": _add_init, "evals": _add_evals}
 
 
 def parser(only: str | None = None) -> argparse.ArgumentParser:

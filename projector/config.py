@@ -159,7 +159,9 @@ def _check(key: str, value: Any, config: Config) -> tuple[str, str, str | None] 
         return "unknown-key", f"unknown key '{key}' in [tool.{TABLE}]", hint
     problem = _CHECKS[key](value)
     if problem is not None:
-        return "wrong-type", f"'{key}' in [tool.{TABLE}] must be {problem}, not {_describe(value)}", None
+        command = key == "tools-from" and isinstance(value, str) and value.strip()
+        given = "a command line" if command else _describe(value)
+        return "wrong-type", f"'{key}' in [tool.{TABLE}] must be {problem}, not {given}", _HINTS.get(key)
     config.values[key] = _RESOLVE.get(key, lambda v, _c: v)(value, config)
     return None
 
@@ -179,7 +181,15 @@ def _is_paths(value: Any) -> str | None:
 
 
 def _is_tools(value: Any) -> str | None:
-    return None if isinstance(value, str) and value.strip() else "a non-empty string (a tools snapshot or a server)"
+    """A tools snapshot or a server's URL. Never a command line: the file comes with the repository (a clone, a pull
+    request, and the hooks run on it), and a command in it would start any program for whoever runs ``check``."""
+    if isinstance(value, str) and (value.startswith(("http://", "https://")) or _snapshot_path(value)):
+        return None
+    return "a tools snapshot (a .json path) or a server's http(s):// URL"
+
+
+def _snapshot_path(value: str) -> bool:
+    return value.endswith(".json") and "://" not in value and not any(c.isspace() for c in value)
 
 
 def _is_prefix(value: Any) -> str | None:
@@ -200,12 +210,13 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
 
 
 def _tools(value: str, config: Config) -> str:
-    """A tools snapshot (a ``.json`` path, no spaces, not a URL) is a path from the file's folder; a server command
-    line or URL is used as written."""
-    if value.endswith(".json") and "://" not in value and not any(c.isspace() for c in value):
-        return config.path(value)
-    return value
+    """A tools snapshot (a ``.json`` path, no spaces, not a URL) is a path from the file's folder; a URL is used as
+    written."""
+    return config.path(value) if _snapshot_path(value) else value
 
+
+_HINTS = {"tools-from": "a server to start is given on the command line (--tools-from COMMAND), never in the file: "
+                        "the file comes with the repository, and a command in it would run for whoever builds"}
 
 _RESOLVE: dict[str, Callable[[Any, Config], Any]] = {
     "workflows": lambda v, c: [c.path(p) for p in ([v] if isinstance(v, str) else v)],

@@ -432,7 +432,7 @@ def unknown_tool(step: Step, known: Collection[str], *, what: str, at: Span, lac
                  did_you_mean: bool = True, then: Sequence[str | None] = ()) -> Diagnostic | None:
     """``unknown-tool``, the one rule that a step calls only a tool there is: ``known`` are the tools, the
     workflow's own (:func:`projector.validate.validate`), a server's (:func:`check_workflows`) or those of
-    ``--tools-from`` (:func:`projector.remote.tools.merge_tools`). Each caller says only how the step is named
+    ``--tools-from`` (:func:`projector.toolset.merge_tools`). Each caller says only how the step is named
     (``what``, at ``at``), what the owner of the tools ``lacks`` and its hints (``then``, after the did-you-mean
     when ``did_you_mean``)."""
     if step.tool is None or step.tool in known:

@@ -186,6 +186,18 @@ class Step:
     def sources(self) -> list[tuple[str, Source]]:
         return [*self.args, *self.template]
 
+    def arguments_read(self) -> list[str]:
+        """The prompt arguments this step reads, in order: its conditions' subjects, its sources (and their
+        constants' placeholders), and the values its confirmation shows. An ``ask: true`` input is asked before the
+        first step that reads it (the server's runner), and the derived evals ask it there (:mod:`projector.evals`)."""
+        found = [c.subject.name for c in self.when if isinstance(c.subject, FromArg)]
+        for src in [s for _, s in self.sources()] + list(self.confirm.show if self.confirm else ()):
+            if isinstance(src, FromArg):
+                found.append(src.name)
+            elif isinstance(src, Const):
+                found += list(src.placeholders)
+        return list(dict.fromkeys(found))
+
 
 @dataclass(frozen=True)
 class Workflow:

@@ -62,6 +62,7 @@ def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *
 
 def _assemble(bundles: list[Bundle]) -> Build:
     from .bundle import index
+    from .evals import tree_files
 
     bundles = sorted(bundles, key=lambda b: b.path)
     files: dict[str, bytes] = {}
@@ -69,6 +70,7 @@ def _assemble(bundles: list[Bundle]) -> Build:
         for rel, data in b.files.items():
             files[f"{b.path}/{rel}"] = data
     files[INDEX_FILE] = index(bundles)
+    files.update(tree_files(bundles))  # beside each bundle, in its folder; not in skills.json (projector.evals)
     diagnostics = sorted((d for b in bundles for d in b.diagnostics), key=Diagnostic.sort_key)
     return Build(bundles, dict(sorted(files.items())), diagnostics)
 

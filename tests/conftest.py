@@ -90,7 +90,7 @@ def _private_cache_key(_user_cache_home, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _disposable_cwd(tmp_path_factory, monkeypatch):
-    # scripts/mutation sets this for the disk target: a mutant that drops a dir_fd= removes names relative to the
+    # scripts/mutation --empty-cwd sets this (for disk.py): a mutant that drops a dir_fd= removes names relative to the
     # working directory, which under mutmut is its own copy of the repository. Such a test runs from an empty folder.
     if os.environ.get("PROJECTOR_MUTATION_DISPOSABLE_CWD"):
         monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))

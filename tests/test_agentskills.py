@@ -26,12 +26,14 @@ def test_there_are_bundles():
                                          "refund-flow-gated"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bundle", BUNDLES, ids=lambda p: p.name)
 def test_agentskills_validate(bundle):
     proc = subprocess.run([agentskills(), "validate", str(bundle)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_agentskills_validate_can_fail(tmp_path):
     bad = tmp_path / "not-the-name"
     shutil.copytree(GENERATED / "hello-world", bad)

@@ -98,6 +98,7 @@ def test_bad_input_is_refused_with_position_and_nothing_written(case, cli, tmp_p
     assert cli("check", display, "--out", str(out), cwd=ROOT).code == 1
 
 
+@pytest.mark.slow
 def test_bad_input_in_a_real_process_prints_no_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "projector.cli", "build", "tests/bad_inputs", "--out",
                            str(tmp_path / "o")], cwd=ROOT, capture_output=True, text=True)

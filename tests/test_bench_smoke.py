@@ -15,6 +15,8 @@ from projector.load import load_all
 from projector.model import Const, FromArg, FromStep
 from projector.output import compile_workflows
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

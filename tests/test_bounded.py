@@ -4,6 +4,7 @@ every JSON text a depth, digit, constant and duplicate-key bound."""
 from __future__ import annotations
 
 import os
+import stat
 
 import pytest
 
@@ -139,3 +140,78 @@ def test_the_errors_keep_their_reason_and_position():
     j = bounded.BadJSON("bad", 3, 4)
     assert (str(j), j.reason, j.line, j.col) == ("bad", "bad", 3, 4)
     assert (bounded.BadJSON("x").line, bounded.BadJSON("x").col) == (0, 0)
+
+
+# The bounded JSON reader's words: the key named twice, the kind of a file, the system's errors, short reads.
+
+
+@pytest.mark.parametrize("text, reason", [
+    ('{"a": 1, "b": 2, "b": 3}', 'the key "b" appears twice in one object'),  # the key that repeats, not the first
+    ('{"b": 1, "a": 2, "a": 3, "b": 4}', 'the key "a" appears twice in one object'),  # the first one repeated
+    ('{"\\u00e9": 1, "é": 2}', 'the key "\\u00e9" appears twice in one object'),  # escape and letter: one key
+    ('{"a\u2028": 1, "a\u2028": 2}', 'the key "a\\u2028" appears twice in one object'),
+])
+def test_the_key_named_twice_is_quoted_as_ascii_json(text, reason):
+    with pytest.raises(bounded.BadJSON) as info:
+        bounded.loads(text)
+    assert str(info.value) == reason
+
+
+@pytest.mark.parametrize("mode, kind", [
+    (stat.S_IFDIR | 0o755, "a folder"), (stat.S_IFIFO, "a FIFO"), (stat.S_IFCHR, "a character device"),
+    (stat.S_IFBLK, "a block device"), (stat.S_IFSOCK, "a socket"), (stat.S_IFLNK | 0o777, "a symbolic link"),
+    (0, "not a regular file"),  # no file type at all (as a platform's own kinds, a door or a whiteout, read here)
+    (0o170000, "not a regular file"),
+])
+def test_kind_of_every_file_type(mode, kind):
+    assert bounded.kind_of(mode) == kind
+
+
+def test_an_os_error_is_said_in_the_systems_words(tmp_path, monkeypatch):
+    """An error of the system is its own words (``strerror``), without the errno and path ``str()`` adds; an
+    ``OSError`` without them is its text. Both on opening and on reading."""
+    with pytest.raises(bounded.Unreadable) as info:
+        bounded.read_regular(tmp_path / "nope", 10)
+    assert str(info.value) == "No such file or directory"
+    p = tmp_path / "f"
+    p.write_bytes(b"x")
+    real_open = os.open
+
+    def refuse_open(*_a, **_kw):
+        raise OSError("the descriptor table is full")
+
+    monkeypatch.setattr(os, "open", refuse_open)
+    with pytest.raises(bounded.Unreadable) as info:
+        bounded.read_regular(p, 10)
+    assert str(info.value) == "the descriptor table is full"
+    monkeypatch.setattr(os, "open", real_open)
+    for error, said in ((OSError(5, "Input/output error"), "Input/output error"),
+                        (OSError("the disk went away"), "the disk went away")):
+        def refuse_read(_fd, _n, error=error):
+            raise error
+
+        monkeypatch.setattr(os, "read", refuse_read)
+        with pytest.raises(bounded.Unreadable) as info:
+            bounded.read_regular(p, 10)
+        assert str(info.value) == said
+
+
+def test_a_file_read_a_byte_at_a_time_is_still_bounded(tmp_path, monkeypatch):
+    """A read may return fewer bytes than asked (a slow file system): the file is read on until it ends or holds
+    one byte past the limit, so a file that grew after its size was taken is still refused."""
+    p = tmp_path / "f"
+    p.write_bytes(b"0123456789")
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: real_read(fd, min(n, 1)))
+    assert bounded.read_regular(p, 10) == b"0123456789"
+    p.write_bytes(b"0123456789A")
+    real_fstat = os.fstat
+
+    class Small:  # the size taken before the file grew
+        def __init__(self, st):
+            self.st_mode, self.st_size = st.st_mode, 10
+
+    monkeypatch.setattr(os, "fstat", lambda fd: Small(real_fstat(fd)))
+    with pytest.raises(bounded.Unreadable) as info:
+        bounded.read_regular(p, 10)
+    assert str(info.value) == "it grew past the limit of 10 bytes while being read"

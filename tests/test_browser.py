@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "docs" / "data" / "matrix.json"
 ARTIFACTS = ROOT / "test-artifacts"

@@ -102,6 +102,7 @@ def test_tools_from_a_live_server_goes_through_the_snapshot_reader():
     assert tool.input_schema["properties"]["times"]["default"] == 1
 
 
+@pytest.mark.slow
 def test_tools_from_a_stdio_server_spec():
     server = (f"{sys.executable} -c \"from mcp.server.mcpserver import MCPServer; s = MCPServer('c'); "
               f"s.add_tool(lambda word: len(word), name='count', description='Count.'); s.run()\"")

@@ -22,6 +22,7 @@ def _message(fn, *args) -> str:
     return str(info.value)
 
 
+@pytest.mark.slow
 def test_split_frontmatter():
     """The build reads SKILL.md back through the wire's one reader (projector.sep2640): the block as the
     conformance suite finds it."""
@@ -99,3 +100,22 @@ def test_dumps_and_index_bytes():
 
 def test_the_index_of_no_skills():
     assert bundle.index([]) == b'{\n  "skills": []\n}\n'
+
+
+# The index entry a build writes (projector.bundle.make_entry), pinned where the mutation run found it loose
+# (scripts/mutation bundle, issue 20).
+
+
+def test_the_entry_reads_the_frontmatter_as_yaml_1_1():
+    """The build reads what it wrote with PyYAML (YAML 1.1) and never imports ruamel.yaml: a hand-made SKILL.md whose
+    frontmatter 1.1 and 1.2 read differently shows which reading the entry holds (``yes`` is true only in 1.1)."""
+    files = {"SKILL.md": b"---\nname: x\ndescription: d\nflag: yes\n---\nbody\n"}
+    entry = bundle.make_entry("x", files)
+    assert entry["frontmatter"] == {"name": "x", "description": "d", "flag": True}
+
+
+def test_a_bad_frontmatter_is_refused_naming_the_skill_uri():
+    with pytest.raises(VerificationError) as caught:
+        bundle.make_entry("a/x", {"SKILL.md": b"no frontmatter here\n"})
+    assert caught.value.where == "skill://a/x/SKILL.md"
+    assert caught.value.code == "bad-frontmatter"

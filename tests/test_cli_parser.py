@@ -85,6 +85,7 @@ print(explicit, own, after_explicit - before, atexit._ncallbacks() - after_expli
 """
 
 
+@pytest.mark.slow
 def test_only_the_process_own_command_line_skips_the_collector_at_exit(tmp_path: Path) -> None:
     """main() on the process's own command line (the console script) registers gc.freeze for the exit; main(argv),
     a library call, leaves the interpreter as it found it. Either way the output is the same bytes."""

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import EXAMPLES
 from projector import conditions, fit
 from projector.builder import WorkflowBuilder, arg, condition, step
 from projector.errors import LoadError
@@ -279,7 +279,6 @@ steps:
 
 def test_the_schema_accepts_and_refuses_what_the_loader_does():
     import jsonschema
-
     from test_schema import SCHEMA
 
     validator = jsonschema.Draft202012Validator(SCHEMA)
@@ -640,3 +639,54 @@ def test_every_operator_has_its_words_and_its_kind_of_operand():
         [d] = [d for d in exc.value.diagnostics if d.code in ("operator-needs-list", "wrong-type")]
         assert d.code == ("operator-needs-list" if op.operand == "list" else "wrong-type")
         assert f"'{name}' in the condition of step 's'" in d.message
+
+
+# The runner's words for a condition: what the step needs, why it failed, the operand.
+
+
+@pytest.mark.parametrize("subject, op, value, needs", [
+    (FromArg("a"), "equals", 1, "`1`"),
+    (FromStep("r", "f"), "equals", "x", '`"x"`'),
+    (FromArg("a"), "not_equals", None, "anything but `null`"),
+    (FromStep("r"), "not_equals", [1], "anything but `[1]`"),
+    (FromArg("a"), "in", [1, "b"], 'one of `1`, `"b"`'),
+    (FromStep("r"), "in", [True], "one of `true`"),
+    (FromArg("a"), "not_in", [{"k": 1}], 'none of `{"k": 1}`'),
+    (FromStep("r", "f"), "not_in", [], "none of nothing"),
+    (FromArg("a"), "exists", True, "it"),
+    (FromArg("a"), "exists", False, "it to be absent"),
+    (FromStep("r"), "exists", True, "it"),
+    (FromStep("r", "f"), "exists", False, "it to be absent"),
+])
+def test_what_the_step_needs_for_every_operator_and_subject(subject, op, value, needs):
+    """The runner's "the step needs ..." words (:func:`conditions.requirement`), for an argument and for a result
+    alike, of every operator: ``exists`` says ``it`` or ``it to be absent`` whatever the subject."""
+    assert conditions.requirement(Condition(subject, op, value)) == needs
+
+
+@pytest.mark.parametrize("subject, op, value, args, results, line", [
+    (FromArg("reason"), "exists", False, {"reason": "late"}, {},
+     'the argument `reason` is `"late"`, the step needs it to be absent'),
+    (FromStep("lookup"), "exists", True, {}, {}, "`lookup` is missing, the step needs it"),
+    (FromStep("lookup", "order.id"), "exists", True, {}, {"lookup": {"order": {}}},
+     "`lookup.order.id` is missing, the step needs it"),
+])
+def test_the_failure_line_of_an_exists_condition(subject, op, value, args, results, line):
+    found = conditions.first_failure([Condition(subject, op, value)], args, results)
+    assert found is not None
+    assert conditions.failure_text(found) == line
+
+
+@pytest.mark.parametrize("op, value, text", [
+    ("equals", {"b": 1, "a": "é"}, '<{"a": "é", "b": 1}>'),
+    ("not_equals", "x", '<"x">'),
+    ("in", [1, None], "<1>, <null>"),
+    ("not_in", [], "nothing"),
+    ("exists", True, ""),
+    ("exists", False, ""),
+])
+def test_the_operand_as_a_rendering_writes_it(op, value, text):
+    """A value by ``show``; a list as its items (``nothing`` when empty); a boolean not at all: the words of
+    ``exists`` say it, so the operand is the empty text."""
+    show = lambda v: f"<{conditions.literal(v)}>"  # noqa: E731
+    assert conditions.operand_text(Condition(FromArg("a"), op, value), show) == text

@@ -250,6 +250,7 @@ with open(sys.argv[1], "w", encoding="utf-8") as fh:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("table", [None, 'out = "generated_skills"\n'])
 def test_tomllib_is_imported_only_when_there_is_a_file(tmp_path, table):
     root = project(tmp_path, table, {"workflows/a.yaml": WF.format(name="a")})
@@ -311,3 +312,21 @@ def test_a_hostile_table_is_refused_quickly(cli, tmp_path):
     deep = cli("check", cwd=tmp_path)
     assert deep.code == 2 and "pyproject.toml:1:1: error[malformed-toml]" in deep.err
     assert "Traceback" not in deep.err
+
+
+def test_a_server_command_line_in_the_file_is_refused_and_never_run(cli, tmp_path):
+    """A ``pyproject.toml`` comes with the repository (a clone, a pull request), and the hooks run on it: a command
+    line there would start any program on the machine of whoever runs ``check``. The file may name a tools snapshot
+    or an ``http(s)://`` URL; a server to start is given on the command line (``--tools-from``), which is the
+    user's own."""
+    (tmp_path / "tools.json").write_bytes(snapshot_bytes([{"name": "ping", "inputSchema": {"type": "object"},
+                                                          "annotations": {"readOnlyHint": True}}]))
+    command = f"{sys.executable} -c \"open('ran', 'w').close()\" tools.json"
+    project(tmp_path, f"strict = true\ntools-from = {json.dumps(command)}\n", {"workflows/snap.yaml": BARE_WF})
+    for argv in (["build"], ["check"], ["init", "hello", "--tool", "ping"]):
+        run = cli(*argv, cwd=tmp_path)
+        assert run.code == 2, run.err
+        assert "pyproject.toml:6:1: error[wrong-type]: 'tools-from' in [tool.project-skill] must be a tools " in run.err
+        assert "--tools-from" in run.err and "Traceback" not in run.err
+        assert not (tmp_path / "ran").exists()
+    assert not (tmp_path / "generated_skills").exists() and not (tmp_path / "workflows" / "hello.yaml").exists()

@@ -279,6 +279,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_workers_die_when_the_build_is_killed(tmp_path):
     import subprocess

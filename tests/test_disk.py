@@ -10,8 +10,8 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLES, GENERATED, snapshot_tree
+
 from projector import disk
 
 WF = ("name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\n"
@@ -675,3 +675,43 @@ def test_switching_a_uri_prefix_off_removes_the_folders_it_made(cli, tree):
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
         "alpha", "alpha/SKILL.md", "alpha/references", "alpha/references/tools.md", "empty", "skills.json", "x",
         "x/notes.md"]
+
+
+# The output tree: the current folder through a rebuild, and the mode of written files.
+
+
+def test_a_rebuild_under_a_uri_prefix_touches_nothing_in_the_current_folder(cli, tmp_path):
+    """The old tree under a URI prefix (a chain of single subfolders) goes whole, and the current folder, with files
+    and folders of its own, keeps all it holds: the removal walks the old tree, never the folder it runs from."""
+    here = tmp_path / "here"
+    (here / "keep").mkdir(parents=True)
+    (here / "keep" / "a.txt").write_bytes(b"a")
+    (here / "other").mkdir()
+    (here / "file.txt").write_bytes(b"f")
+    wf = tmp_path / "wf"
+    wf.mkdir()
+    for name in ("one", "two"):
+        (wf / f"{name}.yaml").write_text(WF.format(name))
+    out, args = tmp_path / "out", ["--uri-prefix", "acme/team"]
+    assert cli("build", str(wf), "--out", str(out), *args, cwd=here).code == 0
+    (wf / "two.yaml").unlink()
+    assert cli("build", str(wf), "--out", str(out), *args, cwd=here).code == 0
+    assert not (out / "acme" / "team" / "two").exists() and (out / "acme" / "team" / "one" / "SKILL.md").is_file()
+    assert sorted(p.relative_to(here).as_posix() for p in here.rglob("*")) == ["file.txt", "keep", "keep/a.txt",
+                                                                                "other"]
+    assert (here / "keep" / "a.txt").read_bytes() == b"a" and (here / "file.txt").read_bytes() == b"f"
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_written_files_are_mode_0666_under_the_umask(tmp_path, umask):
+    """disk._write makes every new file 0666 under the umask (never executable): write_file's, and the staged
+    tree's files."""
+    old = os.umask(umask)
+    try:
+        disk.write_file(tmp_path / "f.txt", b"x")
+        disk.write_file(tmp_path / "g.txt", b"y", exclusive=True)
+        disk.replace_tree(tmp_path / "out", lambda root: disk.Plan({"a/SKILL.md": b"a", "skills.json": b"{}"}))
+    finally:
+        os.umask(old)
+    for rel in ("f.txt", "g.txt", "out/a/SKILL.md", "out/skills.json"):
+        assert stat.S_IMODE((tmp_path / rel).stat().st_mode) == 0o666 & ~umask, rel

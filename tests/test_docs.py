@@ -329,6 +329,7 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys):
     assert docs_main("docs", ["--bogus"]) == 2
 
 
+@pytest.mark.slow
 def test_mkdocs_build_strict(tmp_path: Path):
     mkdocs = Path(sys.executable).with_name("mkdocs")
     if not mkdocs.exists():

@@ -176,6 +176,14 @@ OUTSIDE_THE_ROOT = {
     "projector.server.workflow_tool.BadArguments": "a workflow tool's arguments that do not fit: the frameworks turn "
                                                    "it into a tool error (isError) naming the argument",
     "projector.toolschema.Unchecked": "control flow of the argument checks: a pattern RE2 cannot read is not guessed",
+    "projector.server.adapters.fastmcp_refusals.Refused": "the runner's -32602 carried through FastMCP's tool error "
+                                                          "handling; a middleware answers it as that protocol error",
+    "projector.server.arguments._Invalid": "what is wrong with an argument's value; convert_argument words the "
+                                           "-32602 or tool error around it",
+    "projector.server.tasks.Failure": "a task job's protocol-level failure: the task is failed, with the error "
+                                      "inlined in tasks/get",
+    "projector.server.workflow_task._Stopped": "a cancelled task's round stops before its next step (a "
+                                               "CancelledError); tasks/get then shows cancelled",
 }
 
 

@@ -333,6 +333,7 @@ def test_a_placeholder_naming_a_step_result_points_to_template_bindings():
     assert "{step: order, field: ...}" in d.hint and "template" in d.hint
 
 
+@pytest.mark.slow
 def test_jsonschema_is_imported_only_when_a_constant_needs_it(tmp_path):
     probe = ("import sys\nfrom projector.load import load_file\nload_file(sys.argv[1])\n"
              "print('jsonschema' in sys.modules)")
@@ -530,6 +531,7 @@ steps:
 """
 
 
+@pytest.mark.slow
 def test_a_backtracking_pattern_is_matched_in_linear_time_with_positioned_errors(tmp_path):
     """Issue 29, item 7: Python's re takes minutes for ^(a+)+$ against 41 a's and a '!'; with 1,000 of them (a
     YAML key's limit) it would never end. Run in a subprocess whose timeout trips only on a hang."""

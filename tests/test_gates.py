@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from projector import gates
 from projector.errors import Span
-from projector.gates import asks_user, find_gate, named_result
+from projector.gates import ResultNames, asks_user, find_gate, named_result
 from projector.load import parse
-from projector.model import Argument, Condition, FromArg, FromStep, Step, Tool, Workflow
+from projector.model import Argument, Condition, Confirm, FromArg, FromStep, Step, Tool, Workflow
 
 
 @pytest.mark.parametrize("text, family, phrase", [
@@ -647,3 +647,135 @@ def test_the_steps_bench_workflow_is_valid_and_gated():
     assert wf is not None and len(wf.steps) == 40
     assert [d for d in diags if d.severity == "error"] == []
     assert len([d for d in gates.check(wf).diagnostics if d.code == "guidance-on-side-effect"]) == 20
+
+
+# How the gate check finds a saved result named in a text (projector.gates.ResultNames), pinned where the mutation
+# run found it loose (scripts/mutation gates, issue 20).
+
+
+def _names(*pairs: tuple[str, str]) -> ResultNames:
+    names = ResultNames()
+    for name, bind in pairs:
+        names.add(name, bind)
+    return names
+
+
+@pytest.mark.parametrize("text, named", [
+    ("check the order first", "order"),
+    ("check the order_total first", None),  # joined by "_" to a longer word: another name
+    ("check the Order, then", "order"),
+    ("check the order_", None),
+    ("the order_total and the order", "order"),  # its first whole-word place counts
+])
+def test_a_name_followed_by_an_underscore_is_another_word(text, named):
+    assert _names(("order", "order")).named(text) == named
+
+
+@pytest.mark.parametrize("text, named", [
+    ("after send refund email, confirm", "mail"),
+    ("send refund email", "mail"),
+    ("then send-refund-email now", "mail"),
+    ("after send refund, confirm", None),
+    ("after send refund sms, confirm", None),
+    ("one two send refund email three four", "mail"),
+])
+def test_a_name_of_three_words_is_matched_word_after_word(text, named):
+    assert _names(("send refund email", "mail")).named(text) == named
+
+
+# Confirmations on steps that change nothing, and the saved results a text names.
+
+
+CONFIRMS = """\
+name: confirms
+description: Confirmations on steps that change nothing, and on steps that do.
+tools:
+  - {name: get_order, annotations: {readOnlyHint: true}}
+  - {name: refund, annotations: {destructiveHint: true}}
+steps:
+  - name: fetch_order
+    tool: get_order
+    confirm:
+      message: Look up this order?
+  - name: read_docs
+    resources: ["docs://policy"]
+    confirm: {message: Read the policy?}
+  - name: pay
+    tool: refund
+    confirm: {message: Refund it?}
+  - name: pay_if
+    tool: refund
+    guidance: Only refund it if the order is recent.
+    confirm: {message: Refund it?}
+  - name: pay_approved
+    tool: refund
+    guidance: Get the manager's approval.
+    confirm: {message: Refund it?}
+"""
+
+_NO_YES = "remove confirm, or put it on the step that changes data"
+
+
+def _found(wf, **kw) -> list[dict]:
+    out = []
+    for d in gates.check(wf, **kw).diagnostics:
+        j = d.to_json()
+        j["extra"] = d.extra
+        out.append(j)
+    return out
+
+
+def test_a_confirmation_before_a_step_that_changes_nothing_in_full():
+    """``confirm-on-read-only`` on a read-only tool's step and on a resources step, at the ``confirm:`` key, and on
+    no side-effecting step. A confirmation answers approval and verification guidance only: guidance that sets a
+    condition is still a gate."""
+    wf, diags = parse(CONFIRMS, "c.yaml")
+    assert diags == []
+    found = _found(wf)
+    assert found[:2] == [
+        {"file": "c.yaml", "line": 10, "col": 7, "severity": "warning", "code": "confirm-on-read-only",
+         "message": "step 1 'fetch_order' asks a person to confirm, but it calls the read-only tool 'get_order': "
+                    "nothing needs their yes", "hint": _NO_YES, "extra": {"step": "fetch_order"}},
+        {"file": "c.yaml", "line": 13, "col": 14, "severity": "warning", "code": "confirm-on-read-only",
+         "message": "step 2 'read_docs' asks a person to confirm, but it only reads resources: nothing needs their "
+                    "yes", "hint": _NO_YES, "extra": {"step": "read_docs"}},
+    ]
+    assert [(d["extra"]["step"], d["code"]) for d in found[2:]] == [
+        ("pay_if", "gate-on-side-effect"), ("pay_approved", "guidance-on-side-effect")]
+
+
+def test_a_confirmation_without_a_position_is_reported_at_its_step():
+    read = Tool("read", annotations={"readOnlyHint": True})
+    step = Step("s", tool="read", confirm=Confirm("Sure?"), span=Span("w.yaml", 4, 5))
+    [d] = gates.check(Workflow("w", "d", tools=(read,), steps=(step,))).diagnostics
+    assert (d.code, d.span, d.message) == ("confirm-on-read-only", Span("w.yaml", 4, 5),
+                                           "step 1 's' asks a person to confirm, but it calls the read-only tool "
+                                           "'read': nothing needs their yes")
+    placed = Step("s", tool="read", confirm=Confirm("Sure?", span=Span("w.yaml", 6, 7)), span=Span("w.yaml", 4, 5))
+    [d] = gates.check(Workflow("w", "d", tools=(read,), steps=(placed,))).diagnostics
+    assert d.span == Span("w.yaml", 6, 7)
+
+
+def test_a_confirmation_on_a_step_whose_tool_is_not_declared_is_not_read_only():
+    """Nothing is known of a tool the workflow does not declare (the loader reports it), so it is not called
+    read-only."""
+    step = Step("s", tool="elsewhere", confirm=Confirm("Sure?"))
+    assert gates.check(Workflow("w", "d", steps=(step,))).diagnostics == []
+
+
+@pytest.mark.parametrize("adds, text, after, bind", [
+    ([("order", "order")], "order, first result, order", 0, "order"),  # each name at its first place only
+    ([("order", "order"), ("first", "first")], "order, first, order", 0, "order"),
+    ([("fetch-order", "a"), ("fetch_order", "b")], "the fetch order", 0, "a"),  # the least bind, whatever the order
+    ([("fetch_order", "b"), ("fetch-order", "a")], "the fetch order", 0, "a"),
+    ([("Xref", "x")], "see the xref", 0, "x"),  # a name's letters are all its own
+    ([("order_X", "o")], "the order x", 0, "o"),
+    ([("$order", "o")], "the order", 0, None),  # a name that starts or ends with other punctuation: never looked for
+    ([("order$", "o")], "the order", 0, None),
+    ([("$order$", "o")], "the order", 0, None),
+])
+def test_result_names(adds, text, after, bind):
+    names = gates.ResultNames()
+    for name, b in adds:
+        names.add(name, b)
+    assert names.named(text, after) == bind

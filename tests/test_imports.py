@@ -178,3 +178,54 @@ def test_a_warm_check_answered_whole_imports_nothing_that_compiles(tmp_path: Pat
     code, modules = _imports(tmp_path, "check", str(src), "--out", out)
     assert code == 0 and "projector.treecache" in modules and "projector.output" in modules
     assert [m for m in NOT_IN_A_WARM_CHECK if m in modules] == []
+
+
+# ---------------------------------------------------------------------------------------- the core and the layers
+
+LAYERS = ("projector.remote", "projector.server", "projector.matrix")  # the client, the server, the harness
+SHELLS = ("projector.cli", "projector.builder")  # they reach a live server through the client, and only then
+
+
+def _edges_into_layers() -> list:
+    from test_house import import_edges
+
+    return [e for e in import_edges(type_checking=True)
+            if not e.source.startswith(LAYERS) and e.target.startswith(LAYERS)]
+
+
+def test_the_core_never_imports_the_client_the_server_or_the_harness() -> None:
+    """Issue 31 item 5: no core module imports ``projector.remote``, ``projector.server`` or ``projector.matrix``:
+    not at module level, not inside a function, not under ``TYPE_CHECKING`` (the import graph as
+    tests/test_house.py reads it)."""
+    found = [f"{e.source}:{e.line} imports {e.target}" for e in _edges_into_layers() if e.source not in SHELLS]
+    assert found == []
+
+
+def test_the_cli_and_the_builder_import_the_client_only_when_a_server_is_asked() -> None:
+    """The CLI and the builder import the client only inside the function that asks a live server: never at module
+    level, nor for a type (``merge_tools`` and the snapshot are the core's, :mod:`projector.toolset`)."""
+    found = [f"{e.source}:{e.line} imports {e.target}" for e in _edges_into_layers() if not e.lazy]
+    assert found == []
+
+
+BUILDER_PROBE = """
+import json, sys
+from pathlib import Path
+from projector.builder import WorkflowBuilder, arg
+path = Path(sys.argv[1])
+path.write_text(json.dumps({"tools": [{"name": "greet", "description": "Greet someone.", "inputSchema": {
+    "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}]}))
+for source in (path, {"tools": [{"name": "greet", "inputSchema": {"type": "object"}}]}):
+    wf = (WorkflowBuilder("hello", "Say hello.").argument("who", "Who", required=True).tools_from(source)
+          .step("greet", tool="greet", args={"name": arg("who")}).build())
+    assert [t.name for t in wf.tools] == ["greet"]
+print(" ".join(sorted(m for m in sys.modules if m.startswith(("projector.remote", "projector.server",
+                                                              "projector.matrix", "mcp")))))
+"""
+
+
+def test_the_builder_fits_to_a_snapshot_or_a_listing_without_the_client(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-c", BUILDER_PROBE, str(tmp_path / "tools.json")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == []

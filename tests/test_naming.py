@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT
 from projector import naming, sep2640
 
 
@@ -128,3 +128,13 @@ def test_a_suggested_workflow_name_follows_the_rule_it_suggests(name):
         suggestion = naming.suggested_name(name)
         assert problem[2] == (f"name it '{suggestion}'" if suggestion else None)
         assert not suggestion or (naming.workflow_name_problem(suggestion) or ("",))[0] != "bad-workflow-name"
+
+
+# The skill-name rule's last guard: slugify's output always matches the Agent Skills name rule.
+
+
+def test_every_slug_of_a_real_name_keeps_the_rule():
+    for name in ("Hello World", "Ünïcödé näme", "a -- b", "x" * 64, "123", "mixed_CASE-name"):
+        slug = naming.full_slug(name)
+        assert naming.NAME_RULE.fullmatch(slug), slug
+        assert naming.name_problem(name) is None

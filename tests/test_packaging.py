@@ -60,6 +60,7 @@ def test_the_distribution_is_named_like_the_command() -> None:
     assert meta["scripts"] == {"project-skill": "projector.cli:main"}
 
 
+@pytest.mark.slow
 def test_pip_wheel_makes_a_project_skill_wheel_with_the_projector_package(tmp_path: Path) -> None:
     # Built from a copy of what the wheel is made of, so the checkout gets no build/ or egg-info; offline: no build
     # isolation (the dev extra installs setuptools into the venv) and no index.

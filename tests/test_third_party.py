@@ -33,6 +33,8 @@ from fastmcp.skills import SkillsClientExtension
 
 from projector.validate import DESCRIPTION_PLACEHOLDER
 
+pytestmark = pytest.mark.slow
+
 BIN = Path(sys.executable).parent
 
 

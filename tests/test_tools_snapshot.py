@@ -18,6 +18,7 @@ from mcp_types import ToolAnnotations
 
 from projector.errors import LoadError
 from projector.load import load_data
+from projector import toolset
 from projector.remote import tools as remote_tools
 from projector.remote.errors import ServerError
 from projector.remote.tools import (ToolSource, fetch_snapshot, list_server_tools, merge_tools, parse_snapshot,
@@ -85,6 +86,7 @@ def test_snapshot_bytes_are_sorted_canonical_and_end_in_one_newline():
     assert data.decode().startswith('{\n  "tools": [\n    {\n      "name": "alpha",')
 
 
+@pytest.mark.slow
 def test_the_cli_prints_writes_and_checks_a_stdio_servers_snapshot(tmp_path):
     server = f"{sys.executable} -m projector.server --stdio"
     run = subprocess.run([sys.executable, "-m", "projector.cli", "tools", server], cwd=ROOT, capture_output=True,
@@ -196,6 +198,7 @@ def test_check_strict_fails_on_drift_from_a_snapshot_and_passes_when_in_line(cli
     assert f"{wf}:6:5: warning[tool-mismatch]: tool 'count': input_schema differs" in run.err
 
 
+@pytest.mark.slow
 def test_a_snapshot_run_is_offline_and_never_imports_mcp(tmp_path):
     snap = tmp_path / "tools.json"
     snap.write_bytes(snapshot_of(counting_server()))
@@ -266,7 +269,7 @@ def test_an_unreadable_snapshot_is_an_io_error_read_with_a_bound(tmp_path, monke
             read_snapshot(path)
         (d,) = info.value.diagnostics
         assert d.code == "io" and words in d.message and d.span.file == path.as_posix()
-    monkeypatch.setattr(remote_tools, "SNAPSHOT_LIMIT", 10)
+    monkeypatch.setattr(toolset, "SNAPSHOT_LIMIT", 10)
     with pytest.raises(LoadError) as info:
         read_snapshot(real)
     assert "over the limit of 10" in info.value.diagnostics[0].message

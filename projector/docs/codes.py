@@ -14,13 +14,13 @@ import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import bundle, gates, load, output, positioned, render, shape, validate
+from .. import bundle, evals, gates, load, output, positioned, render, shape, validate
 from ..builder import WorkflowBuilder, arg
 from ..errors import Diagnostic, format_text
 from .codes_results import RESULT_PROSE
 from .common import DocsError
 
-CORE_MODULES = (gates, render, bundle, output, validate, load, positioned, shape)
+CORE_MODULES = (gates, render, bundle, output, validate, load, positioned, shape, evals)
 
 
 def literal_codes() -> dict[str, str]:
@@ -114,6 +114,28 @@ tools:
                        "is left is a note: the server still shows the guidance without acting on it.",
         resolved="""    when: {step: eligibility, field: eligible, equals: true}
     on_fail: stop
+"""),
+    "eval-uncovered": Prose(
+        fires="A step calls a side-effecting tool behind `when:` conditions or a `confirm:`, and the build cannot "
+              "derive an eval case for each of them (see [Evals](evals.md)): its conditions contradict each other "
+              "or an earlier step's, so they can never all hold, or one can never fail. A gate with no case is a "
+              "gate nobody tests; under `--strict` the build and `check` fail.",
+        fix="State conditions that can all hold together, and each fail on its own; a condition that always holds "
+            "says nothing and can go.",
+        example="""name: contradiction
+description: Write the mode down.
+arguments:
+  - {name: mode, type: string, required: true}
+tools:
+  - name: write
+    annotations: {readOnlyHint: false}
+steps:
+  - name: write
+    tool: write
+    args: {mode: {arg: mode}}
+    when:
+      - {arg: mode, equals: a}
+      - {arg: mode, equals: b}
 """),
     "confirm-on-read-only": Prose(
         fires="A step has `confirm:` but changes nothing: its tool says `readOnlyHint: true` (and not "

@@ -423,7 +423,8 @@ def config_reference() -> str:
 ruff, mypy and pytest keep theirs, so that a project, its CI and its pre-commit hook run them with no arguments. A
 flag on the command line overrides the file (`--no-strict`, `--no-skills-only` and `--no-workflow-tools` turn off
 what the file turns on). `init` takes its `--tools-from` from there too, and writes into the first folder of
-`workflows`.
+`workflows`. `serve` serves what `build` wrote: its `--skills` defaults to `out`, its `--workflows` to `workflows`
+and its `--workflow-tools` to `workflow-tools` (`--no-workflow-tools` turns it off).
 
 {fenced(example, "toml")}
 
@@ -438,7 +439,10 @@ what the file turns on). `init` takes its `--tools-from` from there too, and wri
   `--no-config` reads none.
 - **Paths are relative to the file's folder**, not to the current folder: `workflows`, `out`, a `tools-from` that is
   a snapshot (a `.json` path), and the default `workflows` and `generated_skills` when the table is there. A
-  `tools-from` server command line or URL is used as written.
+  `tools-from` URL is used as written.
+- **No commands.** `tools-from` in the file is a snapshot or an `http(s)://` URL, never a command line: the file
+  comes with the repository (a clone, a pull request, and the hooks run on it), so a command in it would start a
+  program for whoever builds. A server to start is given on the command line, `--tools-from COMMAND`.
 - **What the run says.** The summary line of `build` and `check` ends with the file it read, as in
   `generated_skills is up to date: 3 skills; 0 warnings, 0 notes (configuration: pyproject.toml)`.
 - **Mistakes.** An unknown key, a value of the wrong type, or a file that is not TOML (or not UTF-8) is an error at

@@ -58,9 +58,19 @@ def _read_number(text: str) -> Any:
         return value if math.isfinite(value) else None
 
 
-def convert_argument(arg: Argument, raw: Any) -> Any:
+def convert_argument(arg: Argument, raw: Any, named: str = "") -> Any:
     """A prompt argument arrives as a string; give it the workflow's declared type. Bad values are ``-32602``: text
-    that is not the type, and text of the type that is not its canonical form (:func:`canonical_text`)."""
+    that is not the type, and text of the type that is not its canonical form (:func:`canonical_text`). ``named``:
+    what the argument was given to, as the message names it (``prompt 'refund_flow'``, ``the tool 'refund_flow'``)."""
+    try:
+        return _convert(arg, raw)
+    except _Invalid as exc:
+        given = f" for {named}" if named else ""
+        raise MCPError(code=INVALID_PARAMS, message=f"Invalid argument {arg.name!r}{given}: {exc}",
+                       data={"argument": arg.name}) from None
+
+
+def _convert(arg: Argument, raw: Any) -> Any:
     if arg.type in (None, "string"):
         if not isinstance(raw, str):
             raise _bad_argument(arg, raw, "a string")
@@ -116,11 +126,13 @@ def _convert_value(arg: Argument, raw: Any) -> Any:
     return raw
 
 
-def _bad_argument(arg: Argument, raw: Any, what: str) -> MCPError:
-    return MCPError(code=INVALID_PARAMS, message=f"Invalid argument {arg.name!r}: {raw!r} is not {what}",
-                    data={"argument": arg.name})
+class _Invalid(Exception):
+    """What is wrong with an argument's value; :func:`convert_argument` words the error around it."""
 
 
-def _not_canonical(arg: Argument, raw: str, what: str, canonical: str) -> MCPError:
-    return MCPError(code=INVALID_PARAMS, message=f"Invalid argument {arg.name!r}: {raw!r} is not the canonical form "
-                    f"of {what}; write {canonical}", data={"argument": arg.name})
+def _bad_argument(arg: Argument, raw: Any, what: str) -> _Invalid:
+    return _Invalid(f"{raw!r} is not {what}")
+
+
+def _not_canonical(arg: Argument, raw: str, what: str, canonical: str) -> _Invalid:
+    return _Invalid(f"{raw!r} is not the canonical form of {what}; write {canonical}")

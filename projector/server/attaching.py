@@ -23,7 +23,7 @@ from ..model import PLACEHOLDER, Workflow
 from . import adapters
 from .adapters.base import Adapter, Listing, OwnStatePolicy
 from .bound import Bound
-from .errors import AttachError
+from .errors import AttachError, serve_error
 from .replay import REPLAY_DB_ENV, ReplayGuard, from_env
 from .skill_tools import TOOL_NAMES, check_names
 from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SkillsExtension, SkillTree
@@ -154,7 +154,7 @@ def _check_replay(key: str | None, wfs: Sequence[Workflow], guard: ReplayGuard) 
 def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
            page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
            bootstrap_prompts: bool = True, skill_tools: bool = False, state_key: str | None = None,
-           workflow_tools: bool = False, replay: ReplayGuard | None = None) -> Any:
+           workflow_tools: bool = False, replay: ReplayGuard | None = None, tasks: Any = None) -> Any:
     """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``: an ``mcp``
     ``MCPServer`` or a ``fastmcp.FastMCP`` (any other object is a ``TypeError``).
 
@@ -190,6 +190,11 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     state key and workflows that confirm, a guard in this process's memory is an :class:`AttachError`
     (``replay-not-shared``): another process, or this one after a restart, would accept the same yes again.
 
+    ``tasks``: a :class:`~projector.server.tasks.Tasks` (with ``workflow_tools=True``): each workflow tool also runs
+    as a task (SEP-2663) for a client that declares the Tasks extension, and the server serves ``tasks/get``,
+    ``tasks/update`` and ``tasks/cancel`` (:mod:`projector.server.workflow_task`). A confirmation or an asked input
+    puts the task in ``input_required``; a cancel stops the run before its next step.
+
     It is synchronous, so it runs at import time; it also works inside a running event loop (or use
     :func:`attach_async` there). Raises :class:`AttachError` when the tree does not match its manifest, when a step
     does not fit the server's tools, when a skill names a workflow prompt (``metadata.workflow``) that the server
@@ -200,16 +205,20 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     return adapter.run_sync(lambda: attach_async(server, skills, workflows, page_size=page_size, cache=cache,
                                                  workflow_prompts=workflow_prompts,
                                                  bootstrap_prompts=bootstrap_prompts, skill_tools=skill_tools,
-                                                 state_key=state_key, workflow_tools=workflow_tools, replay=replay))
+                                                 state_key=state_key, workflow_tools=workflow_tools, replay=replay,
+                                                 tasks=tasks))
 
 
 async def attach_async(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
                        page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
                        workflow_prompts: bool = True, bootstrap_prompts: bool = True,
                        skill_tools: bool = False, state_key: str | None = None,
-                       workflow_tools: bool = False, replay: ReplayGuard | None = None) -> Any:
+                       workflow_tools: bool = False, replay: ReplayGuard | None = None, tasks: Any = None) -> Any:
     """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
     adapter = adapters.for_server(server)
+    if tasks is not None and not workflow_tools:
+        raise serve_error("<attach>", "tasks-without-tools", "attach(tasks=...) runs the workflow tools as tasks, "
+                          "and no workflow tools were asked for", "pass workflow_tools=True too")
     ext = _extension(skills, page_size, cache)
     wfs = load_workflows(workflows) if workflow_prompts or workflow_tools else []
     tree = ext.tree if ext is not None else None
@@ -235,10 +244,23 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
         adapter.add_skill_tools(server, tree)
     if tools and guard is not None:
         adapter.add_workflow_tools(server, tools, guard)
+        if tasks is not None:
+            _add_tasks(adapter, server, tasks, tools, guard)
     adapter.bind(server, Bound.of(tree, wfs if workflow_prompts and guard is not None else [],
                                   [wf for wf, _ in tools] if guard is not None else [],
                                   bootstrap_prompts, skill_tools and tree is not None), served)
     return served
+
+
+def _add_tasks(adapter: Any, server: Any, tasks: Any, tools: Sequence[tuple[Workflow, Any]],
+               guard: ReplayGuard) -> None:
+    """Each workflow tool as a task too (:mod:`.workflow_task`), run on the server's own host, never interrupted
+    mid-step (a cancel stops it before its next step)."""
+    from .workflow_task import workflow_job
+
+    for wf, spec in tools:
+        tasks.support(spec.name, workflow_job(wf, lambda: adapter.task_host(server), guard), interruptible=False)
+    adapter.add_tasks(server, tasks)
 
 
 def _workflow_tools(wfs: Sequence[Workflow], listing: Listing, skill_tools: bool) -> list[tuple[Workflow, Any]]:

@@ -119,10 +119,12 @@ def parser(name: str) -> argparse.ArgumentParser:
                     help="the demo's framework: mcp's MCPServer (the default) or FastMCP (needs the "
                          "project-skill[fastmcp] extra). A target's framework is detected from the object; when "
                          "given, it must agree")
-    ap.add_argument("--skills", default="generated_skills", metavar="DIR",
-                    help="the skills tree, with its skills.json (default: generated_skills)")
-    ap.add_argument("--workflows", default="workflows", metavar="DIR",
-                    help="the workflow files, served as prompts (default: workflows)")
+    ap.add_argument("--skills", default=None, metavar="DIR",
+                    help="the skills tree, with its skills.json (default: `out` in [tool.project-skill], else "
+                         "generated_skills)")
+    ap.add_argument("--workflows", default=None, metavar="DIR",
+                    help="the workflow files, served as prompts (default: `workflows` in [tool.project-skill], else "
+                         "workflows)")
     ap.add_argument("--page-size", type=_positive, default=50, metavar="N", help="skills/list page size (default: 50)")
     ap.add_argument("--ttl-ms", type=int, default=0, metavar="MS", help="ttlMs on skills/list and skills/get (default 0)")
     ap.add_argument("--cache-scope", choices=("private", "public"), default="private",
@@ -132,12 +134,18 @@ def parser(name: str) -> argparse.ArgumentParser:
                          "skill's SKILL.md and its files (the same verified bytes as resources/read), for hosts that "
                          "call tools but never read resources; refused when the server already has a tool of either "
                          "name (tool-collision)")
-    ap.add_argument("--workflow-tools", action="store_true",
+    ap.add_argument("--workflow-tools", action=argparse.BooleanOptionalAction, default=None,
                     help="also offer each workflow as a tool of its name, for hosts that only call tools: its input "
                          "schema is the workflow's arguments, and a call runs the steps on the server as the prompt "
                          "does (conditions, confirmations) and returns the transcript and the saved results; refused "
                          "when the server already has a tool of that name (tool-collision). Build with "
-                         "`project-skill build --workflow-tools` so that each SKILL.md names its tool")
+                         "`project-skill build --workflow-tools` so that each SKILL.md names its tool (default: "
+                         "`workflow-tools` in [tool.project-skill], else off)")
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--config", metavar="FILE",
+                       help="read [tool.project-skill] from FILE instead of the nearest pyproject.toml (its paths are "
+                            "relative to FILE's folder)")
+    where.add_argument("--no-config", action="store_true", help="read no configuration file")
     ap.add_argument("--max-line-bytes", type=_positive, default=4 * 1024 * 1024, metavar="N",
                     help="stdio: answer a longer line with an error instead of reading it (default: 4 MiB)")
     return ap
@@ -213,8 +221,23 @@ def main(name: str = "serve", argv: list[str] | None = None) -> int:
     return run(shell, lambda: _serve(name, sys.argv[1:] if argv is None else argv))
 
 
+def configure(args: argparse.Namespace) -> None:
+    """Fill ``--skills``, ``--workflows`` and ``--workflow-tools`` when the command line left them out: from
+    ``out``, ``workflows`` and ``workflow-tools`` in ``[tool.project-skill]`` (:mod:`projector.config`, the table
+    ``build`` reads, its paths relative to the pyproject.toml's folder), else their defaults. A flag overrides."""
+    from .. import config
+
+    found = config.load(args.config, disabled=args.no_config)
+    table = argparse.Namespace(out=args.skills, paths=[args.workflows] if args.workflows else [],
+                               workflow_tools=args.workflow_tools)
+    config.settle(table, found)  # the one rule build follows: given flag, else the table, else the default
+    args.skills, args.workflow_tools = table.out, table.workflow_tools
+    args.workflows = table.paths[0] if len(table.paths) == 1 else table.paths
+
+
 def _serve(name: str, argv: list[str]) -> int:
     args = parser(name).parse_args(argv)
+    configure(args)
     if args.ttl_ms < 0:
         raise UsageError("--ttl-ms must be 0 or more")
     if args.upstream is not None:

@@ -91,17 +91,8 @@ class Pause(Exception):
 # -------------------------------------------------------------------------------------------------- asked inputs
 
 def needed_arguments(step: Step) -> list[str]:
-    """The prompt arguments a step reads, in order: its conditions' subjects, its sources (and their constants'
-    placeholders), and the values its confirmation shows."""
-    found: list[str] = []
-    sources: list[Source] = [s for _, s in step.sources()] + list(step.confirm.show if step.confirm else ())
-    found += [c.subject.name for c in step.when if isinstance(c.subject, FromArg)]
-    for src in sources:
-        if isinstance(src, FromArg):
-            found.append(src.name)
-        elif isinstance(src, Const):
-            found += list(src.placeholders)
-    return list(dict.fromkeys(found))
+    """The prompt arguments a step reads, in order (:meth:`projector.model.Step.arguments_read`, the one rule)."""
+    return step.arguments_read()
 
 
 _JSON_TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}

@@ -25,8 +25,10 @@ extra, and the client already has the bounds, the stderr capture and the era fal
 (FastMCP's proxy client must be told ``mode="auto"`` for a handshake-era server and has neither bound).
 
 Bounds: the handshake and ``tools/list`` must each end within ``start_timeout`` seconds, or the gateway stops with an
-error naming the upstream; each forwarded call waits ``timeout`` seconds at most. A call to an upstream that
-has died or does not answer in time is a tool error (``isError``), never a hang.
+error naming the upstream; ``tools/list`` is read as ``project-skill tools`` reads it
+(:func:`projector.remote.tools.listed_tools`), so a listing that never ends, repeats a cursor or passes the 16 MiB of
+a tools snapshot is refused too, naming the upstream. Each forwarded call waits ``timeout`` seconds at most. A call
+to an upstream that has died or does not answer in time is a tool error (``isError``), never a hang.
 """
 
 from __future__ import annotations
@@ -44,12 +46,12 @@ from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from ..errors import printable
 from ..remote.client import RemoteSkills, _describe, connect
 from ..remote.errors import ServerError
+from ..remote.tools import listed_tools
 from . import adapters
 from .attaching import Skills, Workflows, attach_async
 
 START_TIMEOUT = 30.0  # seconds for the upstream's handshake and tools/list
 CALL_TIMEOUT = 60.0  # seconds for each forwarded call
-MAX_PAGES = 1000  # of the upstream's tools/list
 
 Forward = Callable[[str, dict[str, Any]], Any]  # (name, arguments) -> awaitable CallToolResult
 
@@ -66,20 +68,9 @@ class Upstream:
         self._told = False
 
     async def tools(self) -> list[mcp_types.Tool]:
-        """Every page of the upstream's ``tools/list``, within :data:`MAX_PAGES` pages."""
-        tools: list[mcp_types.Tool] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(MAX_PAGES):
-            page = await self.remote.client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
-                return tools
-            if cursor in seen:
-                raise ServerError("server-error", self.spec, "tools/list repeated a cursor")
-            seen.add(cursor)
-        raise ServerError("server-error", self.spec, f"tools/list did not end within {MAX_PAGES} pages")
+        """Every page of the upstream's ``tools/list``, by the one bounded listing of a server's tools
+        (:func:`projector.remote.tools.listed_tools`: pages, bytes, a repeated cursor), naming the upstream."""
+        return await listed_tools(self.remote)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         """``tools/call`` upstream; its result as it came. :class:`UpstreamGone` when no answer can come."""

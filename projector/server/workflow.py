@@ -138,20 +138,23 @@ def _describe(step: Step) -> str:
     return line
 
 
-def check_arguments(wf: Workflow, arguments: dict[str, Any]) -> dict[str, Any]:
-    """The prompt's arguments, each converted to its declared type; ``-32602`` for an unknown argument, a missing
-    required one, or a value that is not of its type (:func:`convert_argument`)."""
+def check_arguments(wf: Workflow, arguments: dict[str, Any], surface: str = "prompt") -> dict[str, Any]:
+    """The arguments, each converted to its declared type; ``-32602`` for an unknown argument, a missing required
+    one, or a value that is not of its type (:func:`convert_argument`). ``surface``: what they were given to, which
+    every message names: ``"prompt"`` (``for prompt 'refund_flow'``) or ``"tool"`` (``for the tool 'refund_flow'``,
+    a workflow tool's, :mod:`projector.server.workflow_tool`)."""
+    named = {"prompt": f"prompt {wf.name!r}", "tool": f"the tool {wf.name!r}"}[surface]
     declared = {a.name: a for a in wf.arguments}
     unknown = sorted(set(arguments) - set(declared))
     if unknown:
-        raise MCPError(code=INVALID_PARAMS, message=f"Unknown argument {unknown[0]!r} for prompt {wf.name!r}; "
+        raise MCPError(code=INVALID_PARAMS, message=f"Unknown argument {unknown[0]!r} for {named}; "
                        f"it takes {', '.join(repr(a) for a in declared) or 'no arguments'}",
                        data={"argument": unknown[0]})
     missing = [a.name for a in wf.arguments if a.required and a.name not in arguments]
     if missing:
-        raise MCPError(code=INVALID_PARAMS, message=f"Missing required argument {missing[0]!r} for prompt "
-                       f"{wf.name!r}", data={"argument": missing[0]})
-    return {name: convert_argument(declared[name], raw) for name, raw in arguments.items()}
+        raise MCPError(code=INVALID_PARAMS, message=f"Missing required argument {missing[0]!r} for {named}",
+                       data={"argument": missing[0]})
+    return {name: convert_argument(declared[name], raw, named) for name, raw in arguments.items()}
 
 
 async def run_workflow(wf: Workflow, arguments: dict[str, Any], host: WorkflowHost,

@@ -192,11 +192,11 @@ async def call_workflow(wf: Workflow, arguments: Mapping[str, Any] | None, host:
     the runner's -32602."""
     given = dict(arguments or {})
     try:
-        check_arguments(wf, given)
+        check_arguments(wf, given, surface="tool")
     except MCPError as exc:
         if exc.code != INVALID_PARAMS:  # pragma: no cover - check_arguments raises only -32602
             raise
-        raise BadArguments(exc.message.replace(f"for prompt {wf.name!r}", f"for the tool {wf.name!r}")) from None
+        raise BadArguments(exc.message) from None
     saved: dict[str, Any] = {}
     result = await run_workflow(wf, given, host, round, saved=saved)
     if isinstance(result, confirm.Asking):

@@ -67,6 +67,7 @@ def returns(messages: list[object]) -> dict[str, object]:
             if isinstance(p, ToolReturnPart)}
 
 
+@pytest.mark.slow
 def test_the_agent_sends_the_composition_and_reads_only_in_scope(tmp_path):
     demo, store = demo_server(GENERATED, ROOT / "workflows")
     other, _ = serve()
@@ -148,6 +149,7 @@ def test_the_adapter_owns_the_system_prompt(tmp_path):
         build_agent(Composition((), (), FileReader((), "x")), FunctionModel(Script()), instructions="more")
 
 
+@pytest.mark.slow
 def test_the_adapter_imports_the_framework_only_when_it_builds_an_agent():
     probe = ("import sys; import projector.remote.agent_pydantic, projector.remote.compose_cli; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic_ai', 'mcp', 'fastmcp')))")
@@ -155,6 +157,7 @@ def test_the_adapter_imports_the_framework_only_when_it_builds_an_agent():
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 
 
+@pytest.mark.slow
 def test_a_skills_server_without_tools_is_not_asked_for_them(tmp_path):
     """A low-level ``mcp`` server that serves skills and resources and declares no ``tools`` capability (the shape of
     the TypeScript SDK v2 ``SkillCatalog``): it answers ``tools/list`` with "Method not found". The skills are

@@ -54,6 +54,7 @@ def peak() -> Iterator[list[int]]:
 
 # ------------------------------------------------------------------------------------------------------ stdio
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_stdio_a_read_far_over_the_manifest_size_is_cut_at_its_limit():
     async with connect(stdio("read", 32 * MiB)) as remote:
@@ -72,6 +73,7 @@ async def test_stdio_a_read_far_over_the_manifest_size_is_cut_at_its_limit():
     assert again.value.code == "server-error" and "the connection was closed" in again.value.message
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_stdio_a_listing_message_over_16_mib_is_cut():
     async with connect(stdio("list", 40 * MiB)) as remote:
@@ -85,6 +87,7 @@ async def test_stdio_a_listing_message_over_16_mib_is_cut():
     assert used[0] < MAX_MESSAGE + 4 * MiB  # the line collected up to the limit, and no further
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_stdio_endless_pages_are_cut_by_the_listing_cap():
     async with connect(stdio("pages", MiB), max_message=2 * MiB, max_listing=4 * MiB) as remote:
@@ -95,6 +98,7 @@ async def test_stdio_endless_pages_are_cut_by_the_listing_cap():
                                   "was not read")
 
 
+@pytest.mark.slow
 def test_cli_names_the_refusal(tmp_path):
     import subprocess
 
@@ -199,6 +203,7 @@ def hostile_http(mode: str, total: int) -> Iterator[str]:
         thread.join(timeout=30)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["read", "read-sse"])
 async def test_http_a_read_far_over_the_manifest_size_is_cut_at_its_limit(mode):
@@ -227,6 +232,7 @@ async def test_http_a_listing_body_over_16_mib_is_cut():
     assert used[0] < MAX_MESSAGE + 8 * MiB
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_http_a_compressed_body_is_refused():
     """A gzip bomb: a few kB on the wire, 32 MiB once decoded. The client asked for no compression."""

@@ -84,6 +84,7 @@ def test_the_composed_instructions_are_pinned_and_byte_equal_on_rederivation(tmp
         f'{PREAMBLE}\n<skill server="demo" uri="{SKILL}" manifest="{digest}">\n{body}</skill>\n')
 
 
+@pytest.mark.slow
 def test_compose_from_the_demo_server_over_stdio_with_a_lock_made_by_pin(tmp_path):
     """The real command lines, the real transport: ``pin`` then ``compose`` twice against ``project-skill serve``'s
     server on stdio. The bytes are equal, and the same as composing in process, but for the server's name."""

@@ -127,6 +127,7 @@ def test_schema_comparison_ignores_annotations_only():
     assert _schema_core(a) != _schema_core(b)
 
 
+@pytest.mark.slow
 def test_cli_check_tools_from_a_stdio_server():
     """End to end through a real stdio server: the shipped workflows agree with it (no tool-mismatch)."""
     cmd = f"{sys.executable} -m projector.server --stdio"
@@ -137,12 +138,14 @@ def test_cli_check_tools_from_a_stdio_server():
     assert '"gate-on-side-effect"' in proc.stdout  # the demo server declares issue_refund destructive, as the file
 
 
+@pytest.mark.slow
 def test_cli_tools_from_a_dead_server_is_a_clear_error():
     proc = subprocess.run([sys.executable, "-m", "projector.cli", "check", "--tools-from", "/nonexistent/binary"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "server-error" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_mcp_is_imported_only_with_tools_from():
     code = ("import sys, projector.cli, projector.remote;"
             "rc = projector.cli.main(['check']);"

@@ -207,6 +207,7 @@ def fastmcp_server(root: Path, transport: str):
             yield url
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_fastmcp_yaml_1_1_publisher_refused_by_default_accepted_with_the_option(tmp_path, transport):
     root = published(tmp_path)
@@ -356,6 +357,7 @@ def test_pin_entry_and_compare_carry_the_reading():
 EMPTY = BAD / "no-skills.server.py"
 
 
+@pytest.mark.slow
 def test_load_all_from_an_empty_listing_is_no_skills_unless_allowed(tmp_path):
     server = f"{sys.executable} {EMPTY}"
     done = run_cli("remote", "load", server, "--all", "--out", str(tmp_path / "o"))

@@ -30,6 +30,7 @@ def server(page_bytes: int, pages: int) -> str:
     return shlex.join([sys.executable, str(SCRIPT), "tools", str(page_bytes), str(pages)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["tools", "check", "init"])
 def test_a_listing_past_the_snapshot_bound_is_refused_naming_the_server(tmp_path, command):
     """Issue 29, items 6 and 11: on main, `tools` kept every page with no total cap (1.5 GB in under a minute) and
@@ -46,6 +47,7 @@ def test_a_listing_past_the_snapshot_bound_is_refused_naming_the_server(tmp_path
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_listing_within_the_bound_is_written_and_read_back(tmp_path):
     """The same server with fewer pages: what `tools --out` writes, `--tools-from` reads."""
     spec = server(MiB, 3)
@@ -56,6 +58,7 @@ def test_a_listing_within_the_bound_is_written_and_read_back(tmp_path):
     assert run.returncode == 0, run.stderr
 
 
+@pytest.mark.slow
 def test_an_endless_listing_is_refused_naming_the_server(tmp_path):
     """Issue 29, item 11: a tools/list that never ends was reported as `None: error[...]`."""
     spec = server(256, 0)

@@ -66,6 +66,7 @@ def server_file(tmp_path: Path, name: str, text: str) -> str:
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(path))}"
 
 
+@pytest.mark.slow
 def test_tools_keeps_a_working_servers_stderr_off_the_terminal(tmp_path):
     run = project_skill("tools", server_file(tmp_path, "noisy.py", NOISY), cwd=tmp_path)
     assert run.returncode == 0, run.stderr
@@ -73,12 +74,14 @@ def test_tools_keeps_a_working_servers_stderr_off_the_terminal(tmp_path):
     assert "warming up" not in run.stderr
 
 
+@pytest.mark.slow
 def test_tools_verbose_passes_the_servers_stderr_through(tmp_path):
     run = project_skill("tools", "--verbose", server_file(tmp_path, "noisy.py", NOISY), cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert "noisy: warming up the cache" in run.stderr
 
 
+@pytest.mark.slow
 def test_a_failing_server_shows_its_exit_status_and_last_lines_without_the_discover_warning(tmp_path):
     run = project_skill("tools", server_file(tmp_path, "failing.py", FAILING), cwd=tmp_path)
     assert run.returncode == 1
@@ -88,6 +91,7 @@ def test_a_failing_server_shows_its_exit_status_and_last_lines_without_the_disco
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.slow
 def test_remote_list_shows_a_failing_servers_stderr_once_and_on_one_diagnostic(tmp_path):
     run = project_skill("remote", "list", server_file(tmp_path, "failing.py", FAILING), cwd=tmp_path)
     assert run.returncode == 1

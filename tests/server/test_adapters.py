@@ -60,6 +60,7 @@ def test_no_module_outside_the_adapters_compares_framework_names():
     assert found == []
 
 
+@pytest.mark.slow
 def test_only_the_fastmcp_adapter_imports_fastmcp():
     importing = re.compile(r"^\s*(?:from|import)\s+fastmcp\b", re.M)
     found = [p.relative_to(ROOT).as_posix() for p in sorted(PACKAGE.rglob("*.py")) if importing.search(
@@ -67,7 +68,7 @@ def test_only_the_fastmcp_adapter_imports_fastmcp():
     # Of the server frameworks, only the FastMCP adapter imports fastmcp. The pydantic-ai agent adapter is a client:
     # pydantic-ai's MCP toolset is built on fastmcp's client, so it names that client's stdio transport.
     assert found == ["projector/remote/agent_pydantic.py", "projector/server/adapters/fastmcp.py",
-                     "projector/server/adapters/fastmcp_forward.py"]
+                     "projector/server/adapters/fastmcp_forward.py", "projector/server/adapters/fastmcp_tasks.py"]
 
 
 def test_every_framework_choice_is_the_registry():
@@ -273,6 +274,7 @@ def test_the_matrix_agent_gets_a_host_on_a_registered_framework_and_refuses_to_r
         anyio.run(lambda: server.tools[AGENT_TOOL]["fn"](skill="hello-world", arguments={"name": "Ada"}))
 
 
+@pytest.mark.slow
 def test_serve_runs_a_registered_framework(toy, capsys):
     from projector.server.cli import main
 

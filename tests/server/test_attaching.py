@@ -70,6 +70,7 @@ async def test_a_state_key_never_replaces_the_servers_own_policy(framework, tmp_
     assert PROMPT not in await prompts(server, framework)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_a_policy_that_takes_the_key_is_kept_with_its_expiry(framework, tmp_path, monkeypatch):
     """The server's own policy already holds the key: attach keeps it, so its short expiry still holds: a yes sent
@@ -117,6 +118,7 @@ async def test_a_state_key_with_a_shared_guard_or_nothing_to_confirm_is_served(t
     assert "hello_world" in await prompts(hello, "mcp")
 
 
+@pytest.mark.slow
 def test_serve_with_a_state_key_and_no_replay_db_does_not_start():
     env = {k: v for k, v in os.environ.items() if k != "PROJECT_SKILL_REPLAY_DB"}
     proc = subprocess.run([sys.executable, *serve_args()], cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
@@ -126,6 +128,7 @@ def test_serve_with_a_state_key_and_no_replay_db_does_not_start():
     assert "Traceback" not in proc.stderr and "serving MCP" not in proc.stderr
 
 
+@pytest.mark.slow
 async def test_a_yes_replayed_to_a_restarted_server_runs_nothing(tmp_path):
     env = {"PROJECT_SKILL_STATE_KEY": secrets.token_hex(32), "PROJECT_SKILL_REPLAY_DB": str(tmp_path / "claims.db")}
     proc, port = start(env, "mcp")

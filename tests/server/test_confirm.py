@@ -253,9 +253,10 @@ def demo_server_with_key(key: str) -> None:
 
 # ------------------------------------------------------------------------------------- two processes over HTTP
 
-def start(env: dict[str, str], framework: str) -> tuple[subprocess.Popen, int]:
+def start(env: dict[str, str], framework: str, *flags: str) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, *serve_args(), "--framework", framework, "--http", f"127.0.0.1:{port}"],
+    proc = subprocess.Popen([sys.executable, *serve_args(), "--framework", framework, "--http", f"127.0.0.1:{port}",
+                             *flags],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **env})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -321,6 +322,7 @@ async def alternating(ports: list[int], kind: str | None) -> tuple[list[tuple[st
     return texts(result), balancer, (callback.asked if callback else [])
 
 
+@pytest.mark.slow
 async def test_two_processes_sharing_a_key_enforce_the_confirmation(two_processes):
     ports = two_processes
 
@@ -359,6 +361,7 @@ async def test_two_processes_sharing_a_key_enforce_the_confirmation(two_processe
     assert [r["order_id"] for r in await refunds()] == ["A1001"]
 
 
+@pytest.mark.slow
 async def test_processes_with_different_keys_refuse_each_others_state(tmp_path):
     procs = [start({"PROJECT_SKILL_STATE_KEY": secrets.token_hex(32),
                     "PROJECT_SKILL_REPLAY_DB": str(tmp_path / f"claims-{i}.db")}, "mcp") for i in range(2)]
@@ -388,6 +391,7 @@ def _node_and_client() -> tuple[str, str]:
     return str(script.node_binary(cache)), str(script.install_peer(cache, script.TS_CLIENT_V2, log=lambda *_: None))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_typescript_sdk_v2_client_answers_the_confirmation(framework):
     node, client = _node_and_client()
@@ -395,11 +399,14 @@ def test_the_typescript_sdk_v2_client_answers_the_confirmation(framework):
     seen = {}
     proc, port = start({}, framework)  # one process: the refunds add up in its ledger
     try:
+        calls = json.dumps([{"prompt": "refund_flow_approved", "arguments": {"order_id": "A1001", "reason": "broken"}},
+                            {"tool": "list_refunds"}])
         for kind in ("no", "none", "yes"):
-            done = subprocess.run([node, str(script), client, f"http://127.0.0.1:{port}/mcp", kind, "A1001"],
+            done = subprocess.run([node, str(script), client, kind, calls, "http", f"http://127.0.0.1:{port}/mcp"],
                                   cwd=ROOT, capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, done.stderr
-            seen[kind] = json.loads(done.stdout)
+            prompt, refunds = json.loads(done.stdout)["results"]
+            seen[kind] = {**prompt, "refunds": refunds["structuredContent"]}
     finally:
         stop(proc)
     assert len(seen["no"]["asked"]) == 1 and seen["no"]["refunds"]["result"] == []

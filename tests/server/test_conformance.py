@@ -11,6 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = {"sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory"}
 

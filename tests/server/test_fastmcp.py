@@ -283,6 +283,7 @@ async def call(client: Client, method: str, params: dict[str, Any] | None = None
     return await client.session.send_request(req, RAW)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_skills_surface_is_byte_equal_on_both_frameworks_over_http(urls):
     requests = [("skills/list", {})]
@@ -322,6 +323,7 @@ async def test_fastmcp_read_skill_verifies_every_skill_from_our_servers_over_htt
     assert await fastmcp_client_reads_every_skill(StreamableHttpTransport(urls[framework])) == EXPECTED_FILES
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_fastmcp_read_skill_verifies_every_skill_from_our_servers_over_stdio(framework):
@@ -335,6 +337,7 @@ def cli(*argv: str) -> subprocess.CompletedProcess:
                           timeout=180)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 def test_remote_load_from_the_fastmcp_demo_is_byte_equal_to_generated_skills(urls, transport, tmp_path):
     server = urls["fastmcp"] if transport == "http" else stdio_command("fastmcp")
@@ -343,6 +346,7 @@ def test_remote_load_from_the_fastmcp_demo_is_byte_equal_to_generated_skills(url
     assert tree(tmp_path / "out") == tree(SKILLS)  # the bundles, and the index of what it wrote (skills.json)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 def test_remote_load_verifies_fastmcps_own_directory_provider(urls, transport, tmp_path):
     server = urls["directory"] if transport == "http" else f"{sys.executable} {DIRECTORY_SERVER} {SKILLS}"
@@ -365,6 +369,7 @@ def _conformance_script():
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_typescript_sdk_client_lists_and_reads_every_skill(urls, framework):
     script = _conformance_script()
@@ -382,6 +387,7 @@ def test_the_typescript_sdk_client_lists_and_reads_every_skill(urls, framework):
         {e["uri"]: (SKILLS / e["uri"].removeprefix("skill://")).read_bytes() for e in MANIFEST}
 
 
+@pytest.mark.slow
 def test_official_conformance_is_green_on_fastmcp(tmp_path):
     report = tmp_path / "conformance.json"
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance.py"), "--server-only",
@@ -410,6 +416,7 @@ def attach_examples() -> list[str]:
     return re.findall(r"```python\n(.*?)```", attach_section(), re.S)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index, framework", [(0, "mcp"), (1, "fastmcp")])
 def test_the_serving_page_attach_examples_run_as_written(index, framework, monkeypatch, tmp_path):
     import shlex

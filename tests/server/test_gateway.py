@@ -5,16 +5,27 @@ The fast tests put the gateway in front of a small Python server (mcp 2.x, over 
 The slow ones (``-m slow``) put it in front of the reference servers of other SDKs and languages, installed by
 scripts/conformance.py: ``mcp-server-sqlite`` (mcp 1.x, in a virtual environment of its own) and
 ``@modelcontextprotocol/server-memory`` (npm, TypeScript SDK v1), each reached over stdio and over HTTP by FastMCP's
-client and the TypeScript SDK v2 client."""
+client and the TypeScript SDK v2 client, which list and read the skills, call the upstream's tools, and run its test
+workflow (tests/server/gateway/) as a prompt and as a tool through its ``confirm:``; the skills conformance scenarios
+run against the gateway too."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import json
 import os
+import re
 import shlex
+import shutil
+import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -124,6 +135,7 @@ def _stdio(command: str):
     return StdioServerParameters(command=words[0], args=words[1:])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_upstreams_tools_pass_through_and_the_workflow_calls_them(tmp_path, framework):
     seen = anyio.run(_listing_and_calls, upstream_command(tmp_path), workflows(tmp_path), framework)
@@ -150,6 +162,7 @@ def test_a_step_that_calls_a_tool_the_upstream_lacks_is_refused_at_start(tmp_pat
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.slow
 def test_an_upstream_that_dies_at_start_is_a_clear_error(tmp_path):
     dying = f"{shlex.quote(sys.executable)} -c 'import sys; print(\"no licence key\", file=sys.stderr); sys.exit(4)'"
     started = time.monotonic()
@@ -160,6 +173,7 @@ def test_an_upstream_that_dies_at_start_is_a_clear_error(tmp_path):
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.slow
 def test_an_upstream_that_never_answers_is_a_clear_error_within_the_timeout(tmp_path):
     silent = f"{shlex.quote(sys.executable)} -c 'import time; time.sleep(600)'"
     started = time.monotonic()
@@ -169,6 +183,21 @@ def test_an_upstream_that_never_answers_is_a_clear_error_within_the_timeout(tmp_
     assert "did not answer" in run.stderr or "timed out" in run.stderr.lower(), run.stderr
     assert "Traceback" not in run.stderr
     assert time.monotonic() - started < 30
+
+
+def test_an_upstream_listing_past_the_snapshot_bound_is_refused_naming_the_upstream(tmp_path):
+    """Issue 30 (the gateway's listing had its own loop, with no total cap): the upstream's tools/list is read as
+    ``project-skill tools`` reads it, so one that passes 16 MiB (1 MiB pages, without end) stops the gateway at
+    start-up with an error naming the upstream, instead of being kept (20 MiB of it) and served."""
+    spec = shlex.join([sys.executable, str(ROOT / "tests" / "bad_inputs" / "response-too-large.server.py"), "tools",
+                       str(1 << 20), "20"])
+    wfs = workflows(tmp_path, "name: one\ndescription: Call one tool.\ntools:\n  - {name: t00001, description: "
+                              "Pad., input_schema: {type: object}}\nsteps:\n  - {name: a, tool: t00001}\n")
+    assert project_skill("build", str(wfs), "--out", "skills", cwd=tmp_path).returncode == 0
+    run = project_skill("serve", "--upstream", spec, "--workflows", str(wfs), "--skills", "skills", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert f"{spec}: error[response-too-large]: tools/list passed " in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
 
 
 async def _call_after(command: str, wfs: Path, framework: str, first: str) -> list:
@@ -192,6 +221,7 @@ def test_a_call_the_upstream_never_answers_is_a_tool_error_after_the_timeout(tmp
     assert not after.is_error  # the upstream is still there: only that call timed out
 
 
+@pytest.mark.slow
 def test_the_python_api_refuses_an_unreachable_upstream_with_the_servers_error(tmp_path):
     async def start() -> None:
         async with gateway(f"{shlex.quote(sys.executable)} -c 'raise SystemExit(5)'", None, None):
@@ -214,22 +244,64 @@ def test_the_python_api_raises_attach_error_for_a_step_that_does_not_fit(tmp_pat
 # ------------------------------------------------------------------------------ real upstreams of other SDKs (slow)
 
 GATEWAY_WORKFLOWS = ROOT / "tests" / "server" / "gateway"
-# upstream -> (its test workflow's prompt, arguments, a read-only tool to call, what the confirmed step returns)
-REAL = {"sqlite": ("record_insight", {"insight": "sales are up"}, ("list_tables", {}), "Insight added to memo"),
-        "memory": ("remember_person", {"person": "Ada"}, ("read_graph", {}), '"name": "gateway-visitor"')}
+TRANSPORTS = ["stdio", "http"]
 
 
-def real_upstream(which: str, tmp_path: Path) -> str:
+@dataclass(frozen=True)
+class Real:
+    """A reference upstream and its test workflow (tests/server/gateway/WHICH/), served as a prompt and as a tool."""
+
+    workflow: str
+    arguments: dict[str, Any]
+    done: str  # in the run's transcript once the confirmed step and the rest have run
+    look: dict[str, Any]  # a call of the upstream's own tool that reads what the workflow changes
+    undo: dict[str, Any] | None  # one that undoes it (the memory server keeps an entity once, whoever adds it again)
+
+
+REAL = {
+    "sqlite": Real("record_insight", {"insight": "sales are up"}, "Insight added to memo",
+                   {"tool": "read_query", "arguments": {"query": "SELECT count(*) AS n FROM insights"}}, None),
+    "memory": Real("remember_person", {"person": "Ada"}, '"name": "gateway-visitor"',
+                   {"tool": "read_graph", "arguments": {}},
+                   {"tool": "delete_entities", "arguments": {"entityNames": ["gateway-visitor"]}}),
+}
+
+
+def plan(which: str) -> list[dict[str, Any]]:
+    """The calls each client makes in one session: look, run the prompt, look, (undo,) run the tool, look."""
+    real = REAL[which]
+    run = {"arguments": real.arguments}
+    return [real.look, {"prompt": real.workflow, **run}, real.look, *([real.undo] if real.undo else []),
+            {"tool": real.workflow, **run}, real.look]
+
+
+def real_upstream(which: str, folder: Path) -> str:
+    """The upstream's command line, on a fresh state in ``folder`` (the SQLite one with its ``insights`` table)."""
     from tests.remote.upstreams import memory_command, sqlite_command
 
-    return sqlite_command(tmp_path / "shop.db") if which == "sqlite" else memory_command(tmp_path / "memory.jsonl")
+    if which == "memory":
+        return memory_command(folder / "memory.jsonl")
+    with contextlib.closing(sqlite3.connect(folder / "shop.db")) as db, db:
+        db.execute("CREATE TABLE IF NOT EXISTS insights (source TEXT)")
+    return sqlite_command(folder / "shop.db")
 
 
-def built_skills(which: str, upstream: str, tmp_path: Path) -> Path:
-    done = project_skill("build", str(GATEWAY_WORKFLOWS / which), "--tools-from", upstream, "--out", "skills",
-                         cwd=tmp_path, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return tmp_path / "skills"
+@pytest.fixture(scope="module")
+def real_skills(tmp_path_factory):
+    """``real_skills(which)``: the skills tree built once per upstream, with ``--tools-from`` it and
+    ``--workflow-tools``, shared by the module's tests."""
+    made: dict[str, Path] = {}
+
+    def tree(which: str) -> Path:
+        if which not in made:
+            folder = tmp_path_factory.mktemp(f"gateway-{which}")
+            done = project_skill("build", str(GATEWAY_WORKFLOWS / which), "--tools-from", real_upstream(which, folder),
+                                 "--workflow-tools", "--out", "skills", cwd=folder, timeout=120)
+            assert done.returncode == 0, done.stderr
+            made[which] = folder / "skills"
+        return made[which]
+
+    return tree
 
 
 def tree_files(skills: Path) -> dict[str, bytes]:
@@ -237,69 +309,62 @@ def tree_files(skills: Path) -> dict[str, bytes]:
             for p in sorted(skills.rglob("*")) if p.is_file() and p.name != "skills.json"}
 
 
-async def through_the_gateway(target, which: str) -> dict:
-    """FastMCP's client: list and read (verified) every skill, call an upstream tool; mcp's client: run the workflow
-    prompt, saying yes to its confirmation."""
-    from fastmcp import Client as FastMCPClient
-    from fastmcp.skills import SkillsClientExtension
-    from mcp_types import ElicitResult
-
-    prompt, arguments, (tool, tool_args), _ = REAL[which]
-    async with FastMCPClient(target, extensions=[SkillsClientExtension()]) as client:
-        listed = await client.list_skills()
-        files = {}
-        for entry in listed:
-            skill = await client.read_skill(entry.uri)
-            files.update({entry.uri.removesuffix("SKILL.md") + rel: data for rel, data in skill.files.items()})
-        called = await client.call_tool_mcp(tool, tool_args)
-    asked: list[str] = []
-
-    async def yes(_ctx, params) -> ElicitResult:
-        asked.append(params.message)
-        return ElicitResult(action="accept", content={"confirm": True})
-
-    url = target if isinstance(target, str) else None
-    async with Client(url or target.__dict__["_mcp_stdio"], elicitation_callback=yes) as c:
-        run = await c.get_prompt(prompt, arguments)
-    return {"files": files, "called": called, "asked": asked, "run": "\n".join(m.content.text for m in run.messages)}
+def gateway_argv(upstream: str, which: str, skills: Path) -> list[str]:
+    return ["-m", "projector.cli", "serve", "--upstream", upstream, "--skills", str(skills), "--workflows",
+            str(GATEWAY_WORKFLOWS / which), "--workflow-tools"]
 
 
-def check_seen(seen: dict, which: str, skills: Path) -> None:
-    assert seen["files"] == tree_files(skills)  # every file, byte-equal to the built tree
-    assert not seen["called"].is_error, seen["called"]
-    assert len(seen["asked"]) == 1  # the confirm: step asked once
-    assert REAL[which][3] in seen["run"], seen["run"]
+def python_path() -> str:
+    return os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
 
 
-def gateway_argv(upstream: str, which: str) -> list[str]:
-    return ["-m", "projector.cli", "serve", "--upstream", upstream, "--skills", "skills", "--workflows",
-            str(GATEWAY_WORKFLOWS / which)]
+@dataclass(frozen=True)
+class Served:
+    """The gateway as a client reaches it: at ``url`` (a gateway process on 127.0.0.1), or started by the client
+    itself on stdio (``sys.executable`` with ``argv``)."""
+
+    url: str | None
+    argv: list[str]
+
+    def node_args(self) -> list[str]:
+        """The TypeScript scripts' transport arguments (their stdio transport passes on no PYTHONPATH: ``env`` does)."""
+        if self.url is not None:
+            return ["http", self.url]
+        return ["stdio", shutil.which("env") or "env", f"PYTHONPATH={python_path()}", sys.executable, *self.argv]
+
+    def fastmcp(self) -> Any:
+        from fastmcp.client.transports import StdioTransport
+
+        if self.url is not None:
+            return self.url
+        return StdioTransport(sys.executable, self.argv, env=dict(os.environ, PYTHONPATH=python_path()))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("which", sorted(REAL))
-def test_a_real_upstream_over_stdio(tmp_path, which):
-    from fastmcp.client.transports import StdioTransport
-    from mcp.client.stdio import StdioServerParameters
+@contextlib.contextmanager
+def served(upstream: str, which: str, skills: Path, transport: str) -> Iterator[Served]:
+    """The gateway in front of ``upstream``: on HTTP, a process stopped after; on stdio, the command a client runs."""
+    argv = gateway_argv(upstream, which, skills)
+    if transport == "stdio":
+        yield Served(None, argv)
+        return
+    proc, url = start_gateway_http(argv)
+    try:
+        yield Served(url, argv)
+    finally:
+        from .test_serve_skills import stop
 
-    upstream = real_upstream(which, tmp_path)
-    skills = built_skills(which, upstream, tmp_path)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    transport = StdioTransport(sys.executable, gateway_argv(upstream, which), env=env, cwd=str(tmp_path))
-    transport.__dict__["_mcp_stdio"] = StdioServerParameters(command=sys.executable, args=gateway_argv(upstream, which),
-                                                             env=env, cwd=str(tmp_path))
-    check_seen(anyio.run(through_the_gateway, transport, which), which, skills)
+        stop(proc)
 
 
-def start_gateway_http(upstream: str, which: str, cwd: Path) -> tuple[subprocess.Popen, str]:
+def start_gateway_http(argv: list[str]) -> tuple[subprocess.Popen, str]:
     import socket
 
     from .test_serve_skills import free_port
 
     port = free_port()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, *gateway_argv(upstream, which), "--http", f"127.0.0.1:{port}"], cwd=cwd,
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    env = dict(os.environ, PYTHONPATH=python_path())
+    proc = subprocess.Popen([sys.executable, *argv, "--http", f"127.0.0.1:{port}"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -313,41 +378,124 @@ def start_gateway_http(upstream: str, which: str, cwd: Path) -> tuple[subprocess
     raise RuntimeError("the gateway did not listen within 60 s")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("which", sorted(REAL))
-def test_a_real_upstream_over_http_for_fastmcp_and_the_typescript_v2_client(tmp_path, which):
-    import base64
-    import json
+def text_of(result: dict[str, Any]) -> str:
+    parts = result["messages"] if "messages" in result else result["content"]
+    return "\n".join(p.get("text", "") for p in parts)
 
+
+def looked(which: str, result: dict[str, Any]) -> Any:
+    """What the upstream's read tool saw: the SQLite server's row count, the memory server's entities."""
+    assert not result["isError"], result
+    if which == "sqlite":
+        return int(re.fullmatch(r"\[\{'n': (\d+)\}\]", text_of(result).strip()).group(1))
+    return {e["name"]: e["observations"] for e in json.loads(text_of(result))["entities"]}
+
+
+def check_runs(which: str, results: list[dict[str, Any]], folder: Path) -> None:
+    """Both runs went through the confirm: (asked once each, answered yes) to their end, and each did its side effect
+    exactly once, as the upstream's own read tool, and the database file, show."""
+    real = REAL[which]
+    assert len(results) == len(plan(which))
+    before, prompt, after_prompt, tool, after_tool = results[0], results[1], results[2], results[-2], results[-1]
+    for run in (prompt, tool):
+        assert len(run["asked"]) == 1, run  # the confirm: step asked once
+        assert real.done in text_of(run), text_of(run)
+    bound = {"tables", "counted", "recorded"} if which == "sqlite" else {"found", "created", "stored"}
+    assert not tool["isError"] and set(tool["structuredContent"]["results"]) == bound, tool
+    if which == "sqlite":
+        assert [looked(which, r) for r in (before, after_prompt, after_tool)] == [0, 1, 2]
+        with contextlib.closing(sqlite3.connect(folder / "shop.db")) as db:
+            assert db.execute("SELECT source FROM insights").fetchall() == [("gateway",), ("gateway",)]
+    else:
+        visitor = {"gateway-visitor": ["met through the gateway"]}
+        assert [looked(which, r) for r in (before, after_prompt, after_tool)] == [{}, visitor, visitor]
+
+
+async def fastmcp_session(target: Served, which: str) -> dict[str, Any]:
+    """FastMCP's client, in one session: list and read (verified) every skill, then make the plan's calls, saying
+    yes to each confirmation."""
+    from fastmcp import Client as FastMCPClient
+    from fastmcp.client.elicitation import ElicitResult
+    from fastmcp.skills import SkillsClientExtension
+
+    asked: list[str] = []
+
+    async def yes(message, _type, _params, _context) -> ElicitResult:
+        asked.append(message)
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    results = []
+    async with FastMCPClient(target.fastmcp(), extensions=[SkillsClientExtension()], elicitation_handler=yes) as client:
+        files = {}
+        for entry in await client.list_skills():
+            skill = await client.read_skill(entry.uri)
+            files.update({entry.uri.removesuffix("SKILL.md") + rel: data for rel, data in skill.files.items()})
+        for call in plan(which):
+            asked.clear()
+            if "prompt" in call:
+                got = await client.get_prompt(call["prompt"], call["arguments"])
+                results.append({"asked": list(asked),
+                                "messages": [{"role": m.role, "text": m.content.text} for m in got.messages]})
+            else:
+                done = await client.call_tool_mcp(call["tool"], call["arguments"])
+                results.append({"asked": list(asked), "content": [c.model_dump() for c in done.content],
+                                "structuredContent": done.structured_content, "isError": bool(done.is_error)})
+    return {"files": files, "results": results}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("which", sorted(REAL))
+def test_fastmcps_client_runs_a_real_upstreams_workflow_as_prompt_and_tool(real_skills, tmp_path, which, transport):
+    """Issue 30: FastMCP's client, through ``serve --upstream`` in front of mcp-server-sqlite (mcp 1.x) or
+    server-memory (npm), lists and reads every skill byte-equal to the built tree, calls the upstream's tools, and
+    runs the workflow as a prompt and as a tool through its confirm:, each side effect happening exactly once."""
+    skills = real_skills(which)
+    with served(real_upstream(which, tmp_path), which, skills, transport) as target:
+        seen = anyio.run(fastmcp_session, target, which)
+    assert seen["files"] == tree_files(skills)
+    check_runs(which, seen["results"], tmp_path)
+
+
+def node(script: str, *args: str) -> dict[str, Any]:
     from tests.remote.upstreams import conformance_script, installed
 
-    from .test_serve_skills import stop
+    peers = conformance_script()
+    client_dir = peers.install_peer(peers.cache_dir(), peers.TS_CLIENT_V2, log=lambda *_: None)
+    done = subprocess.run([str(installed()["node"]), str(ROOT / "tests" / "server" / script), str(client_dir), *args],
+                          capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
-    upstream = real_upstream(which, tmp_path)
-    skills = built_skills(which, upstream, tmp_path)
-    proc, url = start_gateway_http(upstream, which, tmp_path)
-    try:
-        check_seen(anyio.run(through_the_gateway, url, which), which, skills)
-        script = conformance_script()
-        client_dir = script.install_peer(script.cache_dir(), script.TS_CLIENT_V2, log=lambda *_: None)
-        ts = subprocess.run([str(installed()["node"]), str(ROOT / "tests" / "server" / "ts_skills_v2_client.cjs"),
-                             str(client_dir), "http", url], capture_output=True, text=True, timeout=120)
-        assert ts.returncode == 0, ts.stderr
-        read = {uri: base64.b64decode(data) for uri, data in json.loads(ts.stdout)["files"].items()}
-        assert read == tree_files(skills)
-    finally:
-        stop(proc)
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("which", sorted(REAL))
+def test_the_typescript_v2_client_runs_a_real_upstreams_workflow_as_prompt_and_tool(real_skills, tmp_path, which,
+                                                                                    transport):
+    """Issue 30: the same with the TypeScript SDK v2 client (protocol 2026-07-28, its SkillsClient verifying every
+    file; each confirm: answered through its InputRequiredResult driver)."""
+    skills = real_skills(which)
+    with served(real_upstream(which, tmp_path), which, skills, transport) as target:
+        listing = node("ts_skills_v2_client.cjs", *target.node_args())
+        if transport == "http":  # a no first: asked once, and nothing reaches the upstream
+            said_no = node("ts_confirm_v2_client.cjs", "no", json.dumps(plan(which)[-2:]), *target.node_args())
+        runs = node("ts_confirm_v2_client.cjs", "yes", json.dumps(plan(which)), *target.node_args())
+    assert {uri: base64.b64decode(data) for uri, data in listing["files"].items()} == tree_files(skills)
+    if transport == "http":
+        refused, look = said_no["results"]
+        assert len(refused["asked"]) == 1 and REAL[which].done not in text_of(refused), refused
+        assert looked(which, look) == looked(which, runs["results"][0])  # unchanged by the no
+    check_runs(which, runs["results"], tmp_path)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("which", sorted(REAL))
-def test_the_skills_conformance_scenarios_pass_against_the_gateway(tmp_path, which):
+def test_the_skills_conformance_scenarios_pass_against_the_gateway(real_skills, tmp_path, which):
     from tests.remote.upstreams import conformance_script
 
-    upstream = real_upstream(which, tmp_path)
-    built_skills(which, upstream, tmp_path)
-    command = shlex.join([sys.executable, *gateway_argv(upstream, which), "--skills", str(tmp_path / "skills")])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    command = shlex.join([sys.executable, *gateway_argv(real_upstream(which, tmp_path), which, real_skills(which))])
+    env = dict(os.environ, PYTHONPATH=python_path())
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance.py"), "--server-only",
                            "--server-command", command], capture_output=True, text=True, timeout=600, env=env)
     assert conformance_script() is not None

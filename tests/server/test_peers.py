@@ -29,6 +29,8 @@ from projector.server.demo import demo_server
 
 from .test_fastmcp import _conformance_script, free_port, running, serve_argv
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SKILLS = ROOT / "generated_skills"
 WORKFLOWS = ROOT / "workflows"

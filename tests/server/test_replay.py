@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -144,6 +145,7 @@ def test_attach_checks_the_replay_db_before_anyone_can_say_yes(tmp_path, monkeyp
     assert [d.code for d in raised.value.diagnostics] == ["replay-db"]
 
 
+@pytest.mark.slow
 def test_serve_refuses_an_unusable_replay_db_at_start_up(tmp_path):
     proc = subprocess.run([sys.executable, *serve_args()], cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, timeout=120,
@@ -152,3 +154,107 @@ def test_serve_refuses_an_unusable_replay_db_at_start_up(tmp_path):
     assert "replay-db" in proc.stderr and "its folder does not exist" in proc.stderr
     assert "nothing is served" in proc.stderr and "Traceback" not in proc.stderr
     assert "serving MCP" not in proc.stderr
+
+
+# -------------------------------------------------------------------------------------------- under concurrency
+
+CONCURRENT = 8  # the same answered retry, sent this many times at once
+ARGS = {"order_id": "A1001", "reason": "broken"}
+
+
+async def _same_yes_at_once(client: Any, surface: str) -> tuple[list[Any], list[MCPError]]:
+    """The question (an InputRequiredResult with a requestState), then the same yes CONCURRENT times at once, through
+    ``surface`` (the workflow's prompt, or its tool): what came back, split into results and refusals."""
+    from mcp_types import ElicitResult, InputRequiredResult
+
+    send = client.session.get_prompt if surface == "prompt" else client.session.call_tool
+    first = await send("refund_flow_approved", ARGS, allow_input_required=True)
+    assert isinstance(first, InputRequiredResult) and first.request_state
+    assert list(first.input_requests) == ["confirm-3"]
+    yes = {"confirm-3": ElicitResult(action="accept", content={"confirm": True})}
+    results: list[Any] = []
+    refusals: list[MCPError] = []
+
+    async def retry() -> None:
+        try:
+            results.append(await send("refund_flow_approved", ARGS, input_responses=yes,
+                                      request_state=first.request_state, allow_input_required=True))
+        except MCPError as exc:
+            refusals.append(exc)
+
+    with anyio.fail_after(90):  # nothing hangs
+        async with anyio.create_task_group() as tg:
+            for _ in range(CONCURRENT):
+                tg.start_soon(retry)
+    return results, refusals
+
+
+def _ran_once(results: list[Any], refusals: list[MCPError], surface: str) -> None:
+    assert len(results) == 1, (results, refusals)
+    (done,) = results
+    last = done.messages[-1].content.text if surface == "prompt" else done.content[-1].text
+    assert last == "Done: all 4 steps of `refund_flow_approved` ran on the server.", last
+    assert len(refusals) == CONCURRENT - 1
+    for refused in refusals:
+        assert refused.error.code == -32602 and "answered before" in refused.error.message, refused.error
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+@pytest.mark.parametrize("surface", ["prompt", "tool"])
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_same_yes_sent_at_once_runs_the_step_once(tmp_path, transport, framework, surface):
+    """Issue 29: the same answered retry (state and yes) sent eight times at once, to one ``serve`` process, runs
+    ``issue_refund`` once: one transcript that ends done, seven -32602 refusals, one refund in the ledger. Over
+    stdio the claims are in the process's memory; over HTTP in a SQLite file ($PROJECT_SKILL_REPLAY_DB), as a
+    deployment of several processes keeps them."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from .test_confirm import answer, start
+    from .test_serve_skills import stop
+
+    flags = ["--framework", framework, "--workflow-tools"]
+    if transport == "stdio":
+        params = StdioServerParameters(command=sys.executable, args=[*serve_args(), "--stdio", *flags], cwd=str(ROOT))
+        async with Client(stdio_client(params), elicitation_callback=answer("yes")) as c:
+            results, refusals = await _same_yes_at_once(c, surface)
+            ledger = (await c.call_tool("list_refunds", {})).structured_content["result"]
+    else:
+        proc, port = start({"PROJECT_SKILL_REPLAY_DB": str(tmp_path / "claims.db")}, framework, *flags[2:])
+        try:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with Client(url, cache=None, elicitation_callback=answer("yes")) as c:
+                results, refusals = await _same_yes_at_once(c, surface)
+            async with Client(url, cache=None) as c:
+                ledger = (await c.call_tool("list_refunds", {})).structured_content["result"]
+        finally:
+            stop(proc)
+    _ran_once(results, refusals, surface)
+    assert [r["order_id"] for r in ledger] == ["A1001"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+async def test_a_replayed_yes_to_the_workflow_tool_is_a_protocol_error_on_both_frameworks(framework):
+    """The workflow tool refuses a yes given before as the prompt does: -32602, not an ``isError`` result that a
+    model would read as the tool having run and failed (FastMCP flattens a tool's exceptions into one)."""
+    from mcp import Client
+
+    from projector.server.demo import demo_server
+
+    from .test_confirm import answer
+
+    server, store = demo_server(framework=framework, workflow_tools=True)
+    async with Client(server if framework == "mcp" else server._mcp_server, elicitation_callback=answer("yes")) as c:
+        first = await c.session.call_tool("refund_flow_approved", ARGS, allow_input_required=True)
+        yes = {"confirm-3": {"action": "accept", "content": {"confirm": True}}}
+        done = await c.session.call_tool("refund_flow_approved", ARGS, input_responses=yes,
+                                         request_state=first.request_state)
+        with pytest.raises(MCPError) as refused:
+            await c.session.call_tool("refund_flow_approved", ARGS, input_responses=yes,
+                                      request_state=first.request_state, allow_input_required=True)
+    assert not done.is_error and done.content[-1].text.startswith("Done")
+    assert refused.value.error.code == -32602 and "answered before" in refused.value.error.message
+    assert [r["order_id"] for r in store.ledger()] == ["A1001"]

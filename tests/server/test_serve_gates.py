@@ -42,6 +42,7 @@ async def _run_on_one_server(prompt: str, orders: list[str]) -> tuple[list[list[
     return transcripts, ledger
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_refunds_pair_over_stdio_gated_refunds_only_the_eligible_order():
     (eligible, ineligible), ledger = await _run_on_one_server("refund_flow_gated", ["A1001", "A1002"])
@@ -55,6 +56,7 @@ async def test_the_refunds_pair_over_stdio_gated_refunds_only_the_eligible_order
     assert not any("Calling the tool `issue_refund`" in t for t in ineligible)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_the_refunds_pair_over_stdio_ungated_still_refunds_both():
     _, ledger = await _run_on_one_server("refund_flow", ["A1001", "A1002"])
@@ -197,8 +199,9 @@ async def test_a_typed_argument_not_in_its_canonical_form_is_refused_before_any_
             await client.get_prompt("flow", {"n": text})
     assert info.value.code == -32602
     what = "an integer" if typ == "integer" else "a " + typ
-    assert info.value.error.message == (f"Invalid argument 'n': {text!r} is not the canonical form of {what}; write "
-                                        f"{canonical}" if canonical else f"Invalid argument 'n': {text!r} is not {what}")
+    invalid = "Invalid argument 'n' for prompt 'flow'"
+    assert info.value.error.message == (f"{invalid}: {text!r} is not the canonical form of {what}; write "
+                                        f"{canonical}" if canonical else f"{invalid}: {text!r} is not {what}")
     assert calls == []
 
 

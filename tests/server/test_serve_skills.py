@@ -225,6 +225,7 @@ def test_cursor_round_trip_is_strict():
 
 # --------------------------------------------------------------------------------------- unknown and foreign
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_skills_get_unknown_uri_is_invalid_params():
     async with Client(demo_server(SKILLS, WORKFLOWS)[0]) as client:

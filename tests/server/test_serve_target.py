@@ -79,6 +79,7 @@ def test_a_bad_target_is_a_usage_error_naming_it_never_a_traceback(here, capsys,
     assert "Traceback" not in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_the_target_is_imported_from_the_current_directory(here, capsys):
     """As uvicorn does: a module in the current directory is found even when the command is the console script
     (which does not put the current directory on sys.path by itself)."""
@@ -94,6 +95,7 @@ def _help() -> str:
     return " ".join(parser("serve").format_help().split())
 
 
+@pytest.mark.slow
 def test_the_help_says_the_current_directory_goes_on_sys_path():
     text = _help()
     assert "MODULE:ATTR" in text and "path/to/file.py:ATTR" in text
@@ -152,6 +154,7 @@ def make():
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_serve_a_fastmcp_factory_by_file_path_over_stdio(tmp_path):
     """``serve app/mine.py:make``: the file form, a factory, FastMCP detected from the object; FastMCP's client
@@ -171,6 +174,7 @@ async def test_serve_a_fastmcp_factory_by_file_path_over_stdio(tmp_path):
     assert read == EXPECTED_FILES
 
 
+@pytest.mark.slow
 def test_serve_with_no_target_still_serves_the_demo():
     proc = subprocess.run([str(BIN / "project-skill"), "serve", "--skills", str(SKILLS), "--workflows",
                            str(WORKFLOWS)], input="", capture_output=True, text=True, timeout=60)

@@ -25,6 +25,8 @@ from projector.server.stdio import classify
 
 from .test_serve_skills import MANIFEST, ROOT, SKILLS, WORKFLOWS, committed, serve_args, start_http, stop
 
+pytestmark = pytest.mark.slow
+
 RAW = TypeAdapter(dict[str, Any])
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},

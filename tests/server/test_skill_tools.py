@@ -276,6 +276,7 @@ add_demo_tools(server)
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("args", [["--skill-tools"], ["--skill-tools", "--framework", "fastmcp"], ["mine:server",
                                                                                                    "--skill-tools"]],
@@ -287,6 +288,7 @@ async def test_serve_skill_tools_over_stdio(tmp_path, args):
     assert refused
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_fastmcp_client_over_stdio_loads_a_skill(tmp_path):
     transport = StdioTransport(command=str(BIN / "project-skill"),

@@ -207,6 +207,30 @@ async def test_typed_arguments_are_json_values_and_a_bad_one_is_a_tool_error_nam
     assert missing.is_error and "Missing required argument 'name'" in missing.content[0].text
 
 
+BAD_CALLS = [({"name": "Ada", "times": "two"}, "Invalid argument 'times' for {named}: 'two' is not an integer"),
+             ({"name": "Ada", "times": 2, "loud": True}, "Unknown argument 'loud' for {named}; it takes 'name', "
+                                                         "'times'"),
+             ({"times": 2}, "Missing required argument 'name' for {named}")]
+
+
+@pytest.mark.parametrize("args, message", BAD_CALLS)
+async def test_a_bad_argument_is_worded_for_the_tool_and_for_the_prompt(args, message):
+    """The same bad argument names the surface it was given to: an ``isError`` result naming the tool (the model
+    can correct its call), and a -32602 naming the prompt."""
+    from mcp.shared.exceptions import MCPError
+
+    wf = typed_workflow()
+    server = greeter_with(wf)
+    attach(server, None, [wf], workflow_tools=True)
+    async with Client(server) as c:
+        as_a_tool = await c.call_tool("greet_many", args)
+        with pytest.raises(MCPError) as as_a_prompt:
+            await c.get_prompt("greet_many", {k: v if isinstance(v, str) else str(v) for k, v in args.items()})
+    assert as_a_tool.is_error and as_a_tool.content[0].text == message.format(named="the tool 'greet_many'")
+    assert as_a_prompt.value.error.code == -32602
+    assert as_a_prompt.value.error.message == message.format(named="prompt 'greet_many'")
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_a_name_taken_by_a_server_tool_is_refused_and_nothing_is_added(framework):
     server, _ = demo_server(None, None, framework=framework)  # the demo tools, no skills or workflows yet

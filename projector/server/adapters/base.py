@@ -19,6 +19,7 @@ bootstrap text, the skills tree).
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import typing
 from abc import ABC, abstractmethod
@@ -52,6 +53,8 @@ class Adapter(ABC):
     name: str  # as in the registry (projector.server.adapters.REGISTRY)
     # what a tool raises so that its message reaches the client as an ``isError`` result (not masked)
     tool_error: type[Exception] = ValueError
+    # the module that serves the Tasks extension on this framework (``add_tasks``, ``ServerHost``), loaded when used
+    tasks_module: str | None = None
 
     @abstractmethod
     def recognises(self, obj: Any) -> bool:
@@ -105,6 +108,22 @@ class Adapter(ABC):
         host and round, claiming each yes in ``replay``. Names are already checked. A framework that cannot (this
         default) refuses."""
         raise TypeError(f"the {self.name} adapter cannot serve workflows as tools")
+
+    def add_tasks(self, server: Any, tasks: Any) -> None:
+        """Serve the Tasks extension (SEP-2663) over ``tasks`` (:class:`projector.server.tasks.Tasks`): the three
+        ``tasks/*`` methods, and a task for a ``tools/call`` of each tool ``tasks`` supports. Through the adapter's
+        :attr:`tasks_module` (its ``add_tasks``); a framework without one refuses."""
+        if self.tasks_module is None:
+            raise TypeError(f"the {self.name} adapter cannot serve tasks")
+        importlib.import_module(self.tasks_module).add_tasks(server, tasks)
+
+    def task_host(self, server: Any) -> WorkflowHost:
+        """The server's own :class:`~projector.server.workflow.WorkflowHost`, outside any request: the host a
+        task's workflow runs on (the :attr:`tasks_module`'s ``ServerHost``)."""
+        if self.tasks_module is None:
+            raise TypeError(f"the {self.name} adapter cannot run a workflow outside a request")
+        host: WorkflowHost = importlib.import_module(self.tasks_module).ServerHost(server)
+        return host
 
     @abstractmethod
     def add_tool(self, server: Any, fn: Callable[..., Any], *, name: str, description: str, annotations: Any,

@@ -69,7 +69,8 @@ from ..skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams
 from ..skills import SkillsExtension as MCPSkillsExtension
 from ..skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, SkillTools, functions
 from ..workflow import ToolSpec, WorkflowHost, prompt_spec, run_workflow
-from ..workflow_tool import BadArguments, WorkflowToolSpec, call_workflow
+from ..workflow_tool import WorkflowToolSpec
+from . import fastmcp_refusals
 from .base import Adapter, Listing, seal_with, with_host
 
 T = TypeVar("T")
@@ -331,10 +332,7 @@ class FastMCPWorkflowTool(FastMCPTool):
         can_ask = rc is not None and confirm.can_elicit(rc.session.client_capabilities, rc.protocol_version)
         rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses,
                                guard=self.replay)
-        try:
-            outcome = await call_workflow(self.workflow, arguments, FastMCPHost(ctx), rnd)
-        except BadArguments as exc:
-            raise ToolError(str(exc)) from None
+        outcome = await fastmcp_refusals.call(self.workflow, arguments, FastMCPHost(ctx), rnd)  # refusals: -32602
         if isinstance(outcome, confirm.Asking):
             return InputRequiredToolResult(confirm.input_required(outcome))
         return ToolResult(content=[mcp_types.TextContent(type="text", text=t) for t in outcome.texts()],
@@ -408,6 +406,7 @@ class FastMCPAdapter(Adapter):
     """FastMCP's ``fastmcp.FastMCP``."""
 
     name = "fastmcp"
+    tasks_module = "projector.server.adapters.fastmcp_tasks"
     tool_error = ToolError
 
     def recognises(self, obj: Any) -> bool:
@@ -456,6 +455,7 @@ class FastMCPAdapter(Adapter):
 
     def add_workflow_tools(self, server: FastMCP, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
                            replay: ReplayGuard) -> None:
+        fastmcp_refusals.install(server)  # a refused retry stays a protocol error, as on MCPServer
         for wf, spec in tools:
             server.add_tool(FastMCPWorkflowTool.for_workflow(wf, spec, replay))
 

@@ -189,6 +189,7 @@ class MCPAdapter(Adapter):
     """mcp's MCPServer."""
 
     name = "mcp"
+    tasks_module = "projector.server.adapters.mcp_tasks"
     tool_error = MCPToolError
 
     def recognises(self, obj: Any) -> bool:

@@ -1,23 +1,95 @@
-"""Hostile workflow inputs (issue 10, items 5-12): every one is a positioned diagnostic and exit 1, never a
-traceback, a hang or bad output; and no text of a workflow can put a control character into the output or a raw
-escape sequence onto the terminal."""
+"""Reading workflow files (projector/load.py): which files a folder holds, what a link may reach, and that the
+caller's ``tools_from_server`` reaches the rules at every entry point.
+
+The links are made in a temporary folder by each test (tests/bad_inputs/outside-root is a link in the repository,
+which a copy of the tree does not always keep).
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, snapshot_tree
+
 from projector.builder import WorkflowBuilder, arg, const
-from projector.errors import LoadError, printable
-from projector.load import OutsideRoot, discover, load_all, parse
-from projector.positioned import MAX_DEPTH
-from projector.output import compile_files
+from projector.errors import LoadError, format_text, printable
+from projector.load import OutsideRoot, discover, load_all, load_data, load_file, parse
 from projector.naming import parse_prefix
+from projector.output import compile_files
+from projector.positioned import MAX_DEPTH
+
+# A step that calls a tool the file does not declare: an error, unless the tools come from a server.
+SERVER_TOOL = b"name: served\ndescription: d\nsteps: [{name: a, tool: t}]\n"
+OK = b"name: %s\ndescription: d\ntools: [{name: t, annotations: {readOnlyHint: true}}]\nsteps: [{name: a, tool: t}]\n"
+
+
+def _report(exc: LoadError) -> list[str]:
+    return [format_text(d) for d in exc.diagnostics]
+
+
+def test_a_folder_skips_dot_files_and_dot_folders_and_does_not_enter_linked_folders(tmp_path, monkeypatch):
+    (tmp_path / "wf").mkdir()
+    (tmp_path / "wf" / "a.yaml").write_bytes(OK % b"a")
+    (tmp_path / "wf" / "b.yml").write_bytes(OK % b"b")
+    (tmp_path / "wf" / "notes.txt").write_bytes(b"not a workflow")
+    (tmp_path / "wf" / ".hidden.yaml").write_bytes(b"not: [read")
+    (tmp_path / "wf" / ".cache").mkdir()
+    (tmp_path / "wf" / ".cache" / "c.yaml").write_bytes(b"not: [read")
+    (tmp_path / "wf" / "sub").mkdir()
+    (tmp_path / "wf" / "sub" / "d.yaml").write_bytes(OK % b"d")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "e.yaml").write_bytes(OK % b"e")
+    os.symlink(tmp_path / "elsewhere", tmp_path / "wf" / "linked")
+    monkeypatch.chdir(tmp_path)
+    assert [display for _, display in discover(["wf"])] == ["wf/a.yaml", "wf/b.yml", "wf/sub/d.yaml"]
+    assert [wf.name for wf in load_all(["wf"])] == ["a", "b", "d"]
+
+
+def test_a_path_that_does_not_exist_is_an_io_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LoadError) as raised:
+        load_all(["missing.yaml"])
+    assert _report(raised.value) == ["missing.yaml: error[io]: no such file or folder"]
+
+
+def test_a_link_in_a_folder_to_a_file_beyond_every_folder_scanned_is_refused_unread(tmp_path, monkeypatch):
+    (tmp_path / "wf").mkdir()
+    (tmp_path / "wf" / "a.yaml").write_bytes(OK % b"a")
+    (tmp_path / "secret.yaml").write_bytes(OK % b"secret")
+    os.symlink(tmp_path / "secret.yaml", tmp_path / "wf" / "b.yaml")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LoadError) as raised:
+        load_all(["wf"])
+    assert _report(raised.value) == [
+        ("wf/b.yaml: error[outside-root]: the file is a link to a file outside every folder being compiled; it was not "
+         "read\n  hint: name the file on the command line to compile it anyway, or copy it into the folder")]
+    # Named on the command line, the same link is read: the user chose it.
+    assert [wf.name for wf in load_all(["wf/b.yaml"])] == ["secret"]
+    assert load_file(tmp_path / "wf" / "b.yaml").name == "secret"
+
+
+def test_tools_from_server_reaches_the_rules_from_every_entry_point(tmp_path, monkeypatch):
+    (tmp_path / "wf").mkdir()
+    (tmp_path / "wf" / "served.yaml").write_bytes(SERVER_TOOL)
+    monkeypatch.chdir(tmp_path)
+    unknown = ["wf/served.yaml:3:9: error[unknown-tool]: step 'a' calls the tool 't', which is not listed under tools"]
+    for call in (lambda **kw: load_all(["wf"], **kw), lambda **kw: load_file("wf/served.yaml", **kw),
+                 lambda **kw: load_data(SERVER_TOOL, "wf/served.yaml", **kw)):
+        with pytest.raises(LoadError) as raised:
+            call()
+        assert [line.split("\n")[0] for line in _report(raised.value)] == unknown
+        loaded = call(tools_from_server=True)
+        assert [wf.name for wf in (loaded if isinstance(loaded, list) else [loaded])] == ["served"]
+
+
+# Hostile workflow inputs (issue 10, items 5-12): every one is a positioned diagnostic and exit 1, never a
+# traceback, a hang or bad output; and no text of a workflow can put a control character into the output or a raw
+# escape sequence onto the terminal.
+
 
 STEP = "steps: [{name: a, tool: t, args: {x: {const: VALUE}}}]\n"
 BASE = "name: w\ndescription: d\ntools: [{name: t, annotations: {readOnlyHint: true}}]\n" + STEP
@@ -302,8 +374,8 @@ def test_every_printed_part_of_a_diagnostic_is_escaped():
     """Whatever a diagnostic carries (a remote server's error text, a file name, a hint quoting a file), the text
     and GitHub formats print no control character raw (the diagnostic escapes them when it is made), and a file
     name cannot end a GitHub property early and set another ("a,line=1" or a ':')."""
-    from projector.exits import _github
     from projector.errors import Diagnostic, Span, format_text
+    from projector.exits import _github
 
     d = Diagnostic(Span("a\x1b[31m,b:c.yaml", 3, 4), "warning", "x-code", "said \x1b]0;t\x07\nfake: line 100%",
                    "do \x9b this\u202e", acknowledged="ok\r\x07")
@@ -320,6 +392,7 @@ def test_file_names_are_escaped_in_diagnostics(cli, tmp_path):
     assert run.code == 1 and "\x1b" not in run.err and "a\\x1b[31m.yaml:" in run.err
 
 
+@pytest.mark.slow
 def test_no_hang_on_a_fifo_in_a_real_process(tmp_path):
     fifo = tmp_path / "w.yaml"
     os.mkfifo(fifo)
@@ -337,3 +410,15 @@ def test_refused_inputs_leave_the_tree_alone(cli, tmp_path):
         f.write_text(text, encoding="utf-8")
         assert cli("build", str(f), "--out", str(out)).code == 1
     assert snapshot_tree(out) == before
+
+
+# The lazy names of projector.load and projector.sep2640: an unknown name is the usual AttributeError.
+
+
+@pytest.mark.parametrize("module", ["projector.load", "projector.sep2640"])
+def test_an_unknown_name_is_the_usual_attribute_error(module):
+    mod = importlib.import_module(module)
+    with pytest.raises(AttributeError) as caught:
+        mod.no_such_name  # noqa: B018 - the look-up is the test
+    assert str(caught.value) == f"module {module!r} has no attribute 'no_such_name'"
+    assert not hasattr(mod, "no_such_name")

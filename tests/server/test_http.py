@@ -27,6 +27,8 @@ from mcp.server.mcpserver import MCPServer
 
 from projector.server.demo import MAX_VALUE_BYTES, add_demo_tools
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SKILLS = ROOT / "generated_skills"
 WORKFLOWS = ROOT / "workflows"

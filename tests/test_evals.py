@@ -1,0 +1,203 @@
+"""The eval cases derived from each workflow (projector/evals.py), through what a user touches: `build`, `check`,
+`project-skill evals`, and the skills tree that `serve` loads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from projector.load import load_all
+from tests.conftest import EXAMPLES
+
+ARGUMENT_TYPES = ("string", "number", "integer", "boolean")
+
+
+def _build(cli, tmp_path: Path, *paths: str, strict: bool = False) -> Path:
+    out = tmp_path / "out"
+    args = ["build", "--no-cache", "--no-config", "--out", str(out), *(paths or [str(EXAMPLES)])]
+    r = cli(*args, *(["--strict"] if strict else []))
+    assert r.code == 0, r.out + r.err
+    return out
+
+
+def _evals(out: Path, skill: str) -> list[dict]:
+    return json.loads((out / skill / "evals" / "evals.json").read_text("utf-8"))["evals"]
+
+
+def _queries(out: Path, skill: str) -> list[dict]:
+    return json.loads((out / skill / "evals" / "eval_queries.json").read_text("utf-8"))
+
+
+def test_every_example_has_derived_cases_at_least_as_many_as_its_gates(cli, tmp_path):
+    out = _build(cli, tmp_path)
+    index = json.loads((out / "skills.json").read_text("utf-8"))["skills"]
+    workflows = {wf.description: wf for wf in load_all([str(EXAMPLES)])}
+    assert len(index) == len(workflows) == 5
+    for entry in index:
+        skill = entry["frontmatter"]["name"]
+        wf = workflows[entry["frontmatter"]["description"]]
+        cases = _evals(out, skill)
+        queries = _queries(out, skill)
+        negatives = [q for q in queries if not q["should_trigger"]]
+        assert [q["query"] for q in queries if q["should_trigger"]] == [wf.description]
+        assert sorted(q["query"] for q in negatives) == sorted(d for d in workflows if d != wf.description)
+        conditions = sum(len(s.when) for s in wf.steps)
+        confirmations = sum(s.confirm is not None for s in wf.steps)
+        asked = sum(a.ask for a in wf.arguments)
+        assert len(cases) + len(negatives) >= 2 * (conditions + confirmations) + asked + len(negatives), skill
+        assert [c["id"] for c in cases] == list(range(1, len(cases) + 1))
+        for case in cases:  # the Agent Skills fields, and the oracle as server state
+            assert case["prompt"].startswith(wf.description) and case["expected_output"] and case["expectations"]
+            assert set(case["projector"]) == {"covers", "arguments", "results", "answers", "calls"}
+
+
+def test_the_approved_refund_has_a_case_for_each_condition_answer_and_asked_input(cli, tmp_path):
+    out = _build(cli, tmp_path)
+    cases = {tuple(c["projector"]["covers"]): c["projector"] for c in _evals(out, "refund-flow-approved")}
+    assert set(cases) == {("the run, every condition holding and every confirmation a yes",),
+                          ("issue_refund: when[0] fails",), ("issue_refund: confirm decline",),
+                          ("issue_refund: confirm cancel",), ("reason: asked, given",), ("reason: asked, refused",)}
+
+    run = cases[("the run, every condition holding and every confirmation a yes",)]
+    assert run["results"] == [{"step": "check_eligibility", "tool": "check_eligibility", "returns": {"eligible": True}}]
+    assert [(c["tool"], c["called"]) for c in run["calls"]] == [("get_order", True), ("check_eligibility", True),
+                                                                 ("issue_refund", True)]
+    assert run["calls"][0]["arguments"] == {"id": run["arguments"]["order_id"]}
+    assert run["calls"][2]["arguments"] == {"order_id": {"step": "order", "field": "id"},
+                                            "amount": {"step": "order", "field": "total"}}
+
+    failed = cases[("issue_refund: when[0] fails",)]
+    assert failed["results"][0]["returns"] == {"eligible": False}
+    assert failed["calls"] == [{"step": "issue_refund", "tool": "issue_refund", "called": False}]
+    for action in ("decline", "cancel"):
+        said = cases[(f"issue_refund: confirm {action}",)]
+        assert said["answers"] == [{"step": "issue_refund", "question": "confirm", "action": action}]
+        assert said["calls"][0]["called"] is False
+
+    given, refused = cases[("reason: asked, given",)], cases[("reason: asked, refused",)]
+    for case in (given, refused):
+        assert "reason" not in case["arguments"]
+    assert given["answers"][0] == {"step": "issue_refund", "question": "ask", "action": "accept",
+                                   "content": {"reason": "example-reason"}}
+    assert refused["answers"][0] == {"step": "issue_refund", "question": "ask", "action": "decline"}
+    assert (given["calls"][0]["called"], refused["calls"][0]["called"]) == (True, False)
+
+
+def test_check_fails_on_a_stale_or_missing_eval_file(cli, tmp_path):
+    out = _build(cli, tmp_path)
+    check = ["check", "--no-cache", "--no-config", "--out", str(out), str(EXAMPLES)]
+    assert cli(*check).code == 0
+    cases = out / "refund-flow-gated" / "evals" / "evals.json"
+    cases.write_text(cases.read_text("utf-8").replace('"called": false', '"called": true'), "utf-8")
+    r = cli(*check)
+    assert r.code == 1 and "stale: " in r.out and "refund-flow-gated/evals/evals.json" in r.out
+    cases.unlink()
+    (out / "hello-world" / "evals" / "eval_queries.json").unlink()
+    r = cli(*check)
+    assert r.code == 1
+    assert "missing: " in r.out and "refund-flow-gated/evals/evals.json" in r.out
+    assert "hello-world/evals/eval_queries.json" in r.out
+    assert _build(cli, tmp_path) == out and cli(*check).code == 0
+
+
+def test_eval_files_are_beside_the_bundle_not_in_it(cli, tmp_path):
+    """The cases hold the expected answers: skills.json does not list them, so a server never serves them."""
+    from projector.server.tree import SkillTree
+
+    out = _build(cli, tmp_path)
+    assert "evals/" not in (out / "skills.json").read_text("utf-8")
+    tree = SkillTree.load(out)
+    skill = tree.skill("skill://refund-flow-approved/SKILL.md")
+    assert skill is not None and sorted(f.rel for f in skill.files) == ["SKILL.md", "references/tools.md"]
+
+
+def test_the_evals_command_prints_what_build_writes(cli, tmp_path):
+    out = _build(cli, tmp_path)
+    r = cli("evals", "--no-config", str(EXAMPLES), "--workflow", "refund_flow_approved")
+    assert r.code == 0 and r.out == (out / "refund-flow-approved" / "evals" / "evals.json").read_text("utf-8")
+    r = cli("evals", "--no-config", str(EXAMPLES), "--workflow", "hello-world", "--queries")
+    assert r.code == 0 and r.out == (out / "hello-world" / "evals" / "eval_queries.json").read_text("utf-8")
+    r = cli("evals", "--no-config", str(EXAMPLES))
+    assert r.code == 2 and "--workflow" in r.err and "refund-flow-gated" in r.err
+    r = cli("evals", "--no-config", str(EXAMPLES), "--workflow", "nope")
+    assert r.code == 2 and "no workflow 'nope'" in r.err
+
+
+GATED = """\
+name: {name}
+description: {description}
+arguments:
+  - {{name: mode, type: string, required: true}}
+  - {{name: count, type: integer}}
+tools:
+  - name: write
+    input_schema: {{type: object, properties: {{mode: {{type: string}}}}}}
+    annotations: {{readOnlyHint: false}}
+steps:
+  - name: write
+    tool: write
+    args: {{mode: {{arg: mode}}}}
+    when:
+{conditions}
+"""
+
+
+def _gated(tree, name: str, *conditions: str, description: str = "Write the mode down.") -> Path:
+    text = GATED.format(name=name, description=description,
+                        conditions="".join(f"      - {c}\n" for c in conditions))
+    return tree({f"wf/{name}.yaml": text})
+
+
+def test_each_condition_gets_a_case_where_it_fails_with_the_others_holding(cli, tmp_path, tree):
+    root = _gated(tree, "two", "{arg: mode, in: [a, b]}", "{arg: count, not_equals: 3}", "{arg: count, exists: true}")
+    out = _build(cli, tmp_path, str(root / "wf"))
+    cases = {c["projector"]["covers"][0]: c["projector"] for c in _evals(out, "two")}
+    assert cases["the run, every condition holding and every confirmation a yes"]["arguments"] == {"mode": "a",
+                                                                                                   "count": 0}
+    assert cases["write: when[0] fails"]["arguments"] == {"mode": "example", "count": 0}
+    assert cases["write: when[1] fails"]["arguments"] == {"mode": "a", "count": 3}
+    assert cases["write: when[2] fails"]["arguments"] == {"mode": "a"}  # an optional argument left out
+    assert all(cases[f"write: when[{i}] fails"]["calls"] == [{"step": "write", "tool": "write", "called": False}]
+               for i in range(3))
+
+
+def test_a_gate_no_case_can_cover_warns_and_fails_strict(cli, tmp_path, tree):
+    root = _gated(tree, "never", "{arg: mode, equals: a}", "{arg: mode, equals: b}")
+    out = tmp_path / "out"
+    r = cli("build", "--no-cache", "--no-config", "--out", str(out), str(root / "wf"))
+    assert r.code == 0 and "warning[eval-uncovered]" in r.err and "never.yaml:" in r.err
+    assert (out / "never" / "evals" / "evals.json").exists()  # the run case still, stating that nothing is called
+    r = cli("check", "--no-cache", "--no-config", "--strict", "--out", str(out), str(root / "wf"))
+    assert r.code == 1 and "eval-uncovered" in r.err
+    r = cli("build", "--no-cache", "--no-config", "--strict", "--out", str(tmp_path / "other"), str(root / "wf"))
+    assert r.code == 1 and not (tmp_path / "other").exists()
+
+
+def test_trigger_negatives_are_the_nearest_descriptions_and_bounded(cli, tmp_path, tree):
+    files = {}
+    for i in range(12):
+        text = GATED.format(name=f"w{i:02}", description=f"Write the mode number {i} down.",
+                            conditions="      - {arg: mode, equals: a}\n")
+        files[f"wf/w{i:02}.yaml"] = text
+    files["wf/near.yaml"] = GATED.format(name="near", description="Refund a customer order quickly.",
+                                         conditions="      - {arg: mode, equals: a}\n")
+    files["wf/nearer.yaml"] = GATED.format(name="nearer", description="Refund an order for a customer.",
+                                           conditions="      - {arg: mode, equals: a}\n")
+    root = tree(files)
+    out = _build(cli, tmp_path, str(root / "wf"))
+    negatives = [q["query"] for q in _queries(out, "near") if not q["should_trigger"]]
+    assert len(negatives) == 10 and negatives[0] == "Refund an order for a customer."
+    first = (out / "near" / "evals" / "eval_queries.json").read_bytes()
+    again = _build(cli, tmp_path / "again", str(root / "wf"))
+    assert (again / "near" / "evals" / "eval_queries.json").read_bytes() == first
+
+
+@pytest.mark.parametrize("skill", ["refund-flow-approved", "hello-world"])
+def test_eval_files_are_stable_json(cli, tmp_path, skill):
+    out = _build(cli, tmp_path)
+    for name in ("evals.json", "eval_queries.json"):
+        data = (out / skill / "evals" / name).read_bytes()
+        assert data.endswith(b"}\n") or data.endswith(b"]\n")
+        assert json.dumps(json.loads(data), indent=2, ensure_ascii=False).encode("utf-8") + b"\n" == data
