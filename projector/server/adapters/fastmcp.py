@@ -461,10 +461,10 @@ class FastMCPAdapter(Adapter):
         await server.run_stdio_async(show_banner=False)
 
     def forwarding_server(self, name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any],
-                          gone: type[Exception]) -> FastMCP:
+                          gone: type[Exception], visible: Callable[[], Any] | None = None) -> FastMCP:
         from .fastmcp_forward import forwarding_server
 
-        return forwarding_server(name, tools, forward, gone)
+        return forwarding_server(name, tools, forward, gone, visible)
 
     def in_process(self, server: FastMCP) -> Any:
         return in_process_http(server)
