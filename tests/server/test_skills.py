@@ -201,3 +201,42 @@ async def test_fastmcp_two_http_sessions_each_see_the_catalog_of_their_own_tools
     assert set(whole["listed"]) == set(MANIFEST) and "issue_refund" not in names
     check_refund_hidden(hidden, whole)
     assert other == whole
+
+
+async def _three_callers(server: FastMCP) -> dict[str, set[str]]:
+    """The skills listed to A (sees every tool), B (``issue_refund`` disabled), and C (declares the extension)."""
+    async with FastMCPClient(server) as a:
+        seen = {"A": {e["uri"] for e in (await call(a.session, "skills/list"))["skills"]}}
+    server.disable(names={"issue_refund"}, components={"tool"})
+    try:
+        async with FastMCPClient(server) as b:
+            seen["B"] = {e["uri"] for e in (await call(b.session, "skills/list"))["skills"]}
+            seen["B tools"] = {t.name for t in await b.list_tools()}
+    finally:
+        server.enable(names={"issue_refund"}, components={"tool"})
+    async with FastMCPClient(server, extensions=[SkillsClientExtension()]) as c:
+        seen["C"] = {e["uri"] for e in (await call(c.session, "skills/list"))["skills"]}
+        seen["C tools"] = {t.name for t in await c.list_tools()}
+    return seen
+
+
+@pytest.mark.slow
+async def test_the_three_callers_of_the_docs_table_on_fastmcps_own_skills_provider_and_on_projector():
+    """The table in docs/serving.md, "Skills bound to their tools", measured: the same skills (generated_skills/)
+    served by FastMCP's own ``SkillsDirectoryProvider`` and by :func:`attach`, on a FastMCP server with the demo's
+    tools. FastMCP's provider lists every skill to B, whose ``issue_refund`` is disabled (it checks the files'
+    visibility and authorization, not the tools a skill calls); projector leaves the refund skills out. Neither
+    offers a declaring client C less than A: projector's skill tools only are withheld from it."""
+    from fastmcp.skills.provider import SkillsDirectoryProvider
+
+    provider = FastMCP("shop")
+    add_demo_tools(provider)
+    provider.add_provider(SkillsDirectoryProvider(SKILLS))
+    ours = FastMCP("shop")
+    add_demo_tools(ours)
+    attach(ours, SKILLS, WORKFLOWS, skill_tools=True)
+    theirs, mine = await _three_callers(provider), await _three_callers(ours)
+    assert theirs["A"] == theirs["B"] == theirs["C"] == set(MANIFEST)
+    assert "issue_refund" not in theirs["B tools"]
+    assert mine["A"] == mine["C"] == set(MANIFEST) and mine["B"] == OTHERS
+    assert "load_skill" in mine["B tools"] and "load_skill" not in mine["C tools"]
