@@ -298,9 +298,8 @@ async def _until(client: Client, shown: bool) -> None:
             await anyio.sleep(0.05)
 
 
-async def _hidden_and_back(framework: str, skills: Path, wfs: Path) -> tuple[dict, dict, dict]:
+async def _hidden_and_back(framework: str, skills: Path, wfs: Path, command: str) -> tuple[dict, dict, dict]:
     manifest = {e["uri"]: e for e in json.loads((skills / "skills.json").read_text("utf-8"))["skills"]}
-    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(HIDING))}"
     async with gateway(command, skills, wfs, framework=framework, skill_tools=True, workflow_tools=True) as server:
         async with Client(for_server(server).in_process(server), cache=None) as client:
             whole = await _catalog(client, manifest)
@@ -313,18 +312,30 @@ async def _hidden_and_back(framework: str, skills: Path, wfs: Path) -> tuple[dic
     return whole, seen, again
 
 
+def _hiding_command(era: str) -> str:
+    if era == "2026-07-28":
+        return f"{shlex.quote(sys.executable)} {shlex.quote(str(HIDING))}"
+    from tests.remote.upstreams import installed
+
+    python = installed()["sqlite"].parent / "python"  # mcp 1.x, in the reference SQLite server's environment
+    return f"{shlex.quote(str(python))} {shlex.quote(str(HIDING.with_name('hiding_upstream_v1.py')))}"
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("era", ["2026-07-28", "handshake"])
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_a_skill_whose_tool_the_upstream_stops_listing_is_gone_and_back_when_it_returns(framework, cli, tmp_path):
+def test_a_skill_whose_tool_the_upstream_stops_listing_is_gone_and_back_when_it_returns(framework, era, cli,
+                                                                                        tmp_path):
     """The upstream's tools/list decides, while the gateway serves: when the upstream takes issue_refund out of its
-    list (and says so), the skill that calls it is not listed, unknown to skills/get and resources/read, and its
+    list and says so (a subscriptions/listen event from an mcp 2.x upstream on the 2026-07-28 wire; a
+    notifications/tools/list_changed from an mcp 1.x upstream in the handshake era), the skill that calls it is not listed, unknown to skills/get and resources/read, and its
     prompts and workflow tool are gone, while the other skill stays as it was; when the upstream lists the tool
     again, the gateway serves all of it as at first."""
     wfs = workflows(tmp_path, REFUND_NOW)
     shutil.copy(ROOT / "workflows" / "hello-world.yaml", wfs / "hello-world.yaml")
     skills = tmp_path / "skills"
     assert cli("build", str(wfs), "--out", str(skills)).code == 0
-    whole, seen, again = anyio.run(_hidden_and_back, framework, skills, wfs)
+    whole, seen, again = anyio.run(_hidden_and_back, framework, skills, wfs, _hiding_command(era))
     refund, hello = "skill://refund-now/SKILL.md", "skill://hello-world/SKILL.md"
     assert whole["listed"] == [hello, refund] and None not in whole["got"].values()
     assert {"refund_now", "skill.refund-now", "hello_world", "skill.hello-world"} <= set(whole["prompts"])
