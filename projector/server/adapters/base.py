@@ -98,8 +98,9 @@ class Adapter(ABC):
 
     def bind(self, server: Any, bound: Any, served: Any = None) -> None:
         """Serve each request's caller only what it can carry out (:class:`projector.server.bound.Bound`): ask the
-        framework, once per request, which tools the caller sees. A framework that cannot (this default) refuses."""
-        raise TypeError(f"the {self.name} adapter cannot bind skills to the caller's tools")
+        framework, once per request, which tools the caller sees. A framework that cannot (this default) serves
+        every caller alike, as a server whose tools every caller sees: attach is not refused for it, since nothing
+        asked for binding (``attach`` calls this every time)."""
 
     def add_workflow_tools(self, server: Any, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
                            replay: ReplayGuard) -> None:
