@@ -119,6 +119,7 @@ class RemoteSkills:
     max_message: int = MAX_MESSAGE
     max_listing: int = MAX_LISTING
     verbose: bool = False
+    message_handler: Any = None  # mcp's Client message_handler: the server's notifications (the gateway follows them)
     _client: Client | None = field(default=None, init=False, repr=False)
     _log: ServerLog | None = field(default=None, init=False, repr=False)
     _budget: Budget = field(default_factory=Budget, init=False, repr=False)
@@ -152,7 +153,8 @@ class RemoteSkills:
     async def __aenter__(self) -> "RemoteSkills":
         target = parse_server(self.server) if isinstance(self.server, str) else self.server
         # No response cache: a refresh must reach the server, and a verifying host keeps no unverified copies.
-        client = Client(self._transport(target), cache=None, read_timeout_seconds=self.timeout)
+        client = Client(self._transport(target), cache=None, read_timeout_seconds=self.timeout,
+                        message_handler=self.message_handler)
         try:
             await client.__aenter__()
         except RemoteError:

@@ -40,6 +40,7 @@ from typing import Any
 
 import anyio
 import mcp_types
+from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -66,11 +67,56 @@ class Upstream:
     def __init__(self, remote: RemoteSkills, spec: str, timeout: float = CALL_TIMEOUT):
         self.remote, self.spec, self.timeout = remote, spec, timeout
         self._told = False
+        self.listed: frozenset[str] | None = None  # the tool names as last listed (None: not listed yet)
+        # a change the upstream announced and the gateway has not re-listed yet (one is enough: it re-lists all)
+        self.changed_in, self.changed_out = anyio.create_memory_object_stream[None](1)
 
     async def tools(self) -> list[mcp_types.Tool]:
         """Every page of the upstream's ``tools/list``, by the one bounded listing of a server's tools
         (:func:`projector.remote.tools.listed_tools`: pages, bytes, a repeated cursor), naming the upstream."""
-        return await listed_tools(self.remote)
+        tools = await listed_tools(self.remote)
+        self.listed = frozenset(t.name for t in tools)
+        return tools
+
+    def visible(self) -> frozenset[str] | None:
+        """The upstream's tools as it lists them now (None: every forwarding tool)."""
+        return self.listed
+
+    async def on_message(self, message: Any) -> None:
+        """The connection's message handler: a ``notifications/tools/list_changed`` asks for a re-listing."""
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self.announce()
+
+    def announce(self) -> None:
+        try:
+            self.changed_in.send_nowait(None)
+        except anyio.WouldBlock:  # a re-listing is already due; it will see this change too
+            pass
+
+    async def follow(self, start_timeout: float) -> None:
+        """Re-list the upstream's tools each time it says they changed, until cancelled."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._listen)
+            async for _ in self.changed_out:
+                try:
+                    await _tools(self, self.spec, start_timeout)
+                except ServerError as exc:  # the last listing stays
+                    self._note(f"its tools/list failed; the gateway keeps its last listing: {exc}")
+
+    async def _listen(self) -> None:
+        """On the 2026-07-28 wire, changes come as ``subscriptions/listen`` events (before it, as notifications,
+        which :meth:`on_message` takes)."""
+        try:
+            async with self.remote.client.listen(tools_list_changed=True) as events:
+                async for _ in events:
+                    self.announce()
+        except ListenNotSupportedError:
+            return
+        except Exception as exc:  # a server without subscriptions, or a closed connection: no more changes come
+            self._note(f"its tool changes are no longer followed: {_describe(exc)}")
+
+    def _note(self, text: str) -> None:
+        print(f"project-skill serve: the upstream {printable(self.spec)}: {text}", file=sys.stderr, flush=True)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         """``tools/call`` upstream; its result as it came. :class:`UpstreamGone` when no answer can come."""
@@ -127,12 +173,25 @@ async def gateway(upstream: str, skills: Skills = "generated_skills", workflows:
     if missing is not None:
         raise ValueError(f"framework {framework!r} {missing}")
     # the connection's own timeout bounds the handshake; each forwarded call is bounded by ``timeout``
-    async with connect(upstream, upstream, timeout=start_timeout, verbose=verbose) as remote:
-        connection = Upstream(remote, upstream, timeout)
+    remote = connect(upstream, upstream, timeout=start_timeout, verbose=verbose)
+    connection = Upstream(remote, upstream, timeout)
+    remote.message_handler = connection.on_message
+    async with remote:
         tools = await _tools(connection, upstream, start_timeout)
-        server = adapters.get(framework).forwarding_server(name, tools, connection.call, UpstreamGone)
+        server = adapters.get(framework).forwarding_server(name, tools, connection.call, UpstreamGone,
+                                                           visible=connection.visible)
         await attach_async(server, skills, workflows, **attach_options)
-        yield server
+        failed: Exception | None = None  # the caller's, raised as it came, not in a task group's ExceptionGroup
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(connection.follow, start_timeout)  # never raises: it says what failed on stderr
+            try:
+                yield server
+            except Exception as exc:
+                failed = exc
+            finally:
+                tg.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
 
 
 async def serve_gateway_async(upstream: str, skills: Skills = "generated_skills", workflows: Workflows = "workflows",

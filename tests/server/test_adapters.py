@@ -68,7 +68,8 @@ def test_only_the_fastmcp_adapter_imports_fastmcp():
     # Of the server frameworks, only the FastMCP adapter imports fastmcp. The pydantic-ai agent adapter is a client:
     # pydantic-ai's MCP toolset is built on fastmcp's client, so it names that client's stdio transport.
     assert found == ["projector/remote/agent_pydantic.py", "projector/server/adapters/fastmcp.py",
-                     "projector/server/adapters/fastmcp_forward.py", "projector/server/adapters/fastmcp_tasks.py"]
+                     "projector/server/adapters/fastmcp_bound.py", "projector/server/adapters/fastmcp_forward.py",
+                     "projector/server/adapters/fastmcp_refusals.py", "projector/server/adapters/fastmcp_tasks.py"]
 
 
 def test_every_framework_choice_is_the_registry():

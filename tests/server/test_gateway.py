@@ -28,8 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter
 
 from projector.remote.errors import ServerError
 from projector.server import AttachError, gateway
@@ -239,6 +242,110 @@ def test_the_python_api_raises_attach_error_for_a_step_that_does_not_fit(tmp_pat
 
     with pytest.raises(AttachError):
         anyio.run(start)
+
+
+# ----------------------------------------------------------------------- the upstream's tools/list decides (issue 33)
+
+HIDING = Path(__file__).parent / "gateway" / "hiding_upstream.py"
+REFUND_NOW = """
+name: refund_now
+description: Refund an order in full.
+arguments:
+  - {name: order_id, description: The order, required: true, type: string}
+  - {name: amount, description: How much, required: true, type: number}
+tools:
+  - name: issue_refund
+    description: Refund an order to the original payment method.
+    input_schema:
+      type: object
+      properties: {order_id: {type: string}, amount: {type: number}}
+      required: [order_id, amount]
+    annotations: {readOnlyHint: false, destructiveHint: true}
+    output_schema: {type: object}
+steps:
+  - name: refund
+    tool: issue_refund
+    args: {order_id: {arg: order_id}, amount: {arg: amount}}
+"""
+
+
+async def _catalog(client: Client, manifest: dict) -> dict:
+    """What a caller sees: skills/list, skills/get of each built skill and resources/read of each of its files
+    (None: refused as unknown), the prompts and the tools."""
+    async def call(method: str, params: dict) -> Any:
+        request = mcp_types.Request[dict[str, Any] | None, str](method=method, params=params)
+        return await client.session.send_request(request, TypeAdapter(dict[str, Any]))
+
+    async def answer(method: str, params: dict) -> Any:
+        try:
+            return await call(method, params)
+        except MCPError as exc:
+            assert exc.code == mcp_types.INVALID_PARAMS, exc
+            return None
+
+    got = {uri: await answer("skills/get", {"uri": uri}) for uri in manifest}
+    read = {r["uri"]: await answer("resources/read", {"uri": r["uri"]})
+            for e in manifest.values() for r in e["resources"]}
+    return {"listed": sorted(e["uri"] for e in (await call("skills/list", {}))["skills"]), "got": got,
+            "read": read, "prompts": sorted(p.name for p in (await client.list_prompts()).prompts),
+            "tools": sorted(t.name for t in (await client.list_tools()).tools)}
+
+
+async def _until(client: Client, shown: bool) -> None:
+    """Wait, a bounded time, for the gateway's tools/list to show issue_refund (``shown``) or not."""
+    with anyio.fail_after(30):
+        while ("issue_refund" in {t.name for t in (await client.list_tools()).tools}) != shown:
+            await anyio.sleep(0.05)
+
+
+async def _hidden_and_back(framework: str, skills: Path, wfs: Path, command: str) -> tuple[dict, dict, dict]:
+    manifest = {e["uri"]: e for e in json.loads((skills / "skills.json").read_text("utf-8"))["skills"]}
+    async with gateway(command, skills, wfs, framework=framework, skill_tools=True, workflow_tools=True) as server:
+        async with Client(for_server(server).in_process(server), cache=None) as client:
+            whole = await _catalog(client, manifest)
+            await client.call_tool("hide", {"name": "issue_refund"})  # through the gateway, to the upstream
+            await _until(client, shown=False)
+            seen = await _catalog(client, manifest)
+            await client.call_tool("show", {"name": "issue_refund"})
+            await _until(client, shown=True)
+            again = await _catalog(client, manifest)
+    return whole, seen, again
+
+
+def _hiding_command(era: str) -> str:
+    if era == "2026-07-28":
+        return f"{shlex.quote(sys.executable)} {shlex.quote(str(HIDING))}"
+    from tests.remote.upstreams import installed
+
+    python = installed()["sqlite"].parent / "python"  # mcp 1.x, in the reference SQLite server's environment
+    return f"{shlex.quote(str(python))} {shlex.quote(str(HIDING.with_name('hiding_upstream_v1.py')))}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ["2026-07-28", "handshake"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_skill_whose_tool_the_upstream_stops_listing_is_gone_and_back_when_it_returns(framework, era, cli,
+                                                                                        tmp_path):
+    """The upstream's tools/list decides, while the gateway serves: when the upstream takes issue_refund out of its
+    list and says so (a subscriptions/listen event from an mcp 2.x upstream on the 2026-07-28 wire; a
+    notifications/tools/list_changed from an mcp 1.x upstream in the handshake era), the skill that calls it is not listed, unknown to skills/get and resources/read, and its
+    prompts and workflow tool are gone, while the other skill stays as it was; when the upstream lists the tool
+    again, the gateway serves all of it as at first."""
+    wfs = workflows(tmp_path, REFUND_NOW)
+    shutil.copy(ROOT / "workflows" / "hello-world.yaml", wfs / "hello-world.yaml")
+    skills = tmp_path / "skills"
+    assert cli("build", str(wfs), "--out", str(skills)).code == 0
+    whole, seen, again = anyio.run(_hidden_and_back, framework, skills, wfs, _hiding_command(era))
+    refund, hello = "skill://refund-now/SKILL.md", "skill://hello-world/SKILL.md"
+    assert whole["listed"] == [hello, refund] and None not in whole["got"].values()
+    assert {"refund_now", "skill.refund-now", "hello_world", "skill.hello-world"} <= set(whole["prompts"])
+    assert {"issue_refund", "refund_now", "hello_world"} <= set(whole["tools"])
+    assert seen["listed"] == [hello] and seen["got"] == {**whole["got"], refund: None}
+    assert seen["read"] == {uri: None if uri.startswith("skill://refund-now/") else text
+                            for uri, text in whole["read"].items()}
+    assert seen["prompts"] == [p for p in whole["prompts"] if p not in ("refund_now", "skill.refund-now")]
+    assert seen["tools"] == [t for t in whole["tools"] if t not in ("issue_refund", "refund_now")]
+    assert again == whole
 
 
 # ------------------------------------------------------------------------------ real upstreams of other SDKs (slow)

@@ -5,9 +5,11 @@ offered ``load_skill`` and ``read_skill_file`` too."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from fastmcp import Client as FastMCPClient
@@ -19,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
-from projector.server import attach
+from projector.server import attach, serve_http_async
 from projector.server.demo import add_demo_tools
 
 pytestmark = pytest.mark.anyio
@@ -163,3 +165,78 @@ async def test_a_client_that_declared_the_skills_extension_is_not_offered_the_sk
     assert {"load_skill", "read_skill_file"} <= offered
     assert not {"load_skill", "read_skill_file"} & declared
     assert offered - declared == {"load_skill", "read_skill_file"}
+
+
+async def _listening(port: int) -> None:
+    with anyio.fail_after(60):
+        while True:
+            try:
+                await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                return
+            except OSError:
+                await anyio.sleep(0.1)
+
+
+@pytest.mark.slow
+async def test_fastmcp_two_http_sessions_each_see_the_catalog_of_their_own_tools():
+    """Per session, for real: two clients of one FastMCP server over Streamable HTTP, each in a session of its own
+    (the handshake era, stateful: on the 2026-07-28 wire an HTTP connection has no session, and FastMCP refuses
+    session rules without authentication), one hides issue_refund for its own session (``ctx.disable_components``);
+    that one no longer sees the refund skills, their prompts and workflow tool, while the other sees the whole
+    catalog."""
+    from .test_http import free_port
+
+    server, port = fastmcp_server(), free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(partial(serve_http_async, server, "127.0.0.1", port, stateless=False))
+        await _listening(port)
+        async with FastMCPClient(url, mode="legacy") as one, FastMCPClient(url, mode="legacy") as two:
+            whole = await catalog(one.session)
+            await one.call_tool("hide_refunds", {})
+            hidden = await catalog(one.session)
+            other = await catalog(two.session)
+            names = {t.name for t in await one.list_tools()}
+        tg.cancel_scope.cancel()
+    assert set(whole["listed"]) == set(MANIFEST) and "issue_refund" not in names
+    check_refund_hidden(hidden, whole)
+    assert other == whole
+
+
+async def _three_callers(server: FastMCP) -> dict[str, set[str]]:
+    """The skills listed to A (sees every tool), B (``issue_refund`` disabled), and C (declares the extension)."""
+    async with FastMCPClient(server) as a:
+        seen = {"A": {e["uri"] for e in (await call(a.session, "skills/list"))["skills"]}}
+    server.disable(names={"issue_refund"}, components={"tool"})
+    try:
+        async with FastMCPClient(server) as b:
+            seen["B"] = {e["uri"] for e in (await call(b.session, "skills/list"))["skills"]}
+            seen["B tools"] = {t.name for t in await b.list_tools()}
+    finally:
+        server.enable(names={"issue_refund"}, components={"tool"})
+    async with FastMCPClient(server, extensions=[SkillsClientExtension()]) as c:
+        seen["C"] = {e["uri"] for e in (await call(c.session, "skills/list"))["skills"]}
+        seen["C tools"] = {t.name for t in await c.list_tools()}
+    return seen
+
+
+@pytest.mark.slow
+async def test_the_three_callers_of_the_docs_table_on_fastmcps_own_skills_provider_and_on_projector():
+    """The table in docs/serving.md, "Skills bound to their tools", measured: the same skills (generated_skills/)
+    served by FastMCP's own ``SkillsDirectoryProvider`` and by :func:`attach`, on a FastMCP server with the demo's
+    tools. FastMCP's provider lists every skill to B, whose ``issue_refund`` is disabled (it checks the files'
+    visibility and authorization, not the tools a skill calls); projector leaves the refund skills out. Neither
+    offers a declaring client C less than A: projector's skill tools only are withheld from it."""
+    from fastmcp.skills.provider import SkillsDirectoryProvider
+
+    provider = FastMCP("shop")
+    add_demo_tools(provider)
+    provider.add_provider(SkillsDirectoryProvider(SKILLS))
+    ours = FastMCP("shop")
+    add_demo_tools(ours)
+    attach(ours, SKILLS, WORKFLOWS, skill_tools=True)
+    theirs, mine = await _three_callers(provider), await _three_callers(ours)
+    assert theirs["A"] == theirs["B"] == theirs["C"] == set(MANIFEST)
+    assert "issue_refund" not in theirs["B tools"]
+    assert mine["A"] == mine["C"] == set(MANIFEST) and mine["B"] == OTHERS
+    assert "load_skill" in mine["B tools"] and "load_skill" not in mine["C tools"]

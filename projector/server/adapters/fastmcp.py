@@ -21,7 +21,7 @@ What :func:`projector.server.attach` adds here, through FastMCP's public API:
   (:func:`projector.server.workflow.run_workflow`) through :class:`FastMCPHost`: tools are called through the server
   itself, resources read through it, and one progress notification is sent per step.
 - a :class:`FastMCPBootstrapPrompt` per skill, the same text as on ``MCPServer``.
-- with ``skill_tools=True``, ``load_skill`` and ``read_skill_file`` as :class:`SkillTool` (the same functions as on
+- with ``skill_tools=True``, ``load_skill`` and ``read_skill_file`` as :class:`~.fastmcp_bound.SkillTool` (the same functions as on
   ``MCPServer``, from :mod:`projector.server.skill_tools`).
 
 None of these components carries FastMCP's unprefixed ``_meta.fastmcp`` block.
@@ -55,7 +55,6 @@ from fastmcp.skills.extension import SkillsExtension as FastMCPSkillsExtension
 from fastmcp.skills.provider import SkillFileResource, SkillManifestProvider
 from fastmcp.tools.base import InputRequiredToolResult, ToolResult
 from fastmcp.tools.base import Tool as FastMCPTool
-from fastmcp.tools.function_tool import FunctionTool
 from mcp.server.caching import CacheHint
 from pydantic import AnyUrl, BaseModel, Field
 
@@ -67,10 +66,12 @@ from ..errors import AttachError
 from ..replay import ReplayGuard
 from ..skills import SKILLS_EXTENSION, TEMPLATE_DESCRIPTION, DirectoryReadParams, Skill, SkillTree
 from ..skills import SkillsExtension as MCPSkillsExtension
-from ..skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, SkillTools, functions
+from ..skill_tools import SkillTools
 from ..workflow import ToolSpec, WorkflowHost, prompt_spec, run_workflow
 from ..workflow_tool import WorkflowToolSpec
 from . import fastmcp_refusals
+from .fastmcp_bound import add_skill_tools
+from .fastmcp_bound import bind as bind_to_caller
 from .base import Adapter, Listing, seal_with, with_host
 
 T = TypeVar("T")
@@ -306,14 +307,6 @@ class FastMCPBootstrapPrompt(FastMCPPrompt):
 
 # ------------------------------------------------------------------------------------------------------ tools
 
-class SkillTool(FunctionTool):
-    """``load_skill`` or ``read_skill_file`` (:mod:`projector.server.skill_tools`) as a FastMCP tool, without
-    FastMCP's ``_meta.fastmcp`` block."""
-
-    def to_mcp_tool(self, **overrides: Any) -> mcp_types.Tool:
-        return super().to_mcp_tool(**{**overrides, "_meta": None})
-
-
 class FastMCPWorkflowTool(FastMCPTool):
     """A workflow as a FastMCP tool, run on the server by the same runner and the same call as on ``MCPServer``
     (:mod:`projector.server.workflow_tool`), without FastMCP's ``_meta.fastmcp`` block."""
@@ -341,18 +334,6 @@ class FastMCPWorkflowTool(FastMCPTool):
     def to_mcp_tool(self, **overrides: Any) -> mcp_types.Tool:
         # the title as declared (FastMCP would make one from the name), as on MCPServer
         return super().to_mcp_tool(**{"title": self.title, **overrides, "_meta": None})
-
-
-def add_skill_tools(server: FastMCP, tree: SkillTree) -> SkillTools:
-    """Register the two skill tools on ``server`` (its names already checked by ``check_names``). A refusal is
-    FastMCP's ``ToolError``, which reaches the client as an ``isError`` result even when details are masked."""
-    tools = SkillTools(tree)
-    load, read = functions(tools, ToolError)
-    for fn, name, description in ((load, LOAD_SKILL, tools.load_description()),
-                                  (read, READ_SKILL_FILE, tools.read_description())):
-        server.add_tool(SkillTool.from_function(fn, name=name, description=description, annotations=ANNOTATIONS,
-                                                output_schema=None))
-    return tools
 
 
 # ------------------------------------------------------------------------------------------------------ attach
@@ -451,7 +432,7 @@ class FastMCPAdapter(Adapter):
         return add_skill_tools(server, tree)
 
     def bind(self, server: FastMCP, bound: Any, served: Any = None) -> None:
-        __import__(f"{__package__}.fastmcp_bound", fromlist=["bind"]).bind(server, bound, served)
+        bind_to_caller(server, bound, served)
 
     def add_workflow_tools(self, server: FastMCP, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
                            replay: ReplayGuard) -> None:
@@ -480,10 +461,10 @@ class FastMCPAdapter(Adapter):
         await server.run_stdio_async(show_banner=False)
 
     def forwarding_server(self, name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any],
-                          gone: type[Exception]) -> FastMCP:
+                          gone: type[Exception], visible: Callable[[], Any] | None = None) -> FastMCP:
         from .fastmcp_forward import forwarding_server
 
-        return forwarding_server(name, tools, forward, gone)
+        return forwarding_server(name, tools, forward, gone, visible)
 
     def in_process(self, server: FastMCP) -> Any:
         return in_process_http(server)

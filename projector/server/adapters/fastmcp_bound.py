@@ -1,4 +1,7 @@
-"""Skills bound to their tools on FastMCP (:mod:`projector.server.bound`).
+"""The skill tools on FastMCP, and skills bound to their tools there (:mod:`projector.server.bound`).
+
+``load_skill`` and ``read_skill_file`` are :class:`SkillTool`, registered by :func:`add_skill_tools`: the same
+functions as on ``MCPServer`` (:mod:`projector.server.skill_tools`).
 
 The caller's tools are FastMCP's own answer: ``FastMCP.list_tools()`` in the request's context, the path its
 ``tools/list`` takes (global and per-session visibility, tags, component authorization, the list middleware), asked
@@ -14,14 +17,16 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
+import mcp_types
 from fastmcp import FastMCP
 from fastmcp.exceptions import AuthorizationError, NotFoundError, ToolError
 from fastmcp.server.dependencies import get_context
 from fastmcp.server.middleware import Middleware
 from fastmcp.tools.base import ToolResult
+from fastmcp.tools.function_tool import FunctionTool
 
 from ..bound import Bound, declares_skills
-from ..skill_tools import LOAD_SKILL, READ_SKILL_FILE, TOOL_NAMES, Refusal, SkillTools
+from ..skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, TOOL_NAMES, Refusal, SkillTools, functions
 from ..skills import CALLER_TREE
 from ..tree import SkillTree
 
@@ -124,6 +129,27 @@ class BoundMiddleware(Middleware):
                     raise ToolError(str(exc)) from None
                 return ToolResult(content=tools.content(f))
         return await call_next(context)
+
+
+class SkillTool(FunctionTool):
+    """``load_skill`` or ``read_skill_file`` (:mod:`projector.server.skill_tools`) as a FastMCP tool, without
+    FastMCP's ``_meta.fastmcp`` block."""
+
+    def to_mcp_tool(self, **overrides: Any) -> mcp_types.Tool:
+        return super().to_mcp_tool(**{**overrides, "_meta": None})
+
+
+
+def add_skill_tools(server: FastMCP, tree: SkillTree) -> SkillTools:
+    """Register the two skill tools on ``server`` (its names already checked by ``check_names``). A refusal is
+    FastMCP's ``ToolError``, which reaches the client as an ``isError`` result even when details are masked."""
+    tools = SkillTools(tree)
+    load, read = functions(tools, ToolError)
+    for fn, name, description in ((load, LOAD_SKILL, tools.load_description()),
+                                  (read, READ_SKILL_FILE, tools.read_description())):
+        server.add_tool(SkillTool.from_function(fn, name=name, description=description, annotations=ANNOTATIONS,
+                                                output_schema=None))
+    return tools
 
 
 def caller_handler(server: FastMCP, bound: Bound,

@@ -11,10 +11,12 @@ from typing import Any
 
 
 def forwarding_server(name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any],
-                      gone: type[Exception]) -> Any:
-    """A ``fastmcp.FastMCP`` with one forwarding tool per upstream tool."""
+                      gone: type[Exception], visible: Callable[[], Any] | None = None) -> Any:
+    """A ``fastmcp.FastMCP`` with one forwarding tool per upstream tool, and a middleware that lists only those
+    ``visible()`` names."""
     from fastmcp import FastMCP
     from fastmcp.exceptions import ToolError
+    from fastmcp.server.middleware import Middleware
     from fastmcp.tools import Tool, ToolResult
 
     class ForwardingTool(Tool):
@@ -26,7 +28,17 @@ def forwarding_server(name: str, tools: Sequence[Any], forward: Callable[[str, d
             return ToolResult(content=result.content, structured_content=result.structured_content,
                               meta=result.meta, is_error=bool(result.is_error))
 
+    forwarded = frozenset(t.name for t in tools)
+
+    class ListedOnly(Middleware):
+        async def on_list_tools(self, context: Any, call_next: Any) -> Any:
+            listed = await call_next(context)
+            now = visible() if visible is not None else None
+            return listed if now is None else [t for t in listed if t.name not in forwarded or t.name in now]
+
     server = FastMCP(name)
+    if visible is not None:
+        server.add_middleware(ListedOnly())
     for t in tools:
         server.add_tool(ForwardingTool(name=t.name, title=t.title, description=t.description,
                                        parameters=t.input_schema, output_schema=t.output_schema,

@@ -185,6 +185,22 @@ def _register_extension(server: MCPServer, ext: SkillsExtension) -> None:
 _CTX = "projector_ctx"
 
 
+def listed_only(forwarded: frozenset[str], visible: Callable[[], Any]) -> Callable[..., Any]:
+    """The gateway's middleware: ``tools/list`` without the ``forwarded`` tools that ``visible()`` leaves out."""
+
+    async def middleware(ctx: Any, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        now = visible() if ctx.method == "tools/list" else None
+        if now is None:
+            return result
+        if hasattr(result, "model_dump"):
+            result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        kept = [t for t in result.get("tools", []) if t.get("name") not in forwarded or t.get("name") in now]
+        return {**result, "tools": kept}
+
+    return middleware
+
+
 class MCPAdapter(Adapter):
     """mcp's MCPServer."""
 
@@ -279,8 +295,9 @@ class MCPAdapter(Adapter):
         await (serve_stdio(server) if max_line_bytes is None else serve_stdio(server, max_line_bytes))
 
     def forwarding_server(self, name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any],
-                          gone: type[Exception]) -> MCPServer:
-        """An ``MCPServer`` built with one forwarding tool per upstream tool (its ``tools=`` argument: public API)."""
+                          gone: type[Exception], visible: Callable[[], Any] | None = None) -> MCPServer:
+        """An ``MCPServer`` built with one forwarding tool per upstream tool (its ``tools=`` argument: public API),
+        and a middleware that lists only those ``visible()`` names."""
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
         from mcp.server.mcpserver.tools.base import Tool
@@ -306,7 +323,10 @@ class MCPAdapter(Adapter):
                                parameters=t.input_schema, fn_metadata=func_metadata(_forwarded), is_async=True,
                                annotations=t.annotations, icons=t.icons, meta=t.meta,
                                upstream_output_schema=t.output_schema) for t in tools]
-        return MCPServer(name, tools=made)
+        server = MCPServer(name, tools=made)
+        if visible is not None:
+            server.middleware.append(listed_only(frozenset(t.name for t in tools), visible))
+        return server
 
     def in_process(self, server: MCPServer) -> MCPServer:
         return server  # mcp.Client connects to an MCPServer in process
