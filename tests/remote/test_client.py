@@ -1,7 +1,8 @@
-"""The verifying client (:mod:`projector.remote.client`), issue 17 item 10: it bounds every message where its bytes arrive, on stdio and on Streamable
-HTTP. Hostile servers on loopback (a stdio script, a tiny HTTP server in a thread) answer with far more than the
-limit; the client's memory is bounded by ``tracemalloc``, never by time. On main an endless ``skills/list`` reached
-4.4 GB, and a 300 MB read of a file the manifest lists as 8 bytes peaked at 2.25 GB before the size check."""
+"""The verifying client (:mod:`projector.remote.client`), issue 17 item 10: it bounds every message where its bytes
+arrive, on stdio and on Streamable HTTP. Hostile servers on loopback (a stdio script, a tiny HTTP server in a thread)
+answer with far more than the limit; the client's memory is bounded by ``tracemalloc``, never by time. On main an
+endless ``skills/list`` reached 4.4 GB, and a 300 MB read of a file the manifest lists as 8 bytes peaked at 2.25 GB
+before the size check."""
 
 from __future__ import annotations
 
