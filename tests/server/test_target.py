@@ -218,6 +218,7 @@ def serve_process(target: str, cwd: Path, stdin: str = "") -> subprocess.Complet
                            str(WORKFLOWS)], input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
+@pytest.mark.slow
 def test_what_a_target_prints_while_it_loads_goes_to_stderr_not_onto_the_json_rpc_stream(tmp_path):
     (tmp_path / "chatty.py").write_text(CHATTY, encoding="utf-8")
     proc = serve_process("chatty:make", tmp_path, json.dumps(INITIALIZE) + "\n")
@@ -228,6 +229,7 @@ def test_what_a_target_prints_while_it_loads_goes_to_stderr_not_onto_the_json_rp
     assert [a.get("id") for a in answers] == [1] and answers[0]["result"]["serverInfo"]["name"] == "chatty"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("module", "said"), [
     ("class Boom(BaseException):\n    pass\n\nraise Boom('the sky fell')\n", "raised Boom: the sky fell"),
     ("raise GeneratorExit('odd')\n", "raised GeneratorExit: odd"),
@@ -242,6 +244,7 @@ def test_any_exception_a_target_raises_while_loading_is_one_line_naming_it(tmp_p
     assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_an_interrupt_while_a_target_loads_stops_the_command_quietly(tmp_path):
     """KeyboardInterrupt is the user's Ctrl-C, not the target's error: exit 130, as for every command."""
     (tmp_path / "t_int.py").write_text("raise KeyboardInterrupt\n", encoding="utf-8")
