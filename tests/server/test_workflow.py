@@ -1,19 +1,26 @@
 """The server-side runner (:mod:`projector.server.workflow`), through mcp's public in-memory ``Client``: the work a
 run does grows with its steps, not with their square, and a confirmation on the first step does not repeat the
-opening of the transcript."""
+opening of the transcript. Conditions (``when:``) enforced by the run: stop, skip, progress, and the refunds pair over
+a real transport (stdio, the server as its own process)."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver import MCPServer
-from mcp_types import ElicitResult
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitResult, TextContent
 
-from projector.builder import WorkflowBuilder, arg, condition, confirm, step
+from projector.builder import WorkflowBuilder, arg, condition, confirm, const, step
 from projector.model import Workflow
 from projector.server import attach
+
+from .test_serve_skills import ROOT, serve_args
+from .test_serve_workflows import get_prompt, texts
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +98,201 @@ async def test_a_confirmation_on_the_first_step_keeps_one_opening():
     texts = [m.content.text for m in result.messages]
     assert [t.split("\n")[0].split(":")[0] for t in texts] == [
         "Run the workflow `first_confirmed`", "Plan", "Step 1 of 1", "Result of `noop`", "Done"]
+
+
+# ---------------------------------------------------------------------------------- conditions in a run
+
+async def _ledger(client: Client) -> list[dict[str, Any]]:
+    result = await client.call_tool("list_refunds", {})
+    sc = result.structured_content
+    return sc["result"] if isinstance(sc, dict) and set(sc) == {"result"} else sc  # type: ignore[return-value]
+
+
+async def _run_on_one_server(prompt: str, orders: list[str]) -> tuple[list[list[str]], list[dict[str, Any]]]:
+    """Each order through ``prompt`` on one freshly started ``project-skill serve --stdio`` process; the transcripts'
+    texts and the ledger afterwards."""
+    params = StdioServerParameters(command=sys.executable, args=[*serve_args(), "--stdio"], cwd=str(ROOT))
+    transcripts = []
+    async with Client(stdio_client(params)) as client:
+        assert await _ledger(client) == []
+        names = {p.name for p in (await client.list_prompts()).prompts}
+        assert {"refund_flow", "refund_flow_gated"} <= names  # serve offers both
+        for order in orders:
+            result = await client.get_prompt(prompt, {"order_id": order})
+            transcripts.append([m.content.text for m in result.messages if isinstance(m.content, TextContent)])
+        ledger = await _ledger(client)
+    return transcripts, ledger
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_refunds_pair_over_stdio_gated_refunds_only_the_eligible_order():
+    (eligible, ineligible), ledger = await _run_on_one_server("refund_flow_gated", ["A1001", "A1002"])
+    assert [r["order_id"] for r in ledger] == ["A1001"]
+    assert eligible[-1] == "Done: all 4 steps of `refund_flow_gated` ran on the server."
+    assert "Checked by the server: `eligibility.eligible` is `true`." in "\n".join(eligible)
+    assert ineligible[-1] == ("Stopped before step 3 of 4 (`issue_refund`): `eligibility.eligible` is `false`, the "
+                              "step needs `true`. The server did not call `issue_refund`, and the 1 later step did "
+                              "not run; tell the user why the workflow stopped.")
+    assert "\n" not in ineligible[-1]
+    assert not any("Calling the tool `issue_refund`" in t for t in ineligible)
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_refunds_pair_over_stdio_ungated_still_refunds_both():
+    _, ledger = await _run_on_one_server("refund_flow", ["A1001", "A1002"])
+    assert [r["order_id"] for r in ledger] == ["A1001", "A1002"]
+
+
+# ------------------------------------------------------------------------------------------ stop, skip, progress
+
+def _server(on_fail: str, when: Any, *, args: tuple[str, ...] = ("mode",)) -> tuple[MCPServer, list[str]]:
+    calls: list[str] = []
+    server = MCPServer("gates")
+
+    @server.tool(description="Look something up.")
+    def look(key: str) -> dict:
+        calls.append(f"look {key}")
+        return {"status": key, "items": [{"n": 1}]}
+
+    @server.tool(description="Act on it.")
+    def act(status: str = "") -> str:
+        calls.append(f"act {status}")
+        return "acted"
+
+    b = WorkflowBuilder("flow", "Look, maybe act, then look again.")
+    for a in args:
+        b.argument(a, type="integer" if a == "count" else None)
+    b.tool("look", annotations={"readOnlyHint": True}).tool("act", annotations={"readOnlyHint": False})
+    b.step("first", tool="look", args={"key": arg("mode")}, bind="found")
+    b.step("maybe", tool="act", args={"status": step("found", "status")}, bind="acted", when=when, on_fail=on_fail)
+    b.step("after", tool="act", args={"status": step("acted")}, acknowledge={"uses-skippable-result": "a test"}
+           if on_fail == "skip" else None)
+    attach(server, skills=None, workflows=[b.build()])
+    return server, calls
+
+
+@pytest.mark.anyio
+async def test_skip_says_so_goes_on_and_a_later_step_is_told_why_its_input_is_missing():
+    server, calls = _server("skip", condition(step("found", "status"), in_=["open", "new"]))
+    progress: list = []
+    msgs = texts(await get_prompt(server, "flow", {"mode": "closed"}, progress))
+    skip = next(t for _, t in msgs if "Skipped:" in t)
+    assert skip.startswith("Step 2 of 3: `maybe`.\nSkipped: `found.status` is `\"closed\"`, the step needs one of "
+                           "`\"open\"`, `\"new\"`.")
+    assert "Step 3 (`after`) will not have `acted`." in skip
+    # the result the skipped step would have saved is missing, and the run says why; the optional argument is left out
+    assert calls == ["look closed", "act "]
+    assert msgs[-1][1] == "Done: 2 of the 3 steps of `flow` ran on the server; 1 was skipped."
+    assert progress == [(1, 3, "step 1 of 3: first"), (2, 3, "step 2 of 3: maybe (skipped)"),
+                        (3, 3, "step 3 of 3: after")]
+
+
+@pytest.mark.anyio
+async def test_a_skipped_result_that_a_tool_requires_hands_over_naming_the_skip():
+    server = MCPServer("gates")
+
+    @server.tool(description="Echo.")
+    def echo(value: str | bool) -> str:
+        return str(value)
+
+    wf = (WorkflowBuilder("flow", "d").argument("go", type="boolean")
+          .tool("echo", annotations={"readOnlyHint": True})
+          .step("maybe", tool="echo", args={"value": arg("go")}, bind="m", when=condition(arg("go"), equals=True),
+                on_fail="skip")
+          .step("needs", tool="echo", args={"value": step("m")}, acknowledge={"uses-skippable-result": "test"})
+          .build())
+    attach(server, skills=None, workflows=[wf])
+    msgs = texts(await get_prompt(server, "flow", {"go": "false"}))
+    assert msgs[-1][1].startswith("Stopped before step 2 of 2 (`needs`): the tool `echo` requires `value`, and it "
+                                  "has no value: step 1 `maybe`, which saves `m`, was skipped.")
+
+
+@pytest.mark.anyio
+async def test_stop_names_the_step_the_condition_and_the_value_seen_and_reports_no_more_progress():
+    server, calls = _server("stop", [condition(arg("mode"), exists=True),
+                                     condition(step("found", "items.0.n"), not_in=[1, 2])])
+    progress: list = []
+    msgs = texts(await get_prompt(server, "flow", {"mode": "open"}, progress))
+    assert msgs[-1] == ("user", "Stopped before step 2 of 3 (`maybe`): `found.items.0.n` is `1`, the step needs none "
+                                "of `1`, `2`. The server did not call `act`, and the 1 later step did not run; tell "
+                                "the user why the workflow stopped.")
+    assert calls == ["look open"]
+    assert progress == [(1, 3, "step 1 of 3: first")]
+    plan = msgs[1][1]
+    assert ("2. `maybe`: call the tool `act` and save the result as `acted`, only if the argument `mode` is given "
+            "and `found.items.0.n` is none of `1`, `2`") in plan
+
+
+@pytest.mark.anyio
+async def test_conditions_compare_typed_arguments_as_json_values():
+    # an integer argument arrives as the string "1" and is compared as the number 1 (== 1.0, != true, != "1")
+    for value, ran in ((1.0, True), (True, False), ("1", False)):
+        server, calls = _server("stop", condition(arg("count"), equals=value), args=("mode", "count"))
+        await get_prompt(server, "flow", {"mode": "x", "count": "1"})
+        assert ("act x" in calls) is ran, value
+
+
+@pytest.mark.anyio
+async def test_an_absent_optional_argument_fails_every_condition_but_exists_false():
+    for cond, ran in ((condition(arg("note"), exists=False), True), (condition(arg("note"), not_equals="x"), False),
+                      (condition(arg("note"), not_in=["x"]), False)):
+        server, calls = _server("stop", cond, args=("mode", "note"))
+        msgs = texts(await get_prompt(server, "flow", {"mode": "x"}))
+        assert ("act x" in calls) is ran, cond
+        if not ran:
+            assert "the argument `note` was not given" in msgs[-1][1]
+
+
+# ------------------------------------------------------------------ a gate checks what the tool gets (issue 17)
+
+def _account_server(typ: str, when: Any) -> tuple[MCPServer, list[str]]:
+    """One gated step: the condition checks the typed argument ``n``; the tool gets ``acct-{n}``."""
+    calls: list[str] = []
+    server = MCPServer("gates")
+
+    @server.tool(description="Close an account.")
+    def close(account: str) -> str:
+        calls.append(account)
+        return "closed"
+
+    wf = (WorkflowBuilder("flow", "Close one account.").argument("n", required=True, type=typ)
+          .tool("close", annotations={"destructiveHint": True})
+          .step("close", tool="close", args={"account": const("acct-{n}")}, when=when)
+          .build())
+    attach(server, skills=None, workflows=[wf])
+    return server, calls
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("typ, text, canonical", [
+    ("integer", "1_2", "12"), ("integer", "\uff11\uff12", "12"), ("integer", "012", "12"),
+    ("integer", " 12\n", "12"), ("integer", "+12", "12"), ("integer", "-0", "0"), ("integer", "12.0", None),
+    ("number", "1_2", "12"), ("number", "012", "12"), ("number", " 12", "12"), ("number", "12.0", "12"),
+    ("number", "1.50", "1.5"), ("number", "1e3", "1000"), ("number", ".5", "0.5"), ("number", "\uff11.5", "1.5"),
+    ("boolean", "TRUE", "true"), ("boolean", " true", "true"), ("boolean", "False", "false"),
+])
+async def test_a_typed_argument_not_in_its_canonical_form_is_refused_before_any_step(typ, text, canonical):
+    value = {"integer": 12, "number": 12, "boolean": True}[typ]
+    server, calls = _account_server(typ, condition(arg("n"), equals=value))
+    async with Client(server) as client:
+        with pytest.raises(MCPError) as info:
+            await client.get_prompt("flow", {"n": text})
+    assert info.value.code == -32602
+    what = "an integer" if typ == "integer" else "a " + typ
+    invalid = "Invalid argument 'n' for prompt 'flow'"
+    assert info.value.error.message == (f"{invalid}: {text!r} is not the canonical form of {what}; write "
+                                        f"{canonical}" if canonical else f"{invalid}: {text!r} is not {what}")
+    assert calls == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("typ, text, value", [("integer", "12", 12), ("integer", "-12", -12), ("integer", "0", 0),
+                                              ("number", "12", 12), ("number", "1.5", 1.5), ("number", "-0.25", -0.25),
+                                              ("boolean", "true", True), ("boolean", "false", False)])
+async def test_the_canonical_form_runs_and_the_tool_gets_the_text_the_condition_checked(typ, text, value):
+    server, calls = _account_server(typ, condition(arg("n"), equals=value))
+    msgs = texts(await get_prompt(server, "flow", {"n": text}))
+    assert calls == [f"acct-{text}"]
+    assert msgs[-1][1] == "Done: all 1 step of `flow` ran on the server."
