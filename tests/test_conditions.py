@@ -142,6 +142,7 @@ def _model(kind: str, name: str, path: list[str], op: str, operand: Any) -> Cond
     return Condition(subject, op, operand)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(cases())
 def test_the_evaluator_agrees_with_an_independent_reference(case):

@@ -552,6 +552,7 @@ def _reference_named_result(wf: Workflow, index: int, text: str, after: int = 0)
 NAME_CHARS = "abAB1_- .,"
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.tuples(st.text(NAME_CHARS, min_size=1, max_size=6), st.text(NAME_CHARS, min_size=1, max_size=6)),
                 min_size=1, max_size=6),

@@ -123,6 +123,7 @@ def test_slugify_module_comes_from_python_slugify(tmp_path: Path) -> None:
     assert Path(modules["slugify"]).resolve() == Path(slugify.__file__).resolve()
 
 
+@pytest.mark.slow
 def test_the_probe_sees_heavy_imports(tmp_path: Path) -> None:
     """The checks above could pass vacuously if the probe missed imports; show that it sees mcp when it is used."""
     report = tmp_path / "imports.json"
@@ -135,6 +136,7 @@ def test_the_probe_sees_heavy_imports(tmp_path: Path) -> None:
     assert not _third_party(modules)["mcp"] <= _requirement_closure(CORE_DISTRIBUTIONS)
 
 
+@pytest.mark.slow
 def test_serving_on_mcp_never_imports_fastmcp() -> None:
     """FastMCP is an optional extra: the MCPServer path (attach, serve's default) must not import it."""
     probe = ("import sys\nfrom projector.server.demo import demo_server\nserver, _ = demo_server()\n"

@@ -179,6 +179,7 @@ def test_deep_values_from_the_builder_are_refused():
     assert [d.code for d in info.value.diagnostics] == ["too-deep"]
 
 
+@pytest.mark.slow
 def test_pure_python_yaml_gives_the_same_diagnostics(monkeypatch):
     import yaml
 

@@ -69,6 +69,7 @@ BASELINE, _ = files(workflow())
 LEVELS = {name: [h for h, _ in structure(md)["headings"]] for name, md in BASELINE.items()}
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(description=MULTI_LINE.filter(lambda t: len(t) <= 1024), arg_description=MULTI_LINE, instruction=MULTI_LINE,
        tool_description=MULTI_LINE, guidance=MULTI_LINE, constant=MULTI_LINE)

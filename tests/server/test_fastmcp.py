@@ -317,6 +317,7 @@ EXPECTED_FILES = {e["uri"]: {r["uri"].removeprefix(e["uri"].removesuffix("SKILL.
                   for e in MANIFEST}
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_fastmcp_read_skill_verifies_every_skill_from_our_servers_over_http(urls, framework):

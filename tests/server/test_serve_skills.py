@@ -115,6 +115,7 @@ def target(request):
 
 # ---------------------------------------------------------------------------------------------- round trips
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_list_get_read_round_trip_byte_equal(target):
     async with Client(target) as client:
