@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
@@ -24,14 +25,17 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
 from conftest import ROOT
+from projector.builder import WorkflowBuilder, arg, const
+from projector.load import load_all
 from projector.output import compile_paths, write
-from projector.server import AttachError, attach
-from projector.server.demo import add_demo_tools
+from projector.server import AttachError, SkillsExtension, attach, build_server
 from projector.server.cli import main
+from projector.server.demo import add_demo_tools
 from projector.server.replay import MemoryGuard, SqliteGuard
 
 from .test_confirm import FRAMEWORKS, PROMPT, YES, answer, first_round, ledger, start, target, texts
 from .test_serve_skills import serve_args, stop
+from .test_workflow import built
 
 APPROVED = ROOT / "workflows" / "refunds-approved.yaml"
 HELLO = ROOT / "workflows" / "hello-world.yaml"
@@ -226,3 +230,124 @@ async def test_a_titled_workflow_prompt_has_its_title(tmp_path):
     async with Client(server) as client:
         (p,) = (await client.list_prompts()).prompts
         assert (p.name, p.title) == ("greet_flow", "Greet someone")
+
+
+# ---------------------------------------------------------------------------------------- attach checks
+
+def bare_refund_tools(server: MCPServer, *, drop: str | None = None, rename: dict[str, str] | None = None) -> None:
+    async def get_order(id: str) -> dict:
+        return {"id": id, "total": 1.0, "region": "eu"}
+
+    async def check_eligibility(order: dict) -> dict:
+        return {"eligible": True}
+
+    async def issue_refund(order_id: str, amount: float) -> dict:
+        return {}
+
+    for fn in (get_order, check_eligibility, issue_refund):
+        if fn.__name__ != drop:
+            server.add_tool(fn, name=(rename or {}).get(fn.__name__, fn.__name__))
+
+
+def refunds_only() -> list:
+    return [wf for wf in load_all([str(WORKFLOWS)]) if wf.name == "refund_flow"]
+
+
+def serve_error(server: MCPServer, workflows: Any, skills: Any = None) -> str:
+    with pytest.raises(AttachError) as info:
+        attach(server, skills, workflows)
+    return str(info.value)
+
+
+def test_attach_fails_when_a_tool_is_missing():
+    server = MCPServer("x")
+    bare_refund_tools(server, drop="issue_refund")
+    server.resource("docs://refund-policy/{region}", name="policy")(lambda region: region)
+    msg = serve_error(server, refunds_only())
+    assert "step 'issue_refund' calls the tool 'issue_refund', which the server does not have" in msg
+    assert "refunds.yaml:47:5: error[unknown-tool]" in msg  # where the step is written
+    assert "register it on the server before calling attach(); the server's tools: check_eligibility, get_order" \
+        in msg
+
+
+def test_attach_fails_when_the_schema_does_not_accept_the_arguments():
+    server = MCPServer("x")
+
+    async def issue_refund(order: str, amount: float) -> dict:  # `order_id` is called `order` here
+        return {}
+
+    bare_refund_tools(server, drop="issue_refund")
+    server.add_tool(issue_refund)
+    msg = serve_error(server, refunds_only())
+    # one misspelling, one error at the key (issue 19): 'order_id' for the required 'order'
+    assert "refunds.yaml:50:7: error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a " \
+           "parameter of the tool 'issue_refund'; the tool requires 'order', which is not given\n" \
+           "  hint: did you mean 'order'?" in msg
+    assert "missing-parameter" not in msg
+    assert "no resource or template matching 'docs://refund-policy/{region}'" in msg  # every problem at once
+
+
+def test_attach_checks_argument_types():
+    server = MCPServer("x")
+
+    @server.tool()
+    def count(n: int) -> int:
+        return n
+
+    wfs = [WorkflowBuilder("c1", "Const of the wrong type.").tool("count")
+           .step("s", tool="count", args={"n": const("three")}).build(),
+           WorkflowBuilder("c2", "Argument of the wrong type.").argument("flag", type="boolean").tool("count")
+           .step("s", tool="count", args={"n": arg("flag")}).build()]
+    msg = serve_error(server, wfs)
+    # each at the line of its .step(...) call (the builder records the caller's place)
+    lines = Path(__file__).read_text("utf-8").splitlines()
+    at = [next(i for i, s in enumerate(lines, 1) if s.strip().startswith(call)) for call in
+          ('.step("s", tool="count", args={"n": const("three")})', '.step("s", tool="count", args={"n": arg("flag")})')]
+    assert f"test_attaching.py:{at[0]}:13: error[parameter-type]: step 's' passes the string \"three\" as 'n', " \
+           "which the tool 'count' does not accept: 'three' is not of type 'integer'" in msg
+    assert f"test_attaching.py:{at[1]}:13: error[parameter-type]: step 's' passes the input 'flag' " \
+           "(boolean) as 'n', but the tool 'count' takes integer there" in msg
+
+
+async def test_attach_refuses_prompt_name_collisions_and_changes_nothing():
+    server = MCPServer("x")
+    bare_refund_tools(server)
+    server.resource("docs://refund-policy/{region}", name="policy")(lambda region: region)
+
+    @server.prompt(name="refund_flow")
+    def taken() -> str:
+        return "mine"
+
+    msg = serve_error(server, refunds_only(), SKILLS)
+    assert "prompt-collision" in msg and "'refund_flow'" in msg
+    async with Client(server) as client:  # nothing was added: the author's own prompt alone, no skill
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["refund_flow"]
+        assert (await client.list_resources()).resources == []
+        with pytest.raises(MCPError):
+            await client.read_resource("skill://refund-flow/SKILL.md")
+
+
+async def test_attach_with_the_extension_given_at_construction_uses_it():
+    ext = SkillsExtension(SKILLS, page_size=2)
+    server = MCPServer("shop", extensions=[ext])
+    add_demo_tools(server)
+    assert attach(server, ext, WORKFLOWS) is ext
+    async with Client(server) as client:
+        page = await client.session.send_request(
+            types.Request[dict[str, Any] | None, str](method="skills/list", params={}),
+            __import__("pydantic").TypeAdapter(dict[str, Any]))
+        assert len(page["skills"]) == 2 and "nextCursor" in page
+        names = sorted(p.name for p in (await client.list_prompts()).prompts)
+        assert names == ["code_mode", "hello_world", "refund_flow", "refund_flow_approved", "refund_flow_gated",
+                         "skill.code-mode", "skill.hello-world", "skill.refund-flow", "skill.refund-flow-approved",
+                         "skill.refund-flow-gated"]
+
+
+def test_build_server_is_one_call(tmp_path):
+    def greet(name: str) -> str:
+        return f"hi {name}"
+
+    wf = (WorkflowBuilder("hello_world", "Greet.").argument("name", required=True).tool("greet")
+          .step("greet", tool="greet", args={"name": arg("name")}, bind="g").build())
+    server = build_server("mine", built(tmp_path, "hello-world.yaml"), [wf], tools=[greet])
+    assert server.name == "mine"

@@ -1,13 +1,17 @@
-"""The server-side runner (:mod:`projector.server.workflow`), through mcp's public in-memory ``Client``: the work a
-run does grows with its steps, not with their square, and a confirmation on the first step does not repeat the
+"""The server-side runner (:mod:`projector.server.workflow`), through mcp's public in-memory ``Client``: workflow
+prompts run on the server (refunds, code mode, hello, typed arguments, templates); the work a run does grows with its
+steps, not with their square, and a confirmation on the first step does not repeat the
 opening of the transcript. Conditions (``when:``) enforced by the run: stop, skip, progress, and the refunds pair over
 a real transport (stdio, the server as its own process)."""
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -18,11 +22,38 @@ from mcp_types import ElicitResult, TextContent
 from projector.builder import WorkflowBuilder, arg, condition, confirm, const, step
 from projector.model import Workflow
 from projector.server import attach
+from projector.server.demo import demo_server
 
 from .test_serve_skills import ROOT, serve_args
-from .test_serve_workflows import get_prompt, texts
+
+SKILLS = ROOT / "generated_skills"
+WORKFLOWS = ROOT / "workflows"
 
 pytestmark = pytest.mark.anyio
+
+def built(tmp_path: Path, *workflows: str, skills_only: bool = False) -> Path:
+    """``project-skill build WORKFLOWS --out DIR [--skills-only]``: a skills tree of just those workflows."""
+    from projector.output import compile_paths, write
+
+    out = tmp_path / ("skills-only" if skills_only else "skills")
+    write(compile_paths([str(WORKFLOWS / w) for w in workflows], skills_only=skills_only), out)
+    return out
+
+
+def texts(result: types.GetPromptResult) -> list[tuple[str, str]]:
+    return [(m.role, m.content.text) for m in result.messages]
+
+
+async def get_prompt(server: MCPServer, name: str, args: dict[str, str], progress: list | None = None):
+    async with Client(server) as client:
+        if progress is None:
+            return await client.get_prompt(name, args)
+
+        async def on_progress(p: float, total: float | None, message: str | None) -> None:
+            progress.append((p, total, message))
+
+        req = types.GetPromptRequest(params=types.GetPromptRequestParams(name=name, arguments=args))
+        return await client.session.send_request(req, types.GetPromptResult, progress_callback=on_progress)
 
 
 class CountingSteps(tuple):
@@ -296,3 +327,191 @@ async def test_the_canonical_form_runs_and_the_tool_gets_the_text_the_condition_
     msgs = texts(await get_prompt(server, "flow", {"n": text}))
     assert calls == [f"acct-{text}"]
     assert msgs[-1][1] == "Done: all 1 step of `flow` ran on the server."
+
+
+# ------------------------------------------------------------------------------------------------- refunds
+
+@pytest.mark.anyio
+async def test_refund_prompt_on_an_ineligible_order_does_issue_the_refund():
+    server, store = demo_server(SKILLS, WORKFLOWS)
+    assert store.check_eligibility(store.get_order("A1002"))["eligible"] is False
+    result = await get_prompt(server, "refund_flow", {"order_id": "A1002", "reason": "changed my mind"})
+    msgs = texts(result)
+    assert [r for r, _ in msgs] == ["user", "assistant"] + ["assistant", "user"] * 4 + ["assistant"]
+    assert '"order_id": "A1002"' in msgs[0][1] and '"reason": "changed my mind"' in msgs[0][1]
+    assert "supervisor's approval" in msgs[0][1]  # the workflow's context
+    assert "Plan: 4 steps" in msgs[1][1] and "`issue_refund`" in msgs[1][1]
+    assert '"eligible": false' in msgs[5][1] and "final-sale" in msgs[5][1]
+    assert "Guidance (the server cannot apply it" in msgs[6][1] and "Only issue the refund" in msgs[6][1]
+    assert '"amount": 59.0' in msgs[6][1] and '"order_id": "A1002"' in msgs[6][1]
+    assert '"status": "issued"' in msgs[7][1]
+    assert "docs://refund-policy/us" in msgs[8][1] and "Refund policy: United States" in msgs[9][1]
+    assert msgs[-1][1].startswith("Done: all 4 steps")
+    # The blind spot the skill warns about: the ledger shows a refund for an order the policy refuses.
+    assert store.ledger() == [{"refund_id": "R0001", "order_id": "A1002", "amount": 59.0, "status": "issued"}]
+    assert store.get_order("A1002")["status"] == "refunded"
+
+
+@pytest.mark.anyio
+async def test_progress_is_reported_once_per_step():
+    server, _ = demo_server(SKILLS, WORKFLOWS)
+    progress: list = []
+    await get_prompt(server, "refund_flow", {"order_id": "A1001"}, progress)
+    assert progress == [(1, 4, "step 1 of 4: fetch_order"), (2, 4, "step 2 of 4: check_eligibility"),
+                        (3, 4, "step 3 of 4: issue_refund"), (4, 4, "step 4 of 4: read_policy")]
+
+
+@pytest.mark.anyio
+async def test_a_failing_tool_stops_the_run_with_an_error_message():
+    server, store = demo_server(SKILLS, WORKFLOWS)
+    result = texts(await get_prompt(server, "refund_flow", {"order_id": "A1004"}))
+    last = result[-1][1]
+    assert last.startswith("Error: the workflow `refund_flow` stopped at step 3 of 4 (`issue_refund`)")
+    assert "already refunded" in last and "The 1 later step did not run." in last
+    assert not any("docs://refund-policy" in t and r == "user" for r, t in result)
+    assert store.ledger() == []
+    first = texts(await get_prompt(server, "refund_flow", {"order_id": "NOPE"}))
+    assert "stopped at step 1 of 4 (`fetch_order`)" in first[-1][1] and "no order with id 'NOPE'" in first[-1][1]
+    assert len(first) == 4  # intent, plan, the call, the error
+
+
+@pytest.mark.anyio
+async def test_the_transcript_is_deterministic():
+    runs = []
+    for _ in range(2):
+        server, _ = demo_server(SKILLS, WORKFLOWS)
+        runs.append(texts(await get_prompt(server, "refund_flow", {"order_id": "A1003", "reason": "late"})))
+    assert runs[0] == runs[1]
+    assert '"eligible": false' in runs[0][5][1] and "refund window" in runs[0][5][1]
+
+
+# -------------------------------------------------------------------------------------- code mode, hello
+
+@pytest.mark.anyio
+async def test_hand_over_when_a_required_parameter_cannot_be_resolved():
+    server, _ = demo_server(SKILLS, WORKFLOWS)
+    progress: list = []
+    result = texts(await get_prompt(server, "code_mode", {"question": "How many customers?"}, progress))
+    assert "CREATE TABLE customers" in result[3][1]  # step 1 ran: the schema was read
+    last = result[-1]
+    assert last[0] == "user"
+    assert last[1].startswith("Stopped before step 2 of 2 (`run_query`): the tool `query` requires `sql`")
+    assert "the optional argument `sql` was not given" in last[1] and "Over to you" in last[1]
+    assert "2. `run_query`: call the tool `query`" in last[1]
+    assert not any("Calling the tool `query`" in t for _, t in result)
+    assert progress == [(1, 2, "step 1 of 2: read_schema")]
+
+
+@pytest.mark.anyio
+async def test_code_mode_runs_the_query_and_the_tool_is_read_only():
+    server, _ = demo_server(SKILLS, WORKFLOWS)
+    ok = texts(await get_prompt(server, "code_mode", {"question": "Customers by country?",
+                                                      "sql": "SELECT country, count(*) AS n FROM customers "
+                                                             "GROUP BY country ORDER BY country"}))
+    rows = json.loads(ok[-2][1].split("```json\n", 1)[1].rsplit("\n```", 1)[0])
+    assert rows["columns"] == ["country", "n"]
+    assert rows["rows"] == [["AT", 1], ["GB", 2], ["NL", 1], ["US", 2]]
+    bad = texts(await get_prompt(server, "code_mode", {"question": "x", "sql": "DELETE FROM customers"}))
+    assert "stopped at step 2 of 2" in bad[-1][1] and "read-only" in bad[-1][1]
+
+
+@pytest.mark.anyio
+async def test_hello_world():
+    server, _ = demo_server(SKILLS, WORKFLOWS)
+    result = texts(await get_prompt(server, "hello_world", {"name": "Ada"}))
+    assert result[3] == ("user", 'Result of `greet` (saved as `greeting`):\n```json\n"Hello, Ada!"\n```')
+
+
+@pytest.mark.anyio
+async def test_prompt_argument_errors_are_invalid_params():
+    server, _ = demo_server(SKILLS, WORKFLOWS)
+    async with Client(server) as client:
+        for name, args in [("refund_flow", {}), ("refund_flow", {"order_id": "A1", "bogus": "x"}),
+                           ("hello_world", {"nom": "Ada"})]:
+            with pytest.raises(MCPError) as info:
+                await client.get_prompt(name, args)
+            assert info.value.code == types.INVALID_PARAMS
+
+
+@pytest.mark.anyio
+async def test_an_unknown_prompt_is_invalid_params_and_known_ones_still_work():
+    server, _ = demo_server(SKILLS, WORKFLOWS)
+    async with Client(server) as client:
+        for name in ["nope", "", "skill.nope", "refund_flow "]:
+            with pytest.raises(MCPError) as info:
+                await client.get_prompt(name, {})
+            assert info.value.code == types.INVALID_PARAMS and info.value.message == f"Unknown prompt: {name}"
+        assert any("Hello, Ada!" in t for _, t in texts(await client.get_prompt("hello_world", {"name": "Ada"})))
+    attach(server, None, None)  # a second attach adds no second copy of the middleware
+    assert sum(getattr(m, "projector_unknown_prompt", False) for m in server.middleware) == 1
+
+
+# ------------------------------------------------------------------------- typed args, fields, templates
+
+def typed_server() -> tuple[MCPServer, list[dict[str, Any]]]:
+    calls: list[dict[str, Any]] = []
+    server = MCPServer("typed")
+
+    @server.tool()
+    def make_cart(count: int, price: float, gift: bool, label: str) -> dict[str, Any]:
+        calls.append({"count": count, "price": price, "gift": gift, "label": label})
+        return {"items": [{"sku": f"SKU-{count}", "tags": ["a", "b"]}], "region": "north/east"}
+
+    @server.tool()
+    def ship(sku: str, tag: str, note: str = "none") -> str:
+        calls.append({"sku": sku, "tag": tag, "note": note})
+        return f"shipped {sku}"
+
+    @server.resource("memo://{region}/notes")
+    def notes(region: str) -> str:
+        return f"notes for {region}"
+
+    wf = (WorkflowBuilder("typed_flow", "Exercise every data source.")
+          .argument("count", "How many", required=True, type="integer")
+          .argument("price", "Unit price", required=True, type="number")
+          .argument("gift", "Gift wrap?", required=True, type="boolean")
+          .argument("who", "For whom", type="string")
+          .tool("make_cart").tool("ship")
+          .step("cart", tool="make_cart", args={"count": arg("count"), "price": arg("price"), "gift": arg("gift"),
+                                                "label": const("cart for {who}")}, bind="cart")
+          .step("ship", tool="ship", args={"sku": step("cart", "items.0.sku"), "tag": step("cart", "items.0.tags.1"),
+                                           "note": arg("who")}, bind="shipment")
+          .step("notes", resources=["memo://{region}/notes"], template={"region": step("cart", "region")})
+          .build())
+    attach(server, None, [wf])
+    return server, calls
+
+
+@pytest.mark.anyio
+async def test_typed_arguments_placeholders_field_paths_and_resource_templates():
+    server, calls = typed_server()
+    result = texts(await get_prompt(server, "typed_flow", {"count": "3", "price": "2.5", "gift": "true",
+                                                           "who": "Bo"}))
+    assert calls == [{"count": 3, "price": 2.5, "gift": True, "label": "cart for Bo"},
+                     {"sku": "SKU-3", "tag": "b", "note": "Bo"}]
+    assert '"count": 3' in result[0][1] and '"gift": true' in result[0][1]  # typed in the intent too
+    assert "memo://north%2Feast/notes" in result[-3][1]  # template values are percent-encoded into the URI
+    assert result[-2][1].endswith("notes for north/east")
+    assert result[-1][1].startswith("Done: all 3 steps")
+
+
+@pytest.mark.anyio
+async def test_optional_parameters_without_values_are_left_out_and_placeholders_hand_over():
+    server, calls = typed_server()
+    result = texts(await get_prompt(server, "typed_flow", {"count": "1", "price": "4", "gift": "false"}))
+    # `label` is required by make_cart and comes from a constant whose {who} was not given: hand over.
+    assert "requires `label`" in result[-1][1] and "the argument `who` was not given" in result[-1][1]
+    assert calls == []
+
+
+@pytest.mark.anyio
+async def test_bad_typed_values_are_invalid_params():
+    server, calls = typed_server()
+    async with Client(server) as client:
+        for args in [{"count": "1.5", "price": "1", "gift": "true"}, {"count": "x", "price": "1", "gift": "true"},
+                     {"count": "1", "price": "nan", "gift": "true"}, {"count": "1", "price": "1", "gift": "yes"},
+                     {"count": "1", "price": "one", "gift": "true"}]:
+            with pytest.raises(MCPError) as info:
+                await client.get_prompt("typed_flow", args)
+            assert info.value.code == types.INVALID_PARAMS and "Invalid argument" in info.value.error.message
+    assert calls == []
