@@ -15,7 +15,8 @@ import pytest
 from mcp import Client
 
 from .test_serve_skills import MANIFEST, start_http, stop
-from .test_serve_transports import FILES, call
+from .test_http import call
+from .test_stdio import FILES
 
 
 CLIENTS, REQUESTS = 20, 200
