@@ -1,6 +1,6 @@
 """The stdio front (:mod:`projector.server.stdio`): every line a client sends is answered (malformed, oversized, nested
 to any depth, bad ids) and the server keeps serving; ``classify`` answers every line without raising. Real processes,
-spoken to line by line."""
+spoken to line by line, and requests read before end of input answered (issue 17, item 17)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,17 @@ import json
 import select
 import subprocess
 import sys
+import threading
 from typing import Any
 
+import mcp_types as types
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from projector.server.stdio import classify
 
-from .test_serve_skills import MANIFEST, ROOT, committed, serve_args
+from .test_serve_skills import MANIFEST, ROOT, SKILLS, WORKFLOWS, committed, serve_args
 
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
@@ -131,3 +133,54 @@ def test_classify_answers_every_line_without_raising(line, depth):
     for candidate in (line, b"[" * depth + line + b"]" * depth, b"{" * depth + line):
         verdict = classify(candidate)
         assert verdict is None or isinstance(verdict, str) or verdict[1] in (-32700, -32600)
+
+
+# ------------------------------------------------------------------------------ item 17: stdio end of input
+
+PING = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"_meta": ENVELOPE}}).encode() + b"\n"
+NESTED = b"[" * 1000 + b"]" * 1000 + b"\n"  # the 2 KB line of nested brackets
+
+
+def _stdio_run(stdin: bytes) -> list[dict[str, Any]]:
+    done = subprocess.run([sys.executable, "-m", "projector.server", "--skills", str(SKILLS), "--workflows",
+                           str(WORKFLOWS), "--stdio"], cwd=ROOT, input=stdin, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_stdio_answers_every_request_read_before_end_of_input():
+    runs = 20
+    answered: list[list[Any]] = []
+
+    def one() -> None:
+        got = _stdio_run(NESTED + PING)
+        # the ping is answered (2026-07-28 has no ping method, so the answer is -32601) and so is the nested line
+        answered.append(sorted((str(m.get("id")), m["error"]["code"] if "error" in m else "result") for m in got))
+
+    for _ in range(runs // 4):  # four processes at a time
+        threads = [threading.Thread(target=one) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len(answered) == runs
+    assert all(a == [("2", -32601), ("None", -32600)] for a in answered), answered
+
+
+@pytest.mark.slow
+def test_stdio_answers_a_burst_of_requests_before_end_of_input():
+    lines = b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/list", "params": {"_meta": ENVELOPE}})
+                     .encode() + b"\n" for i in range(50))
+    got = _stdio_run(lines + b"{not json}\n" + PING.replace(b'"id": 2', b'"id": 99'))
+    assert sorted(m["id"] for m in got if m.get("id") is not None) == [*range(50), 99]
+    assert all("greet" in json.dumps(m["result"]) for m in got if isinstance(m.get("id"), int) and m["id"] < 50)
+    assert [m["error"]["code"] for m in got if m.get("id") is None] == [types.PARSE_ERROR]
+
+
+@pytest.mark.slow
+def test_stdio_does_not_wait_at_end_of_input_for_a_request_the_client_cancelled():
+    request = {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": ENVELOPE}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5, "_meta": ENVELOPE}}
+    got = _stdio_run(json.dumps(request).encode() + b"\n" + json.dumps(cancel).encode() + b"\n" + PING)
+    assert 2 in [m.get("id") for m in got]  # the ping after it is answered, and the server exits by itself
