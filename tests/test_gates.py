@@ -599,6 +599,7 @@ def _many_steps(n: int) -> Workflow:
     return Workflow(wf.name, wf.description, wf.arguments, wf.instructions, wf.tools, CountingSteps(wf.steps))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["gates", "validate", "project"])
 def test_every_pass_over_the_steps_is_linear(stage):
     """Linear, by counting: the step records read grow tenfold for ten times the steps (quadratic was a

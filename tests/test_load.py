@@ -153,6 +153,7 @@ def test_non_finite_numbers_from_the_builder_are_refused():
 
 # ------------------------------------------------------------------------------------------------------ 5: nesting
 
+@pytest.mark.slow
 @pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 300, 999, 1000, 5000])
 def test_deep_nesting_has_its_own_code(levels):
     found = with_value("[" * levels + "]" * levels)

@@ -123,6 +123,7 @@ def deep_json(depth: int = 10_000) -> str:
     return '{"skills": ' + "[" * depth + "]" * depth + "}"
 
 
+@pytest.mark.slow
 def test_check_with_a_deeply_nested_skills_json_is_stale_not_a_traceback(out):
     (out / "skills.json").write_text(deep_json(), "utf-8")
     done = cli("check", str(EXAMPLES), "--out", str(out), "--no-cache")
@@ -158,6 +159,7 @@ def test_build_over_a_skills_json_that_is_not_a_regular_file_names_it(out, tmp_p
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in GENERATED.iterdir())  # nothing written
 
 
+@pytest.mark.slow
 def test_build_over_a_deeply_nested_skills_json_names_it(out):
     (out / "skills.json").write_text(deep_json(), "utf-8")
     done = cli("build", str(EXAMPLES), "--out", str(out), "--no-cache")

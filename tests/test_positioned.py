@@ -188,6 +188,7 @@ def test_too_deep_without_a_deep_node_found_is_reported_once_at_the_start():
          "  hint: a workflow needs a few levels; flatten the value")]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not positioned.HAVE_LIBYAML, reason="libyaml's nesting limit")
 def test_past_libyaml_s_nesting_limit_only_the_depth_is_reported():
     doc, diags = _read("x: " + "[" * 1001 + "&a 1\n")

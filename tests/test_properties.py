@@ -121,6 +121,7 @@ def test_random_workflows_project_to_identical_bytes_across_processes(wfs):
     assert json.loads(a)["skills.json"]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=80))
 def test_slugs_satisfy_the_name_rule_or_are_refused(name):
@@ -141,6 +142,7 @@ def test_transliteration_is_pinned():
     assert naming.skill_name("Straße") == "strasse"
 
 
+@pytest.mark.slow
 def test_slugify_module_comes_from_python_slugify():
     import importlib.metadata
 
@@ -200,6 +202,7 @@ def test_random_valid_workflows_load_cleanly_with_both_parsers(wf):
         assert slow == fast and slow_diags == fast_diags
 
 
+@pytest.mark.slow
 def test_examples_load_identically_with_both_parsers():
     from projector import positioned
 

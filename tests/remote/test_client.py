@@ -221,6 +221,7 @@ async def test_http_a_read_far_over_the_manifest_size_is_cut_at_its_limit(mode):
     assert used[0] < 4 * MiB
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_http_a_listing_body_over_16_mib_is_cut():
     with hostile_http("list", 40 * MiB) as url:

@@ -251,6 +251,7 @@ def test_plain_frontmatter_with_nesting_is_not_ambiguous():
     assert parse_frontmatter(data, "x")["metadata"] == {"a": [1, {"b": "c", "d": ["e"]}], "f": {"g": "h"}}
 
 
+@pytest.mark.slow
 def test_deep_frontmatter_is_bad_not_a_crash():
     deep = "x: " + "[" * 5000 + "]" * 5000
     data = f"---\nname: demo\ndescription: A demo\n{deep}\n---\n".encode()

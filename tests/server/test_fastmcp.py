@@ -198,6 +198,7 @@ async def test_refund_flow_gives_the_same_transcript_and_progress_on_both_framew
     assert len(progress) == 4 and ledger[0]["order_id"] == order
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_bootstrap_prompts_are_byte_equal_on_both_frameworks():
     mcp_server, _ = demo_server(SKILLS, WORKFLOWS)

@@ -98,6 +98,7 @@ def noop_server(*workflows: Workflow) -> MCPServer:
     return server
 
 
+@pytest.mark.slow
 async def test_a_run_of_skipped_steps_reads_each_step_a_bounded_number_of_times():
     """Linear, by counting: ten times the skipped steps read ten times the step records (each skipped step used to
     scan every step after it for the ones that read its result: a hundredfold)."""
