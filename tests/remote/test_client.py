@@ -258,8 +258,8 @@ async def test_http_a_compressed_body_is_refused():
 
 @pytest.mark.anyio
 async def test_an_honest_read_at_the_limit_passes():
-    """The bound is the manifest's size: an honest server's files load over both transports (also in
-    test_remote_transports.py, against the project's own server)."""
+    """The bound is the manifest's size: an honest server's files load over both transports (also below,
+    against the project's own server)."""
     from projector.remote.transport import MAX_LISTING, MAX_READ, read_limit
 
     assert (read_limit(0), read_limit(8), MAX_READ, MAX_LISTING) == (65536, 65584, 6 * 16 * MiB + 65536, 64 * MiB)
