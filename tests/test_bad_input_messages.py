@@ -127,6 +127,7 @@ SNIPPETS: dict[str, str | bytes] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SNIPPETS)
 def test_what_the_loader_says_about_each_hostile_snippet(name, snap):
     text = SNIPPETS[name]

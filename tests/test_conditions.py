@@ -142,6 +142,7 @@ def _model(kind: str, name: str, path: list[str], op: str, operand: Any) -> Cond
     return Condition(subject, op, operand)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(cases())
 def test_the_evaluator_agrees_with_an_independent_reference(case):
@@ -589,10 +590,17 @@ def test_literal_is_compact_sorted_json_with_unicode_kept():
 
 
 def test_a_value_seen_is_cut_after_max_seen_characters():
+    """The stop message quotes the value seen whole up to MAX_SEEN characters, and cut with an ellipsis past it."""
+    cond = Condition(FromArg("m"), "equals", "z")
+
+    def said(seen: str) -> str:
+        text = conditions.failure_text(conditions.check(cond, lambda s: seen))
+        return text.removeprefix("the argument `m` is `").removesuffix('`, the step needs `"z"`')
+
     fits = "x" * (conditions.MAX_SEEN - 2)  # with its quotes, exactly MAX_SEEN characters
-    assert conditions._short(fits) == f'"{fits}"'
-    assert conditions._short(fits + "y") == f'"{fits}' + "…"
-    assert len(conditions._short(fits + "y")) == conditions.MAX_SEEN
+    assert said(fits) == f'"{fits}"'
+    assert said(fits + "y") == f'"{fits}' + "…"
+    assert len(said(fits + "y")) == conditions.MAX_SEEN
 
 
 def test_an_unknown_operator_is_a_clear_error_and_missing_has_a_name():

@@ -197,6 +197,7 @@ def allowed(box: Path, old: dict | None, new: dict | None, may_be_missing: bool)
         "the folder is missing, and not because of one interrupted two-rename swap"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "two-renames"])
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_a_kill_at_any_step_leaves_a_complete_tree_and_the_next_run_finishes(tmp_path, monkeypatch, scenario,

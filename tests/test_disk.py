@@ -471,6 +471,7 @@ def _many(n: int) -> dict[str, str]:
     return {f"wf/w{i:03d}.yaml": WF.format(f"w{i:03d}") for i in range(n)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prefix", [(), ("acme", "team")], ids=["flat", "uri-prefix"])
 def test_a_rebuild_over_many_bundles_removes_the_old_tree_whole_and_keeps_the_users_files(cli, tree, prefix):
     """The old tree goes in parallel threads (disk._remove): when the command returns, nothing of it is left (no
@@ -514,6 +515,7 @@ def test_remove_never_follows_a_link_and_takes_every_kind_of_entry(tmp_path):
     assert (tmp_path / "a-link").is_symlink() and (outside / "sub" / "precious.txt").exists()
 
 
+@pytest.mark.slow
 def test_a_run_killed_in_the_middle_of_the_parallel_removal_is_finished_by_the_next(cli, tree, monkeypatch):
     """SIGKILL while the threads remove the old tree (after the swap): the folder holds the new tree, and the next
     run removes the half-removed old one it left under a stage name."""
@@ -541,6 +543,7 @@ def test_a_run_killed_in_the_middle_of_the_parallel_removal_is_finished_by_the_n
     assert leftovers(root) == []
 
 
+@pytest.mark.slow
 def test_a_large_tree_is_staged_by_threads_into_the_same_tree_as_one_by_one(cli, tree, monkeypatch):
     """From disk.PARALLEL_WRITES_FROM files on, the stage's folders and files are made by threads: the tree (bytes,
     modes, the user's files) is the one the one-by-one path makes."""
@@ -555,6 +558,7 @@ def test_a_large_tree_is_staged_by_threads_into_the_same_tree_as_one_by_one(cli,
     assert leftovers(root) == []
 
 
+@pytest.mark.slow
 def test_a_run_killed_while_the_threads_stage_the_tree_loses_nothing(cli, tree, monkeypatch):
     import signal
 
@@ -673,8 +677,8 @@ def test_switching_a_uri_prefix_off_removes_the_folders_it_made(cli, tree):
     assert not (out / "x" / "y").exists() and (out / "x" / "notes.md").read_text() == "mine"
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
-        "alpha", "alpha/SKILL.md", "alpha/references", "alpha/references/tools.md", "empty", "skills.json", "x",
-        "x/notes.md"]
+        "alpha", "alpha/SKILL.md", "alpha/evals", "alpha/evals/eval_queries.json", "alpha/evals/evals.json",
+        "alpha/references", "alpha/references/tools.md", "empty", "skills.json", "x", "x/notes.md"]
 
 
 # The output tree: the current folder through a rebuild, and the mode of written files.

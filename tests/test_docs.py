@@ -40,17 +40,20 @@ def run(root: Path, *args: str) -> int:
     return docs_main("docs", ["--root", str(root), *args])
 
 
+@pytest.mark.slow
 def test_cli_dispatches_docs_check(monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     assert cli_main(["docs", "--check"]) == 0
     assert "up to date" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_committed_tree_is_fresh(capsys):
     assert run(ROOT, "--check") == 0, capsys.readouterr().out
     assert "up to date" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_generation_is_deterministic_and_headed():
     first, second = generate(ROOT), generate(ROOT)
     assert first == second
@@ -61,6 +64,7 @@ def test_generation_is_deterministic_and_headed():
         assert b"\r" not in data and b" \n" not in data, rel
 
 
+@pytest.mark.slow
 def test_edited_page_fails_check_with_diff(tree: Path, capsys):
     page = tree / "docs" / "warnings.md"
     page.write_text(page.read_text() + "an edit\n")
@@ -72,6 +76,7 @@ def test_edited_page_fails_check_with_diff(tree: Path, capsys):
     assert run(tree, "--check") == 0
 
 
+@pytest.mark.slow
 def test_missing_and_extra_pages_fail_check(tree: Path, capsys):
     (tree / "docs" / "catalog.md").unlink()
     (tree / "docs" / "old.md").write_text(HEADER + "# Old\n")
@@ -87,6 +92,7 @@ def test_missing_and_extra_pages_fail_check(tree: Path, capsys):
     assert run(tree, "--check") == 0
 
 
+@pytest.mark.slow
 def test_changed_input_makes_pages_stale(tree: Path, capsys):
     readme = tree / "README.md"
     readme.write_text(readme.read_text().replace("./scripts/test", "./scripts/test --fast"))
@@ -119,6 +125,7 @@ def test_catalog_refuses_a_file_that_does_not_match_its_digest(tree: Path, capsy
     assert "does not match its size or digest" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_catalog_lists_every_skill_with_digests():
     page = generate(ROOT)["catalog.md"].decode()
     index = json.loads((ROOT / "generated_skills/skills.json").read_text())
@@ -128,6 +135,7 @@ def test_catalog_lists_every_skill_with_digests():
             assert res["digest"] in page and res["uri"] in page
 
 
+@pytest.mark.slow
 def test_warnings_page_covers_every_code_the_compiler_reports():
     codes = docs_codes.all_codes()
     assert set(gates.CODES) <= set(codes)
@@ -148,6 +156,7 @@ def test_warnings_page_refuses_a_code_without_prose(monkeypatch):
         docs_codes.warnings_page(ROOT)
 
 
+@pytest.mark.slow
 def test_warnings_page_refuses_an_example_that_no_longer_fires(monkeypatch):
     prose = dict(docs_codes.PROSE)
     old = prose["gate-on-side-effect"]
@@ -159,6 +168,7 @@ def test_warnings_page_refuses_an_example_that_no_longer_fires(monkeypatch):
         docs_codes.warnings_page(ROOT)
 
 
+@pytest.mark.slow
 def test_warnings_page_shows_when_silencing_the_gate_warning_and_refuses_a_fix_that_does_not():
     page = generate(ROOT)["warnings.md"].decode()
     section = page.split("## gate-on-side-effect ")[1].split("\n## ")[0]
@@ -178,6 +188,7 @@ def test_warnings_page_shows_when_silencing_the_gate_warning_and_refuses_a_fix_t
         monkeypatch.undo()
 
 
+@pytest.mark.slow
 def test_format_reference_follows_the_schema():
     from projector.docs.schema_ref import load_schema
 
@@ -191,6 +202,7 @@ def test_format_reference_follows_the_schema():
             assert f"| `{key}` |" in page
 
 
+@pytest.mark.slow
 def test_cli_reference_quotes_every_command_help(monkeypatch):
     page = generate(ROOT)["cli.md"].decode()
     for title, *_ in docs_pages.CLI_COMMANDS:
@@ -208,6 +220,7 @@ def test_layout_page_refuses_an_unexplained_part(monkeypatch):
         docs_pages.skill_layout(ROOT)
 
 
+@pytest.mark.slow
 def test_layout_page_quotes_the_refunds_skill_whole():
     page = generate(ROOT)["skill-layout.md"].decode()
     skill = (ROOT / "generated_skills/refund-flow/SKILL.md").read_text()
@@ -215,12 +228,14 @@ def test_layout_page_quotes_the_refunds_skill_whole():
         assert line in page
 
 
+@pytest.mark.slow
 def test_matrix_page_without_data_says_so(tree: Path):
     shutil.rmtree(tree / "docs" / "data", ignore_errors=True)
     page = generate(tree)["matrix.md"].decode()
     assert "No measurement yet" in page
 
 
+@pytest.mark.slow
 def test_matrix_page_reports_a_result_that_differs(tree: Path):
     path = tree / "docs" / "data" / "matrix.json"
     data = json.loads(path.read_text())
@@ -246,6 +261,7 @@ def _marked(page: str) -> dict[str, list[tuple[str, str]]]:
             "bars": re.findall(r'<g class="matrix-blind-spot" data-surface="([^"]+)" data-scenario="([^"]+)">', page)}
 
 
+@pytest.mark.slow
 def test_matrix_page_marks_the_blind_spot_from_the_data(tree: Path):
     """The marked cell and bar are the runs whose data says "ineligible order, refunded", wherever they are."""
     page = generate(tree)["matrix.md"].decode()
@@ -265,6 +281,7 @@ def test_matrix_page_marks_the_blind_spot_from_the_data(tree: Path):
     assert page.count("matrix-blind-spot") == 4
 
 
+@pytest.mark.slow
 def test_matrix_page_explains_spike_011_with_a_link():
     page = generate(ROOT)["matrix.md"].decode()
     section = page[page.index("## Beside spike 011"):]
@@ -274,6 +291,7 @@ def test_matrix_page_explains_spike_011_with_a_link():
     assert "spike 011" not in page[:page.index("## Beside spike 011")].lower()  # not named before it is explained
 
 
+@pytest.mark.slow
 def test_matrix_decision_rule_is_derived_from_the_rows(tree: Path):
     page = generate(tree)["matrix.md"].decode()
     rule = _rule(page)
@@ -306,6 +324,7 @@ def test_matrix_decision_rule_is_derived_from_the_rows(tree: Path):
     assert "hello-world: the A. skill took 1 round trip and 1 model turn" in rule
 
 
+@pytest.mark.slow
 def test_performance_page_copies_bench_results(tree: Path):
     (tree / "bench").mkdir(exist_ok=True)
     (tree / "bench" / "results.md").write_text("# Results\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n")
@@ -314,6 +333,7 @@ def test_performance_page_copies_bench_results(tree: Path):
     assert "No results yet" in generate(tree)["performance.md"].decode()
 
 
+@pytest.mark.slow
 def test_nav_lists_every_page_and_every_page_exists():
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
     nav = [next(iter(item.values())) for item in config["nav"]]
@@ -431,6 +451,7 @@ def test_readme_links_into_the_docs_resolve():
         assert not link.startswith("docs/") or link in in_nav, f"{link} is not in mkdocs.yml's nav"
 
 
+@pytest.mark.slow
 def test_quickstart_lists_every_extra_and_those_the_test_command_installs(tree: Path):
     pyproject = tree / "pyproject.toml"
     pyproject.write_text(pyproject.read_text("utf-8").replace(

@@ -552,6 +552,7 @@ def _reference_named_result(wf: Workflow, index: int, text: str, after: int = 0)
 NAME_CHARS = "abAB1_- .,"
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.tuples(st.text(NAME_CHARS, min_size=1, max_size=6), st.text(NAME_CHARS, min_size=1, max_size=6)),
                 min_size=1, max_size=6),
@@ -598,6 +599,7 @@ def _many_steps(n: int) -> Workflow:
     return Workflow(wf.name, wf.description, wf.arguments, wf.instructions, wf.tools, CountingSteps(wf.steps))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["gates", "validate", "project"])
 def test_every_pass_over_the_steps_is_linear(stage):
     """Linear, by counting: the step records read grow tenfold for ten times the steps (quadratic was a

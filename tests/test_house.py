@@ -218,6 +218,7 @@ def _describe(component: list[str], edges: list[Edge]) -> str:
     return " <-> ".join(component) + ":\n    " + "\n    ".join(lines)
 
 
+@pytest.mark.slow
 def test_no_import_cycle_at_module_level():
     edges = [e for e in import_edges() if not e.lazy]
     found = cycles(edges)

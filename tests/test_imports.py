@@ -85,6 +85,7 @@ def test_build_and_check_never_import_mcp(tmp_path: Path, command: str) -> None:
     assert heavy == [], f"project-skill {command} imported {heavy[:10]}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["build", "check"])
 def test_only_yaml_jinja2_and_slugify_are_imported(tmp_path: Path, command: str) -> None:
     out = (tmp_path / "out").as_posix() if command == "build" else "generated_skills"
@@ -110,6 +111,7 @@ def test_a_run_answered_by_the_cache_imports_no_jinja2(tmp_path: Path) -> None:
     assert "jinja2" not in modules and "projector.render" not in modules
 
 
+@pytest.mark.slow
 def test_slugify_module_comes_from_python_slugify(tmp_path: Path) -> None:
     # Several distributions ship a module named `slugify` (python-slugify, awesome-slugify, slugify); names are
     # only stable with python-slugify.
@@ -123,6 +125,7 @@ def test_slugify_module_comes_from_python_slugify(tmp_path: Path) -> None:
     assert Path(modules["slugify"]).resolve() == Path(slugify.__file__).resolve()
 
 
+@pytest.mark.slow
 def test_the_probe_sees_heavy_imports(tmp_path: Path) -> None:
     """The checks above could pass vacuously if the probe missed imports; show that it sees mcp when it is used."""
     report = tmp_path / "imports.json"
@@ -135,6 +138,7 @@ def test_the_probe_sees_heavy_imports(tmp_path: Path) -> None:
     assert not _third_party(modules)["mcp"] <= _requirement_closure(CORE_DISTRIBUTIONS)
 
 
+@pytest.mark.slow
 def test_serving_on_mcp_never_imports_fastmcp() -> None:
     """FastMCP is an optional extra: the MCPServer path (attach, serve's default) must not import it."""
     probe = ("import sys\nfrom projector.server.demo import demo_server\nserver, _ = demo_server()\n"
@@ -193,6 +197,7 @@ def _edges_into_layers() -> list:
             if not e.source.startswith(LAYERS) and e.target.startswith(LAYERS)]
 
 
+@pytest.mark.slow
 def test_the_core_never_imports_the_client_the_server_or_the_harness() -> None:
     """Issue 31 item 5: no core module imports ``projector.remote``, ``projector.server`` or ``projector.matrix``:
     not at module level, not inside a function, not under ``TYPE_CHECKING`` (the import graph as
@@ -201,6 +206,7 @@ def test_the_core_never_imports_the_client_the_server_or_the_harness() -> None:
     assert found == []
 
 
+@pytest.mark.slow
 def test_the_cli_and_the_builder_import_the_client_only_when_a_server_is_asked() -> None:
     """The CLI and the builder import the client only inside the function that asks a live server: never at module
     level, nor for a type (``merge_tools`` and the snapshot are the core's, :mod:`projector.toolset`)."""

@@ -153,6 +153,7 @@ def test_non_finite_numbers_from_the_builder_are_refused():
 
 # ------------------------------------------------------------------------------------------------------ 5: nesting
 
+@pytest.mark.slow
 @pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 300, 999, 1000, 5000])
 def test_deep_nesting_has_its_own_code(levels):
     found = with_value("[" * levels + "]" * levels)
@@ -179,6 +180,7 @@ def test_deep_values_from_the_builder_are_refused():
     assert [d.code for d in info.value.diagnostics] == ["too-deep"]
 
 
+@pytest.mark.slow
 def test_pure_python_yaml_gives_the_same_diagnostics(monkeypatch):
     import yaml
 

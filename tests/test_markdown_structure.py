@@ -69,6 +69,7 @@ BASELINE, _ = files(workflow())
 LEVELS = {name: [h for h, _ in structure(md)["headings"]] for name, md in BASELINE.items()}
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(description=MULTI_LINE.filter(lambda t: len(t) <= 1024), arg_description=MULTI_LINE, instruction=MULTI_LINE,
        tool_description=MULTI_LINE, guidance=MULTI_LINE, constant=MULTI_LINE)
@@ -88,6 +89,7 @@ ONE_LINE = st.text(st.one_of(st.characters(blacklist_categories=("Cs", "Cc", "Cf
     lambda c: not _INVISIBLE.match(c)), st.sampled_from("\t#=-`~<>*_")), min_size=1, max_size=20).filter(lambda t: t.strip() != "")
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(step_name=ONE_LINE, tool_name=ONE_LINE, arg_name=ONE_LINE, bind=ONE_LINE, resource=ONE_LINE)
 @example(step_name="# x", tool_name="`", arg_name="<!--", bind="```", resource="---")

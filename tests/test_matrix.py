@@ -204,6 +204,7 @@ def test_context_bytes_leave_out_the_envelope_only():
 
 # ------------------------------------------------------------------------------------------------ the measurement
 
+@pytest.mark.slow
 def test_only_the_workflow_surface_refunds_the_ineligible_order(fresh):
     runs = _runs(fresh, "refunds")
     refunded = {s for (s, sc), r in runs.items() if sc == "ineligible" and r["refund_issued"]}
@@ -215,6 +216,7 @@ def test_only_the_workflow_surface_refunds_the_ineligible_order(fresh):
     assert all(runs[(s, "eligible")]["refund_issued"] for s in harness.SURFACES)
 
 
+@pytest.mark.slow
 def test_the_gated_workflow_surface_closes_the_blind_spot(fresh):
     runs = _runs(fresh, "refunds")
     ok, no = runs[("gated", "eligible")], runs[("gated", "ineligible")]
@@ -237,6 +239,7 @@ def _confirmed(run: dict, answer: str, asked: int) -> None:
     assert run["refund_issued"] == any(e["order_id"] == run["order_id"] for e in run["ledger"])
 
 
+@pytest.mark.slow
 def test_b3_a_yes_on_the_eligible_order_gives_exactly_one_refund(fresh):
     run = _runs(fresh, "refunds")[(harness.CONFIRMED, "eligible-yes")]
     _confirmed(run, "yes", 1)
@@ -244,6 +247,7 @@ def test_b3_a_yes_on_the_eligible_order_gives_exactly_one_refund(fresh):
     assert run["answer"] == "Done: all 4 steps of `refund_flow_approved` ran on the server."
 
 
+@pytest.mark.slow
 def test_b3_a_no_on_the_eligible_order_gives_none_and_names_the_step(fresh):
     run = _runs(fresh, "refunds")[(harness.CONFIRMED, "eligible-no")]
     _confirmed(run, "no", 1)
@@ -252,6 +256,7 @@ def test_b3_a_no_on_the_eligible_order_gives_none_and_names_the_step(fresh):
     assert "they answered no" in run["answer"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("answer", ["yes", "no"])
 def test_b3_the_ineligible_order_gets_none_whatever_the_answer_and_nobody_is_asked(fresh, answer):
     run = _runs(fresh, "refunds")[(harness.CONFIRMED, f"ineligible-{answer}")]
@@ -261,6 +266,7 @@ def test_b3_the_ineligible_order_gets_none_whatever_the_answer_and_nobody_is_ask
                                     "`false`, the step needs `true`.")
 
 
+@pytest.mark.slow
 def test_b3_is_stated_as_not_applicable_on_the_tasks_without_a_confirmed_workflow(fresh):
     for task in fresh["tasks"][1:]:
         assert task["not_applicable"][harness.CONFIRMED].startswith("no confirmed workflow")
@@ -273,6 +279,7 @@ def test_context_bytes_leave_out_the_sealed_request_state():
     assert harness.context_bytes(result) == len('{"inputRequests":{"confirm-3":{"message":"ok?"}}}'.encode())
 
 
+@pytest.mark.slow
 def test_figures_are_consistent_with_the_recorded_requests(fresh):
     for task in fresh["tasks"]:
         for r in task["runs"]:
@@ -306,16 +313,19 @@ def test_figures_are_consistent_with_the_recorded_requests(fresh):
                     [(q["method"], q["target"]) for q in skill[1:]]
 
 
+@pytest.mark.slow
 def test_figures_are_deterministic_across_two_runs(fresh):
     again = anyio.run(harness.measure, ROOT, harness.TASKS[:1])
     assert again["tasks"][0] == fresh["tasks"][0]
 
 
+@pytest.mark.slow
 def test_committed_data_equals_a_fresh_run(fresh):
     assert DATA.is_file(), "docs/data/matrix.json is missing; run project-skill matrix"
     assert harness.matrix_json(fresh) == DATA.read_bytes(), "docs/data/matrix.json is stale; run project-skill matrix"
 
 
+@pytest.mark.slow
 def test_cli_check_and_write(fresh, tmp_path, monkeypatch, capsys):
     shutil.copytree(ROOT / "generated_skills", tmp_path / "generated_skills")
     monkeypatch.setattr(harness, "measure", lambda root, tasks=harness.TASKS, framework="mcp": _const(fresh))
@@ -332,6 +342,7 @@ async def _const(value):
     return value
 
 
+@pytest.mark.slow
 def test_cli_framework_switch_reaches_the_harness(fresh, tmp_path, monkeypatch, capsys):
     shutil.copytree(ROOT / "generated_skills", tmp_path / "generated_skills")
     seen = []
@@ -379,6 +390,7 @@ def _as_mcpserver_prints_it(result: dict) -> dict:
     return {**result, "content": [{"type": "text", "text": pydantic_core.to_json(value, indent=2).decode()}]}
 
 
+@pytest.mark.slow
 def test_figures_are_the_same_on_fastmcp_but_for_the_compact_json_of_tool_results(fresh, monkeypatch):
     """The matrix with the demo on FastMCP (``matrix --framework fastmcp``): every run, answer, ledger, request and
     byte count equals the committed MCPServer data once FastMCP's compact JSON text of a tool's structured result is

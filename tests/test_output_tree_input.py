@@ -97,6 +97,7 @@ def no_traceback(done: subprocess.CompletedProcess) -> None:
 
 # ------------------------------------------------------------------------------------------------------- check
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_check_calls_a_skill_md_that_is_not_a_regular_file_stale_with_the_reason(out, tmp_path, kind):
     hostile(kind, out / "hello-world" / "SKILL.md", tmp_path)
@@ -122,6 +123,7 @@ def deep_json(depth: int = 10_000) -> str:
     return '{"skills": ' + "[" * depth + "]" * depth + "}"
 
 
+@pytest.mark.slow
 def test_check_with_a_deeply_nested_skills_json_is_stale_not_a_traceback(out):
     (out / "skills.json").write_text(deep_json(), "utf-8")
     done = cli("check", str(EXAMPLES), "--out", str(out), "--no-cache")
@@ -132,6 +134,7 @@ def test_check_with_a_deeply_nested_skills_json_is_stale_not_a_traceback(out):
 
 # ------------------------------------------------------------------------------------------------------- build
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_build_replaces_a_skill_md_that_is_not_a_regular_file(out, tmp_path, kind):
     skill = out / "hello-world" / "SKILL.md"
@@ -156,6 +159,7 @@ def test_build_over_a_skills_json_that_is_not_a_regular_file_names_it(out, tmp_p
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in GENERATED.iterdir())  # nothing written
 
 
+@pytest.mark.slow
 def test_build_over_a_deeply_nested_skills_json_names_it(out):
     (out / "skills.json").write_text(deep_json(), "utf-8")
     done = cli("build", str(EXAMPLES), "--out", str(out), "--no-cache")
@@ -165,6 +169,7 @@ def test_build_over_a_deeply_nested_skills_json_names_it(out):
     assert (out / "skills.json").read_text("utf-8") == deep_json()
 
 
+@pytest.mark.slow
 def test_build_over_a_skills_json_alone_in_the_folder_replaces_it(tmp_path):
     """With no bundle folder in the way there is nothing to protect: the unreadable index is the tool's to replace."""
     out = tmp_path / "out"
@@ -178,6 +183,7 @@ def test_build_over_a_skills_json_alone_in_the_folder_replaces_it(tmp_path):
 
 # ------------------------------------------------------------------------------------------------------- serve
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_serve_refuses_a_skill_md_that_is_not_a_regular_file_naming_it(out, tmp_path, kind):
     skill = out / "hello-world" / "SKILL.md"
@@ -192,6 +198,7 @@ def test_serve_refuses_a_skill_md_that_is_not_a_regular_file_naming_it(out, tmp_
         assert f"error[missing-file]: skill://hello-world/SKILL.md: {skill.as_posix()} " in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_serve_refuses_a_skills_json_that_is_not_a_regular_file_naming_it(out, tmp_path, kind):
     hostile(kind, out / "skills.json", tmp_path)
@@ -202,6 +209,7 @@ def test_serve_refuses_a_skills_json_that_is_not_a_regular_file_naming_it(out, t
             in done.stdout)
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_deeply_nested_skills_json_naming_it(out):
     (out / "skills.json").write_text(deep_json(), "utf-8")
     done = serve_load(out)
@@ -211,6 +219,7 @@ def test_serve_refuses_a_deeply_nested_skills_json_naming_it(out):
             "nested deeper than 64 levels") in done.stdout
 
 
+@pytest.mark.slow
 def test_the_bad_inputs_corpus_case_is_refused_by_serve_check_and_build(out):
     """tests/bad_inputs/bad-index-too-deep.skills.json: the hostile index, for every reader of the tree."""
     shutil.copyfile(ROOT / "tests" / "bad_inputs" / "bad-index-too-deep.skills.json", out / "skills.json")

@@ -178,16 +178,7 @@ def test_a_parser_error_without_a_position_is_reported_at_the_start(monkeypatch,
     assert _read("a: 1\nb: 2\n") == (None, [expected])
 
 
-def test_too_deep_without_a_deep_node_found_is_reported_once_at_the_start():
-    reader = Reader("a: 1\nb: 2\n", "f.yaml")
-    reader.too_deep = False
-    reader._refuse_depth()
-    reader._refuse_depth()
-    assert [format_text(d) for d in reader.diags] == [
-        ("f.yaml:1:1: error[too-deep]: the YAML nests deeper than 100 levels\n"
-         "  hint: a workflow needs a few levels; flatten the value")]
-
-
+@pytest.mark.slow
 @pytest.mark.skipif(not positioned.HAVE_LIBYAML, reason="libyaml's nesting limit")
 def test_past_libyaml_s_nesting_limit_only_the_depth_is_reported():
     doc, diags = _read("x: " + "[" * 1001 + "&a 1\n")

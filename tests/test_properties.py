@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -106,6 +107,7 @@ def _run(docs: list[str], seed: str, extra_env: dict[str, str]) -> str:
     return proc.stdout
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(workflows(), min_size=1, max_size=4))
 def test_random_workflows_project_to_identical_bytes_across_processes(wfs):
@@ -119,6 +121,7 @@ def test_random_workflows_project_to_identical_bytes_across_processes(wfs):
     assert json.loads(a)["skills.json"]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=80))
 def test_slugs_satisfy_the_name_rule_or_are_refused(name):
@@ -139,6 +142,7 @@ def test_transliteration_is_pinned():
     assert naming.skill_name("Straße") == "strasse"
 
 
+@pytest.mark.slow
 def test_slugify_module_comes_from_python_slugify():
     import importlib.metadata
 
@@ -158,6 +162,7 @@ yaml_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.binary(max_size=200), st.text(max_size=200),
                  yaml_values.map(lambda v: yaml.safe_dump(v, allow_unicode=True))))
@@ -178,6 +183,7 @@ def test_the_text_strategy_leaves_out_what_yaml_1_2_reads_as_another_value():
     assert not reads_differently("refund", "refund")[0]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(workflows())
 def test_random_valid_workflows_load_cleanly_with_both_parsers(wf):
@@ -196,6 +202,7 @@ def test_random_valid_workflows_load_cleanly_with_both_parsers(wf):
         assert slow == fast and slow_diags == fast_diags
 
 
+@pytest.mark.slow
 def test_examples_load_identically_with_both_parsers():
     from projector import positioned
 

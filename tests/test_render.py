@@ -269,6 +269,7 @@ YAMLISH = st.sampled_from(["yes", "no", "null", "~", "---", "...", "# x", "a: b"
                            "@", "`", "!", "%", "&a", "*a", "{}", "[]", "|", ">", " lead", "trail ", "a  b", "é"])
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(st.one_of(PRINTABLE_BMP, YAMLISH, st.lists(YAMLISH, max_size=6).map("".join)),
        st.one_of(PRINTABLE_BMP, YAMLISH))
@@ -301,6 +302,7 @@ JSON_VALUES = st.recursive(
     max_leaves=20)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(JSON_VALUES)
 @example({"a\u2028": ["\x85", "b\u2029"]})

@@ -54,6 +54,7 @@ TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=
                min_size=1, max_size=30)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(NUMERIC, TEXT, st.sampled_from(TRAPS)))
 @example("0o17")
@@ -98,6 +99,7 @@ def _loaded_1_1(text: str) -> object:
 PLAIN_SCALAR = st.text(alphabet="0123456789+-._eEoxXbBaAfF:~nNuUlLtTrRsyYiI", min_size=1, max_size=10)
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(st.one_of(PLAIN_SCALAR, st.sampled_from(TRAPS)))
 @example("0o17")
@@ -113,6 +115,7 @@ def test_core_value_is_what_the_core_reader_reads(text):
         assert yaml12.same_value(yaml12.core_value(text), expected), (text, expected)
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None)
 @given(st.one_of(PLAIN_SCALAR, st.sampled_from(TRAPS)))
 @example("no")

@@ -1,5 +1,5 @@
 """A hostile MCP server on stdio that answers with more bytes than a verifying client may buffer
-(``response-too-large``; driven by tests/remote/test_remote_bounds.py).
+(``response-too-large``; driven by tests/remote/test_client.py).
 
     python response-too-large.server.py MODE BYTES [PAGES]
 

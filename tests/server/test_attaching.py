@@ -1,4 +1,6 @@
-"""``attach()``'s start-up rules for a person in the loop: a state key never silently replaces a server's own
+"""``attach()``'s start-up rules (:mod:`projector.server.attaching`). A served skill never names a workflow prompt that
+the server does not offer: attach() raises and serve exits 1, naming the skill and the prompt; --skills-only bundles
+name none and are served alone. For a person in the loop: a state key never silently replaces a server's own
 request-state policy, and a state key (valid across processes and restarts) needs a replay guard that is too.
 
 Driven through ``attach`` and a real ``Client`` in memory, and through ``project-skill serve`` in a real process;
@@ -11,25 +13,35 @@ import os
 import secrets
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.server.mcpserver import MCPServer
 from mcp.server.request_state import RequestStateSecurity
 from mcp.shared.exceptions import MCPError
 
 from conftest import ROOT
-from projector.server import AttachError, attach
+from projector.builder import WorkflowBuilder, arg, const
+from projector.load import load_all
+from projector.output import compile_paths, write
+from projector.server import AttachError, SkillsExtension, attach, build_server
+from projector.server.cli import main
 from projector.server.demo import add_demo_tools
 from projector.server.replay import MemoryGuard, SqliteGuard
 
 from .test_confirm import FRAMEWORKS, PROMPT, YES, answer, first_round, ledger, start, target, texts
 from .test_serve_skills import serve_args, stop
+from .test_workflow import built
 
 APPROVED = ROOT / "workflows" / "refunds-approved.yaml"
 HELLO = ROOT / "workflows" / "hello-world.yaml"
 ARGS = {"order_id": "A1001", "reason": "broken"}
+SKILLS = ROOT / "generated_skills"
+WORKFLOWS = ROOT / "workflows"
 pytestmark = pytest.mark.anyio
 
 
@@ -149,3 +161,193 @@ async def test_a_yes_replayed_to_a_restarted_server_runs_nothing(tmp_path):
         assert await ledger(port) == []
     finally:
         stop(proc)
+
+
+# ------------------------------------------------------------- the workflow prompts a served skill names
+
+async def test_attach_refuses_skills_whose_prompt_is_not_offered():
+    server = MCPServer("x")
+    with pytest.raises(AttachError) as info:
+        attach(server, SKILLS, None)
+    diags = info.value.diagnostics
+    assert [(d.code, Path(d.span.file).parent.name) for d in diags] == [
+        ("missing-workflow-prompt", "code-mode"), ("missing-workflow-prompt", "hello-world"),
+        ("missing-workflow-prompt", "refund-flow-approved"), ("missing-workflow-prompt", "refund-flow-gated"),
+        ("missing-workflow-prompt", "refund-flow")]
+    assert "skill 'refund-flow' names the workflow prompt 'refund_flow'" in diags[4].message
+    assert "--skills-only" in diags[3].hint
+    async with Client(server) as client:  # nothing was added: no skill, no prompt
+        assert (await client.list_prompts()).prompts == [] and (await client.list_resources()).resources == []
+        with pytest.raises(MCPError):
+            await client.read_resource("skill://hello-world/SKILL.md")
+
+
+def test_serve_with_no_workflows_exits_1_naming_skill_and_prompt(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main("serve", ["--skills", str(SKILLS), "--workflows", str(empty)]) == 1
+    err = capsys.readouterr().err
+    assert "error[missing-workflow-prompt]: skill 'hello-world' names the workflow prompt 'hello_world'" in err
+    assert "project-skill build --skills-only" in err and "nothing is served" in err
+
+
+def test_a_prompt_already_on_the_server_counts_as_offered(tmp_path):
+    tree = tmp_path / "t"
+    write(compile_paths([str(WORKFLOWS / "hello-world.yaml")]), tree)
+    server = MCPServer("x")
+
+    @server.prompt(name="hello_world")
+    def mine() -> str:
+        return "my own runner"
+
+    attach(server, tree, None)
+
+
+async def test_skills_only_bundles_are_served_without_workflows(tmp_path):
+    tree = tmp_path / "t"
+    write(compile_paths([str(WORKFLOWS)], skills_only=True), tree)
+    server = MCPServer("skills-only")
+    attach(server, tree, None)
+    async with Client(server) as client:
+        prompts = sorted(p.name for p in (await client.list_prompts()).prompts)
+        assert prompts == ["skill.code-mode", "skill.hello-world", "skill.refund-flow",
+                           "skill.refund-flow-approved", "skill.refund-flow-gated"]
+        text = (await client.read_resource("skill://refund-flow/SKILL.md")).contents[0].text
+        assert "refund_flow" not in text and "Server-accelerated" not in text
+
+
+async def test_a_titled_workflow_prompt_has_its_title(tmp_path):
+    wf = tmp_path / "greet.yaml"
+    wf.write_text("name: greet_flow\ntitle: Greet someone\ndescription: Greet.\narguments: [{name: name}]\n"
+                  "steps: [{name: g, tool: greet, args: {name: {arg: name}}}]\n", "utf-8")
+    server = MCPServer("x")
+
+    @server.tool()
+    def greet(name: str) -> str:
+        return name
+
+    attach(server, None, [wf])
+    async with Client(server) as client:
+        (p,) = (await client.list_prompts()).prompts
+        assert (p.name, p.title) == ("greet_flow", "Greet someone")
+
+
+# ---------------------------------------------------------------------------------------- attach checks
+
+def bare_refund_tools(server: MCPServer, *, drop: str | None = None, rename: dict[str, str] | None = None) -> None:
+    async def get_order(id: str) -> dict:
+        return {"id": id, "total": 1.0, "region": "eu"}
+
+    async def check_eligibility(order: dict) -> dict:
+        return {"eligible": True}
+
+    async def issue_refund(order_id: str, amount: float) -> dict:
+        return {}
+
+    for fn in (get_order, check_eligibility, issue_refund):
+        if fn.__name__ != drop:
+            server.add_tool(fn, name=(rename or {}).get(fn.__name__, fn.__name__))
+
+
+def refunds_only() -> list:
+    return [wf for wf in load_all([str(WORKFLOWS)]) if wf.name == "refund_flow"]
+
+
+def serve_error(server: MCPServer, workflows: Any, skills: Any = None) -> str:
+    with pytest.raises(AttachError) as info:
+        attach(server, skills, workflows)
+    return str(info.value)
+
+
+def test_attach_fails_when_a_tool_is_missing():
+    server = MCPServer("x")
+    bare_refund_tools(server, drop="issue_refund")
+    server.resource("docs://refund-policy/{region}", name="policy")(lambda region: region)
+    msg = serve_error(server, refunds_only())
+    assert "step 'issue_refund' calls the tool 'issue_refund', which the server does not have" in msg
+    assert "refunds.yaml:47:5: error[unknown-tool]" in msg  # where the step is written
+    assert "register it on the server before calling attach(); the server's tools: check_eligibility, get_order" \
+        in msg
+
+
+def test_attach_fails_when_the_schema_does_not_accept_the_arguments():
+    server = MCPServer("x")
+
+    async def issue_refund(order: str, amount: float) -> dict:  # `order_id` is called `order` here
+        return {}
+
+    bare_refund_tools(server, drop="issue_refund")
+    server.add_tool(issue_refund)
+    msg = serve_error(server, refunds_only())
+    # one misspelling, one error at the key (issue 19): 'order_id' for the required 'order'
+    assert "refunds.yaml:50:7: error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a " \
+           "parameter of the tool 'issue_refund'; the tool requires 'order', which is not given\n" \
+           "  hint: did you mean 'order'?" in msg
+    assert "missing-parameter" not in msg
+    assert "no resource or template matching 'docs://refund-policy/{region}'" in msg  # every problem at once
+
+
+def test_attach_checks_argument_types():
+    server = MCPServer("x")
+
+    @server.tool()
+    def count(n: int) -> int:
+        return n
+
+    wfs = [WorkflowBuilder("c1", "Const of the wrong type.").tool("count")
+           .step("s", tool="count", args={"n": const("three")}).build(),
+           WorkflowBuilder("c2", "Argument of the wrong type.").argument("flag", type="boolean").tool("count")
+           .step("s", tool="count", args={"n": arg("flag")}).build()]
+    msg = serve_error(server, wfs)
+    # each at the line of its .step(...) call (the builder records the caller's place)
+    lines = Path(__file__).read_text("utf-8").splitlines()
+    at = [next(i for i, s in enumerate(lines, 1) if s.strip().startswith(call)) for call in
+          ('.step("s", tool="count", args={"n": const("three")})', '.step("s", tool="count", args={"n": arg("flag")})')]
+    assert f"test_attaching.py:{at[0]}:13: error[parameter-type]: step 's' passes the string \"three\" as 'n', " \
+           "which the tool 'count' does not accept: 'three' is not of type 'integer'" in msg
+    assert f"test_attaching.py:{at[1]}:13: error[parameter-type]: step 's' passes the input 'flag' " \
+           "(boolean) as 'n', but the tool 'count' takes integer there" in msg
+
+
+async def test_attach_refuses_prompt_name_collisions_and_changes_nothing():
+    server = MCPServer("x")
+    bare_refund_tools(server)
+    server.resource("docs://refund-policy/{region}", name="policy")(lambda region: region)
+
+    @server.prompt(name="refund_flow")
+    def taken() -> str:
+        return "mine"
+
+    msg = serve_error(server, refunds_only(), SKILLS)
+    assert "prompt-collision" in msg and "'refund_flow'" in msg
+    async with Client(server) as client:  # nothing was added: the author's own prompt alone, no skill
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["refund_flow"]
+        assert (await client.list_resources()).resources == []
+        with pytest.raises(MCPError):
+            await client.read_resource("skill://refund-flow/SKILL.md")
+
+
+async def test_attach_with_the_extension_given_at_construction_uses_it():
+    ext = SkillsExtension(SKILLS, page_size=2)
+    server = MCPServer("shop", extensions=[ext])
+    add_demo_tools(server)
+    assert attach(server, ext, WORKFLOWS) is ext
+    async with Client(server) as client:
+        page = await client.session.send_request(
+            types.Request[dict[str, Any] | None, str](method="skills/list", params={}),
+            __import__("pydantic").TypeAdapter(dict[str, Any]))
+        assert len(page["skills"]) == 2 and "nextCursor" in page
+        names = sorted(p.name for p in (await client.list_prompts()).prompts)
+        assert names == ["code_mode", "hello_world", "refund_flow", "refund_flow_approved", "refund_flow_gated",
+                         "skill.code-mode", "skill.hello-world", "skill.refund-flow", "skill.refund-flow-approved",
+                         "skill.refund-flow-gated"]
+
+
+def test_build_server_is_one_call(tmp_path):
+    def greet(name: str) -> str:
+        return f"hi {name}"
+
+    wf = (WorkflowBuilder("hello_world", "Greet.").argument("name", required=True).tool("greet")
+          .step("greet", tool="greet", args={"name": arg("name")}, bind="g").build())
+    server = build_server("mine", built(tmp_path, "hello-world.yaml"), [wf], tools=[greet])
+    assert server.name == "mine"

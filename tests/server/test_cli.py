@@ -1,4 +1,5 @@
-"""``project-skill serve`` (:mod:`projector.server.cli`) reads ``[tool.project-skill]`` as ``build`` does: its
+"""``project-skill serve`` (:mod:`projector.server.cli`): its help, loopback by default, usage errors exit 2 and a
+missing tree exits 1, never a traceback. It reads ``[tool.project-skill]`` as ``build`` does: its
 ``--skills``, ``--workflows`` and ``--workflow-tools`` default from the table's ``out``, ``workflows`` and
 ``workflow-tools``, paths relative to the pyproject.toml's folder; a flag overrides the table. Driven as a user runs
 it: ``serve`` in a subprocess over stdio, from a folder inside a project that has only the table, with mcp's
@@ -7,14 +8,19 @@ it: ``serve`` in a subprocess over stdio, from a folder inside a project that ha
 from __future__ import annotations
 
 import shutil
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from .test_serve_skills import ROOT, SKILLS, WORKFLOWS
+from projector.server.cli import main
+
+from .test_serve_skills import ROOT, SKILLS, WORKFLOWS, free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 TABLE = '[tool.project-skill]\nout = "built"\nworkflows = ["flows"]\nworkflow-tools = true\n'
@@ -57,3 +63,67 @@ async def test_a_flag_overrides_the_table(tmp_path):
     assert "refund_flow_approved" in tools  # the table's workflow-tools still holds
     tools, prompts, _ = await served(cwd, "--no-config", *flags)
     assert "refund_flow_approved" in prompts and "refund_flow_approved" not in tools  # no table: no workflow tools
+
+
+# --------------------------------------------------------------------------------------------------- CLI
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).parent / "project-skill"
+    return subprocess.run([str(exe), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_project_skill_serve_help():
+    done = run_cli("serve", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "--http" in done.stdout and "127.0.0.1" in done.stdout
+
+
+def test_project_skill_serve_http_starts_on_loopback_by_default():
+    port = free_port()
+    exe = Path(sys.executable).parent / "project-skill"
+    proc = subprocess.Popen([str(exe), "serve", "--http", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        assert proc.poll() is None
+    finally:
+        stop_text(proc)
+    assert f"serving MCP at http://127.0.0.1:{port}/mcp" in proc.stderr_text
+
+
+def stop_text(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+    proc.stderr_text = proc.stderr.read() if proc.stderr else ""  # type: ignore[attr-defined]
+    if proc.stderr:
+        proc.stderr.close()
+
+
+def test_serve_usage_errors_exit_2(capsys):
+    for args in (["--http", "nonsense"], ["--http", "127.0.0.1:99999"], ["--http", "0"], ["--stdio", "--http", "1"],
+                 ["--page-size", "0"], ["--ttl-ms", "-1"]):
+        try:
+            code = main("serve", args)
+        except SystemExit as exc:
+            code = exc.code
+        assert code == 2, args
+        assert "Traceback" not in capsys.readouterr().err
+
+
+def test_serve_missing_tree_exits_1_without_traceback(tmp_path, capsys):
+    assert main("serve", ["--skills", str(tmp_path / "none"), "--workflows", str(WORKFLOWS)]) == 1
+    err = capsys.readouterr().err
+    assert "no-index" in err and "Traceback" not in err
+    assert main("serve", ["--skills", str(SKILLS), "--workflows", str(tmp_path / "none")]) == 1
+    assert "no such file or folder" in capsys.readouterr().err

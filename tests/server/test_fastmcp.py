@@ -198,6 +198,7 @@ async def test_refund_flow_gives_the_same_transcript_and_progress_on_both_framew
     assert len(progress) == 4 and ledger[0]["order_id"] == order
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_bootstrap_prompts_are_byte_equal_on_both_frameworks():
     mcp_server, _ = demo_server(SKILLS, WORKFLOWS)
@@ -317,6 +318,7 @@ EXPECTED_FILES = {e["uri"]: {r["uri"].removeprefix(e["uri"].removesuffix("SKILL.
                   for e in MANIFEST}
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_fastmcp_read_skill_verifies_every_skill_from_our_servers_over_http(urls, framework):

@@ -154,6 +154,7 @@ def test_the_upstreams_tools_pass_through_and_the_workflow_calls_them(tmp_path, 
     assert any("reserved 4 of abcd" in text for text in seen["run"])
 
 
+@pytest.mark.slow
 def test_a_step_that_calls_a_tool_the_upstream_lacks_is_refused_at_start(tmp_path):
     upstream = upstream_command(tmp_path)
     built = project_skill("build", str(workflows(tmp_path)), "--tools-from", upstream, "--out", "skills", cwd=tmp_path)
@@ -188,6 +189,7 @@ def test_an_upstream_that_never_answers_is_a_clear_error_within_the_timeout(tmp_
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.slow
 def test_an_upstream_listing_past_the_snapshot_bound_is_refused_naming_the_upstream(tmp_path):
     """Issue 30 (the gateway's listing had its own loop, with no total cap): the upstream's tools/list is read as
     ``project-skill tools`` reads it, so one that passes 16 MiB (1 MiB pages, without end) stops the gateway at
@@ -210,6 +212,7 @@ async def _call_after(command: str, wfs: Path, framework: str, first: str) -> li
                 return [await client.call_tool(first, {}), await client.call_tool("stock", {"sku": "x"})]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_call_to_an_upstream_that_died_is_a_tool_error_not_a_hang(tmp_path, framework):
     died, after = anyio.run(_call_after, upstream_command(tmp_path), workflows(tmp_path), framework, "die")
@@ -217,6 +220,7 @@ def test_a_call_to_an_upstream_that_died_is_a_tool_error_not_a_hang(tmp_path, fr
     assert "did not answer" in after.content[0].text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_a_call_the_upstream_never_answers_is_a_tool_error_after_the_timeout(tmp_path, framework):
     hung, after = anyio.run(_call_after, upstream_command(tmp_path), workflows(tmp_path), framework, "hang")
@@ -234,6 +238,7 @@ def test_the_python_api_refuses_an_unreachable_upstream_with_the_servers_error(t
         anyio.run(start)
 
 
+@pytest.mark.slow
 def test_the_python_api_raises_attach_error_for_a_step_that_does_not_fit(tmp_path):
     async def start() -> None:
         async with gateway(upstream_command(tmp_path), None,

@@ -42,6 +42,7 @@ def test_two_sqlite_guards_on_one_file_share_their_claims(tmp_path):
     assert claim(again, "a" * 32) is False
 
 
+@pytest.mark.slow
 def test_expired_claims_are_forgotten():
     now = [0.0]
     guard = MemoryGuard(seconds=10, clock=lambda: now[0])

@@ -115,6 +115,7 @@ def target(request):
 
 # ---------------------------------------------------------------------------------------------- round trips
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_list_get_read_round_trip_byte_equal(target):
     async with Client(target) as client:
@@ -143,6 +144,7 @@ async def test_list_get_read_round_trip_byte_equal(target):
         assert n_files == sum(len(e["resources"]) for e in MANIFEST) >= 6
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_resources_list_shows_skill_md_only(target):
     async with Client(target) as client:

@@ -219,6 +219,7 @@ def _tree(tmp_path: Path, count: int, description: str = "Does a thing.", extra:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_descriptions_stay_bounded_for_a_large_tree(tmp_path):
     tools = SkillTools(SkillTree.load(_tree(tmp_path, 500, "x" * 1000)))
     for description in (tools.load_description(), tools.read_description()):

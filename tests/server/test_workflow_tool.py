@@ -331,6 +331,7 @@ def test_build_refuses_skills_only_with_workflow_tools(cli, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_skills_that_name_their_tool_are_served_only_with_the_tools(cli, tmp_path, framework):
     out = built(cli, tmp_path, "--workflow-tools")

@@ -1,5 +1,6 @@
-"""``remote load --keep-going``: the skills that verify are written, the refused ones are named, the exit is still 1.
-The default stays all or nothing (tests/remote/test_remote_tamper.py)."""
+"""Loading a chosen set of skills (:mod:`projector.remote.batch`), through ``remote load``: with ``--keep-going`` the
+skills that verify are written, the refused ones are named, the exit is still 1. The default stays all or nothing
+(tests/remote/test_verify.py)."""
 
 from __future__ import annotations
 
