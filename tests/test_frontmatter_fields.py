@@ -52,8 +52,8 @@ def test_every_field_is_written_in_the_fixed_order():
     assert list(fm) == ["name", "description", "license", "compatibility", "metadata"]
     assert fm["license"] == "Apache-2.0"
     assert fm["compatibility"] == "Needs the demo MCP server: yes, version 1.0"
-    # the tool's keys first, then the workflow's, sorted by key
-    assert list(fm["metadata"]) == ["workflow", "workflow-digest", "author", "mode", "version", "zeta"]
+    # the tool's keys first (the prompt, the stamp, the tools the steps call), then the workflow's, sorted by key
+    assert list(fm["metadata"]) == ["workflow", "workflow-digest", "tools", "author", "mode", "version", "zeta"]
     assert fm["metadata"]["author"] == "null" and fm["metadata"]["mode"] == "on"
     assert fm["metadata"]["workflow-digest"] == workflow_digest(wf)
 
@@ -101,7 +101,8 @@ def test_the_stamp_changes_with_the_workflow_and_not_otherwise():
 def test_skills_only_keeps_the_stamp_without_the_workflow_prompt():
     wf = load()
     fm = yaml.safe_load(frontmatter_text(wf, skills_only=True))
-    assert fm["metadata"] == {"workflow-digest": workflow_digest(wf)}
+    assert fm["metadata"] == {"workflow-digest": workflow_digest(wf), "tools": " ".join(sorted({s.tool for s in wf.steps
+                                                                                               if s.tool}))}
 
 
 def test_allowed_tools_is_accepted_with_a_warning_and_not_written():

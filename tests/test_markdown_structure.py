@@ -240,7 +240,7 @@ def test_frontmatter_reads_the_same_in_yaml_1_1_and_1_2_readers():
         fm_text, _ = split_frontmatter(out["SKILL.md"].decode("utf-8"))
         assert brk not in fm_text
         want = {"name": "w", "description": description,
-                "metadata": {"workflow": "w", "workflow-digest": workflow_digest(wf)}}
+                "metadata": {"workflow": "w", "workflow-digest": workflow_digest(wf), "tools": "t"}}
         assert yaml.load(fm_text, Loader=yaml.SafeLoader) == want == _yaml12(fm_text)
         assert make_entry("w", out)["frontmatter"] == want
         texts.append(fm_text)

@@ -71,7 +71,8 @@ def test_a_workflow_named_like_numbers_builds_frontmatter_that_every_reader_agre
     assert cli("build", str(wf), "--out", str(out)).code == 0
     entry = json.loads((out / "skills.json").read_text("utf-8"))["skills"][0]["frontmatter"]
     assert entry == {"name": "0o17", "description": "1e3",
-                     "metadata": {"workflow": "0o17", "workflow-digest": entry["metadata"]["workflow-digest"]}}
+                     "metadata": {"workflow": "0o17", "workflow-digest": entry["metadata"]["workflow-digest"],
+                                  "tools": "t"}}
     assert entry["metadata"]["workflow-digest"].startswith("sha256:")
     fm_text, _ = split_frontmatter((out / "0o17" / "SKILL.md").read_text("utf-8"))
     assert fm_text.splitlines()[0] == "name: '0o17'"
