@@ -248,13 +248,15 @@ def offline_mock() -> Any:
 
 
 def run(model: Any = MOCK, *, workflows: str = "workflows", skills: str = "generated_skills",
-        workflow: str = "", epochs: int = 1, log_dir: str = "logs", limit: int | None = None) -> Any:
+        workflow: str = "", epochs: int = 1, log_dir: str = "logs", limit: int | None = None,
+        sample_id: str | list[str] | None = None) -> Any:
     """Run :func:`projector_evals` on ``model`` (a name Inspect knows, or a ``Model``); the Inspect log is written
-    under ``log_dir``. Returns the ``EvalLog``."""
+    under ``log_dir``. ``limit`` or ``sample_id`` (``WORKFLOW-N``, the N-th case of ``evals.json``) run only some
+    cases. Returns the ``EvalLog``."""
     if model == MOCK:
         model = offline_mock()
     logs = inspect_eval(projector_evals(workflows, skills, workflow, epochs), model=model, log_dir=log_dir,
-                        limit=limit, display="none", max_samples=2)
+                        limit=limit, sample_id=sample_id, display="none", max_samples=2)
     return logs[0]
 
 
