@@ -1,7 +1,7 @@
-"""The derived eval cases run through Inspect AI (projector/evals_inspect.py), each against its own case server
+"""The derived eval cases run through Inspect AI (projector/matrix/evals_inspect.py), each against its own case server
 behind ``project-skill serve`` (projector/server/evalcase.py), graded from what that server recorded.
 
-Driven as a user drives it: ``python -m projector.evals_inspect`` in a fresh process with no network (the mock model
+Driven as a user drives it: ``python -m projector.matrix.evals_inspect`` in a fresh process with no network (the mock model
 of CI), or ``run()`` with a scripted Inspect model whose tool calls reach the real server over stdio; the assertions
 read the Inspect log it writes, as ``inspect view`` would.
 """
@@ -21,7 +21,7 @@ pytest.importorskip("inspect_ai", reason="the evals extra (inspect-ai) is not in
 from inspect_ai.log import read_eval_log  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
 
-from projector.evals_inspect import run  # noqa: E402
+from projector.matrix.evals_inspect import run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_NETWORK = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
@@ -49,7 +49,7 @@ def _scores(log) -> dict[str, dict[str, float]]:
 def test_the_mock_model_runs_every_example_case_offline_and_the_log_holds_a_score_per_sample(tmp_path):
     logs = tmp_path / "logs"
     env = {**os.environ, **NO_NETWORK, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "projector.evals_inspect", "--log-dir", str(logs)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "projector.matrix.evals_inspect", "--log-dir", str(logs)], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "case_passed" in proc.stdout and "unsafe_side_effect" in proc.stdout

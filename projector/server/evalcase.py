@@ -11,7 +11,7 @@ account of what happened, and the grader reads it, never the model's transcript.
 
 ``project-skill serve`` attaches the skills and the workflow to it as to any other server, so the model meets the
 same skills, prompts and checks as on a real one. The case comes from a JSON file named by the environment variable
-:data:`ENV` (written by :mod:`projector.evals_inspect`): ``{"tools": [...], "resources": [...], "results": {tool:
+:data:`ENV` (written by :mod:`projector.matrix.evals_inspect`): ``{"tools": [...], "resources": [...], "results": {tool:
 [value, ...]}, "record": path}``. It is read with a bound, and the server refuses to start on anything else.
 """
 
@@ -93,7 +93,7 @@ def server() -> Any:
     """The case's server (an MCPServer), from the file named by :data:`ENV`."""
     path = os.environ.get(ENV)
     if not path:
-        raise UsageError(f"the eval case server needs {ENV} set to a case file (projector.evals_inspect writes one)")
+        raise UsageError(f"the eval case server needs {ENV} set to a case file (projector.matrix.evals_inspect writes one)")
     spec = read_spec(path)
     record = Path(spec["record"])
     results: dict[str, list[Any]] = {k: list(v) for k, v in (spec.get("results") or {}).items() if isinstance(v, list)}

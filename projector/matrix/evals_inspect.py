@@ -1,4 +1,4 @@
-"""The derived eval cases, run by Inspect AI on any model it supports: ``python -m projector.evals_inspect``.
+"""The derived eval cases, run by Inspect AI on any model it supports: ``python -m projector.matrix.evals_inspect``.
 
 Each case of :mod:`projector.evals` becomes one Inspect ``Sample``. Its model is given the case's prompt, the
 person's answers the case states (a confirmation's yes, no or silence; an asked input given or refused), and the
@@ -34,12 +34,13 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, mean, pass_at, 
 from inspect_ai.solver import Generate, TaskState, solver, system_message, use_tools
 from inspect_ai.tool import mcp_server_stdio
 
-from .evals import evals_json
-from .load import load_all
-from .model import Workflow
-from .server.evalcase import ENV
+# absolute imports: `inspect eval projector/matrix/evals_inspect.py@projector_evals` loads this file by its path
+from projector.evals import evals_json
+from projector.load import load_all
+from projector.model import Workflow
+from projector.server.evalcase import ENV
 
-PROG = "python -m projector.evals_inspect"
+PROG = "python -m projector.matrix.evals_inspect"
 MAX_RECORD_BYTES = 1024 * 1024  # what the grader reads of one case's record
 MESSAGE_LIMIT = 40  # messages per sample: a model that loops on tool calls stops there
 SURFACE = "skill"
