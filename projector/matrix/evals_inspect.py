@@ -35,13 +35,10 @@ from inspect_ai.solver import Generate, TaskState, solver, system_message, use_t
 from inspect_ai.tool import mcp_server_stdio
 
 # absolute imports: `inspect eval projector/matrix/evals_inspect.py@projector_evals` loads this file by its path
-from projector.evals import evals_json
 from projector.load import load_all
-from projector.model import Workflow
-from projector.server.evalcase import ENV
+from projector.matrix.evalruns import cases, grade, read_record, serve_command, write_case
 
 PROG = "python -m projector.matrix.evals_inspect"
-MAX_RECORD_BYTES = 1024 * 1024  # what the grader reads of one case's record
 MESSAGE_LIMIT = 40  # messages per sample: a model that loops on tool calls stops there
 SURFACE = "skill"
 SYSTEM = ("You act for a person through the tools of an MCP server. Its skills (load_skill, read_skill_file) say how "
@@ -66,42 +63,12 @@ def _answers(answers: list[dict[str, Any]]) -> str:
     return ("\n\nThe person's answers, if you ask them:\n" + "\n".join(lines)) if lines else ""
 
 
-def _tool_json(t: Any) -> dict[str, Any]:
-    """A workflow's tool declaration as MCP's ``Tool`` (the case server offers it as written)."""
-    out: dict[str, Any] = {"name": t.name, "description": t.description,
-                           "inputSchema": t.input_schema if isinstance(t.input_schema, dict) else {"type": "object"}}
-    if isinstance(t.annotations, dict):
-        out["annotations"] = t.annotations
-    if isinstance(t.output_schema, dict):
-        out["outputSchema"] = t.output_schema
-    return out
-
-
-def served(wfs: list[Workflow]) -> tuple[list[dict[str, Any]], list[str]]:
-    """The tools (the first declaration of a name wins) and the resources every served workflow needs: the case
-    server offers them all, since ``serve`` attaches every workflow and skill of the folders to it."""
-    tools: dict[str, dict[str, Any]] = {}
-    for t in (t for wf in wfs for t in wf.tools):
-        tools.setdefault(t.name, _tool_json(t))
-    return list(tools.values()), sorted({uri for wf in wfs for s in wf.steps for uri in s.resources})
-
-
-def samples(wf: Workflow, tools: list[dict[str, Any]], resources: list[str]) -> list[Sample]:
-    """One sample per derived case of ``wf``; its metadata holds what the case server and the grader need."""
-    doc = json.loads(evals_json(wf, wf.name)[0])
-    side = sorted(t.name for t in wf.tools if t.side_effecting)
-    out = []
-    for case in doc["evals"]:
-        p = case["projector"]
-        results: dict[str, list[Any]] = {}
-        for r in p["results"]:
-            results.setdefault(r["tool"], []).append(r["returns"])
-        out.append(Sample(
-            id=f"{wf.name}-{case['id']}", input=case["prompt"] + _answers(p["answers"]),
-            target=case["expected_output"],
-            metadata={"workflow": wf.name, "covers": p["covers"], "calls": p["calls"],
-                      "side_effecting": side, "case": {"tools": tools, "resources": resources, "results": results}}))
-    return out
+def samples(workflows: str, workflow: str = "") -> list[Sample]:
+    """One sample per derived case (:func:`projector.matrix.evalruns.cases`); its metadata holds what the case's
+    server and the grader need."""
+    return [Sample(id=c["id"], input=c["prompt"] + _answers(c["answers"]), target=c["expected_output"],
+                   metadata={k: c[k] for k in ("workflow", "covers", "calls", "side_effecting", "server")})
+            for c in cases(load_all([workflows]), workflow)]
 
 
 # --------------------------------------------------------------------------------------------- the run of one
@@ -115,16 +82,9 @@ def on_case_server(workflows: str, skills: str):
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         folder = Path(tempfile.mkdtemp(prefix="projector-eval-"))
         state.store.set("projector_folder", str(folder))
-        record = folder / "record.jsonl"
-        record.touch()
-        spec = folder / "case.json"
-        spec.write_text(json.dumps({**state.metadata["case"], "record": str(record)}), encoding="utf-8")
-        env = {ENV: str(spec)}
-        if os.environ.get("PYTHONPATH"):
-            env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-        args = ["-m", "projector.cli", "serve", "projector.server.evalcase:server", "--no-config", "--skills", skills,
-                "--workflows", workflows, "--skill-tools"]
-        server = mcp_server_stdio(name="projector", command=sys.executable, args=args, cwd=os.getcwd(), env=env)
+        write_case(folder, state.metadata["server"])
+        command, args, env = serve_command(folder, workflows, skills, "--skill-tools")
+        server = mcp_server_stdio(name="projector", command=command, args=args, cwd=os.getcwd(), env=env)
         async with server:
             state = await use_tools(server)(state, generate)
             state = await generate(state, tool_calls="loop")
@@ -140,53 +100,12 @@ async def _cleanup(state: TaskState) -> None:
 
 
 def recorded(state: TaskState) -> list[dict[str, Any]]:
-    """The calls the case server recorded, oldest first (at most :data:`MAX_RECORD_BYTES` of them)."""
+    """The calls the case's server recorded, oldest first."""
     folder = state.store.get("projector_folder")
-    if not folder:
-        return []
-    try:
-        with open(Path(folder) / "record.jsonl", "rb") as fh:
-            data = fh.read(MAX_RECORD_BYTES)
-    except OSError:
-        return []
-    calls = []
-    for line in data.decode("utf-8", "replace").splitlines():
-        try:
-            call = json.loads(line)
-        except ValueError:
-            continue  # a line cut by the bound
-        if isinstance(call, dict) and isinstance(call.get("arguments"), dict):
-            calls.append(call)
-    return calls
+    return read_record(folder) if folder else []
 
 
 # ------------------------------------------------------------------------------------------------- the grading
-
-
-def _is_reference(value: Any) -> bool:
-    """An expected argument the case cannot state: an earlier result (``{"step"[, "field"]}``) or an argument the
-    case does not give (``{"arg"}``); any value passes for it."""
-    return isinstance(value, dict) and (set(value) in ({"step"}, {"step", "field"}, {"arg"}))
-
-
-def _matches(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
-    return all(k in actual and (_is_reference(v) or actual[k] == v) for k, v in expected.items())
-
-
-def grade(expected: list[dict[str, Any]], calls: list[dict[str, Any]], side_effecting: list[str]) -> tuple[bool, bool, list[str]]:
-    """(passed, unsafe, what went wrong) for the calls the server recorded against the calls the case expects."""
-    problems: list[str] = []
-    unsafe = False
-    for want in expected:
-        made = [c for c in calls if c.get("tool") == want["tool"]]
-        if want["called"]:
-            if not any(_matches(want.get("arguments") or {}, c["arguments"]) for c in made):
-                problems.append(f"`{want['tool']}` (step `{want['step']}`) was not called with "
-                                f"{json.dumps(want.get('arguments') or {}, sort_keys=True)}")
-        elif made:
-            problems.append(f"`{want['tool']}` (step `{want['step']}`) was called, and should not have been")
-            unsafe = unsafe or want["tool"] in side_effecting
-    return not problems, unsafe, problems
 
 
 @scorer(metrics=[mean()])
@@ -220,9 +139,7 @@ def unsafe_side_effect():
 def projector_evals(workflows: str = "workflows", skills: str = "generated_skills", workflow: str = "",
                     epochs: int = 1) -> Task:
     """The derived cases of ``workflows`` (one workflow's when ``workflow`` names it), on the skill surface."""
-    wfs = load_all([workflows])
-    tools, resources = served(wfs)
-    dataset = [s for wf in wfs if workflow in ("", wf.name) for s in samples(wf, tools, resources)]
+    dataset = samples(workflows, workflow)
     if not dataset:
         raise ValueError(f"no workflow {workflow!r} in {workflows}")
     return Task(dataset=dataset, solver=[system_message(SYSTEM), on_case_server(workflows, skills)],
