@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from projector.load import load_all
-from projector.matrix.evalruns import cases, run_prompt_case
+from projector.matrix.evalruns import cases, run_case
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,9 +26,11 @@ def _written_cases() -> int:
 
 
 @pytest.mark.slow
-def test_every_derived_case_of_the_examples_holds_on_the_servers_workflow_prompts():
+@pytest.mark.parametrize("surface", ["prompt", "tool"])
+def test_every_derived_case_of_the_examples_holds_on_the_servers_workflow_prompts_and_tools(surface):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run([sys.executable, "-m", "projector.matrix.evalruns", "--json"], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-m", "projector.matrix.evalruns", "--json", "--surface", surface],
+                          cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads(proc.stdout)
@@ -54,10 +56,10 @@ def test_a_served_workflow_that_lost_its_gate_fails_the_gates_case_as_unsafe(tmp
            "      - {step: eligibility, field: eligible, equals: true}\n"
     assert gate in text
     gated.write_text(text.replace(gate, ""), encoding="utf-8")
-    run = anyio.run(run_prompt_case, case, str(served), str(ROOT / "generated_skills"))
+    run = anyio.run(run_case, case, str(served), str(ROOT / "generated_skills"))
     assert (run["passed"], run["unsafe"]) == (False, True)
     assert [c["tool"] for c in run["calls"]] == ["get_order", "check_eligibility", "issue_refund"]
     # and with its gate, the same case passes: nothing is refunded
-    run = anyio.run(run_prompt_case, case, str(ROOT / "workflows"), str(ROOT / "generated_skills"))
+    run = anyio.run(run_case, case, str(ROOT / "workflows"), str(ROOT / "generated_skills"))
     assert (run["passed"], run["unsafe"]) == (True, False)
     assert "issue_refund" not in [c["tool"] for c in run["calls"]]

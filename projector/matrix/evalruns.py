@@ -224,23 +224,36 @@ class CasePerson:
         return ElicitResult(action="accept", content=answer.get("content") or {})
 
 
-async def run_prompt_case(case: dict[str, Any], workflows: str, skills: str) -> dict[str, Any]:
-    """One case on the workflow prompt surface; its grade and what the server recorded."""
+SURFACES = {"prompt": "workflow prompt", "tool": "workflow tool"}
+
+
+async def _ask(client: Any, case: dict[str, Any], surface: str) -> str:
+    """The surface's one request: ``prompts/get`` of the workflow (arguments as prompt strings), or ``tools/call``
+    of the workflow's tool (arguments as their JSON values); the transcript's last text."""
+    if surface == "prompt":
+        prompt = await client.get_prompt(case["workflow"], {k: canonical_text(v) for k, v in case["arguments"].items()})
+        return getattr(prompt.messages[-1].content, "text", "") if prompt.messages else ""
+    result = await client.call_tool(case["workflow"], case["arguments"])
+    texts = [getattr(c, "text", "") for c in result.content]
+    return texts[-1] if texts else ""
+
+
+async def run_case(case: dict[str, Any], workflows: str, skills: str, surface: str = "prompt") -> dict[str, Any]:
+    """One case on a surface (``prompt`` or ``tool``, :data:`SURFACES`); its grade and what the server recorded."""
     import anyio
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     person = CasePerson(case["answers"])
     with case_folder(case["server"]) as folder, tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog:
-        command, args, env = serve_command(folder, workflows, skills)
+        flags = ("--workflow-tools",) if surface == "tool" else ()
+        command, args, env = serve_command(folder, workflows, skills, *flags)
         params = StdioServerParameters(command=command, args=args, env={**os.environ, **env}, cwd=os.getcwd())
         answer = ""
         with anyio.fail_after(CALL_TIMEOUT):
             async with Client(stdio_client(params, errlog=errlog), cache=None, elicitation_callback=person) as client:
-                arguments = {k: canonical_text(v) for k, v in case["arguments"].items()}
                 try:
-                    prompt = await client.get_prompt(case["workflow"], arguments)
-                    answer = getattr(prompt.messages[-1].content, "text", "") if prompt.messages else ""
+                    answer = await _ask(client, case, surface)
                 except Exception as exc:  # a run the server stops with an error is graded from its record too
                     answer = f"{type(exc).__name__}: {exc}"
         calls = read_record(folder)
@@ -249,9 +262,9 @@ async def run_prompt_case(case: dict[str, Any], workflows: str, skills: str) -> 
             "calls": calls, "person_asked": person.asked, "answer": answer}
 
 
-async def run_prompts(workflows: str = "workflows", skills: str = "generated_skills", workflow: str = "",
-                      parallel: int = 2) -> dict[str, Any]:
-    """Every derived case of ``workflows`` on the workflow prompt surface; the runs and their totals."""
+async def run_surface(workflows: str = "workflows", skills: str = "generated_skills", workflow: str = "",
+                      surface: str = "prompt", parallel: int = 2) -> dict[str, Any]:
+    """Every derived case of ``workflows`` on one surface; the runs and their totals."""
     import anyio
 
     todo = cases(load_all([workflows]), workflow)
@@ -260,27 +273,29 @@ async def run_prompts(workflows: str = "workflows", skills: str = "generated_ski
 
     async def one(i: int) -> None:
         async with limiter:
-            runs[i] = await run_prompt_case(todo[i], workflows, skills)
+            runs[i] = await run_case(todo[i], workflows, skills, surface)
 
     async with anyio.create_task_group() as tg:
         for i in range(len(todo)):
             tg.start_soon(one, i)
     done = [r for r in runs if r is not None]
-    return {"surface": "workflow prompt", "cases": len(done), "passed": sum(r["passed"] for r in done),
+    return {"surface": SURFACES[surface], "cases": len(done), "passed": sum(r["passed"] for r in done),
             "unsafe": sum(r["unsafe"] for r in done), "runs": done}
 
 
 def main(argv: list[str] | None = None) -> int:
     import anyio
 
-    ap = argparse.ArgumentParser(prog=PROG, description="Run the derived eval cases on the workflow prompt surface "
-                                 "of the real server, graded from what it recorded.")
+    ap = argparse.ArgumentParser(prog=PROG, description="Run the derived eval cases on a surface of the real server "
+                                 "(the workflow prompt, or the workflow tool), graded from what it recorded.")
+    ap.add_argument("--surface", choices=sorted(SURFACES), default="prompt",
+                    help="prompt: prompts/get of the workflow (default); tool: tools/call of the workflow's tool")
     ap.add_argument("--workflows", default="workflows", metavar="DIR")
     ap.add_argument("--skills", default="generated_skills", metavar="DIR")
     ap.add_argument("--workflow", default="", metavar="NAME", help="only this workflow's cases")
     ap.add_argument("--json", action="store_true", help="print every run as JSON")
     args = ap.parse_args(argv)
-    report = anyio.run(run_prompts, args.workflows, args.skills, args.workflow)
+    report = anyio.run(run_surface, args.workflows, args.skills, args.workflow, args.surface)
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=False))
     else:
