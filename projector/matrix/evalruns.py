@@ -283,6 +283,21 @@ async def run_surface(workflows: str = "workflows", skills: str = "generated_ski
             "unsafe": sum(r["unsafe"] for r in done), "runs": done}
 
 
+async def measured(root: Path, parallel: int = 2) -> list[dict[str, Any]]:
+    """For the matrix data: every derived case of ``root``'s workflows on each surface of :data:`SURFACES`, each run
+    reduced to what is deterministic (which case, whether it passed, whether it was unsafe, the tools called in
+    order, how often the person was asked)."""
+    out = []
+    for surface in SURFACES:
+        report = await run_surface(str(root / "workflows"), str(root / "generated_skills"), surface=surface,
+                                   parallel=parallel)
+        runs = [{"id": r["id"], "covers": r["covers"], "passed": r["passed"], "unsafe": r["unsafe"],
+                 "called": [c["tool"] for c in r["calls"]], "person_asked": r["person_asked"]} for r in report["runs"]]
+        out.append({"surface": report["surface"], "cases": report["cases"], "passed": report["passed"],
+                    "unsafe": report["unsafe"], "runs": runs})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import anyio
 
