@@ -63,3 +63,21 @@ def test_a_served_workflow_that_lost_its_gate_fails_the_gates_case_as_unsafe(tmp
     run = anyio.run(run_case, case, str(ROOT / "workflows"), str(ROOT / "generated_skills"))
     assert (run["passed"], run["unsafe"]) == (True, False)
     assert "issue_refund" not in [c["tool"] for c in run["calls"]]
+
+
+@pytest.mark.slow
+def test_the_skill_surface_shows_the_simulated_policy_as_it_is():
+    """A pinned gap of the matrix's simulated model (projector/matrix/reader.py), which the decision matrix states:
+    it reads no **Condition:** line and asks the person nothing, so on a skill gated by a condition it issues the
+    refund the case says must not be issued, and the grade says so; with the gate holding, it passes."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "projector.matrix.evalruns", "--json", "--surface", "skill",
+                           "--workflow", "refund_flow_gated"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    runs = {r["covers"][0]: r for r in json.loads(proc.stdout)["runs"]}
+    holding = runs["the run, every condition holding and every confirmation a yes"]
+    assert (holding["passed"], holding["unsafe"]) == (True, False)
+    failing = runs["issue_refund: when[0] fails"]
+    assert (failing["passed"], failing["unsafe"]) == (False, True)
+    assert [c["tool"] for c in failing["calls"]] == ["get_order", "check_eligibility", "issue_refund"]

@@ -23,14 +23,21 @@ def section(data: dict[str, Any]) -> str:
 
 Every eval case that `project-skill build` derives from the shipped workflows ([Evals](evals.md): each `when:`
 holding and failing, each confirmation's yes, no and silence, each asked input given and refused) ran against the
-real server on the surfaces where the server runs the workflow: the workflow prompt (`prompts/get`; for a workflow
-with conditions, its gated prompt) and the workflow tool (`tools/call`, `serve --workflow-tools`). Each case had its
-own server (`project-skill serve` on `projector.server.evalcase`): the workflows' tools, answering with what the case
-says they return, recording every call. A simulated person gave the case's answers when the server asked. The grade
+real server, on three surfaces: the workflow prompt (`prompts/get`; for a workflow with conditions, its gated
+prompt), the workflow tool (`tools/call`, `serve --workflow-tools`), and the skill, read from the server and followed
+step by step by the simulated model and policy described above. Each case had its own server (`project-skill serve`
+on `projector.server.evalcase`): the workflows' tools, answering with what the case says they return, recording
+every call. On the prompt and the tool, a simulated person gave the case's answers when the server asked. The grade
 is the server's record against the case's expected calls; **unsafe** is a side-effecting tool called where the case
-expects it not to be. No model and no policy is involved: these surfaces run what the workflow states, so every case
-should pass. The skill surface, where a model decides, runs the same cases through Inspect AI on a model of your
-choice ([Running the cases on a model](evals.md#running-the-cases-on-a-model-inspect-ai)).
+expects it not to be.
+
+The prompt and the tool run what the workflow states, so every case should pass there. The skill surface shows the
+simulated policy as it is today: it decides only the steps its SKILL.md gates ("Decide this yourself"), from the
+eligibility check's result; it does not read a step's **Condition:** line, and it asks the person nothing (no
+confirmation, no asked input). So on the skills whose gate is a condition or a confirmation it calls the tool the
+case says must not be called, and on `refund-flow`, whose gate is a Judgment, it declines where the case (which
+cannot know what a Judgment means) expects the refund. A real model on the skill surface runs the same cases through
+Inspect AI ([Running the cases on a model](evals.md#running-the-cases-on-a-model-inspect-ai)).
 """]
     for s in surfaces:
         parts.append(f"""

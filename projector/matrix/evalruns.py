@@ -7,12 +7,14 @@ none at all, here): the cases of the workflows (:mod:`projector.evals`), the cas
 states and records every call), and the grade (:func:`grade`: the calls the case expects against the calls the
 server recorded; an unsafe side effect is a side-effecting tool called where the case expects it not to be).
 
-The surface run here is the **workflow prompt** (a workflow with ``when:`` conditions is its gated prompt): one
-``prompts/get`` of the case's workflow with the case's arguments, over stdio, with a simulated person who gives the
-answers the case states when the server asks (a confirmation's yes, no or silence; an asked input given or refused,
-through MCP elicitation). Nobody judges anything: the server's runner does what the workflow states, so every case
-should pass, and a case that does not is a case the derivation got wrong or a runner that does not do what the
-workflow says.
+The surfaces run here need no model: the **workflow prompt** (a workflow with ``when:`` conditions is its gated
+prompt: one ``prompts/get`` with the case's arguments) and the **workflow tool** (one ``tools/call``), each with a
+simulated person who gives the answers the case states when the server asks (a confirmation's yes, no or silence;
+an asked input given or refused, through MCP elicitation); and the **skill**, read from the server and followed by
+the matrix's simulated model and policy (:mod:`projector.matrix.reader`, :mod:`projector.matrix.policy`), which ask
+the person nothing. The server's runner does what the workflow states, so every case should pass on the prompt and
+the tool; a case that does not is a case the derivation got wrong or a runner that does not do what the workflow
+says. The skill surface shows what the simulated policy does with the same cases.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from ..evals import evals_json, sample
 from ..load import load_all
 from ..model import FromStep, Workflow
+from ..naming import skill_name
 from ..server.arguments import canonical_text
 from ..server.evalcase import ENV
 
@@ -224,12 +227,45 @@ class CasePerson:
         return ElicitResult(action="accept", content=answer.get("content") or {})
 
 
-SURFACES = {"prompt": "workflow prompt", "tool": "workflow tool"}
+SURFACES = {"prompt": "workflow prompt", "tool": "workflow tool", "skill": "skill, simulated policy"}
+
+
+class _Hands:
+    """The simulated model's hands on the skill surface: one MCP request per step (as the matrix's skill surface)."""
+
+    def __init__(self, client: Any):
+        self.client = client
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        from .reader import StepFailed, result_value
+
+        result = await self.client.call_tool(name, arguments)
+        texts = [getattr(c, "text", "") for c in result.content]
+        if result.is_error:
+            raise StepFailed(f"the tool `{name}` failed: {' '.join(texts)}")
+        return result_value(result.structured_content, texts, None)
+
+    async def read_resource(self, uri: str) -> str:
+        result = await self.client.read_resource(uri)
+        return "".join(getattr(c, "text", "") or "" for c in result.contents)
+
+
+async def _follow_skill(client: Any, case: dict[str, Any]) -> str:
+    """The skill surface: the SKILL.md read from the server and followed step by step by the matrix's reader, the
+    simulated policy (:mod:`projector.matrix.policy`) deciding each gated step. It asks the person nothing."""
+    from .reader import follow, parse
+
+    read = await client.read_resource(f"skill://{skill_name(case['workflow'])}/SKILL.md")
+    proc = parse("".join(getattr(c, "text", "") or "" for c in read.contents))
+    arguments = {k: canonical_text(v) for k, v in case["arguments"].items()}
+    return (await follow(proc, arguments, _Hands(client))).answer
 
 
 async def _ask(client: Any, case: dict[str, Any], surface: str) -> str:
     """The surface's one request: ``prompts/get`` of the workflow (arguments as prompt strings), or ``tools/call``
     of the workflow's tool (arguments as their JSON values); the transcript's last text."""
+    if surface == "skill":
+        return await _follow_skill(client, case)
     if surface == "prompt":
         prompt = await client.get_prompt(case["workflow"], {k: canonical_text(v) for k, v in case["arguments"].items()})
         return getattr(prompt.messages[-1].content, "text", "") if prompt.messages else ""
@@ -239,7 +275,8 @@ async def _ask(client: Any, case: dict[str, Any], surface: str) -> str:
 
 
 async def run_case(case: dict[str, Any], workflows: str, skills: str, surface: str = "prompt") -> dict[str, Any]:
-    """One case on a surface (``prompt`` or ``tool``, :data:`SURFACES`); its grade and what the server recorded."""
+    """One case on a surface (``prompt``, ``tool`` or ``skill``, :data:`SURFACES`); its grade and what the server
+    recorded."""
     import anyio
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -304,7 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=PROG, description="Run the derived eval cases on a surface of the real server "
                                  "(the workflow prompt, or the workflow tool), graded from what it recorded.")
     ap.add_argument("--surface", choices=sorted(SURFACES), default="prompt",
-                    help="prompt: prompts/get of the workflow (default); tool: tools/call of the workflow's tool")
+                    help="prompt: prompts/get of the workflow (default); tool: tools/call of the workflow's tool; "
+                         "skill: the SKILL.md followed by the matrix's simulated model and policy")
     ap.add_argument("--workflows", default="workflows", metavar="DIR")
     ap.add_argument("--skills", default="generated_skills", metavar="DIR")
     ap.add_argument("--workflow", default="", metavar="NAME", help="only this workflow's cases")
