@@ -1,9 +1,9 @@
 """The derived eval cases run through Inspect AI (projector/matrix/evals_inspect.py), each against its own case server
 behind ``project-skill serve`` (projector/server/evalcase.py), graded from what that server recorded.
 
-Driven as a user drives it: ``python -m projector.matrix.evals_inspect`` in a fresh process with no network (the mock model
-of CI), or ``run()`` with a scripted Inspect model whose tool calls reach the real server over stdio; the assertions
-read the Inspect log it writes, as ``inspect view`` would.
+Driven as a user drives it: ``python -m projector.matrix.evals_inspect`` in a fresh process with no network (the
+mock model of CI), or ``run()`` with a scripted Inspect model whose tool calls reach the real server over stdio; the
+assertions read the Inspect log it writes, as ``inspect view`` would.
 """
 
 from __future__ import annotations

@@ -144,7 +144,8 @@ def projector_evals(workflows: str = "workflows", skills: str = "generated_skill
         raise ValueError(f"no workflow {workflow!r} in {workflows}")
     return Task(dataset=dataset, solver=[system_message(SYSTEM), on_case_server(workflows, skills)],
                 scorer=[case_passed(), unsafe_side_effect()], cleanup=_cleanup, message_limit=MESSAGE_LIMIT,
-                epochs=Epochs(epochs, ["mean", pass_at(epochs)] if epochs > 1 else ["mean"]), name=f"projector-evals-{SURFACE}",
+                epochs=Epochs(epochs, ["mean", pass_at(epochs)] if epochs > 1 else ["mean"]),
+                name=f"projector-evals-{SURFACE}",
                 metadata={"surface": SURFACE})
 
 

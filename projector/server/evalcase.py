@@ -2,16 +2,16 @@
 
 A derived case (:mod:`projector.evals`) states what the tools return where a condition reads it (``check_eligibility``
 says ``{"eligible": false}``), and grades the run from which tools the server was asked to call, with which
-arguments. The demo server's tools answer from their own store, so they cannot play a case; this server can. It offers
-the tools the workflow declares (names, descriptions, input schemas and annotations as written), each answering with
-the result the case states for it (its steps' results in order, the last one repeated), or else a value made from
-the tool's output schema; and the resources its steps read, as short placeholder texts. Every call is appended to the
-case's record file (one JSON line: the tool and its arguments) before it is answered: the record is the server's
-account of what happened, and the grader reads it, never the model's transcript.
+arguments. The demo server's tools answer from their own store, so they cannot play a case; this server can. It
+offers the tools the served workflows declare (names, descriptions, input schemas and annotations as written), each
+answering with the result the case states for it (its steps' results in order, the last one repeated), or else a
+value made from the tool's output schema; and the resources their steps read, as short placeholder texts. Every call
+is appended to the case's record file (one JSON line: the tool and its arguments) before it is answered: the record
+is the server's account of what happened, and the grader reads it, never the model's transcript.
 
 ``project-skill serve`` attaches the skills and the workflow to it as to any other server, so the model meets the
 same skills, prompts and checks as on a real one. The case comes from a JSON file named by the environment variable
-:data:`ENV` (written by :mod:`projector.matrix.evals_inspect`): ``{"tools": [...], "resources": [...], "results": {tool:
+:data:`ENV` (written by :mod:`projector.matrix.evalruns`): ``{"tools": [...], "resources": [...], "results": {tool:
 [value, ...]}, "record": path}``. It is read with a bound, and the server refuses to start on anything else.
 """
 
@@ -93,7 +93,7 @@ def server() -> Any:
     """The case's server (an MCPServer), from the file named by :data:`ENV`."""
     path = os.environ.get(ENV)
     if not path:
-        raise UsageError(f"the eval case server needs {ENV} set to a case file (projector.matrix.evals_inspect writes one)")
+        raise UsageError(f"the eval case server needs {ENV} set to a case file (projector.matrix.evalruns writes one)")
     spec = read_spec(path)
     record = Path(spec["record"])
     results: dict[str, list[Any]] = {k: list(v) for k, v in (spec.get("results") or {}).items() if isinstance(v, list)}
