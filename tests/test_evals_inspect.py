@@ -53,6 +53,7 @@ def test_the_mock_model_runs_every_example_case_offline_and_the_log_holds_a_scor
                           env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "case_passed" in proc.stdout and "unsafe_side_effect" in proc.stdout
+    assert "--model openai/" in proc.stdout  # the closing note: how to run it on a real model
     [written] = list(logs.iterdir())
     log = read_eval_log(str(written))
     assert log.status == "success"

@@ -205,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     log = run(args.model, workflows=args.workflows, skills=args.skills, workflow=args.workflow, epochs=args.epochs,
               log_dir=args.log_dir, limit=args.limit)
     print(summary(log))
+    if args.model == MOCK:
+        print(f"The mock model calls no tool. On a real one: {PROG} --model openai/gpt-4o-mini (with OPENAI_API_KEY "
+              "set; any Inspect model name works), and --epochs K for pass@K.")
     return 0 if log.status == "success" else 1
 
 
