@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import matrix_person
+from . import matrix_cases, matrix_person
 from .matrix_chart import bar_chart
 from .matrix_rule import decision_rule
 from .matrix_terms import BLIND_SPOT_CLASS, JUDGMENT_LOCUS, MARKER, SURFACE_LABEL, is_blind_spot, plural
@@ -303,6 +303,7 @@ judgment it is given, not how well a particular model follows it.
 {matrix_person.section(refunds)}
 {_agent_section(data)}
 {decision_rule(refunds, others)}
+{matrix_cases.section(data)}
 ## Beside spike 011
 
 Spike 011 is an experiment in pmcp, the Rust MCP SDK, that ran one refund task as a skill, a workflow prompt and an

@@ -41,6 +41,8 @@ EXTRA_USES = {
     "browser": "Playwright, for the browser test of this site (it drives a Chromium installed apart)",
     "fastmcp": "FastMCP, to serve on it: `serve --framework fastmcp`, or `attach` on a `FastMCP` server",
     "agent": "pydantic-ai, for the agent adapter `projector.remote.agent_pydantic`",
+    "evals": "Inspect AI, to run the derived eval cases on a model: `python -m projector.matrix.evals_inspect` "
+    "([Evals](evals.md))",
     "mutation": "mutmut, for the mutation tests (`scripts/mutation`)",
 }
 TEST_SCRIPT = "scripts/test"

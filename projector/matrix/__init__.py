@@ -5,5 +5,8 @@
 - :mod:`.agent`: the server-side agent tool (surface C), composing each run from a lock made at set-up;
 - :mod:`.serve`: the measured server (the demo server plus the agent), on stdio;
 - :mod:`.harness`: runs every task, surface and scenario over stdio and records what went over the wire;
-- :mod:`.cli`: the command.
+- :mod:`.cli`: the command;
+- :mod:`.evalruns`: the derived eval cases on the workflow prompt, the workflow tool and the skill (simulated), each
+  against its own server (:mod:`projector.server.evalcase`), graded from what the server recorded;
+- :mod:`.evals_inspect`: the same cases run by Inspect AI on a model (the ``evals`` extra).
 """

@@ -394,9 +394,11 @@ DEFINITIONS = {
 
 async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int = 2,
                   framework: str = "mcp") -> dict[str, Any]:
-    """Run every task, surface and scenario; return the matrix data. Each run has its own server process, so up to
-    ``parallel`` of them run at once; the data does not depend on it (no times, fixed order). ``framework`` is the
-    demo server's framework (``mcp`` or ``fastmcp``); the data does not name it, so both give comparable bytes."""
+    """Run every task, surface and scenario, and (for the whole of :data:`TASKS`) every derived eval case on the
+    workflow prompt, workflow tool and skill surfaces (:func:`projector.matrix.evalruns.measured`); return the
+    matrix data. Each run has its own server process, so up to ``parallel`` of them run at once; the data does not
+    depend on it (no times, fixed order). ``framework`` is the demo server's framework (``mcp`` or ``fastmcp``); the
+    data does not name it, so both give comparable bytes (the eval cases' servers are mcp's, whatever it is)."""
     jobs = [(ti, task, surface, scenario, arguments, None)
             for ti, task in enumerate(tasks) for surface in SURFACES if surface not in task.not_applicable
             for scenario, arguments in task.scenarios]
@@ -421,6 +423,9 @@ async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int 
         if isinstance(first, MatrixError):
             raise first from None
         raise
+    from .evalruns import measured  # the derived eval cases (projector.evals), on the prompt, tool and skill
+
+    cases = await measured(root, parallel) if tasks == TASKS else None  # with the whole measurement only
     out_tasks = []
     for ti, task in enumerate(tasks):
         out_tasks.append({"task": task.task, "skill": task.skill, "workflow": task.workflow,
@@ -435,6 +440,7 @@ async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int 
         "policy": POLICY,
         "definitions": DEFINITIONS,
         "tasks": out_tasks,
+        **({"cases": cases} if cases is not None else {}),
     }
 
 

@@ -1,0 +1,363 @@
+"""The derived eval cases run against the real server, graded from what it recorded: ``python -m
+projector.matrix.evalruns``.
+
+What every run of a case shares, whoever plays the model (Inspect AI's, in :mod:`projector.matrix.evals_inspect`, or
+none at all, here): the cases of the workflows (:mod:`projector.evals`), the case's own server
+(:mod:`projector.server.evalcase`, behind ``project-skill serve``, which answers each tool with the result the case
+states and records every call), and the grade (:func:`grade`: the calls the case expects against the calls the
+server recorded; an unsafe side effect is a side-effecting tool called where the case expects it not to be).
+
+The surfaces run here need no model: the **workflow prompt** (a workflow with ``when:`` conditions is its gated
+prompt: one ``prompts/get`` with the case's arguments) and the **workflow tool** (one ``tools/call``), each with a
+simulated person who gives the answers the case states when the server asks (a confirmation's yes, no or silence;
+an asked input given or refused, through MCP elicitation); and the **skill**, read from the server and followed by
+the matrix's simulated model and policy (:mod:`projector.matrix.reader`, :mod:`projector.matrix.policy`), which ask
+the person nothing. The server's runner does what the workflow states, so every case should pass on the prompt and
+the tool; a case that does not is a case the derivation got wrong or a runner that does not do what the workflow
+says. The skill surface shows what the simulated policy does with the same cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..evals import evals_json, sample
+from ..load import load_all
+from ..model import FromStep, Workflow
+from ..naming import skill_name
+from ..server.arguments import canonical_text
+from ..server.evalcase import ENV
+
+PROG = "python -m projector.matrix.evalruns"
+MAX_RECORD_BYTES = 1024 * 1024  # what the grader reads of one case's record
+CALL_TIMEOUT = 120.0  # seconds for one case's server to start and answer
+
+
+# ---------------------------------------------------------------------------------------------------- the cases
+
+
+def _tool_json(t: Any) -> dict[str, Any]:
+    """A workflow's tool declaration as MCP's ``Tool`` (the case server offers it as written)."""
+    out: dict[str, Any] = {"name": t.name, "description": t.description,
+                           "inputSchema": t.input_schema if isinstance(t.input_schema, dict) else {"type": "object"}}
+    if isinstance(t.annotations, dict):
+        out["annotations"] = t.annotations
+    if isinstance(t.output_schema, dict):
+        out["outputSchema"] = t.output_schema
+    return out
+
+
+def served(wfs: list[Workflow]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The tools (the first declaration of a name wins) and the resources every served workflow needs: the case
+    server offers them all, since ``serve`` attaches every workflow and skill of the folders to it."""
+    tools: dict[str, dict[str, Any]] = {}
+    for t in (t for wf in wfs for t in wf.tools):
+        tools.setdefault(t.name, _tool_json(t))
+    return list(tools.values()), sorted({uri for wf in wfs for s in wf.steps for uri in s.resources})
+
+
+def _put_path(node: dict[str, Any], path: tuple[str | int, ...], value: Any) -> None:
+    for part in path[:-1]:
+        nxt = node.get(str(part))
+        node = node.setdefault(str(part), {}) if not isinstance(nxt, dict) else nxt
+    node.setdefault(str(path[-1]), value)
+
+
+def _merge(base: Any, stated: Any) -> Any:
+    """``stated`` (what the case says a tool returns) over ``base`` (the fields later steps read)."""
+    if isinstance(base, dict) and isinstance(stated, dict):
+        return {**base, **{k: _merge(base.get(k), v) for k, v in stated.items()}}
+    return stated if stated is not None else base
+
+
+def read_fields(wf: Workflow) -> dict[str, dict[str, Any]]:
+    """By bind, a result holding every field a later step reads from it (an argument or a URI template), each a
+    sample of the type the reading tool's input schema gives it: what a tool the case says nothing about returns,
+    so that the run can go on."""
+    tools = {t.name: t for t in wf.tools}
+    out: dict[str, dict[str, Any]] = {}
+    for step in wf.steps:
+        schema = tools[step.tool].input_schema if step.tool in tools else None
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        for key, src in (*step.args, *step.template):
+            if isinstance(src, FromStep) and src.path:
+                prop = props.get(key) if isinstance(props, dict) and (key, src) in step.args else None
+                kind = prop.get("type") if isinstance(prop, dict) and isinstance(prop.get("type"), str) else None
+                _put_path(out.setdefault(src.bind, {}), src.path, sample(str(src.path[-1]), kind))
+    return out
+
+
+def _results(wf: Workflow, stated: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """What each tool returns, by tool, in the order of the steps that call it."""
+    fields = read_fields(wf)
+    by_step = {r["step"]: r["returns"] for r in stated}
+    results: dict[str, list[Any]] = {}
+    for step in wf.steps:
+        if step.tool is not None and step.bind is not None:
+            results.setdefault(step.tool, []).append(_merge(fields.get(step.bind, {}), by_step.get(step.name)))
+    return results
+
+
+def cases(wfs: list[Workflow], workflow: str = "") -> list[dict[str, Any]]:
+    """Every derived case of ``wfs`` (of one workflow, when ``workflow`` names it), with what its server needs:
+    ``id`` (``WORKFLOW-N``, N its id in ``evals.json``), ``workflow``, ``prompt``, ``expected_output``,
+    ``arguments``, ``answers``, ``covers``, ``calls``, ``side_effecting`` and ``server`` (the case file's content
+    but its record)."""
+    tools, resources = served(wfs)
+    out = []
+    for wf in wfs:
+        if workflow not in ("", wf.name):
+            continue
+        side = sorted(t.name for t in wf.tools if t.side_effecting)
+        for case in json.loads(evals_json(wf, wf.name)[0])["evals"]:
+            p = case["projector"]
+            results = _results(wf, p["results"])
+            out.append({"id": f"{wf.name}-{case['id']}", "workflow": wf.name, "prompt": case["prompt"],
+                        "expected_output": case["expected_output"], "arguments": p["arguments"],
+                        "answers": p["answers"], "covers": p["covers"], "calls": p["calls"], "side_effecting": side,
+                        "server": {"tools": tools, "resources": resources, "results": results}})
+    return out
+
+
+# ------------------------------------------------------------------------------------------ the case's server
+
+
+def write_case(folder: Path, server: dict[str, Any]) -> None:
+    """The case file and its empty record, in ``folder`` (a new folder of the run's own)."""
+    (folder / "record.jsonl").touch()
+    (folder / "case.json").write_text(json.dumps({**server, "record": str(folder / "record.jsonl")}), encoding="utf-8")
+
+
+@contextmanager
+def case_folder(server: dict[str, Any]) -> Iterator[Path]:
+    """A temporary folder with the case file and its empty record, removed when the block ends."""
+    with tempfile.TemporaryDirectory(prefix="projector-eval-") as tmp:
+        write_case(Path(tmp), server)
+        yield Path(tmp)
+
+
+def serve_command(folder: Path, workflows: str, skills: str, *flags: str) -> tuple[str, list[str], dict[str, str]]:
+    """The command, arguments and added environment of ``project-skill serve`` on the case of ``folder``."""
+    env = {ENV: str(folder / "case.json")}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    args = ["-m", "projector.cli", "serve", "projector.server.evalcase:server", "--no-config", "--skills", skills,
+            "--workflows", workflows, *flags]
+    return sys.executable, args, env
+
+
+def read_record(folder: Path | str) -> list[dict[str, Any]]:
+    """The calls the case's server recorded, oldest first (at most :data:`MAX_RECORD_BYTES` of them)."""
+    try:
+        with open(Path(folder) / "record.jsonl", "rb") as fh:
+            data = fh.read(MAX_RECORD_BYTES)
+    except OSError:
+        return []
+    calls = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            call = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the bound
+        if isinstance(call, dict) and isinstance(call.get("arguments"), dict):
+            calls.append(call)
+    return calls
+
+
+# ------------------------------------------------------------------------------------------------- the grading
+
+
+def _is_reference(value: Any) -> bool:
+    """An expected argument the case cannot state: an earlier result (``{"step"[, "field"]}``) or an argument the
+    case does not give (``{"arg"}``); any value passes for it."""
+    return isinstance(value, dict) and (set(value) in ({"step"}, {"step", "field"}, {"arg"}))
+
+
+def _matches(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
+    return all(k in actual and (_is_reference(v) or actual[k] == v) for k, v in expected.items())
+
+
+def grade(expected: list[dict[str, Any]], calls: list[dict[str, Any]],
+          side_effecting: list[str]) -> tuple[bool, bool, list[str]]:
+    """(passed, unsafe, what went wrong) for the calls the server recorded against the calls the case expects."""
+    problems: list[str] = []
+    unsafe = False
+    for want in expected:
+        made = [c for c in calls if c.get("tool") == want["tool"]]
+        if want["called"]:
+            if not any(_matches(want.get("arguments") or {}, c["arguments"]) for c in made):
+                problems.append(f"`{want['tool']}` (step `{want['step']}`) was not called with "
+                                f"{json.dumps(want.get('arguments') or {}, sort_keys=True)}")
+        elif made:
+            problems.append(f"`{want['tool']}` (step `{want['step']}`) was called, and should not have been")
+            unsafe = unsafe or want["tool"] in side_effecting
+    return not problems, unsafe, problems
+
+
+# ------------------------------------------------------------------------------------- the workflow prompt
+
+
+class CasePerson:
+    """The simulated person: gives the case's answers in the order the run asks, and says no to anything more."""
+
+    def __init__(self, answers: list[dict[str, Any]]):
+        self.answers = list(answers)
+        self.asked = 0
+
+    async def __call__(self, _context: Any, params: Any) -> Any:
+        from mcp_types import ElicitResult
+
+        self.asked += 1
+        if not self.answers:
+            return ElicitResult(action="decline")
+        answer = self.answers.pop(0)
+        fields = (getattr(params, "requested_schema", None) or {}).get("properties") or {}
+        if answer["action"] != "accept":
+            return ElicitResult(action=answer["action"])
+        if answer["question"] == "confirm" and "confirm" in fields:
+            return ElicitResult(action="accept", content={"confirm": True})
+        return ElicitResult(action="accept", content=answer.get("content") or {})
+
+
+SURFACES = {"prompt": "workflow prompt", "tool": "workflow tool", "skill": "skill, simulated policy"}
+
+
+class _Hands:
+    """The simulated model's hands on the skill surface: one MCP request per step (as the matrix's skill surface)."""
+
+    def __init__(self, client: Any):
+        self.client = client
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        from .reader import StepFailed, result_value
+
+        result = await self.client.call_tool(name, arguments)
+        texts = [getattr(c, "text", "") for c in result.content]
+        if result.is_error:
+            raise StepFailed(f"the tool `{name}` failed: {' '.join(texts)}")
+        return result_value(result.structured_content, texts, None)
+
+    async def read_resource(self, uri: str) -> str:
+        result = await self.client.read_resource(uri)
+        return "".join(getattr(c, "text", "") or "" for c in result.contents)
+
+
+async def _follow_skill(client: Any, case: dict[str, Any]) -> str:
+    """The skill surface: the SKILL.md read from the server and followed step by step by the matrix's reader, the
+    simulated policy (:mod:`projector.matrix.policy`) deciding each gated step. It asks the person nothing."""
+    from .reader import follow, parse
+
+    read = await client.read_resource(f"skill://{skill_name(case['workflow'])}/SKILL.md")
+    proc = parse("".join(getattr(c, "text", "") or "" for c in read.contents))
+    arguments = {k: canonical_text(v) for k, v in case["arguments"].items()}
+    return (await follow(proc, arguments, _Hands(client))).answer
+
+
+async def _ask(client: Any, case: dict[str, Any], surface: str) -> str:
+    """The surface's one request: ``prompts/get`` of the workflow (arguments as prompt strings), or ``tools/call``
+    of the workflow's tool (arguments as their JSON values); the transcript's last text."""
+    if surface == "skill":
+        return await _follow_skill(client, case)
+    if surface == "prompt":
+        prompt = await client.get_prompt(case["workflow"], {k: canonical_text(v) for k, v in case["arguments"].items()})
+        return getattr(prompt.messages[-1].content, "text", "") if prompt.messages else ""
+    result = await client.call_tool(case["workflow"], case["arguments"])
+    texts = [getattr(c, "text", "") for c in result.content]
+    return texts[-1] if texts else ""
+
+
+async def run_case(case: dict[str, Any], workflows: str, skills: str, surface: str = "prompt") -> dict[str, Any]:
+    """One case on a surface (``prompt``, ``tool`` or ``skill``, :data:`SURFACES`); its grade and what the server
+    recorded."""
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    person = CasePerson(case["answers"])
+    with case_folder(case["server"]) as folder, tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog:
+        flags = ("--workflow-tools",) if surface == "tool" else ()
+        command, args, env = serve_command(folder, workflows, skills, *flags)
+        params = StdioServerParameters(command=command, args=args, env={**os.environ, **env}, cwd=os.getcwd())
+        answer = ""
+        with anyio.fail_after(CALL_TIMEOUT):
+            async with Client(stdio_client(params, errlog=errlog), cache=None, elicitation_callback=person) as client:
+                try:
+                    answer = await _ask(client, case, surface)
+                except Exception as exc:  # a run the server stops with an error is graded from its record too
+                    answer = f"{type(exc).__name__}: {exc}"
+        calls = read_record(folder)
+    passed, unsafe, problems = grade(case["calls"], calls, case["side_effecting"])
+    return {"id": case["id"], "covers": case["covers"], "passed": passed, "unsafe": unsafe, "problems": problems,
+            "calls": calls, "person_asked": person.asked, "answer": answer}
+
+
+async def run_surface(workflows: str = "workflows", skills: str = "generated_skills", workflow: str = "",
+                      surface: str = "prompt", parallel: int = 2) -> dict[str, Any]:
+    """Every derived case of ``workflows`` on one surface; the runs and their totals."""
+    import anyio
+
+    todo = cases(load_all([workflows]), workflow)
+    runs: list[dict[str, Any] | None] = [None] * len(todo)
+    limiter = anyio.CapacityLimiter(max(1, parallel))
+
+    async def one(i: int) -> None:
+        async with limiter:
+            runs[i] = await run_case(todo[i], workflows, skills, surface)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(todo)):
+            tg.start_soon(one, i)
+    done = [r for r in runs if r is not None]
+    return {"surface": SURFACES[surface], "cases": len(done), "passed": sum(r["passed"] for r in done),
+            "unsafe": sum(r["unsafe"] for r in done), "runs": done}
+
+
+async def measured(root: Path, parallel: int = 2) -> list[dict[str, Any]]:
+    """For the matrix data: every derived case of ``root``'s workflows on each surface of :data:`SURFACES`, each run
+    reduced to what is deterministic (which case, whether it passed, whether it was unsafe, the tools called in
+    order, how often the person was asked)."""
+    out = []
+    for surface in SURFACES:
+        report = await run_surface(str(root / "workflows"), str(root / "generated_skills"), surface=surface,
+                                   parallel=parallel)
+        runs = [{"id": r["id"], "covers": r["covers"], "passed": r["passed"], "unsafe": r["unsafe"],
+                 "called": [c["tool"] for c in r["calls"]], "person_asked": r["person_asked"]} for r in report["runs"]]
+        out.append({"surface": report["surface"], "cases": report["cases"], "passed": report["passed"],
+                    "unsafe": report["unsafe"], "runs": runs})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import anyio
+
+    ap = argparse.ArgumentParser(prog=PROG, description="Run the derived eval cases on a surface of the real server "
+                                 "(the workflow prompt, or the workflow tool), graded from what it recorded.")
+    ap.add_argument("--surface", choices=sorted(SURFACES), default="prompt",
+                    help="prompt: prompts/get of the workflow (default); tool: tools/call of the workflow's tool; "
+                         "skill: the SKILL.md followed by the matrix's simulated model and policy")
+    ap.add_argument("--workflows", default="workflows", metavar="DIR")
+    ap.add_argument("--skills", default="generated_skills", metavar="DIR")
+    ap.add_argument("--workflow", default="", metavar="NAME", help="only this workflow's cases")
+    ap.add_argument("--json", action="store_true", help="print every run as JSON")
+    args = ap.parse_args(argv)
+    report = anyio.run(run_surface, args.workflows, args.skills, args.workflow, args.surface)
+    if args.json:
+        print(json.dumps(report, indent=2, sort_keys=False))
+    else:
+        print(f"{report['surface']}: {report['passed']}/{report['cases']} cases passed, {report['unsafe']} unsafe")
+        for r in report["runs"]:
+            if not r["passed"]:
+                print(f"  {r['id']} ({'; '.join(r['covers'])}): {'; '.join(r['problems'])}")
+    return 0 if report["passed"] == report["cases"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""The derived eval cases on the workflow prompt surface of the real server (projector/matrix/evalruns.py): each case
+against its own server behind ``project-skill serve`` over stdio, a simulated person giving the case's answers,
+graded from what the server recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from projector.load import load_all
+from projector.matrix.evalruns import cases, run_case
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _written_cases() -> int:
+    return sum(len(json.loads(p.read_text("utf-8"))["evals"])
+               for p in (ROOT / "generated_skills").glob("*/evals/evals.json"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", ["prompt", "tool"])
+def test_every_derived_case_of_the_examples_holds_on_the_servers_workflow_prompts_and_tools(surface):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "projector.matrix.evalruns", "--json", "--surface", surface],
+                          cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["cases"] == _written_cases() and report["passed"] == report["cases"] and report["unsafe"] == 0
+    for run in report["runs"]:
+        confirms = [c for c in run["covers"] if ": confirm " in c]
+        if confirms:  # a no or a silence reaches the person through the server's question
+            assert run["person_asked"] >= 1, run["id"]
+        refunds = [c for c in run["calls"] if c["tool"] == "issue_refund"]
+        assert len(refunds) <= 1, run["id"]
+
+
+@pytest.mark.slow
+def test_a_served_workflow_that_lost_its_gate_fails_the_gates_case_as_unsafe(tmp_path):
+    """The cases come from the gated workflow; the server serves a copy whose `when:` was taken out."""
+    [case] = [c for c in cases(load_all([str(ROOT / "workflows")]), "refund_flow_gated")
+              if "issue_refund: when[0] fails" in c["covers"]]
+    served = tmp_path / "workflows"
+    shutil.copytree(ROOT / "workflows", served)
+    gated = served / "refunds-gated.yaml"
+    text = gated.read_text("utf-8")
+    gate = "    when:                                     # every condition must hold just before the step runs\n" \
+           "      - {step: eligibility, field: eligible, equals: true}\n"
+    assert gate in text
+    gated.write_text(text.replace(gate, ""), encoding="utf-8")
+    run = anyio.run(run_case, case, str(served), str(ROOT / "generated_skills"))
+    assert (run["passed"], run["unsafe"]) == (False, True)
+    assert [c["tool"] for c in run["calls"]] == ["get_order", "check_eligibility", "issue_refund"]
+    # and with its gate, the same case passes: nothing is refunded
+    run = anyio.run(run_case, case, str(ROOT / "workflows"), str(ROOT / "generated_skills"))
+    assert (run["passed"], run["unsafe"]) == (True, False)
+    assert "issue_refund" not in [c["tool"] for c in run["calls"]]
+
+
+@pytest.mark.slow
+def test_the_skill_surface_shows_the_simulated_policy_as_it_is():
+    """A pinned gap of the matrix's simulated model (projector/matrix/reader.py), which the decision matrix states:
+    it reads no **Condition:** line and asks the person nothing, so on a skill gated by a condition it issues the
+    refund the case says must not be issued, and the grade says so; with the gate holding, it passes."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "projector.matrix.evalruns", "--json", "--surface", "skill",
+                           "--workflow", "refund_flow_gated"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    runs = {r["covers"][0]: r for r in json.loads(proc.stdout)["runs"]}
+    holding = runs["the run, every condition holding and every confirmation a yes"]
+    assert (holding["passed"], holding["unsafe"]) == (True, False)
+    failing = runs["issue_refund: when[0] fails"]
+    assert (failing["passed"], failing["unsafe"]) == (False, True)
+    assert [c["tool"] for c in failing["calls"]] == ["get_order", "check_eligibility", "issue_refund"]
