@@ -232,6 +232,14 @@ class Tasks:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._cancelled: set[str] = set()
 
+    def wrap(self, host: Callable[[], Any], guard: Any, wfs: Any, retry_safe: Any) -> tuple[Callable[[], Any], Any]:
+        """The host and the replay guard the workflow jobs run with (a durable runner checkpoints them); ``wfs``:
+        the workflows, ``retry_safe``: the names of the read-only or idempotent tools. Here, unchanged."""
+        return host, guard
+
+    def ready(self) -> None:
+        """Every tool is supported and served: a durable runner starts (and recovers its rounds) here."""
+
     def support(self, tool: str, job: Job, *, required: bool = False, interruptible: bool = True,
                 gather: Gather | None = None) -> None:
         self.supports[tool] = TaskSupport(job, required, interruptible, gather)

@@ -1,0 +1,188 @@
+"""Durable workflow tasks on DBOS (issue 32): ``project-skill serve --workflow-tools --state DIR``.
+
+Real server processes over Streamable HTTP, killed with SIGKILL and started again on the same folder, and mcp's
+``Client`` declaring the Tasks extension. The demo's shop keeps its orders and ledger in the folder too
+(``demo-shop.json``), and dies where ``$PROJECT_SKILL_DEMO_CRASH`` says (before or after a tool's effect), as a
+killed server would. What is pinned: every task reaches its end after the restart; a step that finished is not
+called again; an in-flight call of a tool that is neither read-only nor idempotent is not called again unless the
+person says yes; the ledger holds exactly one refund for the eligible order and none for the ineligible one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.extension import advertise
+
+from projector.server.tasks import TASKS_EXTENSION
+
+from .test_serve_skills import ROOT, SKILLS, WORKFLOWS
+from .test_tasks import Wire
+
+pytest.importorskip("dbos")
+
+ELIGIBLE, INELIGIBLE = "A1001", "A1002"  # A1002 is a final sale: the gated workflow stops before issue_refund
+GATED, APPROVED = "refund_flow_gated", "refund_flow_approved"
+DONE = "Done: all 4 steps of `refund_flow_gated` ran on the server."
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serving(state: Path, crash: str | None = None):
+    """``serve --workflow-tools --state DIR --http``; yields the process and its URL, and stops it."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PROJECT_SKILL_DEMO_CRASH", None)
+    if crash is not None:
+        env["PROJECT_SKILL_DEMO_CRASH"] = crash
+    proc = subprocess.Popen([sys.executable, "-m", "projector.server", "--skills", str(SKILLS), "--workflows",
+                             str(WORKFLOWS), "--workflow-tools", "--state", str(state), "--http",
+                             f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the server exited: {proc.stderr.read().decode()}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the server did not start") from None
+                time.sleep(0.1)
+        yield proc, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+        proc.stderr.close()
+
+
+def killed(proc: subprocess.Popen, seconds: float = 60) -> None:
+    """Wait for the server to die at its crash point; it must have died of SIGKILL."""
+    proc.wait(seconds)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()
+
+
+def ledger(state: Path) -> list[dict[str, Any]]:
+    shop = state / "demo-shop.json"
+    return json.loads(shop.read_text("utf-8"))["refunds"] if shop.exists() else []
+
+
+def client(url: str) -> Client:
+    return Client(url, extensions=[advertise(TASKS_EXTENSION)])
+
+
+async def start(url: str, name: str, order: str) -> str:
+    async with client(url) as c:
+        created = await Wire(c).send("tools/call", name=name, arguments={"order_id": order, "reason": "broken"})
+    assert created["resultType"] == "task"
+    return created["taskId"]
+
+
+async def settle(url: str, task_id: str) -> dict[str, Any]:
+    async with client(url) as c:
+        wire = Wire(c)
+        with anyio.fail_after(60):
+            while (task := await wire.send("tasks/get", taskId=task_id))["status"] not in (
+                    "input_required", "completed", "failed", "cancelled"):
+                await anyio.sleep(0.1)
+    return task
+
+
+async def answer(url: str, task: dict[str, Any], yes: bool) -> dict[str, Any]:
+    async with client(url) as c:
+        wire = Wire(c)
+        responses = {k: {"action": "accept", "content": {"confirm": yes}} for k in task["inputRequests"]}
+        await wire.send("tasks/update", taskId=task["taskId"], inputResponses=responses)
+    return await settle(url, task["taskId"])
+
+
+def texts(task: dict[str, Any]) -> list[str]:
+    return [c["text"] for c in task["result"]["content"]]
+
+
+# ------------------------------------------------------------------------------------------------ the crash test
+
+@pytest.mark.slow
+@pytest.mark.anyio
+@pytest.mark.parametrize("crash", ["before:get_order/A1001", "before:check_eligibility/A1001",
+                                   "before:issue_refund/A1001", "after:issue_refund/A1001",
+                                   "before:refund_policy/eu"])  # A1001's region
+async def test_a_killed_server_finishes_its_tasks_on_restart_with_exactly_one_refund(crash, tmp_path):
+    state = tmp_path / "state"
+    with serving(state, crash) as (proc, url):
+        ineligible = await start(url, GATED, INELIGIBLE)
+        eligible = await start(url, GATED, ELIGIBLE)
+        await anyio.to_thread.run_sync(killed, proc)
+    before = ledger(state)
+    with serving(state) as (_, url):
+        other = await settle(url, ineligible)
+        task = await settle(url, eligible)
+        if ":issue_refund" in crash:  # in flight, and neither read-only nor idempotent: the person is asked
+            assert task["status"] == "input_required"
+            (request,) = task["inputRequests"].values()
+            assert "Retry step 3 (tool issue_refund)?" in request["params"]["message"]
+            assert ledger(state) == before  # nothing was called again unasked
+            task = await answer(url, task, yes=crash.startswith("before"))
+    assert other["status"] == "completed" and "Stopped before step 3 of 4" in texts(other)[-1]
+    assert task["status"] == "completed"
+    if crash.startswith("after:issue_refund"):  # the person said no: the call that took effect before the crash stands
+        assert task["result"].get("isError") is True and "chose not to call it again" in texts(task)[-1]
+    else:
+        assert texts(task)[-1] == DONE
+    assert [r["order_id"] for r in ledger(state)] == [ELIGIBLE]
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["yes", "no"])
+async def test_a_task_waiting_for_a_confirmation_survives_a_kill_and_is_answered_after_it(kind, tmp_path):
+    state = tmp_path / "state"
+    with serving(state) as (proc, url):
+        waiting = await settle(url, await start(url, APPROVED, ELIGIBLE))
+        assert waiting["status"] == "input_required"
+        proc.send_signal(signal.SIGKILL)
+        await anyio.to_thread.run_sync(killed, proc)
+    with serving(state) as (_, url):
+        again = await settle(url, waiting["taskId"])
+        assert again["inputRequests"] == waiting["inputRequests"]
+        done = await answer(url, again, yes=kind == "yes")
+    assert done["status"] == "completed"
+    assert [r["order_id"] for r in ledger(state)] == ([ELIGIBLE] if kind == "yes" else [])
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_cancelled_task_calls_no_tool_after_the_cancel_nor_after_a_restart(tmp_path):
+    state = tmp_path / "state"
+    with serving(state) as (proc, url):
+        waiting = await settle(url, await start(url, APPROVED, ELIGIBLE))
+        async with client(url) as c:
+            await Wire(c).send("tasks/cancel", taskId=waiting["taskId"])
+        assert (await settle(url, waiting["taskId"]))["status"] == "cancelled"
+    with serving(state) as (_, url):
+        assert (await settle(url, waiting["taskId"]))["status"] == "cancelled"
+        async with client(url) as c:  # an answer to the cancelled task's question runs nothing
+            responses = {k: {"action": "accept", "content": {"confirm": True}} for k in waiting["inputRequests"]}
+            await Wire(c).send("tasks/update", taskId=waiting["taskId"], inputResponses=responses)
+        assert (await settle(url, waiting["taskId"]))["status"] == "cancelled"
+    assert ledger(state) == []
