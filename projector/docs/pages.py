@@ -42,6 +42,7 @@ EXTRA_USES = {
     "fastmcp": "FastMCP, to serve on it: `serve --framework fastmcp`, or `attach` on a `FastMCP` server",
     "agent": "pydantic-ai, for the agent adapter `projector.remote.agent_pydantic`",
     "mutation": "mutmut, for the mutation tests (`scripts/mutation`)",
+    "durable": "DBOS, for durable workflow tasks: `serve --workflow-tools --state DIR`, or `attach(..., state=DIR)`",
 }
 TEST_SCRIPT = "scripts/test"
 

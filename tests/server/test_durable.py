@@ -186,3 +186,24 @@ async def test_a_cancelled_task_calls_no_tool_after_the_cancel_nor_after_a_resta
             await Wire(c).send("tasks/update", taskId=waiting["taskId"], inputResponses=responses)
         assert (await settle(url, waiting["taskId"]))["status"] == "cancelled"
     assert ledger(state) == []
+
+
+# ---------------------------------------------------------------------------------------------- without the extra
+
+HIDE_DBOS = ("import sys; sys.modules['dbos'] = None; from projector.server.cli import main; "
+             "sys.exit(main('serve', sys.argv[1:]))")
+
+
+def test_without_dbos_serve_says_once_that_the_workflow_tools_run_without_tasks(tmp_path):
+    done = subprocess.run([sys.executable, "-c", HIDE_DBOS, "--skills", str(SKILLS), "--workflows", str(WORKFLOWS),
+                           "--workflow-tools", "--state", str(tmp_path / "state")], cwd=ROOT, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("workflow tools run without tasks") == 1
+    assert "project-skill[durable]" in done.stderr
+    assert not (tmp_path / "state").exists()  # nothing is kept where nothing runs durably
+
+
+def test_state_without_workflow_tools_is_a_usage_error(cli, tmp_path):
+    result = cli("serve", "--skills", str(SKILLS), "--workflows", str(WORKFLOWS), "--state", str(tmp_path / "s"))
+    assert result.code == 2 and "--state keeps the tasks of the workflow tools; add --workflow-tools" in result.err
