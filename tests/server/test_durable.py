@@ -45,7 +45,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(state: Path, crash: str | None = None):
+def serving(state: Path, crash: str | None = None, framework: str = "mcp"):
     """``serve --workflow-tools --state DIR --http``; yields the process and its URL, and stops it."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -53,8 +53,8 @@ def serving(state: Path, crash: str | None = None):
     if crash is not None:
         env["PROJECT_SKILL_DEMO_CRASH"] = crash
     proc = subprocess.Popen([sys.executable, "-m", "projector.server", "--skills", str(SKILLS), "--workflows",
-                             str(WORKFLOWS), "--workflow-tools", "--state", str(state), "--http",
-                             f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                             str(WORKFLOWS), "--workflow-tools", "--state", str(state), "--framework", framework,
+                             "--http", f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
@@ -128,13 +128,26 @@ def texts(task: dict[str, Any]) -> list[str]:
                                    "before:issue_refund/A1001", "after:issue_refund/A1001",
                                    "before:refund_policy/eu"])  # A1001's region
 async def test_a_killed_server_finishes_its_tasks_on_restart_with_exactly_one_refund(crash, tmp_path):
-    state = tmp_path / "state"
-    with serving(state, crash) as (proc, url):
+    await killed_and_restarted(tmp_path / "state", crash, "mcp")
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+@pytest.mark.parametrize("crash", ["before:check_eligibility/A1001", "before:issue_refund/A1001"])
+async def test_a_killed_fastmcp_server_finishes_its_tasks_too(crash, tmp_path):
+    pytest.importorskip("fastmcp")
+    await killed_and_restarted(tmp_path / "state", crash, "fastmcp")
+
+
+async def killed_and_restarted(state: Path, crash: str, framework: str) -> None:
+    """The gated refund of the ineligible order, then of the eligible one, the server killed at ``crash`` and
+    started again on the same folder; every task is followed to its end."""
+    with serving(state, crash, framework) as (proc, url):
         ineligible = await start(url, GATED, INELIGIBLE)
         eligible = await start(url, GATED, ELIGIBLE)
         await anyio.to_thread.run_sync(killed, proc)
     before = ledger(state)
-    with serving(state) as (_, url):
+    with serving(state, framework=framework) as (_, url):
         other = await settle(url, ineligible)
         task = await settle(url, eligible)
         if ":issue_refund" in crash:  # in flight, and neither read-only nor idempotent: the person is asked
