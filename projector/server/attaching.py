@@ -223,7 +223,7 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
     """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
     adapter = adapters.for_server(server)
     if state is not None:
-        tasks = _durable(tasks, state)
+        tasks = _durable(tasks, state, workflow_tools)
     if tasks is not None and not workflow_tools:
         raise serve_error("<attach>", "tasks-without-tools", "attach(tasks=...) runs the workflow tools as tasks, "
                           "and no workflow tools were asked for", "pass workflow_tools=True too")
@@ -273,10 +273,13 @@ def _add_tasks(adapter: Any, server: Any, tasks: Any, tools: Sequence[tuple[Work
     tasks.ready()
 
 
-def _durable(tasks: Any, state: str | Path) -> Any:
+def _durable(tasks: Any, state: str | Path, workflow_tools: bool) -> Any:
     """``attach(state=DIR)``: the durable tasks kept in DIR (:mod:`.durable`)."""
     from . import durable
 
+    if not workflow_tools:
+        raise serve_error("<attach>", "tasks-without-tools", "attach(state=...) keeps the workflow tools' tasks, "
+                          "and no workflow tools were asked for", "pass workflow_tools=True too")
     if tasks is not None:
         raise serve_error("<attach>", "state-and-tasks", "attach(state=...) makes the tasks itself, and tasks= was "
                           "given too", "pass one of them")

@@ -337,11 +337,12 @@ def _take_rows(cur: sqlite3.Cursor) -> tuple[list[list[Any]], str | None]:
 CRASH_ENV = "PROJECT_SKILL_DEMO_CRASH"  # a test hook: the process kills itself (SIGKILL) at this point
 
 
-def _crash_test(point: str, subject: Any) -> None:
+async def _crash_test(point: str, subject: Any) -> None:
     """The crash test of durable tasks (``tests/server/test_durable.py``): ``$PROJECT_SKILL_DEMO_CRASH`` names a
     point (``before:issue_refund``, ``after:issue_refund``, ...), for any call or for one order id or region
     (``before:get_order/A1001``), where the demo server dies as a killed one would."""
     if os.environ.get(CRASH_ENV) in (point, f"{point}/{subject}"):
+        await anyio.sleep(1)  # the answers already under way go out first (the task's id, to its client)
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -353,17 +354,17 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
     db = db or DemoDatabase()
 
     async def get_order(id: str) -> dict[str, Any]:
-        _crash_test("before:get_order", id)
+        await _crash_test("before:get_order", id)
         return store.get_order(id)
 
     async def check_eligibility(order: dict[str, Any]) -> dict[str, Any]:
-        _crash_test("before:check_eligibility", order.get("id"))
+        await _crash_test("before:check_eligibility", order.get("id"))
         return store.check_eligibility(order)
 
     async def issue_refund(order_id: str, amount: float) -> dict[str, Any]:
-        _crash_test("before:issue_refund", order_id)
+        await _crash_test("before:issue_refund", order_id)
         refund = store.issue_refund(order_id, amount)
-        _crash_test("after:issue_refund", order_id)
+        await _crash_test("after:issue_refund", order_id)
         return refund
 
     async def list_refunds() -> list[dict[str, Any]]:
@@ -404,8 +405,8 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
     def schema() -> str:
         return db.schema
 
-    def refund_policy(region: str) -> str:
-        _crash_test("before:refund_policy", region)
+    async def refund_policy(region: str) -> str:
+        await _crash_test("before:refund_policy", region)
         if region not in POLICIES:
             raise ResourceNotFoundError(f"no refund policy for region {region!r}; regions: "
                                         f"{', '.join(sorted(POLICIES))}")

@@ -120,8 +120,8 @@ class DurableHost:
         from dbos import DBOS
         from mcp_types import CallToolResult
 
-        if DBOS.workflow_id is None:  # pragma: no cover - every task round is a DBOS workflow
-            return await self.host.call_tool(name, arguments)
+        if DBOS.workflow_id is None:  # pragma: no cover - every durable round is a DBOS workflow
+            raise RuntimeError("a durable task's step ran outside its DBOS workflow; nothing was called")
         kind, value = await DBOS.run_step_async({"name": f"tool:{name}"}, self._call, name, arguments)
         if kind == "result":
             return CallToolResult.model_validate(value)
@@ -205,6 +205,10 @@ class DurableTasks(Tasks):
 
     def __init__(self, state_dir: str | Path, **kwargs: Any):
         folder = _state_dir(state_dir)
+        if _ENGINE is not None and _ENGINE._launched:
+            raise AttachError(error(Span(str(folder)), "state-in-use", f"this process already runs durable tasks "
+                                    f"(on {_ENGINE.folder}); DBOS runs one engine per process",
+                                    "serve each state folder from its own process"))
         super().__init__(SqliteStore(folder / "tasks.db"), **kwargs)
         self.folder = folder
         self.markers = _Markers(folder / "tasks.db")
@@ -228,17 +232,26 @@ class DurableTasks(Tasks):
         from .. import __version__
 
         _ENGINE = self
-        DBOS(config={"name": "projector", "system_database_url": f"sqlite:///{self.folder / 'dbos.sqlite'}",
-                     "application_version": f"projector-{__version__}", "log_level": "WARNING"})
-        DBOS.launch()
+        try:
+            DBOS(config={"name": "projector", "system_database_url": f"sqlite:///{self.folder / 'dbos.sqlite'}",
+                         "application_version": f"projector-{__version__}", "log_level": "WARNING"})
+            DBOS.launch()
+        except Exception as exc:
+            _ENGINE = None
+            raise AttachError(error(Span(str(self.folder / "dbos.sqlite")), "state-db", f"DBOS cannot start on "
+                                    f"the state folder: {exc}"[:500], STATE_HINT)) from None
         self._launched = True
 
     def close(self) -> None:
+        """Stop DBOS (its rounds still running are taken up at the next start on the folder)."""
+        global _ENGINE
         from dbos import DBOS
 
         if self._launched:
             DBOS.destroy(workflow_completion_timeout_sec=0)
             self._launched = False
+        if _ENGINE is self:
+            _ENGINE = None
 
     def _run(self, rec: Any, answers: dict[str, Any]) -> None:
         loop = asyncio.get_running_loop()
@@ -252,15 +265,14 @@ class DurableTasks(Tasks):
         from dbos import DBOS, SetWorkflowID
 
         retry = state.get("retry") if isinstance(state, dict) else None
-        if isinstance(retry, dict):
-            if any(isinstance(a, dict) and a.get("action") == "accept" and (a.get("content") or {}).get("confirm")
-                   is True for a in answers.values()):
+        with SetWorkflowID(f"{task_id}.{round}"):  # the round's DBOS workflow, which a cancel names
+            if not isinstance(retry, dict):
+                await DBOS.start_workflow_async(_round, task_id, tool, arguments, answers, state)
+            elif any(isinstance(a, dict) and a.get("action") == "accept" and (a.get("content") or {}).get("confirm")
+                     is True for a in answers.values()):  # yes: the round again from the in-flight step
                 await DBOS.fork_workflow_async(retry["workflow"], int(retry["step"]))
             else:
                 await self._settle(task_id, Done(_not_retried(retry)))
-            return
-        with SetWorkflowID(f"{task_id}.{round}"):
-            await DBOS.start_workflow_async(_round, task_id, tool, arguments, answers, state)
 
     async def cancel(self, task_id: Any) -> dict[str, Any]:
         out = await super().cancel(task_id)
@@ -273,6 +285,12 @@ class DurableTasks(Tasks):
             except Exception:  # noqa: BLE001 - a round that never started, or ended: nothing to stop
                 pass
         return out
+
+
+def shutdown() -> None:
+    """Stop this process's durable engine, if it runs one (tests; a server just exits)."""
+    if _ENGINE is not None:
+        _ENGINE.close()
 
 
 def _not_retried(retry: dict[str, Any]) -> dict[str, Any]:

@@ -26,10 +26,13 @@ import pytest
 from mcp import Client
 from mcp.client.extension import advertise
 
+from projector.server import adapters, attach, durable
+from projector.server.demo import INSTRUCTIONS, add_demo_tools
+from projector.server.errors import AttachError
 from projector.server.tasks import TASKS_EXTENSION
 
 from .test_serve_skills import ROOT, SKILLS, WORKFLOWS
-from .test_tasks import Wire
+from .test_tasks import Wire, connect
 
 pytest.importorskip("dbos")
 
@@ -199,6 +202,54 @@ async def test_a_cancelled_task_calls_no_tool_after_the_cancel_nor_after_a_resta
             await Wire(c).send("tasks/update", taskId=waiting["taskId"], inputResponses=responses)
         assert (await settle(url, waiting["taskId"]))["status"] == "cancelled"
     assert ledger(state) == []
+
+
+# ------------------------------------------------------------------------------------------------ attach(state=)
+
+def state_shop(state: Path | None = None, **kwargs: Any) -> tuple[Any, Any]:
+    server = adapters.get("mcp").make_server("shop", version="1", instructions=INSTRUCTIONS, page_size=50)
+    store, _ = add_demo_tools(server)
+    attach(server, SKILLS, WORKFLOWS, workflow_tools=True, state=state, **kwargs)
+    return server, store
+
+
+@pytest.mark.anyio
+async def test_attach_with_a_state_folder_runs_durable_tasks_and_one_engine_per_process(tmp_path):
+    server, store = state_shop(tmp_path / "state")
+    try:
+        with pytest.raises(AttachError) as second:  # DBOS is one per process
+            state_shop(tmp_path / "other")
+        assert second.value.diagnostics[0].code == "state-in-use"
+        async with connect(server, "mcp") as c:
+            wire = Wire(c)
+            created = await wire.send("tools/call", name=APPROVED, arguments={"order_id": ELIGIBLE, "reason": "x"})
+            waiting = await wire.settle(created["taskId"])
+            assert waiting["status"] == "input_required"
+            done = await wire.answer(waiting, confirm=True)
+    finally:
+        durable.shutdown()
+    assert done["status"] == "completed" and done["result"]["content"][-1]["text"].startswith("Done: all 4 steps")
+    assert [r["order_id"] for r in store.ledger()] == [ELIGIBLE]
+    assert {p.name for p in (tmp_path / "state").iterdir()} >= {"dbos.sqlite", "tasks.db"}
+
+
+@pytest.mark.parametrize(("kwargs", "code"), [({"tasks": "given"}, "state-and-tasks"),
+                                              ({"workflow_tools": False}, "tasks-without-tools")])
+def test_attach_with_a_state_folder_refuses_what_it_cannot_honour(kwargs, code, tmp_path):
+    server = adapters.get("mcp").make_server("shop", version="1", instructions=INSTRUCTIONS, page_size=50)
+    add_demo_tools(server)
+    with pytest.raises(AttachError) as refused:
+        attach(server, SKILLS, WORKFLOWS, **{"workflow_tools": True, "state": tmp_path / "s", **kwargs})
+    assert refused.value.diagnostics[0].code == code
+
+
+def test_attach_with_a_state_folder_and_no_dbos_says_which_extra_to_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "dbos", None)
+    with pytest.raises(AttachError) as refused:
+        state_shop(tmp_path / "state")
+    assert refused.value.diagnostics[0].code == "state-needs-dbos"
+    assert "pip install 'project-skill[durable]'" in str(refused.value.diagnostics[0].hint)
+    assert not (tmp_path / "state").exists()
 
 
 # ---------------------------------------------------------------------------------------------- without the extra
