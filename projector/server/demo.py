@@ -335,12 +335,18 @@ def _take_rows(cur: sqlite3.Cursor) -> tuple[list[list[Any]], str | None]:
 # ---------------------------------------------------------------------------------------------------- the server
 
 CRASH_ENV = "PROJECT_SKILL_DEMO_CRASH"  # a test hook: the process kills itself (SIGKILL) at this point
+CALLS_ENV = "PROJECT_SKILL_DEMO_CALLS"  # a test hook: a file where each point reached is appended, one a line
 
 
 async def _crash_test(point: str, subject: Any) -> None:
     """The crash test of durable tasks (``tests/server/test_durable.py``): ``$PROJECT_SKILL_DEMO_CRASH`` names a
     point (``before:issue_refund``, ``after:issue_refund``, ...), for any call or for one order id or region
-    (``before:get_order/A1001``), where the demo server dies as a killed one would."""
+    (``before:get_order/A1001``), where the demo server dies as a killed one would; ``$PROJECT_SKILL_DEMO_CALLS``
+    names a file where every point reached is written (``before:get_order/A1001``), across restarts."""
+    journal = os.environ.get(CALLS_ENV)
+    if journal:
+        with open(journal, "a", encoding="utf-8") as out:
+            out.write(f"{point}/{subject}\n")
     if os.environ.get(CRASH_ENV) in (point, f"{point}/{subject}"):
         await anyio.sleep(1)  # the answers already under way go out first (the task's id, to its client)
         os.kill(os.getpid(), signal.SIGKILL)

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,8 @@ from .test_tasks import Wire, connect
 
 pytest.importorskip("dbos")
 
+POINTS = ("before:get_order", "before:check_eligibility", "before:issue_refund", "after:issue_refund",
+          "before:refund_policy")
 ELIGIBLE, INELIGIBLE = "A1001", "A1002"  # A1002 is a final sale: the gated workflow stops before issue_refund
 GATED, APPROVED = "refund_flow_gated", "refund_flow_approved"
 DONE = "Done: all 4 steps of `refund_flow_gated` ran on the server."
@@ -53,6 +56,7 @@ def serving(state: Path, crash: str | None = None, framework: str = "mcp"):
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("PROJECT_SKILL_DEMO_CRASH", None)
+    env["PROJECT_SKILL_DEMO_CALLS"] = str(state.parent / "calls.txt")  # every tool call, across the restart
     if crash is not None:
         env["PROJECT_SKILL_DEMO_CRASH"] = crash
     proc = subprocess.Popen([sys.executable, "-m", "projector.server", "--skills", str(SKILLS), "--workflows",
@@ -166,6 +170,16 @@ async def killed_and_restarted(state: Path, crash: str, framework: str) -> None:
     else:
         assert texts(task)[-1] == DONE
     assert [r["order_id"] for r in ledger(state)] == [ELIGIBLE]
+    # A finished step is never called again; the one in flight is called again (read-only, or after a yes), once.
+    point = crash.split("/")[0]
+    expected = {p: 1 for p in POINTS}
+    expected[point] = 1 if point == "after:issue_refund" else 2
+    if point == "after:issue_refund":  # the person said no: the run stops there
+        del expected["before:refund_policy"]
+    subject = {"before:refund_policy": "eu"}
+    calls = (state.parent / "calls.txt").read_text("utf-8").split()
+    assert Counter(c for c in calls if c.endswith(("/A1001", "/eu"))) == Counter(
+        {f"{p}/{subject.get(p, ELIGIBLE)}": n for p, n in expected.items()})
 
 
 @pytest.mark.slow
