@@ -253,19 +253,13 @@ class DurableTasks(Tasks):
         if _ENGINE is self:
             _ENGINE = None
 
-    def _run(self, rec: Any, answers: dict[str, Any]) -> None:
-        loop = asyncio.get_running_loop()
-        task = loop.create_task(self._start(rec.task_id, rec.tool, dict(rec.arguments), answers, rec.state,
-                                            rec.round))
-        self._running[rec.task_id] = task
-        task.add_done_callback(lambda _t, tid=rec.task_id: self._running.pop(tid, None))
-
-    async def _start(self, task_id: str, tool: str, arguments: dict[str, Any], answers: dict[str, Any], state: Any,
-                     round: int) -> None:
+    async def _begin(self, rec: Any, answers: dict[str, Any]) -> None:
+        """The round's DBOS workflow, recorded (with its inputs) before the request that asked for it is answered."""
         from dbos import DBOS, SetWorkflowID
 
+        task_id, tool, arguments, state = rec.task_id, rec.tool, dict(rec.arguments), rec.state
         retry = state.get("retry") if isinstance(state, dict) else None
-        with SetWorkflowID(f"{task_id}.{round}"):  # the round's DBOS workflow, which a cancel names
+        with SetWorkflowID(f"{task_id}.{rec.round}"):  # the round's DBOS workflow, which a cancel names
             if not isinstance(retry, dict):
                 await DBOS.start_workflow_async(_round, task_id, tool, arguments, answers, state)
             elif any(isinstance(a, dict) and a.get("action") == "accept" and (a.get("content") or {}).get("confirm")
