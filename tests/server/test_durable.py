@@ -257,6 +257,20 @@ def test_attach_with_a_state_folder_refuses_what_it_cannot_honour(kwargs, code, 
     assert refused.value.diagnostics[0].code == code
 
 
+@pytest.mark.parametrize("make", ["shared", "file"])
+def test_a_state_folder_others_can_write_or_that_is_a_file_is_refused_before_anything_is_kept(make, tmp_path):
+    state = tmp_path / "state"
+    if make == "shared":
+        state.mkdir()
+        state.chmod(0o777)
+    else:
+        state.write_text("not a folder", "utf-8")
+    with pytest.raises(AttachError) as refused:
+        state_shop(state)
+    assert refused.value.diagnostics[0].code == "state-dir" and str(state) in str(refused.value.diagnostics[0])
+    assert (list(state.iterdir()) == []) if make == "shared" else state.read_text("utf-8") == "not a folder"
+
+
 def test_attach_with_a_state_folder_and_no_dbos_says_which_extra_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "dbos", None)
     with pytest.raises(AttachError) as refused:
