@@ -299,3 +299,9 @@ def test_without_dbos_serve_says_once_that_the_workflow_tools_run_without_tasks(
 def test_state_without_workflow_tools_is_a_usage_error(cli, tmp_path):
     result = cli("serve", "--skills", str(SKILLS), "--workflows", str(WORKFLOWS), "--state", str(tmp_path / "s"))
     assert result.code == 2 and "--state keeps the tasks of the workflow tools; add --workflow-tools" in result.err
+
+
+def test_state_in_front_of_an_upstream_is_a_usage_error_not_a_silent_memory_store(cli, tmp_path):
+    result = cli("serve", "--upstream", "http://127.0.0.1:9/mcp", "--workflow-tools", "--state", str(tmp_path / "s"))
+    assert result.code == 2 and "--state is not supported with --upstream yet" in result.err
+    assert not (tmp_path / "s").exists()
