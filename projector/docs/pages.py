@@ -44,6 +44,7 @@ EXTRA_USES = {
     "evals": "Inspect AI, to run the derived eval cases on a model: `python -m projector.matrix.evals_inspect` "
     "([Evals](evals.md))",
     "mutation": "mutmut, for the mutation tests (`scripts/mutation`)",
+    "durable": "DBOS, for durable workflow tasks: `serve --workflow-tools --state DIR`, or `attach(..., state=DIR)`",
 }
 TEST_SCRIPT = "scripts/test"
 

@@ -154,7 +154,8 @@ def _check_replay(key: str | None, wfs: Sequence[Workflow], guard: ReplayGuard) 
 def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
            page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
            bootstrap_prompts: bool = True, skill_tools: bool = False, state_key: str | None = None,
-           workflow_tools: bool = False, replay: ReplayGuard | None = None, tasks: Any = None) -> Any:
+           workflow_tools: bool = False, replay: ReplayGuard | None = None, tasks: Any = None,
+           state: str | Path | None = None) -> Any:
     """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``: an ``mcp``
     ``MCPServer`` or a ``fastmcp.FastMCP`` (any other object is a ``TypeError``).
 
@@ -195,6 +196,11 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     ``tasks/update`` and ``tasks/cancel`` (:mod:`projector.server.workflow_task`). A confirmation or an asked input
     puts the task in ``input_required``; a cancel stops the run before its next step.
 
+    ``state``: a folder (with ``workflow_tools=True``, instead of ``tasks``): the workflow tools run as durable
+    tasks on DBOS, kept in that folder (:class:`~projector.server.durable.DurableTasks`, the
+    ``project-skill[durable]`` extra; ``state-needs-dbos`` without it): each step's tool call is checkpointed, and the
+    rounds a killed process left running are recovered at the next start on the same folder.
+
     It is synchronous, so it runs at import time; it also works inside a running event loop (or use
     :func:`attach_async` there). Raises :class:`AttachError` when the tree does not match its manifest, when a step
     does not fit the server's tools, when a skill names a workflow prompt (``metadata.workflow``) that the server
@@ -206,16 +212,19 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
                                                  workflow_prompts=workflow_prompts,
                                                  bootstrap_prompts=bootstrap_prompts, skill_tools=skill_tools,
                                                  state_key=state_key, workflow_tools=workflow_tools, replay=replay,
-                                                 tasks=tasks))
+                                                 tasks=tasks, state=state))
 
 
 async def attach_async(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
                        page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
                        workflow_prompts: bool = True, bootstrap_prompts: bool = True,
                        skill_tools: bool = False, state_key: str | None = None,
-                       workflow_tools: bool = False, replay: ReplayGuard | None = None, tasks: Any = None) -> Any:
+                       workflow_tools: bool = False, replay: ReplayGuard | None = None, tasks: Any = None,
+                       state: str | Path | None = None) -> Any:
     """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
     adapter = adapters.for_server(server)
+    if state is not None:
+        tasks = _durable(tasks, state, workflow_tools)
     if tasks is not None and not workflow_tools:
         raise serve_error("<attach>", "tasks-without-tools", "attach(tasks=...) runs the workflow tools as tasks, "
                           "and no workflow tools were asked for", "pass workflow_tools=True too")
@@ -245,7 +254,7 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
     if tools and guard is not None:
         adapter.add_workflow_tools(server, tools, guard)
         if tasks is not None:
-            _add_tasks(adapter, server, tasks, tools, guard)
+            _add_tasks(adapter, server, tasks, tools, guard, listing.tools)
     adapter.bind(server, Bound.of(tree, wfs if workflow_prompts and guard is not None else [],
                                   [wf for wf, _ in tools] if guard is not None else [],
                                   bootstrap_prompts, skill_tools and tree is not None), served)
@@ -253,14 +262,35 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
 
 
 def _add_tasks(adapter: Any, server: Any, tasks: Any, tools: Sequence[tuple[Workflow, Any]],
-               guard: ReplayGuard) -> None:
+               guard: ReplayGuard, served: dict[str, Any]) -> None:
     """Each workflow tool as a task too (:mod:`.workflow_task`), run on the server's own host, never interrupted
-    mid-step (a cancel stops it before its next step)."""
+    mid-step (a cancel stops it before its next step). A durable runner (:mod:`.durable`) wraps the host and the
+    guard, and is told which tools may be called again after a crash (read-only or idempotent, as served)."""
     from .workflow_task import workflow_job
 
+    safe = {name for name, t in served.items() if isinstance(getattr(t, "annotations", None), dict)
+            and (t.annotations.get("readOnlyHint") is True or t.annotations.get("idempotentHint") is True)}
+    host, guard = tasks.wrap(lambda: adapter.task_host(server), guard, [wf for wf, _ in tools], safe)
     for wf, spec in tools:
-        tasks.support(spec.name, workflow_job(wf, lambda: adapter.task_host(server), guard), interruptible=False)
+        tasks.support(spec.name, workflow_job(wf, host, guard), interruptible=False)
     adapter.add_tasks(server, tasks)
+    tasks.ready()
+
+
+def _durable(tasks: Any, state: str | Path, workflow_tools: bool) -> Any:
+    """``attach(state=DIR)``: the durable tasks kept in DIR (:mod:`.durable`)."""
+    from . import durable
+
+    if not workflow_tools:
+        raise serve_error("<attach>", "tasks-without-tools", "attach(state=...) keeps the workflow tools' tasks, "
+                          "and no workflow tools were asked for", "pass workflow_tools=True too")
+    if tasks is not None:
+        raise serve_error("<attach>", "state-and-tasks", "attach(state=...) makes the tasks itself, and tasks= was "
+                          "given too", "pass one of them")
+    if not durable.available():
+        raise serve_error("<attach>", "state-needs-dbos", f"attach(state=...) runs durable tasks on DBOS, the "
+                          f"{durable.EXTRA} extra, which is not installed", f"pip install '{durable.EXTRA}'")
+    return durable.DurableTasks(state)
 
 
 def _workflow_tools(wfs: Sequence[Workflow], listing: Listing, skill_tools: bool) -> list[tuple[Workflow, Any]]:

@@ -141,6 +141,12 @@ def parser(name: str) -> argparse.ArgumentParser:
                          "when the server already has a tool of that name (tool-collision). Build with "
                          "`project-skill build --workflow-tools` so that each SKILL.md names its tool (default: "
                          "`workflow-tools` in [tool.project-skill], else off)")
+    ap.add_argument("--state", metavar="DIR",
+                    help="with --workflow-tools: run each workflow tool as a durable task too (the Tasks extension), "
+                         "on DBOS (the project-skill[durable] extra), kept in DIR (made if missing, yours only): "
+                         "each step's tool call is checkpointed, and the tasks a killed server left running go on "
+                         "when it starts again on the same DIR. Without the extra, the workflow tools run without "
+                         "tasks, and serve says so at start-up")
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--config", metavar="FILE",
                        help="read [tool.project-skill] from FILE instead of the nearest pyproject.toml (its paths are "
@@ -182,6 +188,7 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
 
     cache = CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope)
     replay = from_env()  # $PROJECT_SKILL_REPLAY_DB, checked now: before anyone can say yes
+    state = _state(args)
     if args.target is not None:
         from .target import load_server
 
@@ -193,7 +200,7 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
         try:
             attach(server, args.skills, args.workflows, page_size=args.page_size, cache=cache,
                    skill_tools=args.skill_tools, workflow_tools=args.workflow_tools,
-                   replay=replay)
+                   replay=replay, state=state)
         except AttachError as exc:
             raise AttachError(_on_the_command_line(exc.diagnostics, {
                 ATTACH_HINT: f"register it on {args.target}",
@@ -209,10 +216,25 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
     try:
         server, _ = demo_server(args.skills, args.workflows, page_size=args.page_size, cache=cache,
                                 framework=framework, skill_tools=args.skill_tools,
-                                workflow_tools=args.workflow_tools, replay=replay)
+                                workflow_tools=args.workflow_tools, replay=replay, state=state)
     except AttachError as exc:
         raise AttachError(_on_the_command_line(exc.diagnostics, DEMO_HINTS)) from None
     return server, framework
+
+
+def _state(args: argparse.Namespace) -> str | None:
+    """``--state DIR``, once checked: None (and one line on stderr) when DBOS, the durable extra, is missing."""
+    if args.state is None:
+        return None
+    if not args.workflow_tools:
+        raise UsageError("--state keeps the tasks of the workflow tools; add --workflow-tools")
+    from .durable import NO_TASKS, available
+
+    if not available():
+        print(f"project-skill serve: {NO_TASKS}", file=sys.stderr, flush=True)
+        return None
+    state: str = args.state
+    return state
 
 
 def main(name: str = "serve", argv: list[str] | None = None) -> int:
@@ -270,6 +292,8 @@ def _serve_upstream(name: str, args: argparse.Namespace) -> int:
 
     if args.target is not None:
         raise UsageError(f"give MODULE:ATTR ({args.target}) or --upstream, not both")
+    if args.state is not None:
+        raise UsageError("--state is not supported with --upstream yet: serve the gateway without it")
     if args.upstream_timeout is not None and not args.upstream_timeout > 0:
         raise UsageError("--upstream-timeout must be a positive number of seconds")
     framework = args.framework or adapters.DEFAULT

@@ -25,6 +25,8 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
+import signal
 import sqlite3
 import threading
 import time
@@ -102,6 +104,18 @@ class RefundStore:
     window_days: int = REFUND_WINDOW_DAYS
     orders: dict[str, dict[str, Any]] = field(default_factory=lambda: copy.deepcopy(ORDERS))
     refunds: list[dict[str, Any]] = field(default_factory=list)
+    path: Path | None = None  # where the orders and the ledger are kept across restarts (serve --state DIR)
+
+    def __post_init__(self) -> None:
+        if self.path is not None and self.path.exists():
+            kept = json.loads(self.path.read_text("utf-8"))
+            self.orders, self.refunds = kept["orders"], kept["refunds"]
+
+    def _keep(self) -> None:
+        if self.path is not None:
+            part = self.path.with_name(self.path.name + ".part")
+            part.write_text(json.dumps({"orders": self.orders, "refunds": self.refunds}, sort_keys=True), "utf-8")
+            os.replace(part, self.path)
 
     def get_order(self, id: str) -> dict[str, Any]:
         if id not in self.orders:
@@ -144,6 +158,7 @@ class RefundStore:
         refund = {"refund_id": f"R{len(self.refunds) + 1:04d}", "order_id": order_id, "amount": amount,
                   "status": "issued"}
         self.refunds.append(refund)
+        self._keep()
         return copy.deepcopy(refund)
 
     def ledger(self) -> list[dict[str, Any]]:
@@ -319,6 +334,24 @@ def _take_rows(cur: sqlite3.Cursor) -> tuple[list[list[Any]], str | None]:
 
 # ---------------------------------------------------------------------------------------------------- the server
 
+CRASH_ENV = "PROJECT_SKILL_DEMO_CRASH"  # a test hook: the process kills itself (SIGKILL) at this point
+CALLS_ENV = "PROJECT_SKILL_DEMO_CALLS"  # a test hook: a file where each point reached is appended, one a line
+
+
+async def _crash_test(point: str, subject: Any) -> None:
+    """The crash test of durable tasks (``tests/server/test_durable.py``): ``$PROJECT_SKILL_DEMO_CRASH`` names a
+    point (``before:issue_refund``, ``after:issue_refund``, ...), for any call or for one order id or region
+    (``before:get_order/A1001``), where the demo server dies as a killed one would; ``$PROJECT_SKILL_DEMO_CALLS``
+    names a file where every point reached is written (``before:get_order/A1001``), across restarts."""
+    journal = os.environ.get(CALLS_ENV)
+    if journal:
+        with open(journal, "a", encoding="utf-8") as out:
+            out.write(f"{point}/{subject}\n")
+    if os.environ.get(CRASH_ENV) in (point, f"{point}/{subject}"):
+        await anyio.sleep(1)  # the answers already under way go out first (the task's id, to its client)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def add_demo_tools(server: Any, store: RefundStore | None = None,
                    db: DemoDatabase | None = None) -> tuple[RefundStore, DemoDatabase]:
     """Register the demo tools and resources on ``server`` (an MCPServer, a FastMCP: any framework of
@@ -327,13 +360,18 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
     db = db or DemoDatabase()
 
     async def get_order(id: str) -> dict[str, Any]:
+        await _crash_test("before:get_order", id)
         return store.get_order(id)
 
     async def check_eligibility(order: dict[str, Any]) -> dict[str, Any]:
+        await _crash_test("before:check_eligibility", order.get("id"))
         return store.check_eligibility(order)
 
     async def issue_refund(order_id: str, amount: float) -> dict[str, Any]:
-        return store.issue_refund(order_id, amount)
+        await _crash_test("before:issue_refund", order_id)
+        refund = store.issue_refund(order_id, amount)
+        await _crash_test("after:issue_refund", order_id)
+        return refund
 
     async def list_refunds() -> list[dict[str, Any]]:
         return store.ledger()
@@ -373,7 +411,8 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
     def schema() -> str:
         return db.schema
 
-    def refund_policy(region: str) -> str:
+    async def refund_policy(region: str) -> str:
+        await _crash_test("before:refund_policy", region)
         if region not in POLICIES:
             raise ResourceNotFoundError(f"no refund policy for region {region!r}; regions: "
                                         f"{', '.join(sorted(POLICIES))}")
@@ -394,18 +433,25 @@ def demo_server(skills: str | Path | None = "generated_skills", workflows: str |
                 page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
                 name: str = "projector-demo", framework: str = adapters.DEFAULT,
                 skill_tools: bool = False, workflow_tools: bool = False,
-                replay: ReplayGuard | None = None) -> tuple[Any, RefundStore]:
+                replay: ReplayGuard | None = None, state: str | Path | None = None) -> tuple[Any, RefundStore]:
     """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`.
 
     ``framework`` names one of :func:`projector.server.adapters.names`: ``"fastmcp"`` builds the same demo on a
     ``fastmcp.FastMCP`` (the ``project-skill[fastmcp]`` extra), with ``page_size`` as the server's
-    ``list_page_size``. ``skill_tools``, ``workflow_tools`` and ``replay`` are :func:`projector.server.attach`'s.
+    ``list_page_size``. ``skill_tools``, ``workflow_tools``, ``replay`` and ``state`` are
+    :func:`projector.server.attach`'s; with ``state``, the shop's orders and ledger are kept in that folder too
+    (``demo-shop.json``), so that they outlive the process as the tasks do.
     """
     if framework not in adapters.REGISTRY:
         raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(adapters.names())}")
     server = adapters.get(framework).make_server(name, version=__version__, instructions=INSTRUCTIONS,
                                                  page_size=page_size)
-    store, _ = add_demo_tools(server)
+    shop = None
+    if state is not None:
+        from .durable import _state_dir
+
+        shop = RefundStore(path=_state_dir(state) / "demo-shop.json")
+    store, _ = add_demo_tools(server, shop)
     attach(server, skills, workflows, page_size=page_size, cache=cache, skill_tools=skill_tools,
-           workflow_tools=workflow_tools, replay=replay)
+           workflow_tools=workflow_tools, replay=replay, state=state)
     return server, store

@@ -232,6 +232,14 @@ class Tasks:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._cancelled: set[str] = set()
 
+    def wrap(self, host: Callable[[], Any], guard: Any, wfs: Any, retry_safe: Any) -> tuple[Callable[[], Any], Any]:
+        """The host and the replay guard the workflow jobs run with (a durable runner checkpoints them); ``wfs``:
+        the workflows, ``retry_safe``: the names of the read-only or idempotent tools. Here, unchanged."""
+        return host, guard
+
+    def ready(self) -> None:
+        """Every tool is supported and served: a durable runner starts (and recovers its rounds) here."""
+
     def support(self, tool: str, job: Job, *, required: bool = False, interruptible: bool = True,
                 gather: Gather | None = None) -> None:
         self.supports[tool] = TaskSupport(job, required, interruptible, gather)
@@ -244,7 +252,7 @@ class Tasks:
                          status="working", created_at=now, updated_at=now, expires=time.time() + self.ttl_ms / 1000,
                          ttl_ms=self.ttl_ms, poll_ms=self.poll_ms)
         await self.store.put(rec)
-        self._run(rec, dict(answers or {}))
+        await self._begin(rec, dict(answers or {}))
         return created(rec)
 
     async def _live(self, task_id: Any) -> TaskRecord:
@@ -271,7 +279,7 @@ class Tasks:
         answers = {rec.keys[k]: rec.answers[k] for k in rec.pending}
         rec.status, rec.pending, rec.keys, rec.answers, rec.updated_at = "working", {}, {}, {}, _now()
         await self.store.put(rec)
-        self._run(rec, answers)
+        await self._begin(rec, answers)
         return ACK
 
     async def cancel(self, task_id: Any) -> dict[str, Any]:
@@ -288,6 +296,11 @@ class Tasks:
         return ACK
 
     # ------------------------------------------------------------------------------------------------ the rounds
+
+    async def _begin(self, rec: TaskRecord, answers: dict[str, Any]) -> None:
+        """Start a round before the request that asked for it is answered: here, in the background (a durable
+        runner records it first, so that a task it answered for is never left without its round)."""
+        self._run(rec, answers)
 
     def _run(self, rec: TaskRecord, answers: dict[str, Any]) -> None:
         support = self.supports.get(rec.tool)
