@@ -46,17 +46,22 @@ FILES = {r["uri"]: (SKILLS / r["uri"].removeprefix("skill://")).read_bytes() for
 
 
 def expected_directories() -> dict[str, list[dict[str, str]]]:
-    """Every directory of the shipped tree (each skill directory and each folder under it) -> its children, from
-    the files on disk: sorted by name, folders with mimeType inode/directory."""
-    out: dict[str, list[dict[str, str]]] = {}
+    """Every directory of the served tree (each skill directory and each folder under it) -> its children, from the
+    files the manifest lists (the derived evals beside each bundle are not served): sorted by name, folders with
+    mimeType inode/directory."""
+    children: dict[str, dict[str, bool]] = {}
     for entry in MANIFEST:
-        top = SKILLS / entry["uri"].removeprefix("skill://").removesuffix("/SKILL.md")
-        for folder in [top, *sorted(p for p in top.rglob("*") if p.is_dir())]:
-            uri = "skill://" + folder.relative_to(SKILLS).as_posix()
-            out[uri] = [{"uri": f"{uri}/{p.name}", "name": p.name,
-                         "mimeType": "inode/directory" if p.is_dir() else "text/markdown"}
-                        for p in sorted(folder.iterdir(), key=lambda p: p.name)]
-    return out
+        top = entry["uri"].removesuffix("/SKILL.md")
+        children.setdefault(top, {})
+        for r in entry["resources"]:
+            parts = r["uri"].removeprefix(top + "/").split("/")
+            folder = top
+            for i, part in enumerate(parts):
+                children.setdefault(folder, {})[part] = i < len(parts) - 1
+                folder = f"{folder}/{part}"
+    return {uri: [{"uri": f"{uri}/{name}", "name": name,
+                   "mimeType": "inode/directory" if is_dir else "text/markdown"}
+                  for name, is_dir in sorted(kids.items())] for uri, kids in sorted(children.items())}
 
 
 DIRECTORIES = expected_directories()
@@ -65,7 +70,7 @@ DIRECTORIES = expected_directories()
 def test_the_shipped_tree_has_nested_directories():
     # the done-when reads "every directory": make sure there is more than one level to walk
     assert len(DIRECTORIES) == 2 * len(MANIFEST)
-    assert all(p.suffix == ".md" for p in SKILLS.rglob("*") if p.is_file() and p.name != "skills.json")
+    assert all(uri.endswith(".md") for uri in FILES)
 
 
 # ------------------------------------------------------------------------------ directory results, in memory
