@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import jsontext
 from .errors import BuildError, Diagnostic, Span, error
+from .render import Projection, json_text
 from .sep2640 import MAX_BYTES, MAX_FILES, SKILL_FILE, digest, parse_frontmatter, skill_uri
 
-if TYPE_CHECKING:  # render imports Jinja2, which a run answered by the cache never needs
-    from .render import Projection
 
 
 @dataclass(frozen=True)
@@ -76,7 +74,7 @@ def bundle(projection: Projection) -> Bundle:
 
 def stable_json(value: Any) -> bytes:
     """Stable JSON: fixed separators, keys in construction order, UTF-8, one trailing newline."""
-    return (jsontext.json_text(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
+    return (json_text(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
 
 
 def index(bundles: list[Bundle]) -> bytes:

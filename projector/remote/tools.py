@@ -40,13 +40,14 @@ by the very code that reads a snapshot file, so the two can never be compared di
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from .. import bounded, jsontext
+from .. import bounded
 from ..errors import Diagnostic, LoadError, Span
 from ..fit import check_steps, fill_declared, from_listing, from_wire, undeclared_by, unknown_tool
 from ..model import Tool, Workflow
@@ -148,7 +149,7 @@ def snapshot_bytes(entries: Sequence[Mapping[str, Any]]) -> bytes:
     for e in entries:
         seen.setdefault(str(e.get("name")), e)
     tools = [canonical_tool(seen[name]) for name in sorted(seen)]
-    return (jsontext.json_text({"tools": tools}, indent=2, sort_keys=False) + "\n").encode("utf-8")
+    return (json.dumps({"tools": tools}, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 class _Key(str):
@@ -242,8 +243,8 @@ def parse_listing(listing: Any, where: Span) -> dict[str, Tool]:
     if problem is not None:
         raise LoadError(Diagnostic(where, "error", "bad-snapshot", problem, hint))
     try:
-        data = jsontext.json_text({"tools": [dict(e) if isinstance(e, Mapping) else wire_tool(e) for e in entries]},
-                              indent=2, sort_keys=False).encode("utf-8")
+        data = json.dumps({"tools": [dict(e) if isinstance(e, Mapping) else wire_tool(e) for e in entries]},
+                          indent=2, ensure_ascii=False).encode("utf-8")
         return parse_snapshot(data, str(where))
     except (TypeError, ValueError) as exc:  # not JSON: a value of another type somewhere
         raise LoadError(Diagnostic(where, "error", "bad-snapshot", f"the tools listing is not JSON: {exc}",
@@ -307,7 +308,7 @@ async def fetch_snapshot(server: Any, label: str | None = None, verbose: bool = 
                 raise ServerError("server-error", remote.label, f"tools/list failed: {_describe(exc)}{remote.server_note()}") from None
             for t in page.tools:
                 entries.append(wire_tool(t))
-                kept += len(jsontext.json_text(entries[-1], indent=None, sort_keys=False))
+                kept += len(json.dumps(entries[-1], ensure_ascii=False, separators=(",", ":")))
             if kept > SNAPSHOT_LIMIT:
                 raise _too_large(remote.label, f"tools/list passed {kept} bytes in {page_no} pages")
             cursor = page.next_cursor
