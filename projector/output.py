@@ -8,14 +8,8 @@ over untouched.
 
 from __future__ import annotations
 
-import ctypes
 import difflib
-import multiprocessing
 import os
-import signal
-import threading
-import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -102,12 +96,26 @@ def _compile_chunk(chunk: list[tuple[bytes, str]], options: Options) -> list[_Re
     return [_compile_one(data, display, options) for data, display in chunk]
 
 
+def _can_fork() -> bool:
+    # Imported here: a run in one process (any set under PARALLEL_FROM files, the examples) never needs
+    # multiprocessing, a tenth of a cold check's imports.
+    import multiprocessing
+
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
 def die_with_parent(parent: int) -> None:
     """In a worker process: end when ``parent`` ends, even when it is killed (SIGKILL runs no clean-up)."""
+    import signal
+
     try:
+        import ctypes
+
         if ctypes.CDLL(None).prctl(1, signal.SIGKILL) != 0:  # PR_SET_PDEATHSIG: Linux kills us with it
             raise OSError  # refused: nobody reads why, the fallback below takes over
-    except (OSError, AttributeError):  # not Linux, or refused: watch the parent instead
+    except (ImportError, OSError, AttributeError):  # not Linux, or refused: watch the parent instead
+        import threading
+        import time
 
         def watch() -> None:
             while os.getppid() == parent:
@@ -160,7 +168,10 @@ def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), j
 def _compile_all(work: list[tuple[bytes, str]], options: Options, jobs: int | None) -> list[_Result]:
     """:func:`_compile_chunk` over ``work``, split over forked worker processes when there are many."""
     jobs = default_jobs(len(work)) if jobs is None else max(1, min(jobs, len(work) or 1))
-    if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
+    if jobs > 1 and _can_fork():
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         size = -(-len(work) // jobs)
         chunks = [work[i:i + size] for i in range(0, len(work), size)]
         with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork"),

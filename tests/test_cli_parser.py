@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -71,25 +69,3 @@ def test_main_uses_the_one_command_parser(monkeypatch: pytest.MonkeyPatch, capsy
     assert asked == ["check", None]
     out = capsys.readouterr().out
     assert all(name in out for name in [*cli.COMMANDS, *cli.LAZY_COMMANDS])
-
-
-FREEZE_PROBE = """
-import atexit, sys
-from projector.cli import main
-before = atexit._ncallbacks()
-explicit = main(["schema"])
-after_explicit = atexit._ncallbacks()
-sys.argv = ["project-skill", "schema"]
-own = main()
-print(explicit, own, after_explicit - before, atexit._ncallbacks() - after_explicit, file=sys.stderr)
-"""
-
-
-def test_only_the_process_own_command_line_skips_the_collector_at_exit(tmp_path: Path) -> None:
-    """main() on the process's own command line (the console script) registers gc.freeze for the exit; main(argv),
-    a library call, leaves the interpreter as it found it. Either way the output is the same bytes."""
-    proc = subprocess.run([sys.executable, "-c", FREEZE_PROBE], cwd=ROOT, capture_output=True, timeout=120)
-    schema = (ROOT / "projector" / "schemas" / "workflow.schema.json").read_bytes()
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == schema * 2
-    assert proc.stderr.decode().split() == ["0", "0", "0", "1"]

@@ -157,7 +157,6 @@ def test_no_module_but_the_owner_spells_an_exit_code():
 OUTSIDE_THE_ROOT = {
     "projector.bounded.Unreadable": "an OSError: callers catch a bounded read's failure as one",
     "projector.bounded.BadJSON": "a ValueError: callers catch a bounded parse's failure as one",
-    "projector.cache._Off": "an OSError inside the cache: the cache is then not used; never reaches a user",
     "projector.server.confirm.Pause": "control flow of the runner: a check pauses the run, which returns its "
                                       "asking (an InputRequiredResult)",
     "projector.server.demo.DemoError": "a demo tool's refusal: mcp's ToolError, which the model sees as a tool error",

@@ -1,8 +1,7 @@
 """output.py's survivors of scripts/mutation, killed through what ``build`` and ``check`` print, write and refuse:
 the wording of an output-conflict when the previous skills.json cannot be read, how large a previous skills.json is
-read, a linked folder inside a bundle, a workflow file that can no longer be read beside its cache entry, a warm
-check answered by the whole-tree entry beside a user's own file, and a parallel build whatever the default start
-method of ``multiprocessing`` is."""
+read, a linked folder inside a bundle, a built workflow file that can no longer be read, and a parallel build
+whatever the default start method of ``multiprocessing`` is."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from projector import output
+
 
 WF = ("name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\n"
       "steps:\n  - name: s\n    tool: t\n")
@@ -117,9 +117,8 @@ def test_a_linked_folder_in_a_bundle_is_one_extra_entry_not_entered(cli, tmp_pat
 
 # --------------------------------------------------------------------- a file that cannot be read, beside its entry
 
-def test_a_cached_file_that_can_no_longer_be_read_is_its_load_error(cli, tmp_path, monkeypatch):
-    """A workflow that was compiled into the cache and is now a link outside the folder is refused unread
-    (outside-root), as without a cache: its old entry is not looked up (the file has no key)."""
+def test_a_built_file_that_is_now_a_link_outside_is_refused_unread(cli, tmp_path, monkeypatch):
+    """A workflow that was built and is now a link outside the folder is refused unread (outside-root)."""
     monkeypatch.chdir(tmp_path)
     _workflows(Path("wf"))
     assert cli("build", "wf", "--out", "out").code == 0
@@ -127,33 +126,12 @@ def test_a_cached_file_that_can_no_longer_be_read_is_its_load_error(cli, tmp_pat
     outside.write_text(WF.format("beta"), "utf-8")
     Path("wf/beta.yaml").unlink()
     Path("wf/beta.yaml").symlink_to(outside)
-    for cache in ([], ["--no-cache"]):
-        run = cli("build", "wf", "--out", "out", *cache)
-        assert run.code == 1 and run.out == ""
-        assert run.err == ("wf/beta.yaml: error[outside-root]: the file is a link to a file outside every folder "
-                           "being compiled; it was not read\n"
-                           "  hint: name the file on the command line to compile it anyway, or copy it into the "
-                           "folder\nerror: 1 problem; nothing was written\n"), cache
-
-
-# ----------------------------------------------------------------- the whole-tree entry beside a user's own file
-
-def test_a_warm_check_beside_a_user_file_is_answered_by_the_tree_entry(cli, tmp_path, monkeypatch):
-    """A file of the user's beside the bundles (not in any folder this tool owns) is not the tool's: the whole-tree
-    cache entry answers the warm check alone, nothing is compiled, and it says what a check without cache says."""
-    monkeypatch.setattr(output, "TREE_FROM", 1)
-    monkeypatch.chdir(tmp_path)
-    _workflows(Path("wf"))
-    assert cli("build", "wf", "--out", "out").code == 0
-    Path("out/NOTES.md").write_text("mine", "utf-8")
-    Path("out/mine").mkdir()
-    Path("out/mine/a.md").write_text("mine", "utf-8")
-    plain = cli("check", "wf", "--out", "out", "--no-cache")
-    assert (plain.code, plain.out, plain.err) == (0, "out is up to date: 2 skills; 0 warnings, 0 notes\n", "")
-    with monkeypatch.context() as m:
-        m.setattr(output.Inputs, "compile", lambda *a, **k: pytest.fail("compiled: the tree entry did not answer"))
-        warm = cli("check", "wf", "--out", "out")
-    assert (warm.code, warm.out, warm.err) == (plain.code, plain.out, plain.err)
+    run = cli("build", "wf", "--out", "out")
+    assert run.code == 1 and run.out == ""
+    assert run.err == ("wf/beta.yaml: error[outside-root]: the file is a link to a file outside every folder "
+                       "being compiled; it was not read\n"
+                       "  hint: name the file on the command line to compile it anyway, or copy it into the "
+                       "folder\nerror: 1 problem; nothing was written\n")
 
 
 # ------------------------------------------------------------------ a parallel build and the default start method

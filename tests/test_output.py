@@ -358,3 +358,23 @@ def test_workers_are_forked_and_die_with_the_build(tmp_path, monkeypatch):
     (tmp_path / "b.yaml").write_text(WF.format("beta"))
     output.compile_paths([str(tmp_path)], jobs=2)
     assert started == [((2,), "fork", output.die_with_parent, (os.getpid(),))]
+
+
+def test_build_and_check_write_nothing_but_the_output_tree(cli, tmp_path, monkeypatch):
+    """No cache: after ``build``, ``check`` and ``build`` again (a large set too, compiled by workers), the folders
+    hold the workflows and the output tree, nothing else: no ``.projector_cache`` beside the workflows or in the
+    working folder, and nothing in the user's cache folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    examples = Path(__file__).resolve().parent.parent / "workflows"
+    small = {f"workflows/{f.name}": f.read_bytes() for f in sorted(examples.glob("*.yaml"))}
+    large = {f"many/w{i:03d}.yaml": WF.format(f"w{i:03d}").encode() for i in range(output.PARALLEL_FROM)}
+    for rel, data in {**small, **large}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(data)
+    for source, out in (("workflows", "generated_skills"), ("many", "many_skills")):
+        for command in ("build", "check", "build"):
+            run = cli(command, source, "--out", out, cwd=tmp_path)
+            assert run.code == 0, run.err
+    left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if not p.is_dir())
+    assert [p for p in left if ".projector_cache" in p] == []
+    assert [p for p in left if not p.startswith(("generated_skills/", "many_skills/"))] == sorted({**small, **large})
