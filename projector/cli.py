@@ -254,8 +254,7 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tools-from", metavar="SERVER|FILE",
                    help="take tool descriptions, schemas and annotations from a live server's tools/list "
                         "(a stdio command or an http(s)://.../mcp URL), or from a tools snapshot that "
-                        "`project-skill tools SERVER --out tools.json` wrote (a path ending in .json: offline); "
-                        "not cached")
+                        "`project-skill tools SERVER --out tools.json` wrote (a path ending in .json: offline)")
     _add_config_args(p)
 
 
