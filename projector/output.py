@@ -149,8 +149,8 @@ def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), j
     """Read, load and compile every workflow file ``found`` (:func:`~projector.load.discover`'s pairs): what
     ``project-skill build`` does, in one pass.
 
-    The files are split over worker processes when there are many (``jobs``; by default one per usable core from
-    :data:`PARALLEL_FROM` files on, where ``fork`` is available). Each worker loads, projects and bundles whole
+    The files are split over ``jobs`` processes when there are many (this one and ``jobs - 1`` forked workers; by
+    default one per usable core from :data:`PARALLEL_FROM` files on, where ``fork`` is available). Each worker loads, projects and bundles whole
     files and hands back only bundles, so the result, the diagnostics and the errors are the same as
     ``compile_workflows(load_all(paths))`` to the byte (tests/test_bench_smoke.py checks this)."""
     results: list[_Result | None] = []
@@ -174,9 +174,12 @@ def _compile_all(work: list[tuple[bytes, str]], options: Options, jobs: int | No
 
         size = -(-len(work) // jobs)
         chunks = [work[i:i + size] for i in range(0, len(work), size)]
-        with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork"),
+        # One chunk is this process's own: it would only wait for the workers otherwise.
+        with ProcessPoolExecutor(len(chunks) - 1, mp_context=multiprocessing.get_context("fork"),
                                  initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            return [r for part in pool.map(_compile_chunk, chunks, [options] * len(chunks)) for r in part]
+            theirs = pool.map(_compile_chunk, chunks[1:], [options] * (len(chunks) - 1))
+            mine = _compile_chunk(chunks[0], options)
+            return [*mine, *(r for part in theirs for r in part)]
     return _compile_chunk(work, options)
 
 

@@ -135,12 +135,18 @@ _SAFE_LEAVES = frozenset({str, bool, type(None)})
 def _same_in_orjson(value: Any) -> bool:
     """Whether orjson writes ``value`` byte for byte as ``json.dumps`` does: strings, booleans, null and 64-bit
     integers, in string-keyed objects and lists. Floats (another shortest-repr algorithm: ``1e-7`` against
-    ``1e-07``; NaN as null), larger integers and other keys are not."""
+    ``1e-07``; NaN as null), larger integers and other keys are not. (Loops, not ``all()``: a third of the time.)"""
     kind = type(value)
     if kind is dict:
-        return all(type(k) is str and (type(v) in _SAFE_LEAVES or _same_in_orjson(v)) for k, v in value.items())
+        for k, v in value.items():
+            if type(k) is not str or (type(v) not in _SAFE_LEAVES and not _same_in_orjson(v)):
+                return False
+        return True
     if kind is list:
-        return all(type(v) in _SAFE_LEAVES or _same_in_orjson(v) for v in value)
+        for v in value:
+            if type(v) not in _SAFE_LEAVES and not _same_in_orjson(v):
+                return False
+        return True
     if kind is int:
         return -(2**63) <= value < 2**64
     return kind in _SAFE_LEAVES
