@@ -53,10 +53,11 @@ def project_skill() -> list[str]:
     return [str(script)] if script.exists() else [PY, "-m", "projector.cli"]
 
 
-def hyperfine(argv: list[str], runs: int, prepare: list[str] | None, report: Path) -> dict[str, Any]:
-    """``argv`` timed by hyperfine (no shell between: ``-N``), ``runs`` runs after one warm-up, each after
-    ``prepare``: the per-run wall times, and the mean user + system time of one run."""
-    cmd = ["hyperfine", "-N", "--style", "none", "--warmup", "1", "--runs", str(runs), "--export-json", str(report)]
+def hyperfine(argv: list[str], runs: int, prepare: list[str] | None, report: Path, warmup: int = 1) -> dict[str, Any]:
+    """``argv`` timed by hyperfine (no shell between: ``-N``), ``runs`` runs after ``warmup`` untimed ones, each
+    after ``prepare``: the per-run wall times, and the mean user + system time of one run."""
+    cmd = ["hyperfine", "-N", "--style", "none", "--warmup", str(warmup), "--runs", str(runs), "--export-json",
+           str(report)]
     if prepare:
         cmd += ["--prepare", shlex.join(prepare)]
     proc = subprocess.run([*cmd, shlex.join(argv)], cwd=ROOT, capture_output=True, text=True, timeout=3600)
@@ -66,13 +67,13 @@ def hyperfine(argv: list[str], runs: int, prepare: list[str] | None, report: Pat
     return {"times": result["times"], "cpu_s": result["user"] + result["system"]}
 
 
-def measure(cases: dict[str, tuple[list[str], list[str] | None]], rounds: int, runs: int, work: Path
-            ) -> dict[str, dict[str, Any]]:
+def measure(cases: dict[str, tuple[list[str], list[str] | None]], rounds: int, runs: int, work: Path,
+            warmup: int = 1) -> dict[str, dict[str, Any]]:
     """Every case (name -> argv, prepare), round-robin: ``rounds`` rounds of ``runs`` runs each."""
     seen: dict[str, dict[str, list[float]]] = {name: {"times": [], "cpu": []} for name in cases}
     for _ in range(rounds):
         for name, (argv, prepare) in cases.items():
-            got = hyperfine(argv, runs, prepare, work / "hyperfine.json")
+            got = hyperfine(argv, runs, prepare, work / "hyperfine.json", warmup)
             seen[name]["times"] += got["times"]
             seen[name]["cpu"].append(got["cpu_s"])
     return {name: {"wall_s": statistics.median(s["times"]), "wall_min_s": min(s["times"]),
@@ -244,7 +245,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--before", type=Path, metavar="DIR", help="also profile the projector of this checkout")
     ap.add_argument("--note", type=Path, metavar="FILE", help="the closing note (Markdown) to put on the page")
     ap.add_argument("--out", type=Path, default=ROOT / "bench", help="where results.json and results.md go")
+    ap.add_argument("--rerender", action="store_true", help="measure nothing: write results.md again from "
+                                                            "results.json (with --note: a new closing note)")
     args = ap.parse_args(argv)
+    if args.rerender:
+        res = json.loads((args.out / "results.json").read_text("utf-8"))
+        if args.note:
+            res["note"] = args.note.read_text("utf-8").splitlines()
+        (args.out / "results.json").write_text(json.dumps(res, indent=2) + "\n", "utf-8")
+        (args.out / "results.md").write_text(render_md(res), "utf-8")
+        return 0
     if shutil.which("hyperfine") is None:
         raise SystemExit("bench: hyperfine is not installed (Debian: apt-get install -y hyperfine)")
     sizes = args.sizes or ([12, 60] if args.quick else [1000, 10000])
@@ -256,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         res["scale"] = {}
         for n in sizes:
             print(f"bench: {n} workflows", file=sys.stderr)
-            res["scale"][str(n)] = measure(size_cases(work, n), rounds if n <= 1000 else 1, runs, work)
+            big = n > 1000  # one round, no warm-up: the set is built once before, which warms the disk cache
+            res["scale"][str(n)] = measure(size_cases(work, n), 1 if big else rounds, runs, work, 0 if big else 1)
         at = 1000 if 1000 in sizes else max(s for s in sizes if s <= 1000) if min(sizes) <= 1000 else min(sizes)
         res["profile"] = profile(work, at, ROOT, [])
         if args.before:
