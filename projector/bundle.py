@@ -32,7 +32,7 @@ class Bundle:
     @cached_property
     def index_text(self) -> str:
         """This bundle's entry as it stands in ``skills.json`` (indented for its place in the array), made once: the
-        worker that renders the bundle makes it, and the build cache keeps it."""
+        worker that renders the bundle makes it."""
         return "    " + stable_json(self.entry).decode("utf-8")[:-1].replace("\n", "\n    ")
 
 

@@ -249,7 +249,7 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workflow-tools", action=argparse.BooleanOptionalAction,
                    help="for skills served with `serve --workflow-tools`: each SKILL.md also names its workflow's "
                         "tool (metadata.workflow-tool, and the server-accelerated alternative)")
-    # Accepted and ignored, so that the CI lines written for the build cache (gone: every run compiles) still run.
+    # Accepted and ignored: CI lines written for the build cache of earlier versions (gone) still run.
     p.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--tools-from", metavar="SERVER|FILE",
                    help="take tool descriptions, schemas and annotations from a live server's tools/list "
