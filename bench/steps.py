@@ -3,7 +3,7 @@
 One workflow of N steps (generated here, deterministic): a read-only and a side-effecting tool taking turns, each step
 using the previous step's result, every other step with gate-like guidance that names that result, a ``when:`` and
 ``on_fail: skip``. That exercises every per-step pass: the loader, validate, the tool fit, the gate check (the one
-that names saved results), the renderer. ``project-skill build --no-cache`` runs it as a user does, in a fresh
+that names saved results), the renderer. ``project-skill build`` runs it as a user does, in a fresh
 process, median of a few runs, for a small and a ten times larger N. The target (issue 17): ten times the steps take
 at most ten times the time. A pass that scans the steps before each step makes it a hundred times.
 
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import project_skill, run_once  # bench/bench.py: this script's folder is on sys.path
+from bench import hyperfine, project_skill  # bench/bench.py: this script's folder is on sys.path
 
 TARGET = 10.0  # ten times the steps in at most ten times the time
 
@@ -50,8 +50,8 @@ def build_seconds(work: Path, n: int, runs: int) -> float:
     src.parent.mkdir(parents=True, exist_ok=True)
     src.write_text(workflow(n), "utf-8")
     out = work / f"out-{n}"
-    argv = [*project_skill(), "build", str(src), "--out", str(out), "--no-cache"]
-    return statistics.median(run_once(argv).wall for _ in range(runs))
+    argv = [*project_skill(), "build", str(src), "--out", str(out)]
+    return statistics.median(hyperfine(argv, runs, None, work / "hyperfine.json")["times"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import jsontext
 from .errors import BuildError, Diagnostic, Span, error
+from .render import Projection, json_text
 from .sep2640 import MAX_BYTES, MAX_FILES, SKILL_FILE, digest, parse_frontmatter, skill_uri
 
-if TYPE_CHECKING:  # render imports Jinja2, which a run answered by the cache never needs
-    from .render import Projection
 
 
 @dataclass(frozen=True)
@@ -37,7 +35,7 @@ class Bundle:
     @cached_property
     def index_text(self) -> str:
         """This bundle's entry as it stands in ``skills.json`` (indented for its place in the array), made once: the
-        worker that renders the bundle makes it, and the build cache keeps it."""
+        worker that renders the bundle makes it."""
         return "    " + stable_json(self.entry).decode("utf-8")[:-1].replace("\n", "\n    ")
 
 
@@ -86,7 +84,7 @@ def bundle(projection: Projection) -> Bundle:
 
 def stable_json(value: Any) -> bytes:
     """Stable JSON: fixed separators, keys in construction order, UTF-8, one trailing newline."""
-    return (jsontext.json_text(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
+    return (json_text(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
 
 
 def index(bundles: list[Bundle]) -> bytes:

@@ -40,16 +40,11 @@ def _tally(diags: list[Diagnostic]) -> str:
     return ", ".join(parts)
 
 
-def _load_and_compile(args: argparse.Namespace, *, quick: bool = False):
-    """The build of the workflows ``args`` names (a :class:`~projector.output.Build`). With ``quick`` and a cache
-    that holds the whole-tree entry of exactly these inputs (:mod:`projector.treecache`): that entry's
-    :class:`~projector.treecache.Summary` and a call that compiles them, as a pair, and nothing is compiled yet."""
-    # A compile allocates many small objects that live to the end of the run: full collections would walk them
-    # again and again (a third of the time at 10,000 workflows). Collect less often; the process is short-lived.
-    gc.set_threshold(50_000, 20, 100)
+def _load_and_compile(args: argparse.Namespace):
+    """The build of the workflows ``args`` names (a :class:`~projector.output.Build`): one straight pass."""
     from .load import discover
     from .naming import parse_prefix
-    from .output import Inputs, Options
+    from .output import compile_files
 
     try:
         prefix = parse_prefix(args.uri_prefix)
@@ -66,21 +61,8 @@ def _load_and_compile(args: argparse.Namespace, *, quick: bool = False):
 
         return compile_with_tools(paths, args.tools_from, prefix, skills_only=args.skills_only,
                                   workflow_tools=args.workflow_tools)
-    from .cache import location
-
-    options = Options(prefix, args.skills_only, args.workflow_tools)
-    inputs = Inputs(found, options, None if args.no_cache else location(paths, Path(args.out)))
-    keys = inputs.keys()
-    if keys is None or inputs.store is None:
-        return inputs.compile(args.jobs or None)
-    from . import treecache
-
-    summary = treecache.lookup(inputs.store, keys) if quick else None
-    if summary is not None:
-        return summary, lambda: inputs.compile(args.jobs or None)
-    build = inputs.compile(args.jobs or None)
-    treecache.keep(inputs.store, keys, build)
-    return build
+    return compile_files(found, prefix, args.jobs or None, skills_only=args.skills_only,
+                         workflow_tools=args.workflow_tools)
 
 
 def _strict_fail(args: argparse.Namespace, diags: list[Diagnostic]) -> bool:
@@ -110,21 +92,12 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .disk import folder
-    from .output import compare, unchanged
+    from .output import compare
 
     args.configuration = _configure(args)
-    got = _load_and_compile(args, quick=True)
-    if isinstance(got, tuple):  # the whole-tree cache entry: the verdict from digests, the rest from a compile
-        summary, compile_them = got
-        report(summary.diagnostics, args.format)
-        root = folder(Path(args.out))
-        if unchanged(summary.files, summary.owned, root):
-            return _up_to_date(args, len(summary.skills), summary.diagnostics)
-        build = compile_them()  # the same diagnostics, already printed
-    else:
-        build = got
-        report(build.diagnostics, args.format)
-        root = folder(Path(args.out))
+    build = _load_and_compile(args)
+    report(build.diagnostics, args.format)
+    root = folder(Path(args.out))
     cmp = compare(build, root)
     if cmp.clean:
         return _up_to_date(args, len(build.bundles), build.diagnostics)
@@ -296,13 +269,12 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workflow-tools", action=argparse.BooleanOptionalAction,
                    help="for skills served with `serve --workflow-tools`: each SKILL.md also names its workflow's "
                         "tool (metadata.workflow-tool, and the server-accelerated alternative)")
-    p.add_argument("--no-cache", action="store_true",
-                   help="neither read nor write the build cache (.projector_cache/ in the first PATH's folder)")
+    # Accepted and ignored: CI lines written for the build cache of earlier versions (gone) still run.
+    p.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--tools-from", metavar="SERVER|FILE",
                    help="take tool descriptions, schemas and annotations from a live server's tools/list "
                         "(a stdio command or an http(s)://.../mcp URL), or from a tools snapshot that "
-                        "`project-skill tools SERVER --out tools.json` wrote (a path ending in .json: offline); "
-                        "not cached")
+                        "`project-skill tools SERVER --out tools.json` wrote (a path ending in .json: offline)")
     _add_config_args(p)
 
 
@@ -449,18 +421,10 @@ def _parsed(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command line: ``argv``, or the process's own (the console script's call) when it is None."""
-    own = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     # Commands beyond the core parse their own arguments (options first included), and import only then.
     if argv and argv[0] in LAZY_COMMANDS:
         return run(_shell("text"), lambda: _run_lazy(argv[0], argv[1:]))
-    if own:
-        # The process ends with this command: at its exit the collector need not walk every object the run made
-        # (a cold check of the examples spends a tenth of its time there). Whatever is left goes back to the
-        # system whole; the build writes and closes every file before it returns.
-        import atexit
-
-        atexit.register(gc.freeze)
     return run(_shell("text"), lambda: _parsed(argv))
 
 

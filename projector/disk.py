@@ -129,8 +129,8 @@ def recover(root: Path) -> None:
 def not_own(st: os.stat_result) -> str | None:
     """Why the file or folder that ``st`` describes is not the current user's own to keep state in, or None when it
     is: it must be theirs, and neither its group nor others may write it. ``st`` comes from a stat that did not
-    follow a link (the caller refuses links). The one rule for the build cache's folders and the server's replay
-    database: state that someone else can write, someone else can empty."""
+    follow a link (the caller refuses links). The rule for the server's replay database:
+    state that someone else can write, someone else can empty."""
     if st.st_uid != os.geteuid():
         return "is another user's"
     if st.st_mode & 0o022:

@@ -22,10 +22,10 @@ from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import jsontext
 from .conditions import MISSING, first_failure, holds, statement
 from .errors import Diagnostic
 from .model import Condition, Const, FromArg, FromStep, Source, Step, Workflow
+from .render import json_text
 
 EVALS_FILE = "evals/evals.json"
 QUERIES_FILE = "evals/eval_queries.json"
@@ -35,7 +35,7 @@ COMMON_WORD = 50  # a word in more descriptions than this says nothing about nea
 
 def json_bytes(value: Any) -> bytes:
     """Stable JSON, as ``skills.json`` is written: fixed separators, keys in construction order, one newline."""
-    return (jsontext.json_text(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
+    return (json_text(value, indent=2, sort_keys=False) + "\n").encode("utf-8")
 
 
 # ------------------------------------------------------------------------------------------------ what is given
@@ -271,7 +271,7 @@ def _said(step: Step, called: bool, arguments: dict[str, Any]) -> str:
         if isinstance(src, FromStep):
             text = f"the result `{src.bind}`" + (f"'s field `{src.field}`" if src.field is not None else "")
         else:
-            text = jsontext.json_text(value, indent=None, sort_keys=True)
+            text = json_text(value, indent=None, sort_keys=True)
         parts.append(f"{key} = {text}")
     return f"`{step.tool}` (step `{step.name}`) was called" + (f" with {', '.join(parts)}" if parts else "")
 
@@ -297,7 +297,7 @@ def _entry(wf: Workflow, n: int, case: Case) -> dict[str, Any]:
         calls = [_call(case.step, case.called, done)]
         said = [_said(case.step, case.called, done)]
         expected = said[0] + (f": {case.why}." if case.why else ".")
-    inputs = "; ".join(f"{k} = {jsontext.json_text(v, indent=None, sort_keys=True)}" for k, v in given.arguments.items())
+    inputs = "; ".join(f"{k} = {json_text(v, indent=None, sort_keys=True)}" for k, v in given.arguments.items())
     results = [{"step": s.name, "tool": s.tool, "returns": given.results[s.bind]} for s in wf.steps
                if s.bind is not None and s.bind in given.results and wf.step_for_bind(s.bind) == (wf.steps.index(s), s)]
     order = {s.name: i for i, s in enumerate(wf.steps)}

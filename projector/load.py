@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from . import bounded
 from .errors import Diagnostic, LoadError, Span, error
-
-if TYPE_CHECKING:
-    from .model import Workflow
+from .model import Workflow
+from .shape import parse
+from .validate import collisions
 
 __all__ = ["parse", "read_source", "load_file", "load_data", "read_regular", "discover", "load_all", "OutsideRoot",
            "MAX_SOURCE_BYTES", "WORKFLOW_SUFFIXES"]
-
 
 
 def read_source(path: Path | str, file: str) -> bytes:
@@ -42,8 +40,6 @@ def load_file(path: Path | str, display: str | None = None, *, tools_from_server
 
 def load_data(data: bytes, file: str, *, tools_from_server: bool = False) -> Workflow:
     """:func:`load_file` for bytes already read from ``file``."""
-    from .shape import parse  # here: finding and reading the files (a warm check) needs no YAML and no model
-
     wf, diags = parse(data, file, tools_from_server=tools_from_server)
     if wf is None or any(d.severity == "error" for d in diags):
         raise LoadError(diags)  # with the notes that explain them (errors-not-shown)
@@ -71,8 +67,8 @@ WORKFLOW_SUFFIXES = (".yaml", ".yml")
 
 
 def _walk(folder: Path) -> list[Path]:
-    """Workflow files under ``folder``, skipping dot-files and dot-folders without entering them (a
-    ``.projector_cache/`` holds thousands of files). Symlinked folders are not followed, as ``Path.rglob``."""
+    """Workflow files under ``folder``, skipping dot-files and dot-folders without entering them (``.git``,
+    ``.venv``...). Symlinked folders are not followed, as ``Path.rglob``."""
     out: list[Path] = []
     try:
         entries = list(os.scandir(folder))
@@ -125,8 +121,6 @@ class OutsideRoot(type(Path())):  # type: ignore[misc]
 
 def load_all(paths: list[str], *, tools_from_server: bool = False) -> list[Workflow]:
     """Load every workflow under ``paths``; all problems of all files are raised together."""
-    from .validate import collisions
-
     workflows: list[Workflow] = []
     diags: list[Diagnostic] = []
     for path, display in discover(paths):
@@ -139,11 +133,3 @@ def load_all(paths: list[str], *, tools_from_server: bool = False) -> list[Workf
         raise LoadError(diags)
     return workflows
 
-
-def __getattr__(name: str) -> Any:
-    """:func:`projector.shape.parse`, re-exported, imported on first use (a warm ``check`` never parses)."""
-    if name == "parse":
-        from .shape import parse
-
-        return parse
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from slugify import slugify
+
 MAX_NAME = 64
 NAME_RULE = re.compile(r"^(?!.*--)[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$")
 SEGMENT_RULE = re.compile(r"^(?!.*--)[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
@@ -35,15 +37,11 @@ MAX_PREFIX = 255
 
 def full_slug(name: str) -> str:
     """The slug with no length limit, to tell a name that had to be cut from one that fits."""
-    from slugify import slugify  # here: --uri-prefix is parsed by runs that compile nothing (a warm check)
-
     return slugify(name, backend=BACKEND)
 
 
 def skill_name(name: str) -> str:
     """The skill name: the slug of ``name``, at most 64 characters. May be empty; see :func:`name_problem`."""
-    from slugify import slugify
-
     return slugify(name, max_length=MAX_NAME, backend=BACKEND)
 
 
@@ -69,8 +67,6 @@ def name_problem(name: str) -> tuple[str, str, str | None] | None:
 def suggested_name(name: str) -> str:
     """A workflow name that follows :data:`WORKFLOW_NAME`, made from ``name`` (``Restock Item`` -> ``restock_item``):
     its slug with underscores. Empty when ``name`` has no letter or digit to make one from."""
-    from slugify import slugify
-
     return slugify(name, max_length=MAX_NAME, separator="_", backend=BACKEND)
 
 

@@ -8,23 +8,22 @@ over untouched.
 
 from __future__ import annotations
 
-import hashlib
+import difflib
 import os
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
 from .bounded import BadJSON, Unreadable, loads, read_regular
+from .bundle import Bundle, bundle, index
 from .disk import Plan, replace_tree
 from .errors import BuildError, Diagnostic, LoadError, Span, error, printable
-from .sep2640 import INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, skill_path_of
-from .cache import Cache
+from .evals import tree_files
 from .load import discover, load_data, read_source
-
-if TYPE_CHECKING:  # the compile's modules are imported where they run: a warm check answered whole needs none
-    from .bundle import Bundle
-    from .model import Workflow
+from .model import Workflow
+from .ownership import proven
+from .render import project
+from .sep2640 import INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, skill_path_of
+from .validate import collisions, name_collisions
 
 
 @dataclass
@@ -42,10 +41,6 @@ def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *
                       workflow_tools: bool = False) -> Build:
     """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits.
     ``skills_only``: bundles whose SKILL.md names no workflow prompt (see :func:`~projector.render.project`)."""
-    from .bundle import bundle
-    from .render import project
-    from .validate import collisions
-
     problems = collisions(workflows)
     if problems:
         raise BuildError(problems)
@@ -61,9 +56,6 @@ def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *
 
 
 def _assemble(bundles: list[Bundle]) -> Build:
-    from .bundle import index
-    from .evals import tree_files
-
     bundles = sorted(bundles, key=lambda b: b.path)
     files: dict[str, bytes] = {}
     for b in bundles:
@@ -82,10 +74,8 @@ _Result = tuple[str, Span, str, "Bundle | None", list[Diagnostic]]
 
 @dataclass(frozen=True)
 class Options:
-    """Everything besides a workflow file's bytes and path that changes what it compiles to. The cache key hashes
-    the whole object (its ``repr``), so an option is in the key as soon as it is a field here: give every new
-    output-changing option a field, and read it from here in :func:`_compile_one` (tests/test_cache.py checks that
-    ``project()`` and ``compile_files()`` take nothing that is not a field)."""
+    """Everything besides a workflow file's bytes and path that changes what it compiles to (what a worker is
+    handed with its files)."""
 
     prefix: tuple[str, ...] = ()
     skills_only: bool = False
@@ -93,9 +83,6 @@ class Options:
 
 
 def _compile_one(data: bytes, display: str, options: Options) -> _Result:
-    from .bundle import bundle
-    from .render import project  # here, not at the top: a run that the cache answers whole never needs Jinja2
-
     try:
         wf = load_data(data, display)
     except LoadError as exc:
@@ -107,26 +94,14 @@ def _compile_one(data: bytes, display: str, options: Options) -> _Result:
         return (wf.name, wf.span, wf.source, None, exc.diagnostics)
 
 
-def _compile_chunk(chunk: list[tuple[bytes, str, str | None]], options: Options,
-                   store: Cache | None = None) -> list[_Result]:
-    """Compile ``(bytes, display path, cache key)`` triples; each result goes into ``store`` under its key (for
-    many, written by threads while the next ones compile)."""
-    out: list[_Result] = []
-    with store.writes_in_background() if store is not None and len(chunk) >= WRITE_BEHIND_FROM else nullcontext():
-        for data, display, key in chunk:
-            result = _compile_one(data, display, options)
-            if store is not None and key is not None:
-                store.put(display, key, result)
-            out.append(result)
-    return out
-
-
-WRITE_BEHIND_FROM = 32  # files; below this, starting the cache's writer threads costs more than it saves
-TREE_FROM = 32  # files; from this many on, a run keeps (and check reads) the whole-tree cache entry
+def _compile_chunk(chunk: list[tuple[bytes, str]], options: Options) -> list[_Result]:
+    return [_compile_one(data, display, options) for data, display in chunk]
 
 
 def _can_fork() -> bool:
-    import multiprocessing  # only for a large set: it costs a few milliseconds of imports
+    # Imported here: a run in one process (any set under PARALLEL_FROM files, the examples) never needs
+    # multiprocessing, a tenth of a cold check's imports.
+    import multiprocessing
 
     return "fork" in multiprocessing.get_all_start_methods()
 
@@ -165,92 +140,53 @@ def default_jobs(files: int) -> int:
     return max(1, min(cpus, 8, files // (PARALLEL_FROM // 2))) if files >= PARALLEL_FROM else 1
 
 
-def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None,
-                  cache: Path | None = None, *, skills_only: bool = False, workflow_tools: bool = False) -> Build:
+def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None, *,
+                  skills_only: bool = False, workflow_tools: bool = False) -> Build:
     """:func:`compile_files` over every workflow file under ``paths``."""
-    return compile_files(discover(paths), prefix, jobs, cache, skills_only=skills_only, workflow_tools=workflow_tools)
+    return compile_files(discover(paths), prefix, jobs, skills_only=skills_only, workflow_tools=workflow_tools)
 
 
-def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None,
-                  cache: Path | None = None, *, skills_only: bool = False, workflow_tools: bool = False) -> Build:
-    """Load and compile every workflow file under ``paths``: what ``project-skill build`` does.
+def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None, *,
+                  skills_only: bool = False, workflow_tools: bool = False) -> Build:
+    """Read, load and compile every workflow file ``found`` (:func:`~projector.load.discover`'s pairs): what
+    ``project-skill build`` does, in one pass.
 
-    With ``cache`` (a folder, see :mod:`projector.cache`), a file whose key is found there is not compiled again;
-    the cross-file checks (collisions, the index) still run over every file, from the cached results.
-    The files left to compile are split over worker processes when there are many (``jobs``; by default one per
-    usable core from :data:`PARALLEL_FROM` files on, where ``fork`` is available). Each worker loads, projects and
-    bundles whole files and hands back only bundles, so the result, the diagnostics and the errors are the same as
-    ``compile_workflows(load_all(paths))`` to the byte (tests/test_bench_smoke.py and tests/test_cache.py check
-    this)."""
-    return Inputs(found, Options(prefix, skills_only, workflow_tools), cache).compile(jobs)
-
-
-class Inputs:
-    """The workflow files of one run, each read once: its bytes and its cache key, or its read problem. What
-    :func:`compile_files` compiles, and what the whole-tree cache entry (:mod:`projector.treecache`) is keyed by."""
-
-    def __init__(self, found: list[tuple[Path, str]], options: Options, cache: Path | None = None):
-        self.options = options
-        self.store = Cache(cache, options) if cache is not None else None
-        self.read: list[tuple[str, bytes | None, str | None, _Result | None]] = []  # display, bytes, key, problem
-        for path, display in found:
-            try:
-                data = read_source(path, display)
-            except LoadError as exc:
-                self.read.append((display, None, None, ("", Span(display), display, None, exc.diagnostics)))
-                continue
-            self.read.append((display, data, self.store.key(display, data) if self.store is not None else None, None))
-
-    def keys(self) -> list[tuple[str, str]] | None:
-        """``(display path, key)`` of every file, in order, for the whole-tree cache entry; None without a cache,
-        when a file was not read, or for fewer than :data:`TREE_FROM` files (the per-file entries answer those about
-        as fast)."""
-        if self.store is None or len(self.read) < TREE_FROM or any(key is None for _, _, key, _ in self.read):
-            return None
-        return [(display, key) for display, _, key, _ in self.read if key is not None]
-
-    def compile(self, jobs: int | None = None) -> Build:
-        store = self.store
-        results: list[_Result | None] = []
-        todo: list[tuple[int, bytes, str, str | None]] = []
-        for i, (display, data, key, problem) in enumerate(self.read):
-            hit = store.get(display, key) if store is not None and key is not None else None
-            results.append(problem or hit)
-            if data is not None and hit is None:
-                todo.append((i, data, display, key))
-        for (i, *_), result in zip(todo, _compile_all([(data, d, key) for _, data, d, key in todo], self.options,
-                                                      store, jobs)):
-            results[i] = result
-        return _finish_files([r for r in results if r is not None])
+    The files are split over ``jobs`` processes when there are many (this one and ``jobs - 1`` forked workers; by
+    default one per usable core from :data:`PARALLEL_FROM` files on, where ``fork`` is available). Each worker loads, projects and bundles whole
+    files and hands back only bundles, so the result, the diagnostics and the errors are the same as
+    ``compile_workflows(load_all(paths))`` to the byte (tests/test_bench_smoke.py checks this)."""
+    results: list[_Result | None] = []
+    work: list[tuple[bytes, str]] = []
+    for path, display in found:
+        try:
+            work.append((read_source(path, display), display))
+            results.append(None)
+        except LoadError as exc:
+            results.append(("", Span(display), display, None, exc.diagnostics))
+    compiled = iter(_compile_all(work, Options(prefix, skills_only, workflow_tools), jobs))
+    return _finish_files([r if r is not None else next(compiled) for r in results])
 
 
-def _compile_all(work: list[tuple[bytes, str, str | None]], options: Options, store: Cache | None,
-                 jobs: int | None) -> list[_Result]:
-    """:func:`_compile_chunk` over ``work``, split over worker processes when there are many."""
+def _compile_all(work: list[tuple[bytes, str]], options: Options, jobs: int | None) -> list[_Result]:
+    """:func:`_compile_chunk` over ``work``, split over forked worker processes when there are many."""
     jobs = default_jobs(len(work)) if jobs is None else max(1, min(jobs, len(work) or 1))
     if jobs > 1 and _can_fork():
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        # The compiler, imported once here, before the fork: each worker inherits it instead of importing it again
-        # (slugify too, which projector.naming imports where it slugs).
-        import slugify  # noqa: F401
-
-        from . import bundle, render, shape  # noqa: F401
-
         size = -(-len(work) // jobs)
         chunks = [work[i:i + size] for i in range(0, len(work), size)]
-        with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork"),
+        # One chunk is this process's own: it would only wait for the workers otherwise.
+        with ProcessPoolExecutor(len(chunks) - 1, mp_context=multiprocessing.get_context("fork"),
                                  initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            return [r for part in pool.map(_compile_chunk, chunks, [options] * len(chunks),
-                                           [store] * len(chunks)) for r in part]
-    return _compile_chunk(work, options, store)
+            theirs = pool.map(_compile_chunk, chunks[1:], [options] * (len(chunks) - 1))
+            mine = _compile_chunk(chunks[0], options)
+            return [*mine, *(r for part in theirs for r in part)]
+    return _compile_chunk(work, options)
 
 
 def _finish_files(results: list[_Result]) -> Build:
     """The cross-file checks over every file's result, then the tree."""
-    from .validate import name_collisions
-
     load_errors = [d for name, span, source, b, diags in results if not name for d in diags]
     named = [(name, span, source) for name, span, source, b, diags in results if name]
     clashes = name_collisions(named)
@@ -273,8 +209,6 @@ def _owned_dirs(out: Path, limit: int) -> tuple[set[str], str, dict[str, str]]:
     (:func:`projector.ownership.proven`), the index read with bounds (at most ``limit`` bytes, a regular file, no
     link followed, bounded JSON). An index that cannot be read lists none, and the second item says why; it is empty
     when the index is read, or missing. The third: each listed folder that is there and not proven, and why not."""
-    from .ownership import proven
-
     path = out / INDEX_FILE
     if not os.path.lexists(path):
         return set(), "", {}
@@ -382,8 +316,6 @@ def compare(build: Build, out: Path, *, owned: set[str] | None = None,
             if diff:
                 lines.append(printable(f"a/{rel} is not what the build writes: {why}") + "\n")
         elif diff:
-            import difflib  # only for a stale tree: a clean check never diffs
-
             lines.extend(_diff_line(line) for line in difflib.unified_diff(
                 current.decode("utf-8", "replace").splitlines(keepends=True),
                 data.decode("utf-8").splitlines(keepends=True), fromfile=f"a/{rel}", tofile=f"b/{rel}"))
@@ -411,22 +343,6 @@ def _same(build: Build, owned: set[str], disk: dict[str, str]) -> bool:
         if path is None or _on_disk(path, len(data))[0] != data:  # a longer file is not read: it differs
             return False
     return True
-
-
-def unchanged(files: dict[str, tuple[int, str]], owned: set[str], root: Path) -> bool:
-    """:func:`compare`'s ``clean`` for a build whose files have these sizes and SHA-256 digests (hex) and whose
-    skills.json, with its bundle folders, lists ``owned``, without the build's bytes: each file read as
-    :func:`compare` reads it, and hashed. (``owned`` stands for what compare reads from the skills.json on disk,
-    which is checked here to be the build's.) What a warm ``check`` answered by the whole-tree cache entry asks."""
-    disk = _disk_files(root)
-    for rel, (size, digest) in files.items():
-        path = disk.get(rel)
-        if path is None:
-            return False
-        current = _on_disk(path, max(size, MAX_BYTES))[0]
-        if current is None or len(current) != size or hashlib.sha256(current).hexdigest() != digest:
-            return False
-    return not any(rel not in files and (rel == INDEX_FILE or _inside(rel, owned)) for rel in disk)
 
 
 def conflicts(build: Build, root: Path, previous: set[str], unread: str = "",

@@ -8,6 +8,7 @@ folding, so the bytes are the same whether or not libyaml is installed.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import Any, assert_never
 
 import jinja2
+import orjson
 import yaml
 
-from . import conditions, gates, jsontext, model, naming, results
+from . import conditions, gates, model, naming, results
 from .errors import Diagnostic
 from .sep2640 import SKILL_FILE, digest
 from .texts import TOOLS_KEY
@@ -122,9 +124,41 @@ _JSON_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
 
 
 def canonical_json(value: Any, indent: int | None = 2) -> str:
-    """Sorted keys, UTF-8 as is, indented by 2 or compact: ``json.dumps``'s bytes (through orjson where it writes
-    the same, see :mod:`projector.jsontext`), except that U+0085, U+2028 and U+2029 are escaped (``\\u2028``)."""
-    return jsontext.json_text(value, indent=indent, sort_keys=True).translate(_JSON_BREAKS)
+    """Sorted keys, UTF-8 as is, indented by 2 or compact: ``json.dumps``'s bytes (see :func:`json_text`), except
+    that U+0085, U+2028 and U+2029 are escaped (``\\u2028``)."""
+    return json_text(value, indent=indent, sort_keys=True).translate(_JSON_BREAKS)
+
+
+_SAFE_LEAVES = frozenset({str, bool, type(None)})  # orjson writes them as json.dumps does (an int: by its range)
+
+
+def _same_in_orjson(value: Any) -> bool:
+    """Whether orjson writes ``value`` as ``json.dumps`` does: strings, booleans, null, 64-bit integers in lists and
+    string-keyed objects; not floats (``1e-7``, not ``1e-07``; NaN as null). Loops, not ``all()``: 3x faster."""
+    kind = type(value)
+    if kind is dict:
+        for k, v in value.items():
+            if type(k) is not str or (type(v) not in _SAFE_LEAVES and not _same_in_orjson(v)):
+                return False
+        return True
+    if kind is list:
+        for v in value:
+            if type(v) not in _SAFE_LEAVES and not _same_in_orjson(v):
+                return False
+        return True
+    if kind is int:
+        return -(2**63) <= value < 2**64
+    return kind in _SAFE_LEAVES
+
+
+def json_text(value: Any, *, indent: int | None, sort_keys: bool) -> str:
+    """``json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=False)``, compact separators when not
+    indented: the same text, by orjson (C) where it writes it identically (json's indenting encoder is Python)."""
+    if indent in (2, None) and _same_in_orjson(value):
+        option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
+        return orjson.dumps(value, option=option).decode("utf-8")
+    return json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=False,
+                      separators=(",", ": ") if indent else (",", ":"))
 
 
 TEMPLATES = Path(__file__).with_name("templates")

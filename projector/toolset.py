@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from . import bounded, jsontext
+from . import bounded
 from .errors import Diagnostic, LoadError, Span
 from .fit import check_steps, fill_declared, from_wire, undeclared_by, unknown_tool
 from .model import Tool, Workflow
 from .sep2640 import describe_value, value_diff
 from .texts import tool_problems
+from .render import json_text
 # JSON Schema's annotation keywords (the meta-data vocabulary and $comment): they do not change what a schema accepts.
 _SCHEMA_ANNOTATIONS = frozenset({"title", "description", "examples", "$comment", "default", "deprecated", "readOnly",
                                  "writeOnly"})
@@ -111,7 +112,7 @@ def snapshot_bytes(entries: Sequence[Mapping[str, Any]]) -> bytes:
     for e in entries:
         seen.setdefault(str(e.get("name")), e)
     tools = [canonical_tool(seen[name]) for name in sorted(seen)]
-    return (jsontext.json_text({"tools": tools}, indent=2, sort_keys=False) + "\n").encode("utf-8")
+    return (json_text({"tools": tools}, indent=2, sort_keys=False) + "\n").encode("utf-8")
 
 
 class _Key(str):
@@ -205,7 +206,7 @@ def parse_listing(listing: Any, where: Span) -> dict[str, Tool]:
     if problem is not None:
         raise LoadError(Diagnostic(where, "error", "bad-snapshot", problem, hint))
     try:
-        data = jsontext.json_text({"tools": [dict(e) if isinstance(e, Mapping) else wire_tool(e) for e in entries]},
+        data = json_text({"tools": [dict(e) if isinstance(e, Mapping) else wire_tool(e) for e in entries]},
                               indent=2, sort_keys=False).encode("utf-8")
         return parse_snapshot(data, str(where))
     except (TypeError, ValueError) as exc:  # not JSON: a value of another type somewhere

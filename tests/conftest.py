@@ -77,17 +77,6 @@ def _stable_env(monkeypatch):
     monkeypatch.setenv("LC_ALL", os.environ.get("LC_ALL", "C.UTF-8"))
 
 
-@pytest.fixture(scope="session")
-def _user_cache_home(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("xdg-cache-home")
-
-
-@pytest.fixture(autouse=True)
-def _private_cache_key(_user_cache_home, monkeypatch):
-    # The build cache keeps its key in $XDG_CACHE_HOME/project-skill/: never the real home's in a test run.
-    monkeypatch.setenv("XDG_CACHE_HOME", str(_user_cache_home))
-
-
 @pytest.fixture(autouse=True)
 def _disposable_cwd(tmp_path_factory, monkeypatch):
     # scripts/mutation --empty-cwd sets this (for disk.py): a mutant that drops a dir_fd= removes names relative to the

@@ -6,6 +6,7 @@ No timing is asserted here; timing lives in bench/.
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -142,62 +143,54 @@ def test_write_floor_writes_the_builds_own_tree(workgen, bench_modules, tmp_path
     assert len(floors.tree_files(out)) == 31  # 15 bundles of 2 files, and skills.json
 
 
-def _scale_entry(fresh: float, over: float, check: float, start: float, parse: float, write: float,
-                 hashed: float, floors) -> dict:
+def _result(build: float, check: float, start: float, parse: float, write: float, cold: float, imports: float,
+            big: float) -> dict:
     def m(wall: float) -> dict:
-        return {"wall_s": wall, "cpu_s": wall, "wall_min_s": wall, "wall_max_s": wall, "maxrss_mb": 30.0, "runs": 1}
+        return {"wall_s": wall, "wall_min_s": wall, "wall_max_s": wall, "cpu_s": wall, "runs": 1}
 
-    entry = {"build": m(fresh), "build over a stale tree": m(over), "build, up to date": m(check), "check": m(check),
-             "check, no cache": m(fresh), floors.START_CASE: m(start), floors.PARSE_CASE: m(parse),
-             floors.WRITE_CASE: m(write), floors.HASH_CASE: m(hashed)}
-    entry["ratios"] = floors.ratios(entry)
-    return entry
+    def size(factor: float) -> dict:
+        return {"build": m(build * factor), "check after a build": m(check), "floor: start-up (python -c pass)": m(start),
+                "floor: read and parse the workflows (libyaml)": m(parse),
+                "floor: write the output tree into an empty folder": m(write),
+                "floor: read and hash the workflows and the tree": m(0.2)}
+
+    return {"cold": {"check of the examples (cold)": m(cold), "floor: import yaml, jinja2, slugify": m(imports),
+                     "floor: start-up (python -c pass)": m(start)},
+            "scale": {"1000": size(1), "10000": size(big)}}
 
 
 def test_targets_are_ratios_to_the_floors(bench_modules) -> None:
-    bench, floors = bench_modules
-    machine = {"cpus_usable": 2}
-    # parse 1.1 + write 0.8 - start-up 0.1 = 1.8 s: a build of 1.44 s is 0.8x (the limit), 1.62 s is 0.9x
-    passing = _scale_entry(1.44, 1.5, 0.3, 0.1, 1.1, 0.8, 0.2, floors)
-    missing = _scale_entry(1.62, 1.9, 0.4, 0.1, 1.1, 0.8, 0.2, floors)
-    for entry, ok in ((passing, True), (missing, False)):
-        rows = {r["id"]: r for r in bench.evaluate({"machine": machine, "scale": {"1000": entry}}, quick=False)
-                if "id" in r}
-        assert set(rows) == {"build_vs_floor", "stale_vs_fresh", "check_warm_vs_floor"}
+    bench, _ = bench_modules
+    # parse 1.1 + write 0.8 - start-up 0.1 = 1.8 s: a build of 2.7 s is 1.5x (the limit), 2.88 s is 1.6x
+    passing = _result(2.7, 2.7, 0.1, 1.1, 0.8, 0.15, 0.1, 11.0)
+    missing = _result(2.88, 2.9, 0.1, 1.1, 0.8, 0.16, 0.1, 11.5)
+    for res, ok in ((passing, True), (missing, False)):
+        rows = {r["id"]: r for r in bench.evaluate(res, quick=False)}
+        assert set(rows) == {"build_vs_floor", "check_vs_build", "cold_check_vs_import", "scaling"}
         assert all(r["ok"] is ok for r in rows.values()), rows
-    assert floors.ratios(missing)["build_vs_floor"] == pytest.approx(0.9)
-    assert floors.ratios(missing)["check_vs_floor"] == pytest.approx(2.0)
-    assert "build_1000_s" not in bench.TARGETS and "check_1000_warm_s" not in bench.TARGETS  # retired
-    # --quick: the same rows at its largest size, without a verdict
-    quick = bench.evaluate({"machine": machine, "scale": {"300": missing}}, quick=True)
-    assert [r["ok"] for r in quick] == [None] * len(quick) and quick[0]["id"] == "build_vs_floor"
-    # results of an older bench (no floors) render, and say so
-    old = {k: v for k, v in missing.items() if not k.startswith("floor:")}
-    assert bench.evaluate({"machine": machine, "scale": {"1000": old}}, quick=False)[0]["ok"] is None
+    rows = {r["id"]: r["ratio"] for r in bench.evaluate(missing, quick=False)}
+    assert rows["build_vs_floor"] == pytest.approx(1.6) and rows["cold_check_vs_import"] == pytest.approx(1.6)
+    assert [r["ok"] for r in bench.evaluate(missing, quick=True)] == [None] * 4  # --quick: no verdicts
 
 
-def test_quick_bench_measures_the_floors_and_the_ratios(tmp_path: Path) -> None:
-    """One round of a tiny --quick run of part b: every floor is measured in the run, the ratios computed, and the
-    page shows them with the profile."""
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("hyperfine") is None, reason="hyperfine is not installed (scripts/test installs it)")
+def test_quick_bench_measures_the_floors_the_ratios_and_the_profile(tmp_path: Path) -> None:
+    """A tiny --quick run: every case and floor is timed in the run, every target has its ratio, and the page shows
+    them with the profile of the build by stage."""
     import json
     import subprocess
 
-    subprocess.run([sys.executable, str(ROOT / "bench" / "bench.py"), "--quick", "--only", "scale", "--sizes", "12",
-                    "--runs", "1", "--out", str(tmp_path)], check=True, cwd=ROOT, timeout=600,
+    subprocess.run([sys.executable, str(ROOT / "bench" / "bench.py"), "--quick", "--sizes", "6", "12",
+                    "--out", str(tmp_path)], check=True, cwd=ROOT, timeout=600,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     res = json.loads((tmp_path / "results.json").read_text("utf-8"))
-    entry = res["scale"]["12"]
-    for case in ("floor: start-up (python -c pass)", "floor: read and parse the workflows (libyaml)",
-                 "floor: write the output tree into an empty folder",
-                 "floor: read and hash the workflows and the tree"):
-        assert entry[case]["runs"] == 1 and entry[case]["wall_s"] > 0, case
-    assert set(entry["ratios"]) == {"floor_build_s", "build_vs_floor", "stale_vs_fresh", "check_vs_floor"}
-    assert all(v > 0 for v in entry["ratios"].values())
-    ids = {r.get("id"): r for r in res["verdicts"]}
-    assert {"build_vs_floor", "stale_vs_fresh", "check_warm_vs_floor"} <= set(ids)
-    assert all(ids[i]["ok"] is None for i in ("build_vs_floor", "stale_vs_fresh", "check_warm_vs_floor"))
-    for label in ("build", "build over a stale tree"):
-        assert res["profile"][label]["own"] and res["profile"][label]["modules"], label
+    for n in ("6", "12"):
+        assert all(case["runs"] == 1 and case["wall_s"] > 0 for case in res["scale"][n].values())
+        assert len(res["scale"][n]) == 6  # build, check, four floors
+    assert {r["id"] for r in res["verdicts"]} == {"build_vs_floor", "check_vs_build", "cold_check_vs_import",
+                                                  "scaling"}
+    assert all(r["ratio"] > 0 and r["ok"] is None for r in res["verdicts"])
+    assert res["profile"]["workflows"] == 12 and sum(res["profile"]["stages"].values()) > 0
     page = (tmp_path / "results.md").read_text("utf-8")
-    assert "parse + write - start-up" in page and "### cProfile: `build` of 12 workflows" in page
-    assert "Retired (issue 23)" in page
+    assert "| fresh build of 12 / (parse + write - start-up) |" in page and "### This commit, 12 workflows" in page

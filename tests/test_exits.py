@@ -76,6 +76,8 @@ def _entry_points(monkeypatch, exc: BaseException):
     import projector.cli as cli
     import projector.docs as docs
     import projector.matrix.harness as harness
+    import projector.matrix.evalruns as matrix_evalruns
+    import projector.matrix.evals_inspect as matrix_evals_inspect
     import projector.matrix.serve as matrix_serve
     import projector.remote.cli as remote_cli
     import projector.server.cli as server_cli
@@ -89,6 +91,8 @@ def _entry_points(monkeypatch, exc: BaseException):
     monkeypatch.setattr(harness, "measure", coro)
     monkeypatch.setattr(docs, "generate", sync)
     monkeypatch.setattr(matrix_serve, "build", sync)
+    monkeypatch.setattr(matrix_evalruns, "_main", sync)
+    monkeypatch.setattr(matrix_evals_inspect, "_main", sync)
 
     def python_m_server() -> int:
         with pytest.raises(SystemExit) as info:
@@ -109,6 +113,8 @@ def _entry_points(monkeypatch, exc: BaseException):
         ("projector.remote.cli.main", lambda: remote_cli.main("remote", ["list", "srv"])),
         ("python -m projector.server", python_m_server),
         ("python -m projector.matrix.serve", lambda: matrix_serve.main([])),
+        ("python -m projector.matrix.evalruns", lambda: matrix_evalruns.main([])),
+        ("python -m projector.matrix.evals_inspect", lambda: matrix_evals_inspect.main([])),
     ]
 
 
@@ -128,8 +134,8 @@ def test_every_python_m_entry_is_in_the_table():
     of those the table above drives, or it calls one of their ``main()``s."""
     runnable = sorted(p.relative_to(ROOT).as_posix() for p in PACKAGE.rglob("*.py")
                       if p.name == "__main__.py" or 'if __name__ == "__main__":' in p.read_text("utf-8"))
-    assert runnable == ["projector/cli.py", "projector/matrix/serve.py", "projector/remote/cli.py",
-                        "projector/server/__main__.py"]
+    assert runnable == ["projector/cli.py", "projector/matrix/evalruns.py", "projector/matrix/evals_inspect.py",
+                        "projector/matrix/serve.py", "projector/remote/cli.py", "projector/server/__main__.py"]
     for rel in runnable:
         tail = (ROOT / rel).read_text("utf-8").rsplit("\n\n", 1)[-1]
         assert re.search(r"sys\.exit\(main\(", tail), rel
@@ -157,7 +163,6 @@ def test_no_module_but_the_owner_spells_an_exit_code():
 OUTSIDE_THE_ROOT = {
     "projector.bounded.Unreadable": "an OSError: callers catch a bounded read's failure as one",
     "projector.bounded.BadJSON": "a ValueError: callers catch a bounded parse's failure as one",
-    "projector.cache._Off": "an OSError inside the cache: the cache is then not used; never reaches a user",
     "projector.server.confirm.Pause": "control flow of the runner: a check pauses the run, which returns its "
                                       "asking (an InputRequiredResult)",
     "projector.server.demo.DemoError": "a demo tool's refusal: mcp's ToolError, which the model sees as a tool error",
@@ -182,6 +187,10 @@ OUTSIDE_THE_ROOT = {
                                            "-32602 or tool error around it",
     "projector.server.tasks.Failure": "a task job's protocol-level failure: the task is failed, with the error "
                                       "inlined in tasks/get",
+    "projector.server.durable.InFlight": "a tool call in flight when the process died: the durable round stops and "
+                                         "the task asks the person whether to retry that step",
+    "projector.server.evalcase.CaseGone": "never raised: the forwarding server's 'upstream gone' type, which an eval "
+                                          "case server has no use for",
     "projector.server.workflow_task._Stopped": "a cancelled task's round stops before its next step (a "
                                                "CancelledError); tasks/get then shows cancelled",
 }

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# orjson writes large JSON texts (projector/jsontext.py); a run with few texts does not import it.
+# orjson writes the JSON texts that json's pure-Python indenting encoder would write slowly (projector/render.py).
 CORE_DISTRIBUTIONS = ("PyYAML", "Jinja2", "python-slugify", "orjson")
 
 # Runs the CLI in-process and writes every module it imported (name -> file) to the path in argv[1].
@@ -89,26 +89,13 @@ def test_build_and_check_never_import_mcp(tmp_path: Path, command: str) -> None:
 @pytest.mark.parametrize("command", ["build", "check"])
 def test_only_yaml_jinja2_and_slugify_are_imported(tmp_path: Path, command: str) -> None:
     out = (tmp_path / "out").as_posix() if command == "build" else "generated_skills"
-    # --no-cache: the compile path itself (a run answered by the build cache never imports Jinja2)
-    code, modules = _imports(tmp_path, command, "workflows", "--out", out, "--no-cache")
+    code, modules = _imports(tmp_path, command, "workflows", "--out", out)
     assert code == 0
     third = _third_party(modules)
     assert {"yaml", "jinja2", "slugify"} <= set(third), third
     allowed = _requirement_closure(CORE_DISTRIBUTIONS)
     foreign = {top: dists for top, dists in third.items() if not dists <= allowed}
     assert foreign == {}, f"project-skill {command} imported third-party modules beyond {CORE_DISTRIBUTIONS}"
-
-
-def test_a_run_answered_by_the_cache_imports_no_jinja2(tmp_path: Path) -> None:
-    src = tmp_path / "workflows"
-    src.mkdir()
-    for f in (ROOT / "workflows").glob("*.yaml"):
-        (src / f.name).write_bytes(f.read_bytes())
-    code, modules = _imports(tmp_path, "check", str(src), "--out", "generated_skills")  # cold: fills the cache
-    assert code == 0 and "jinja2" in modules
-    code, modules = _imports(tmp_path, "check", str(src), "--out", "generated_skills")
-    assert code == 0 and "projector.cache" in modules
-    assert "jinja2" not in modules and "projector.render" not in modules
 
 
 @pytest.mark.slow
@@ -147,15 +134,9 @@ def test_serving_on_mcp_never_imports_fastmcp() -> None:
     assert proc.stdout.split() == ["MCPServer", "False"], proc.stderr
 
 
-# What a cold check (no cache, as CI runs it) of valid workflows never needs (issue 23): the entry checks of the
-# SEP-2640 client and server, the near-miss matcher of a misspelt key, the whole-tree cache entry (fewer than
-# TREE_FROM files) and worker processes.
-NOT_IN_A_COLD_CHECK = ("projector.sep2640.entry", "difflib", "projector.treecache", "multiprocessing")
-# What a warm check answered by the whole-tree cache entry never needs: nothing that compiles.
-NOT_IN_A_WARM_CHECK = ("jinja2", "slugify", "projector.render", "projector.bundle", "projector.model",
-                       "projector.shape", "projector.positioned", "projector.validate", "projector.gates",
-                       "projector.fit", "projector.sep2640.frontmatter",
-                       "projector.sep2640.entry", "difflib")
+# What a check of a few valid workflows never needs: worker processes (a run in one process, under PARALLEL_FROM
+# files; multiprocessing is a tenth of its imports).
+NOT_IN_A_COLD_CHECK = ("multiprocessing", "concurrent.futures")
 
 
 def test_a_cold_check_imports_only_what_it_runs(tmp_path: Path) -> None:
@@ -163,25 +144,9 @@ def test_a_cold_check_imports_only_what_it_runs(tmp_path: Path) -> None:
     src.mkdir()
     for f in (ROOT / "workflows").glob("*.yaml"):
         (src / f.name).write_bytes(f.read_bytes())
-    code, modules = _imports(tmp_path, "check", str(src), "--out", "generated_skills")  # no cache yet: compiles
+    code, modules = _imports(tmp_path, "check", str(src), "--out", "generated_skills")
     assert code == 0 and "projector.render" in modules and "jinja2" in modules
     assert [m for m in NOT_IN_A_COLD_CHECK if m in modules] == []
-
-
-def test_a_warm_check_answered_whole_imports_nothing_that_compiles(tmp_path: Path) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("bench_workgen", ROOT / "bench" / "workgen.py")
-    assert spec is not None and spec.loader is not None
-    workgen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(workgen)
-    src = workgen.write_set(40, tmp_path / "wf", seed=5)  # at least TREE_FROM files: the whole-tree entry
-    out = (tmp_path / "out").as_posix()
-    code, modules = _imports(tmp_path, "build", str(src), "--out", out)
-    assert code == 0 and "projector.render" in modules
-    code, modules = _imports(tmp_path, "check", str(src), "--out", out)
-    assert code == 0 and "projector.treecache" in modules and "projector.output" in modules
-    assert [m for m in NOT_IN_A_WARM_CHECK if m in modules] == []
 
 
 # ---------------------------------------------------------------------------------------- the core and the layers

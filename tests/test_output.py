@@ -192,7 +192,7 @@ def test_a_build_with_warnings_is_not_an_error(tmp_path):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is Linux's start method here")
 @pytest.mark.parametrize("jobs", [1, 2, 5])
 def test_jobs_chooses_where_the_files_are_compiled(tmp_path, monkeypatch, jobs):
-    """jobs=1 compiles here; more compiles in worker processes, never more than there are files."""
+    """jobs=1 compiles here; more compiles here and in worker processes, never more than there are files."""
     seen = tmp_path / "pids"
     seen.mkdir()
     real = output._compile_one
@@ -211,8 +211,8 @@ def test_jobs_chooses_where_the_files_are_compiled(tmp_path, monkeypatch, jobs):
     assert len(list(seen.iterdir())) == 3
     if jobs == 1:
         assert pids == {str(os.getpid())}
-    else:  # which worker takes which chunk is the pool's choice: at most one worker per chunk
-        assert str(os.getpid()) not in pids and 1 <= len(pids) <= min(jobs, 3)
+    else:  # this process compiles the first chunk; which worker takes which other chunk is the pool's choice
+        assert str(os.getpid()) in pids and 2 <= len(pids) <= min(jobs, 3)
 
 
 def _in_child(fn) -> int:
@@ -357,15 +357,15 @@ def test_workers_are_forked_and_die_with_the_build(tmp_path, monkeypatch):
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", pool)
     (tmp_path / "a.yaml").write_text(WF.format("alpha"))
     (tmp_path / "b.yaml").write_text(WF.format("beta"))
-    output.compile_paths([str(tmp_path)], jobs=2)
+    (tmp_path / "c.yaml").write_text(WF.format("gamma"))
+    output.compile_paths([str(tmp_path)], jobs=3)  # this process compiles one share, two workers the others
     assert started == [((2,), "fork", output.die_with_parent, (os.getpid(),))]
 
 
 # output.py's survivors of scripts/mutation, killed through what ``build`` and ``check`` print, write and refuse:
 # the wording of an output-conflict when the previous skills.json cannot be read, how large a previous skills.json is
-# read, a linked folder inside a bundle, a workflow file that can no longer be read beside its cache entry, a warm
-# check answered by the whole-tree entry beside a user's own file, and a parallel build whatever the default start
-# method of ``multiprocessing`` is.
+# read, a linked folder inside a bundle, a built workflow file that can no longer be read, and a parallel build
+# whatever the default start method of ``multiprocessing`` is.
 
 
 def _workflows(folder: Path, *names: str) -> Path:
@@ -467,9 +467,8 @@ def test_a_linked_folder_in_a_bundle_is_one_extra_entry_not_entered(cli, tmp_pat
 
 # --------------------------------------------------------------------- a file that cannot be read, beside its entry
 
-def test_a_cached_file_that_can_no_longer_be_read_is_its_load_error(cli, tmp_path, monkeypatch):
-    """A workflow that was compiled into the cache and is now a link outside the folder is refused unread
-    (outside-root), as without a cache: its old entry is not looked up (the file has no key)."""
+def test_a_built_file_that_is_now_a_link_outside_is_refused_unread(cli, tmp_path, monkeypatch):
+    """A workflow that was built and is now a link outside the folder is refused unread (outside-root)."""
     monkeypatch.chdir(tmp_path)
     _workflows(Path("wf"))
     assert cli("build", "wf", "--out", "out").code == 0
@@ -477,33 +476,12 @@ def test_a_cached_file_that_can_no_longer_be_read_is_its_load_error(cli, tmp_pat
     outside.write_text(WF.format("beta"), "utf-8")
     Path("wf/beta.yaml").unlink()
     Path("wf/beta.yaml").symlink_to(outside)
-    for cache in ([], ["--no-cache"]):
-        run = cli("build", "wf", "--out", "out", *cache)
-        assert run.code == 1 and run.out == ""
-        assert run.err == ("wf/beta.yaml: error[outside-root]: the file is a link to a file outside every folder "
-                           "being compiled; it was not read\n"
-                           "  hint: name the file on the command line to compile it anyway, or copy it into the "
-                           "folder\nerror: 1 problem; nothing was written\n"), cache
-
-
-# ----------------------------------------------------------------- the whole-tree entry beside a user's own file
-
-def test_a_warm_check_beside_a_user_file_is_answered_by_the_tree_entry(cli, tmp_path, monkeypatch):
-    """A file of the user's beside the bundles (not in any folder this tool owns) is not the tool's: the whole-tree
-    cache entry answers the warm check alone, nothing is compiled, and it says what a check without cache says."""
-    monkeypatch.setattr(output, "TREE_FROM", 1)
-    monkeypatch.chdir(tmp_path)
-    _workflows(Path("wf"))
-    assert cli("build", "wf", "--out", "out").code == 0
-    Path("out/NOTES.md").write_text("mine", "utf-8")
-    Path("out/mine").mkdir()
-    Path("out/mine/a.md").write_text("mine", "utf-8")
-    plain = cli("check", "wf", "--out", "out", "--no-cache")
-    assert (plain.code, plain.out, plain.err) == (0, "out is up to date: 2 skills; 0 warnings, 0 notes\n", "")
-    with monkeypatch.context() as m:
-        m.setattr(output.Inputs, "compile", lambda *a, **k: pytest.fail("compiled: the tree entry did not answer"))
-        warm = cli("check", "wf", "--out", "out")
-    assert (warm.code, warm.out, warm.err) == (plain.code, plain.out, plain.err)
+    run = cli("build", "wf", "--out", "out")
+    assert run.code == 1 and run.out == ""
+    assert run.err == ("wf/beta.yaml: error[outside-root]: the file is a link to a file outside every folder "
+                       "being compiled; it was not read\n"
+                       "  hint: name the file on the command line to compile it anyway, or copy it into the "
+                       "folder\nerror: 1 problem; nothing was written\n")
 
 
 # ------------------------------------------------------------------ a parallel build and the default start method
@@ -524,3 +502,23 @@ def test_a_parallel_build_forks_whatever_the_default_start_method(cli, tmp_path,
         multiprocessing.set_start_method(was, force=True)
     assert (run.code, run.err, run.out.splitlines()[-1]) == (0, "", "wrote four: 4 skills; 0 warnings, 0 notes")
     assert _tree(Path("four")) == _tree(Path("one"))
+
+
+def test_build_and_check_write_nothing_but_the_output_tree(cli, tmp_path, monkeypatch):
+    """No cache: after ``build``, ``check`` and ``build`` again (a large set too, compiled by workers), the folders
+    hold the workflows and the output tree, nothing else: no ``.projector_cache`` beside the workflows or in the
+    working folder, and nothing in the user's cache folder."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    examples = Path(__file__).resolve().parent.parent / "workflows"
+    small = {f"workflows/{f.name}": f.read_bytes() for f in sorted(examples.glob("*.yaml"))}
+    large = {f"many/w{i:03d}.yaml": WF.format(f"w{i:03d}").encode() for i in range(output.PARALLEL_FROM)}
+    for rel, data in {**small, **large}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(data)
+    for source, out in (("workflows", "generated_skills"), ("many", "many_skills")):
+        for command in ("build", "check", "build"):
+            run = cli(command, source, "--out", out, cwd=tmp_path)
+            assert run.code == 0, run.err
+    left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if not p.is_dir())
+    assert [p for p in left if ".projector_cache" in p] == []
+    assert [p for p in left if not p.startswith(("generated_skills/", "many_skills/"))] == sorted({**small, **large})

@@ -336,6 +336,13 @@ async def measured(root: Path, parallel: int = 2) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command, with every error printed and mapped to its exit code as the other entry points do."""
+    from ..exits import Shell, run
+
+    return run(Shell(PROG), lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     import anyio
 
     ap = argparse.ArgumentParser(prog=PROG, description="Run the derived eval cases on a surface of the real server "

@@ -189,6 +189,13 @@ def summary(log: Any) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command, with every error printed and mapped to its exit code as the other entry points do."""
+    from ..exits import Shell, run
+
+    return run(Shell(PROG), lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(prog=PROG, description="Run the derived eval cases through Inspect AI on a model, "
                                  "graded from what the server recorded.")
     ap.add_argument("--model", default=MOCK,

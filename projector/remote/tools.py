@@ -44,10 +44,10 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import jsontext
 from ..errors import Diagnostic, LoadError, Span
 from ..fit import from_listing
 from ..model import Tool, Workflow
+from ..render import json_text
 from ..toolset import (SNAPSHOT_FILE, SNAPSHOT_LIMIT, TOOL_KEYS, ToolSource, canonical_tool, drift, is_snapshot,
                        merge_tools, parse_listing, parse_snapshot, read_snapshot, snapshot_bytes, wire_tool)
 from ..toolset import _schema_core as _schema_core  # noqa: F401 - where the tests of the drift find it
@@ -126,7 +126,7 @@ async def listed_tools(remote: Any) -> list[Any]:
                 raise _listed_twice(remote.label, t.name)
             names.add(t.name)
             tools.append(t)
-            kept += len(jsontext.json_text(wire_tool(t), indent=None, sort_keys=False))
+            kept += len(json_text(wire_tool(t), indent=None, sort_keys=False))
         if kept > SNAPSHOT_LIMIT:
             raise _too_large(remote.label, f"tools/list passed {kept} bytes in {page_no} pages")
         cursor = page.next_cursor

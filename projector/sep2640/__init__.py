@@ -14,19 +14,15 @@ refuses what a client would refuse.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .entry import (FileRef, SkillEntry, check_manifest, check_name, file_matches, last_segment, parse_entry,
-                        relative_path, same_name, verify_bytes)
-    from .frontmatter import (FRONTMATTER, FRONTMATTER_YAML, MAX_FRONTMATTER_DEPTH, check_reading, frontmatter_text,
-                              parse_frontmatter, refuse_ambiguous, refuse_line_breaks, split_frontmatter)
-    from .values import (MISSING, describe_value, frontmatter_diff, json_key, key_set_diff, mapping_diff, value_diff,
-                         yaml_equal)
-    from .wire import (DIGEST_RULE, EXTENSION_ID, INDEX_FILE, MAX_BYTES, MAX_FILES, MAX_INDEX_BYTES, MAX_URI_LENGTH,
-                       MAX_URI_SEGMENTS, SCHEME, SKILL_FILE, URI_RULE, VerificationError, WireError, bad_segment, clip,
-                       digest, skill_path_of, skill_uri, uri_segments)
+from .entry import (FileRef, SkillEntry, check_manifest, check_name, file_matches, last_segment, parse_entry,
+                    relative_path, same_name, verify_bytes)
+from .frontmatter import (FRONTMATTER, FRONTMATTER_YAML, MAX_FRONTMATTER_DEPTH, check_reading, frontmatter_text,
+                          parse_frontmatter, refuse_ambiguous, refuse_line_breaks, split_frontmatter)
+from .values import (MISSING, describe_value, frontmatter_diff, json_key, key_set_diff, mapping_diff, value_diff,
+                     yaml_equal)
+from .wire import (DIGEST_RULE, EXTENSION_ID, INDEX_FILE, MAX_BYTES, MAX_FILES, MAX_INDEX_BYTES, MAX_URI_LENGTH,
+                   MAX_URI_SEGMENTS, SCHEME, SKILL_FILE, URI_RULE, VerificationError, WireError, bad_segment, clip,
+                   digest, skill_path_of, skill_uri, uri_segments)
 
 __all__ = ["DIGEST_RULE", "EXTENSION_ID", "FRONTMATTER", "FRONTMATTER_YAML", "INDEX_FILE", "MAX_BYTES", "MAX_FILES",
            "MAX_FRONTMATTER_DEPTH", "MAX_INDEX_BYTES", "MAX_URI_LENGTH", "MAX_URI_SEGMENTS", "MISSING", "SCHEME",
@@ -35,32 +31,3 @@ __all__ = ["DIGEST_RULE", "EXTENSION_ID", "FRONTMATTER", "FRONTMATTER_YAML", "IN
            "frontmatter_diff", "frontmatter_text", "json_key", "key_set_diff", "last_segment", "mapping_diff",
            "parse_entry", "parse_frontmatter", "refuse_ambiguous", "refuse_line_breaks", "relative_path", "same_name",
            "skill_path_of", "skill_uri", "split_frontmatter", "uri_segments", "value_diff", "verify_bytes", "yaml_equal"]
-
-# Each name, with the submodule that owns it, imported on first use: the build needs only the wire and the
-# frontmatter reader, and a warm ``check`` only the wire, so neither pays for the entry checks it never runs.
-_OWNER = {
-    **dict.fromkeys(("FileRef", "SkillEntry", "check_manifest", "check_name", "file_matches", "last_segment",
-                     "parse_entry", "relative_path", "same_name", "verify_bytes"), "entry"),
-    **dict.fromkeys(("FRONTMATTER", "FRONTMATTER_YAML", "MAX_FRONTMATTER_DEPTH", "check_reading", "frontmatter_text",
-                     "parse_frontmatter", "refuse_ambiguous", "refuse_line_breaks", "split_frontmatter"),
-                    "frontmatter"),
-    **dict.fromkeys(("MISSING", "describe_value", "frontmatter_diff", "json_key", "key_set_diff", "mapping_diff",
-                     "value_diff", "yaml_equal"), "values"),
-    **dict.fromkeys(("DIGEST_RULE", "EXTENSION_ID", "INDEX_FILE", "MAX_BYTES", "MAX_FILES", "MAX_INDEX_BYTES",
-                     "MAX_URI_LENGTH", "MAX_URI_SEGMENTS", "SCHEME", "SKILL_FILE", "URI_RULE", "VerificationError",
-                     "WireError", "bad_segment", "clip", "digest", "skill_path_of", "skill_uri", "uri_segments"),
-                    "wire"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    owner = _OWNER.get(name)
-    if owner is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{owner}"), name)
-    globals()[name] = value  # once: the next look-up is a plain attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
