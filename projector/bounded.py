@@ -26,8 +26,14 @@ from typing import Any
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 64
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
 
 
 class Unreadable(OSError):
@@ -153,8 +159,13 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH, max_int_digits: int 
         except UnicodeDecodeError as exc:
             raise BadJSON(f"not UTF-8 (byte {exc.start})") from None
     try:
-        value = json.loads(text, parse_int=parse_int, parse_float=_finite_float, parse_constant=_refuse_constant,
-                           object_pairs_hook=_unique)
+        value = json.loads(
+            text,
+            parse_int=parse_int,
+            parse_float=_finite_float,
+            parse_constant=_refuse_constant,
+            object_pairs_hook=_unique,
+        )
     except BadJSON:
         raise
     except RecursionError:

@@ -87,7 +87,7 @@ def condition(subject: FromArg | FromStep, **operator: Any) -> Condition:
         raise TypeError("a condition's subject must be arg(...) or step(...)")
     if len(operator) != 1:
         raise TypeError(f"a condition has exactly one operator, got {len(operator)}: {', '.join(operator) or 'none'}")
-    (op, value), = operator.items()
+    ((op, value),) = operator.items()
     op = "in" if op == "in_" else op
     if isinstance(value, tuple):
         value = list(value)
@@ -103,9 +103,18 @@ def confirm(message: str, *show: Source) -> Confirm:
 
 
 class WorkflowBuilder:
-    def __init__(self, name: str, description: str, *, title: str | None = None, source: str | None = None,
-                 license: str | None = None, compatibility: str | None = None,
-                 metadata: Mapping[str, str] | None = None, allowed_tools: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        *,
+        title: str | None = None,
+        source: str | None = None,
+        license: str | None = None,
+        compatibility: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+        allowed_tools: str | None = None,
+    ):
         """``license``, ``compatibility``, ``metadata`` (string to string) and ``allowed_tools``: the Agent Skills
         frontmatter fields, as the workflow file's keys of the same names (``allowed-tools``) give them."""
         self._name = name
@@ -114,11 +123,17 @@ class WorkflowBuilder:
         for what, text in (("license", license), ("compatibility", compatibility), ("allowed_tools", allowed_tools)):
             if text is not None and not isinstance(text, str):
                 raise TypeError(f"{what} must be a string or None")
-        if metadata is not None and not (isinstance(metadata, Mapping) and all(
-                isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+        if metadata is not None and not (
+            isinstance(metadata, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
+        ):
             raise TypeError("metadata must be a mapping of string to string")
-        self._frontmatter: dict[str, Any] = {"license": license, "compatibility": compatibility, "allowed_tools": allowed_tools,
-                             "metadata": tuple(sorted((metadata or {}).items()))}
+        self._frontmatter: dict[str, Any] = {
+            "license": license,
+            "compatibility": compatibility,
+            "allowed_tools": allowed_tools,
+            "metadata": tuple(sorted((metadata or {}).items())),
+        }
         self._given_source = source
         self._origin = self._span()  # the constructor's call: where the workflow is
         self._source = source if source is not None else self._origin.file or "<python>"
@@ -166,31 +181,63 @@ class WorkflowBuilder:
         self._tools_from = (tools, found)
         return self
 
-    def argument(self, name: str, description: str = "", *, required: bool = False,
-                 type: str | None = None, ask: bool = False) -> WorkflowBuilder:
+    def argument(
+        self, name: str, description: str = "", *, required: bool = False, type: str | None = None, ask: bool = False
+    ) -> WorkflowBuilder:
         where = self._span()
-        self._arguments.append(Argument(name, description, required, type, span=where,  # type: ignore[arg-type]
-                                        ask=ask, ask_span=where))
+        self._arguments.append(
+            Argument(
+                name,
+                description,
+                required,
+                type,
+                span=where,  # type: ignore[arg-type]
+                ask=ask,
+                ask_span=where,
+            )
+        )
         return self
 
     def instruction(self, role: str, text: str) -> WorkflowBuilder:
         self._instructions.append(Instruction(role, text, span=self._span()))  # type: ignore[arg-type]
         return self
 
-    def tool(self, name: str, description: str = "", *, input_schema: Mapping[str, Any] | None = None,
-             annotations: Mapping[str, Any] | None = None,
-             output_schema: Mapping[str, Any] | None = None) -> WorkflowBuilder:
-        self._tools.append(Tool(name, description, dict(input_schema) if input_schema is not None else None,
-                                dict(annotations) if annotations is not None else None,
-                                dict(output_schema) if output_schema is not None else None, span=self._span()))
+    def tool(
+        self,
+        name: str,
+        description: str = "",
+        *,
+        input_schema: Mapping[str, Any] | None = None,
+        annotations: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+    ) -> WorkflowBuilder:
+        self._tools.append(
+            Tool(
+                name,
+                description,
+                dict(input_schema) if input_schema is not None else None,
+                dict(annotations) if annotations is not None else None,
+                dict(output_schema) if output_schema is not None else None,
+                span=self._span(),
+            )
+        )
         return self
 
-    def step(self, name: str, *, tool: str | None = None, args: Mapping[str, Source] | None = None,
-             bind: str | None = None, guidance: str | None = None, resources: list[str] | tuple[str, ...] = (),
-             template: Mapping[str, Source] | None = None,
-             acknowledge: Mapping[str, str] | None = None,
-             when: Condition | list[Condition] | tuple[Condition, ...] = (),
-             on_fail: str = "stop", confirm: Confirm | None = None) -> WorkflowBuilder:
+    def step(
+        self,
+        name: str,
+        *,
+        tool: str | None = None,
+        args: Mapping[str, Source] | None = None,
+        bind: str | None = None,
+        guidance: str | None = None,
+        resources: list[str] | tuple[str, ...] = (),
+        template: Mapping[str, Source] | None = None,
+        acknowledge: Mapping[str, str] | None = None,
+        when: Condition | list[Condition] | tuple[Condition, ...] = (),
+        on_fail: str = "stop",
+        confirm: Confirm | None = None,
+    ) -> WorkflowBuilder:
         for what, mapping in (("args", args), ("template", template)):
             for key, src in (mapping or {}).items():
                 if not isinstance(src, (FromArg, FromStep, Const)):
@@ -203,21 +250,46 @@ class WorkflowBuilder:
         if confirm is not None:
             where = self._span()
             confirm = dataclasses.replace(confirm, span=where, message_span=where)
-        self._steps.append(Step(
-            name=name, tool=tool, args=tuple((args or {}).items()), bind=bind, guidance=guidance,
-            resources=tuple(resources), template=tuple((template or {}).items()),
-            acknowledge=tuple((acknowledge or {}).items()), span=self._span(), guidance_span=self._span(),
-            when=conditions, on_fail=on_fail, on_fail_span=self._span(), confirm=confirm))  # type: ignore[arg-type]
+        self._steps.append(
+            Step(
+                name=name,
+                tool=tool,
+                args=tuple((args or {}).items()),
+                bind=bind,
+                guidance=guidance,
+                resources=tuple(resources),
+                template=tuple((template or {}).items()),
+                acknowledge=tuple((acknowledge or {}).items()),
+                span=self._span(),
+                guidance_span=self._span(),
+                when=conditions,
+                on_fail=on_fail,
+                on_fail_span=self._span(),
+                confirm=confirm,
+            )
+        )  # type: ignore[arg-type]
         return self
 
     def build(self) -> Workflow:
         """The workflow, held to the format's rules (and, after :meth:`tools_from`, fitted to those tools); raises
         :class:`~projector.errors.LoadError` with every problem. Warnings are kept in :attr:`diagnostics`."""
-        wf = Workflow(self._name, self._description, tuple(self._arguments), tuple(self._instructions),
-                      tuple(self._tools), tuple(self._steps), span=self._origin, source=self._source,
-                      title=self._title, title_span=self._origin, **self._frontmatter,
-                      license_span=self._origin, compatibility_span=self._origin, allowed_tools_span=self._origin,
-                      metadata_spans=(self._origin,) * len(self._frontmatter["metadata"]))
+        wf = Workflow(
+            self._name,
+            self._description,
+            tuple(self._arguments),
+            tuple(self._instructions),
+            tuple(self._tools),
+            tuple(self._steps),
+            span=self._origin,
+            source=self._source,
+            title=self._title,
+            title_span=self._origin,
+            **self._frontmatter,
+            license_span=self._origin,
+            compatibility_span=self._origin,
+            allowed_tools_span=self._origin,
+            metadata_spans=(self._origin,) * len(self._frontmatter["metadata"]),
+        )
         found = validate(wf, tools_from_server=self._tools_from is not None)
         problems = [d for d in found if d.severity == "error"]
         if problems:

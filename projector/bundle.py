@@ -16,7 +16,6 @@ from .render import Projection, json_text
 from .sep2640 import MAX_BYTES, MAX_FILES, SKILL_FILE, digest, parse_frontmatter, skill_uri
 
 
-
 @dataclass(frozen=True)
 class Bundle:
     """One skill ready to write: its name and path, its files (relative path -> bytes), its SEP-2640 entry and the
@@ -48,20 +47,27 @@ def make_entry(path: str, files: dict[str, bytes]) -> dict[str, Any]:
         # YAML 1.1, PyYAML's reading, as the build wrote it: the build never imports ruamel.yaml, and the two readings
         # of what it writes are the same (projector.sep2640.frontmatter)
         "frontmatter": parse_frontmatter(files[SKILL_FILE], uri, "1.1"),
-        "resources": [{"uri": skill_uri(path, rel), "digest": digest(files[rel]), "size": len(files[rel])}
-                      for rel in order],
+        "resources": [
+            {"uri": skill_uri(path, rel), "digest": digest(files[rel]), "size": len(files[rel])} for rel in order
+        ],
     }
 
 
 def limit_problems(path: str, files: dict[str, bytes], span: Span) -> list[Diagnostic]:
     problems = []
     if len(files) > MAX_FILES:
-        problems.append(error(span, "too-many-files", f"skill '{path}' has {len(files)} files; SEP-2640 allows "
-                              f"{MAX_FILES}, SKILL.md included"))
+        problems.append(
+            error(
+                span,
+                "too-many-files",
+                f"skill '{path}' has {len(files)} files; SEP-2640 allows {MAX_FILES}, SKILL.md included",
+            )
+        )
     total = sum(len(b) for b in files.values())
     if total > MAX_BYTES:
-        problems.append(error(span, "bundle-too-large", f"skill '{path}' is {total} bytes; SEP-2640 allows "
-                              f"{MAX_BYTES} (16 MiB)"))
+        problems.append(
+            error(span, "bundle-too-large", f"skill '{path}' is {total} bytes; SEP-2640 allows {MAX_BYTES} (16 MiB)")
+        )
     return problems
 
 
@@ -76,8 +82,15 @@ def bundle(projection: Projection) -> Bundle:
     # A step whose condition can never be decided is already reported (dead-condition): no second warning for it.
     dead = {d.extra.get("step") for d in projection.diagnostics if d.code == "dead-condition"}
     uncovered = [d for d in uncovered if d.extra.get("step") not in dead]
-    b = Bundle(projection.name, projection.path, projection.files, entry,
-               (*projection.diagnostics, *uncovered), projection.workflow.span, evals)
+    b = Bundle(
+        projection.name,
+        projection.path,
+        projection.files,
+        entry,
+        (*projection.diagnostics, *uncovered),
+        projection.workflow.span,
+        evals,
+    )
     b.index_text  # noqa: B018 - made here, in the worker that rendered the bundle
     return b
 

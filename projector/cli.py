@@ -16,7 +16,7 @@ import gc
 _GC_DEFAULT = gc.get_threshold()
 gc.set_threshold(50_000, 20, 100)
 
-import argparse  # noqa: E402 - after the thresholds, so that they hold for every import below
+import argparse  # after the thresholds, so that they hold for every import below (E402: pyproject.toml)
 import json
 import sys
 from pathlib import Path
@@ -59,10 +59,12 @@ def _load_and_compile(args: argparse.Namespace):
     if getattr(args, "tools_from", None):
         from .remote.tools import compile_with_tools
 
-        return compile_with_tools(paths, args.tools_from, prefix, skills_only=args.skills_only,
-                                  workflow_tools=args.workflow_tools)
-    return compile_files(found, prefix, args.jobs or None, skills_only=args.skills_only,
-                         workflow_tools=args.workflow_tools)
+        return compile_with_tools(
+            paths, args.tools_from, prefix, skills_only=args.skills_only, workflow_tools=args.workflow_tools
+        )
+    return compile_files(
+        found, prefix, args.jobs or None, skills_only=args.skills_only, workflow_tools=args.workflow_tools
+    )
 
 
 def _strict_fail(args: argparse.Namespace, diags: list[Diagnostic]) -> bool:
@@ -83,10 +85,16 @@ def cmd_build(args: argparse.Namespace) -> int:
     for b in build.bundles:
         n = len(b.diagnostics)
         size = sum(r["size"] for r in b.entry["resources"])
-        print(f"{b.name}: {b.entry['uri']} ({plural(len(b.entry['resources']), 'file')}, {plural(size, 'byte')}, "
-              f"{plural(n, 'finding')})", file=sys.stderr if args.format == "json" else sys.stdout)
-    print(f"{'wrote' if changed else 'up to date:'} {out.as_posix()}: {plural(len(build.bundles), 'skill')}; "
-          f"{_tally(build.diagnostics)}{read}", file=sys.stderr if args.format == "json" else sys.stdout)
+        print(
+            f"{b.name}: {b.entry['uri']} ({plural(len(b.entry['resources']), 'file')}, {plural(size, 'byte')}, "
+            f"{plural(n, 'finding')})",
+            file=sys.stderr if args.format == "json" else sys.stdout,
+        )
+    print(
+        f"{'wrote' if changed else 'up to date:'} {out.as_posix()}: {plural(len(build.bundles), 'skill')}; "
+        f"{_tally(build.diagnostics)}{read}",
+        file=sys.stderr if args.format == "json" else sys.stdout,
+    )
     return EXIT_OK
 
 
@@ -108,15 +116,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     for label, files in (("stale", cmp.stale), ("missing", cmp.missing), ("extra", cmp.extra)):
         for f in files:
             print(f"{label}: {out.as_posix()}/{f}", file=stream)
-    print(f"{out.as_posix()} is out of date ({len(cmp.stale)} stale, {len(cmp.missing)} missing, "
-          f"{len(cmp.extra)} extra){args.configuration}; run: {rebuild_command(args)}", file=stream)
+    print(
+        f"{out.as_posix()} is out of date ({len(cmp.stale)} stale, {len(cmp.missing)} missing, "
+        f"{len(cmp.extra)} extra){args.configuration}; run: {rebuild_command(args)}",
+        file=stream,
+    )
     return EXIT_FINDINGS
 
 
 def _up_to_date(args: argparse.Namespace, skills: int, diags: list[Diagnostic]) -> int:
-    print(f"{Path(args.out).as_posix()} is up to date: {plural(skills, 'skill')}; {_tally(diags)}"
-          f"{getattr(args, 'configuration', '')}",
-          file=sys.stderr if args.format == "json" else sys.stdout)
+    print(
+        f"{Path(args.out).as_posix()} is up to date: {plural(skills, 'skill')}; {_tally(diags)}"
+        f"{getattr(args, 'configuration', '')}",
+        file=sys.stderr if args.format == "json" else sys.stdout,
+    )
     return EXIT_FINDINGS if _strict_fail(args, diags) else EXIT_OK
 
 
@@ -149,9 +162,12 @@ def cmd_tools(args: argparse.Namespace) -> int:
         if old == data:
             print(f"{args.check} is up to date: {plural(count, 'tool')}")
             return EXIT_OK
-        diff = difflib.unified_diff(old.decode("utf-8", "replace").splitlines(keepends=True),
-                                    data.decode("utf-8").splitlines(keepends=True),
-                                    f"a/{args.check}", f"b/{args.check}")
+        diff = difflib.unified_diff(
+            old.decode("utf-8", "replace").splitlines(keepends=True),
+            data.decode("utf-8").splitlines(keepends=True),
+            f"a/{args.check}",
+            f"b/{args.check}",
+        )
         sys.stdout.writelines(diff)
         print(f"{args.check} is out of date; run: {_tools_command(args.server, args.check)}")
         return EXIT_FINDINGS
@@ -161,8 +177,9 @@ def cmd_tools(args: argparse.Namespace) -> int:
         try:
             write_file(args.out, data)
         except OSError as exc:
-            raise DiskError(Diagnostic(Span(args.out), "error", "io",
-                                       f"cannot write the tools snapshot: {exc.strerror or exc}")) from None
+            raise DiskError(
+                Diagnostic(Span(args.out), "error", "io", f"cannot write the tools snapshot: {exc.strerror or exc}")
+            ) from None
         print(f"wrote {args.out}: {plural(count, 'tool')}", file=sys.stderr)
         return EXIT_OK
     sys.stdout.buffer.write(data)
@@ -199,17 +216,23 @@ def cmd_init(args: argparse.Namespace) -> int:
     try:
         write_file(out, text.encode("utf-8"), exclusive=True)
     except FileExistsError:
-        raise UsageError(f"init: {out.as_posix()} already exists; choose another --out (nothing was written)"
-                         ) from None
+        raise UsageError(f"init: {out.as_posix()} already exists; choose another --out (nothing was written)") from None
     except OSError as exc:
-        raise DiskError(Diagnostic(Span(out.as_posix()), "error", "io",
-                                   f"cannot write the workflow file: {exc.strerror or exc}")) from None
+        raise DiskError(
+            Diagnostic(Span(out.as_posix()), "error", "io", f"cannot write the workflow file: {exc.strerror or exc}")
+        ) from None
     build = "project-skill build" if found else f"project-skill build {shlex.quote(out.parent.as_posix())}"
-    print(f"wrote {out.as_posix()}: {plural(len(args.tool), 'step')}; replace its description, then run: {build}"
-          f"{config.summary(found)}", file=sys.stderr)
+    print(
+        f"wrote {out.as_posix()}: {plural(len(args.tool), 'step')}; replace its description, then run: {build}"
+        f"{config.summary(found)}",
+        file=sys.stderr,
+    )
     if not (out.parent / "workflow.schema.json").exists():
-        print(f"for your editor, save the schema beside it: project-skill schema > "
-              f"{(out.parent / 'workflow.schema.json').as_posix()}", file=sys.stderr)
+        print(
+            f"for your editor, save the schema beside it: project-skill schema > "
+            f"{(out.parent / 'workflow.schema.json').as_posix()}",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
@@ -224,8 +247,11 @@ def cmd_evals(args: argparse.Namespace) -> int:
     names = sorted(b.name for b in build.bundles)
     if args.workflow is None and len(names) != 1:
         raise UsageError(f"evals: name the workflow with --workflow (one of: {', '.join(names)})")
-    found = [b for b in build.bundles
-             if args.workflow in (None, b.name, (b.entry["frontmatter"].get("metadata") or {}).get("workflow"))]
+    found = [
+        b
+        for b in build.bundles
+        if args.workflow in (None, b.name, (b.entry["frontmatter"].get("metadata") or {}).get("workflow"))
+    ]
     if not found:
         raise UsageError(f"evals: no workflow '{args.workflow}' (one of: {', '.join(names)})")
     sys.stdout.buffer.write(build.files[f"{found[0].path}/{QUERIES_FILE if args.queries else EVALS_FILE}"])
@@ -242,15 +268,18 @@ def rebuild_command(args: argparse.Namespace) -> str:
     return shlex.join(["project-skill", "build", *given[1:]])
 
 
-CONFIG_EPILOG = ("The nearest pyproject.toml (from the current folder up) may set these flags' defaults in its "
-                 "[tool.project-skill] table: workflows (the PATHs), out, tools-from, strict, uri-prefix, skills-only, "
-                 "workflow-tools. Its paths are relative to its folder. A flag overrides the file.")
+CONFIG_EPILOG = (
+    "The nearest pyproject.toml (from the current folder up) may set these flags' defaults in its "
+    "[tool.project-skill] table: workflows (the PATHs), out, tools-from, strict, uri-prefix, skills-only, "
+    "workflow-tools. Its paths are relative to its folder. A flag overrides the file."
+)
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--config", metavar="FILE",
-                       help="read [tool.project-skill] from FILE instead of the nearest pyproject.toml")
+    where.add_argument(
+        "--config", metavar="FILE", help="read [tool.project-skill] from FILE instead of the nearest pyproject.toml"
+    )
     where.add_argument("--no-config", action="store_true", help="read no configuration file")
 
 
@@ -258,23 +287,38 @@ def _add_compile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="workflow files or folders (default: workflows)")
     p.add_argument("--out", help="output folder (default: generated_skills)")
     p.add_argument("--uri-prefix", metavar="P", help="skill path prefix: a/b gives skill://a/b/<name>/SKILL.md")
-    p.add_argument("--strict", action=argparse.BooleanOptionalAction,
-                   help="unacknowledged warnings fail the run (exit 1)")
+    p.add_argument(
+        "--strict", action=argparse.BooleanOptionalAction, help="unacknowledged warnings fail the run (exit 1)"
+    )
     p.add_argument("--format", choices=("text", "json", "github"), default="text", help="how to print findings")
-    p.add_argument("--jobs", type=int, default=0, metavar="N",
-                   help="worker processes (default 0: one per core for 200 files or more, else none)")
-    p.add_argument("--skills-only", action=argparse.BooleanOptionalAction,
-                   help="for skills served without their workflows: SKILL.md names no workflow prompt "
-                        "(no metadata.workflow, no server-accelerated alternative)")
-    p.add_argument("--workflow-tools", action=argparse.BooleanOptionalAction,
-                   help="for skills served with `serve --workflow-tools`: each SKILL.md also names its workflow's "
-                        "tool (metadata.workflow-tool, and the server-accelerated alternative)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="worker processes (default 0: one per core for 200 files or more, else none)",
+    )
+    p.add_argument(
+        "--skills-only",
+        action=argparse.BooleanOptionalAction,
+        help="for skills served without their workflows: SKILL.md names no workflow prompt "
+        "(no metadata.workflow, no server-accelerated alternative)",
+    )
+    p.add_argument(
+        "--workflow-tools",
+        action=argparse.BooleanOptionalAction,
+        help="for skills served with `serve --workflow-tools`: each SKILL.md also names its workflow's "
+        "tool (metadata.workflow-tool, and the server-accelerated alternative)",
+    )
     # Accepted and ignored: CI lines written for the build cache of earlier versions (gone) still run.
     p.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--tools-from", metavar="SERVER|FILE",
-                   help="take tool descriptions, schemas and annotations from a live server's tools/list "
-                        "(a stdio command or an http(s)://.../mcp URL), or from a tools snapshot that "
-                        "`project-skill tools SERVER --out tools.json` wrote (a path ending in .json: offline)")
+    p.add_argument(
+        "--tools-from",
+        metavar="SERVER|FILE",
+        help="take tool descriptions, schemas and annotations from a live server's tools/list "
+        "(a stdio command or an http(s)://.../mcp URL), or from a tools snapshot that "
+        "`project-skill tools SERVER --out tools.json` wrote (a path ending in .json: offline)",
+    )
     _add_config_args(p)
 
 
@@ -300,8 +344,9 @@ LAZY_COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _add_build(sub: Any) -> None:
-    b = sub.add_parser("build", help="compile workflows into the output folder", description=cmd_build.__doc__,
-                       epilog=CONFIG_EPILOG)
+    b = sub.add_parser(
+        "build", help="compile workflows into the output folder", description=cmd_build.__doc__, epilog=CONFIG_EPILOG
+    )
     _add_compile_args(b)
     b.set_defaults(func=cmd_build)
 
@@ -313,47 +358,78 @@ def _add_check(sub: Any) -> None:
 
 
 def _add_schema(sub: Any) -> None:
-    sc = sub.add_parser("schema", help="print the workflow JSON Schema (for editors outside this repository)",
-                        description="Print the workflow file's JSON Schema, as this version ships it. Save it beside "
-                                    "your workflows and point the yaml-language-server comment at it: "
-                                    "project-skill schema > workflow.schema.json")
+    sc = sub.add_parser(
+        "schema",
+        help="print the workflow JSON Schema (for editors outside this repository)",
+        description="Print the workflow file's JSON Schema, as this version ships it. Save it beside "
+        "your workflows and point the yaml-language-server comment at it: "
+        "project-skill schema > workflow.schema.json",
+    )
     sc.set_defaults(func=cmd_schema)
 
 
 def _add_tools(sub: Any) -> None:
-    t = sub.add_parser("tools", help="print a server's tools/list as a tools snapshot (tools.json) to commit",
-                       description=cmd_tools.__doc__)
+    t = sub.add_parser(
+        "tools",
+        help="print a server's tools/list as a tools snapshot (tools.json) to commit",
+        description=cmd_tools.__doc__,
+    )
     t.add_argument("server", metavar="SERVER", help="a stdio command line or an http(s)://.../mcp URL")
     mode = t.add_mutually_exclusive_group()
     mode.add_argument("--out", metavar="FILE", help="write the snapshot to FILE atomically instead of printing it")
     mode.add_argument("--check", metavar="FILE", help="exit 1 with a diff when FILE is not the server's snapshot")
-    t.add_argument("--verbose", action="store_true",
-                   help="show a stdio server's stderr as it comes (by default it is shown only when the server fails)")
+    t.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show a stdio server's stderr as it comes (by default it is shown only when the server fails)",
+    )
     t.set_defaults(func=cmd_tools)
 
 
 def _add_init(sub: Any) -> None:
-    i = sub.add_parser("init", help="write a new workflow file from a server's tools (or a tools snapshot)",
-                       description=cmd_init.__doc__)
+    i = sub.add_parser(
+        "init",
+        help="write a new workflow file from a server's tools (or a tools snapshot)",
+        description=cmd_init.__doc__,
+    )
     i.add_argument("name", metavar="NAME", help="the workflow's name (also its prompt's; the skill is its slug)")
-    i.add_argument("--tools-from", metavar="SERVER|FILE",
-                   help="a stdio command line, an http(s)://.../mcp URL, or a tools snapshot (.json) (default: "
-                        "tools-from in [tool.project-skill])")
-    i.add_argument("--tool", metavar="T", action="append", required=True,
-                   help="a tool to call, one step each, in the order given (repeat the option)")
-    i.add_argument("--out", metavar="FILE", help="the file to write (default: workflows/NAME.yaml, in the first "
-                                                 "folder of workflows in [tool.project-skill]); never replaced")
+    i.add_argument(
+        "--tools-from",
+        metavar="SERVER|FILE",
+        help="a stdio command line, an http(s)://.../mcp URL, or a tools snapshot (.json) (default: "
+        "tools-from in [tool.project-skill])",
+    )
+    i.add_argument(
+        "--tool",
+        metavar="T",
+        action="append",
+        required=True,
+        help="a tool to call, one step each, in the order given (repeat the option)",
+    )
+    i.add_argument(
+        "--out",
+        metavar="FILE",
+        help="the file to write (default: workflows/NAME.yaml, in the first "
+        "folder of workflows in [tool.project-skill]); never replaced",
+    )
     _add_config_args(i)
     i.set_defaults(func=cmd_init)
 
 
 def _add_evals(sub: Any) -> None:
-    e = sub.add_parser("evals", help="print one workflow's derived eval cases (build writes them beside its bundle)",
-                       description=cmd_evals.__doc__, epilog=CONFIG_EPILOG)
+    e = sub.add_parser(
+        "evals",
+        help="print one workflow's derived eval cases (build writes them beside its bundle)",
+        description=cmd_evals.__doc__,
+        epilog=CONFIG_EPILOG,
+    )
     e.add_argument("paths", nargs="*", metavar="PATH", help="workflow files or folders (default: workflows)")
     e.add_argument("--workflow", metavar="NAME", help="the workflow (or skill) name; needed when PATH holds several")
-    e.add_argument("--queries", action="store_true",
-                   help="print the trigger queries (evals/eval_queries.json) instead of the cases")
+    e.add_argument(
+        "--queries",
+        action="store_true",
+        help="print the trigger queries (evals/eval_queries.json) instead of the cases",
+    )
     e.add_argument("--uri-prefix", metavar="P", help="skill path prefix, as for build")
     e.add_argument("--tools-from", metavar="SERVER|FILE", help="take the tools from a server or a snapshot, as build")
     _add_config_args(e)
@@ -361,8 +437,14 @@ def _add_evals(sub: Any) -> None:
 
 
 # The commands this module runs, in the order --help lists them (then LAZY_COMMANDS).
-COMMANDS: dict[str, Callable[[Any], None]] = {"build": _add_build, "check": _add_check, "schema": _add_schema,
-                                              "tools": _add_tools, "init": _add_init, "evals": _add_evals}
+COMMANDS: dict[str, Callable[[Any], None]] = {
+    "build": _add_build,
+    "check": _add_check,
+    "schema": _add_schema,
+    "tools": _add_tools,
+    "init": _add_init,
+    "evals": _add_evals,
+}
 
 
 def parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -405,8 +487,11 @@ def _run_lazy(name: str, rest: list[str]) -> int:
 
 def _shell(fmt: str) -> Shell:
     """How ``project-skill`` prints an error: the findings in the chosen format, then how many there were."""
-    return Shell("project-skill", findings=lambda diags: report(diags, fmt),
-                 closing=lambda exc: f"error: {plural(len(exc.diagnostics), 'problem')}; nothing was written")
+    return Shell(
+        "project-skill",
+        findings=lambda diags: report(diags, fmt),
+        closing=lambda exc: f"error: {plural(len(exc.diagnostics), 'problem')}; nothing was written",
+    )
 
 
 def _parsed(argv: list[str]) -> int:

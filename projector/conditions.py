@@ -129,26 +129,57 @@ def _worded(words: Words) -> Callable[[Any, bool], Words]:
 def _exists_words(given: Any, of_argument: bool) -> Words:
     """``exists``: an argument is given or not (by the user, in the SKILL.md's words); a result or field exists."""
     if of_argument:
-        return (Words("it", "{subject} is given", "the user gave {subject}") if given else
-                Words("it to be absent", "{subject} is not given", "the user did not give {subject}"))
-    return (Words("it", "{subject} exists", "{subject} is present") if given else
-            Words("it to be absent", "{subject} does not exist", "{subject} is absent"))
+        return (
+            Words("it", "{subject} is given", "the user gave {subject}")
+            if given
+            else Words("it to be absent", "{subject} is not given", "the user did not give {subject}")
+        )
+    return (
+        Words("it", "{subject} exists", "{subject} is present")
+        if given
+        else Words("it to be absent", "{subject} does not exist", "{subject} is absent")
+    )
 
 
 # The one table of operators, in the order messages list them. The loader (projector.shape), the validator, the
 # evaluator (holds) and both renderings (requirement and statement here, describe_condition in projector.render) read
 # it; the JSON Schema's condition lists exactly these keys (tests/test_schema.py keeps the two equal).
-OPERATORS: Mapping[str, Operator] = MappingProxyType({op.name: op for op in (
-    Operator("equals", "value", _equals, _never,
-             _worded(Words("{operand}", "{subject} is {operand}", "{subject} is {operand}"))),
-    Operator("not_equals", "value", _not_equals, _never,
-             _worded(Words("anything but {operand}", "{subject} is not {operand}", "{subject} is not {operand}"))),
-    Operator("in", "list", _one_of, _never,
-             _worded(Words("one of {operand}", "{subject} is one of {operand}", "{subject} is one of {operand}"))),
-    Operator("not_in", "list", _none_of, _never,
-             _worded(Words("none of {operand}", "{subject} is none of {operand}", "{subject} is none of {operand}"))),
-    Operator("exists", "bool", _has_value, _has_none, _exists_words),
-)})
+OPERATORS: Mapping[str, Operator] = MappingProxyType(
+    {
+        op.name: op
+        for op in (
+            Operator(
+                "equals",
+                "value",
+                _equals,
+                _never,
+                _worded(Words("{operand}", "{subject} is {operand}", "{subject} is {operand}")),
+            ),
+            Operator(
+                "not_equals",
+                "value",
+                _not_equals,
+                _never,
+                _worded(Words("anything but {operand}", "{subject} is not {operand}", "{subject} is not {operand}")),
+            ),
+            Operator(
+                "in",
+                "list",
+                _one_of,
+                _never,
+                _worded(Words("one of {operand}", "{subject} is one of {operand}", "{subject} is one of {operand}")),
+            ),
+            Operator(
+                "not_in",
+                "list",
+                _none_of,
+                _never,
+                _worded(Words("none of {operand}", "{subject} is none of {operand}", "{subject} is none of {operand}")),
+            ),
+            Operator("exists", "bool", _has_value, _has_none, _exists_words),
+        )
+    }
+)
 
 
 def holds(op: str, operand: Any, value: Any) -> bool:
@@ -196,8 +227,9 @@ def check(condition: Condition, lookup: Callable[[FromArg | FromStep], Any]) -> 
     return Check(condition, seen, holds(condition.op, condition.value, seen))
 
 
-def first_failure(conditions: tuple[Condition, ...] | list[Condition], arguments: Mapping[str, Any],
-                  results: Mapping[str, Any]) -> Check | None:
+def first_failure(
+    conditions: tuple[Condition, ...] | list[Condition], arguments: Mapping[str, Any], results: Mapping[str, Any]
+) -> Check | None:
     """The first condition that does not hold, in the order written, or None when all hold."""
     for cond in conditions:
         found = check(cond, lambda s: subject_value(s, arguments, results))
@@ -218,7 +250,7 @@ def literal(value: Any) -> str:
 
 def _short(value: Any) -> str:
     text = literal(value)
-    return text if len(text) <= MAX_SEEN else text[:MAX_SEEN - 1] + "…"
+    return text if len(text) <= MAX_SEEN else text[: MAX_SEEN - 1] + "…"
 
 
 def subject_label(subject: FromArg | FromStep) -> str:
@@ -276,8 +308,15 @@ def statement(cond: Condition) -> str:
 
 # ------------------------------------------------------------------------------------------- the build's warnings
 
-_KIND_WORDS = {"string": "a string", "integer": "an integer", "number": "a number", "boolean": "a boolean",
-               "array": "a list", "object": "an object", "null": "null"}
+_KIND_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "a list",
+    "object": "an object",
+    "null": "null",
+}
 
 
 def _kind(value: Any) -> str:
@@ -333,8 +372,11 @@ def never_decided(cond: Condition, subject_kinds: set[str] | None, text_result: 
     (``text_result``), whose text is read as JSON when it is JSON (:mod:`projector.results`), so a string that is
     JSON text (``"[]"``) is never equal to it."""
     kind = OPERATORS[cond.op].operand
-    values = list(cond.value) if kind == "list" and isinstance(cond.value, (list, tuple)) else (
-        [cond.value] if kind == "value" else [])
+    values = (
+        list(cond.value)
+        if kind == "list" and isinstance(cond.value, (list, tuple))
+        else ([cond.value] if kind == "value" else [])
+    )
     out: list[tuple[int, str, str]] = []
     for i, value in enumerate(values):
         if subject_kinds is not None:
@@ -344,6 +386,12 @@ def never_decided(cond: Condition, subject_kinds: set[str] | None, text_result: 
         elif text_result:
             instead = _text_mismatch(value)
             if instead is not None:
-                out.append((i, f"its tool returns text, which is read as JSON when it is JSON: the text {value} is "
-                               f"{instead}, never the string {literal(value)}", instead))
+                out.append(
+                    (
+                        i,
+                        f"its tool returns text, which is read as JSON when it is JSON: the text {value} is "
+                        f"{instead}, never the string {literal(value)}",
+                        instead,
+                    )
+                )
     return out

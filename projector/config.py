@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import bounded
-from .errors import Diagnostic, Span, UsageError, error, printable_quote, suggest
+from .errors import Span, UsageError, error, printable_quote, suggest
 
 FILE_NAME = "pyproject.toml"
 TABLE = "project-skill"
@@ -36,11 +36,25 @@ MAX_BYTES = 1 << 20  # a pyproject.toml is a few kilobytes; one mebibyte is gene
 MAX_PROBLEMS = 20  # the problems in one table that are each located and reported; the rest are counted
 
 # Each key of the table -> the argparse destination of the flag it gives the default of.
-KEYS = {"workflows": "paths", "out": "out", "tools-from": "tools_from", "strict": "strict",
-        "uri-prefix": "uri_prefix", "skills-only": "skills_only", "workflow-tools": "workflow_tools"}
+KEYS = {
+    "workflows": "paths",
+    "out": "out",
+    "tools-from": "tools_from",
+    "strict": "strict",
+    "uri-prefix": "uri_prefix",
+    "skills-only": "skills_only",
+    "workflow-tools": "workflow_tools",
+}
 # What a key gives when neither the command line nor the file does.
-DEFAULTS: dict[str, Any] = {"workflows": ["workflows"], "out": "generated_skills", "tools-from": None,
-                            "strict": False, "uri-prefix": None, "skills-only": False, "workflow-tools": False}
+DEFAULTS: dict[str, Any] = {
+    "workflows": ["workflows"],
+    "out": "generated_skills",
+    "tools-from": None,
+    "strict": False,
+    "uri-prefix": None,
+    "skills-only": False,
+    "workflow-tools": False,
+}
 
 
 @dataclass(frozen=True)
@@ -78,8 +92,14 @@ def load(explicit: str | None = None, *, disabled: bool = False) -> Config | Non
     if explicit is not None:
         got = _read(Path(explicit), explicit, Path(os.path.dirname(explicit) or "."), contained=False)
         if got is None:
-            raise UsageError(error(Span(explicit, 1, 1), "no-table", f"{explicit} has no [tool.{TABLE}] table",
-                                   "add one, or leave out --config"))
+            raise UsageError(
+                error(
+                    Span(explicit, 1, 1),
+                    "no-table",
+                    f"{explicit} has no [tool.{TABLE}] table",
+                    "add one, or leave out --config",
+                )
+            )
         return got
     try:
         found = find(Path(os.getcwd()))
@@ -95,8 +115,14 @@ def _read(file: Path, shown: str, root: Path, *, contained: bool = True) -> Conf
     try:
         data = bounded.read_regular(file, MAX_BYTES, follow_links=True)
     except bounded.Unreadable as exc:
-        raise UsageError(error(Span(shown), "io", f"cannot read the configuration file: {exc.reason}",
-                               "run with --no-config to ignore it")) from None
+        raise UsageError(
+            error(
+                Span(shown),
+                "io",
+                f"cannot read the configuration file: {exc.reason}",
+                "run with --no-config to ignore it",
+            )
+        ) from None
     text = _decode(data, shown)
     import tomllib  # here: only a run that has a pyproject.toml pays for it
 
@@ -105,26 +131,44 @@ def _read(file: Path, shown: str, root: Path, *, contained: bool = True) -> Conf
     except tomllib.TOMLDecodeError as exc:
         line, col = _toml_position(str(exc), text)
         message = _TOML_POSITION.sub("", str(exc)).strip() or "not valid TOML"
-        raise UsageError(error(Span(shown, line, col), "malformed-toml", f"not valid TOML: {message}",
-                               "see https://toml.io for the syntax")) from None
+        raise UsageError(
+            error(
+                Span(shown, line, col),
+                "malformed-toml",
+                f"not valid TOML: {message}",
+                "see https://toml.io for the syntax",
+            )
+        ) from None
     except RecursionError:  # tomllib parses nested arrays and inline tables recursively
-        raise UsageError(error(Span(shown, 1, 1), "malformed-toml", "not read: arrays or tables nested too deep",
-                               "a configuration file nests a few levels at most")) from None
+        raise UsageError(
+            error(
+                Span(shown, 1, 1),
+                "malformed-toml",
+                "not read: arrays or tables nested too deep",
+                "a configuration file nests a few levels at most",
+            )
+        ) from None
     tool = doc.get("tool")
     if not isinstance(tool, dict) or TABLE not in tool:
         return None
     table = tool[TABLE]
     if not isinstance(table, dict):
         line, col = _locate(text, TABLE)
-        raise UsageError(error(Span(shown, line, col), "wrong-type",
-                               f"[tool.{TABLE}] must be a table, not {_type_name(table)}"))
+        raise UsageError(
+            error(Span(shown, line, col), "wrong-type", f"[tool.{TABLE}] must be a table, not {_type_name(table)}")
+        )
     config = Config(shown, root, contained=contained)
     problems = [(key, p) for key in sorted(table) if (p := _check(key, table[key], config)) is not None]
     # Each problem is located by a scan of the text: a bounded number of them, and the rest counted.
     diags = [error(Span(shown, *_locate(text, key)), *problem) for key, problem in problems[:MAX_PROBLEMS]]
     if len(problems) > MAX_PROBLEMS:
-        diags.append(error(Span(shown, *_locate(text, TABLE)), problems[MAX_PROBLEMS][1][0],
-                           f"[tool.{TABLE}] has {len(problems) - MAX_PROBLEMS} more problems; fix these first"))
+        diags.append(
+            error(
+                Span(shown, *_locate(text, TABLE)),
+                problems[MAX_PROBLEMS][1][0],
+                f"[tool.{TABLE}] has {len(problems) - MAX_PROBLEMS} more problems; fix these first",
+            )
+        )
     if diags:
         raise UsageError(diags)
     return config
@@ -136,9 +180,14 @@ def _decode(data: bytes, shown: str) -> str:
     except UnicodeDecodeError as exc:
         before = data[: exc.start]
         line, col = before.count(b"\n") + 1, exc.start - (before.rfind(b"\n") + 1) + 1
-        raise UsageError(error(Span(shown, line, col), "encoding",
-                               f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
-                               "save the file as UTF-8, as TOML requires")) from None
+        raise UsageError(
+            error(
+                Span(shown, line, col),
+                "encoding",
+                f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                "save the file as UTF-8, as TOML requires",
+            )
+        ) from None
     return text[1:] if text.startswith("\ufeff") else text
 
 
@@ -169,8 +218,12 @@ def _check(key: str, value: Any, config: Config) -> tuple[str, str, str | None] 
         return "wrong-type", f"'{key}' in [tool.{TABLE}] must be {problem}, not {given}", _HINTS.get(key)
     outside = _outside(value) if key in _PATH_KEYS and config.contained else None
     if outside is not None:
-        return ("outside-project", f"'{key}' in [tool.{TABLE}] must be a relative path that stays inside the folder "
-                f"of {FILE_NAME}, not {printable_quote(outside[:200])}", _OUTSIDE_HINT.format(flag=_PATH_KEYS[key]))
+        return (
+            "outside-project",
+            f"'{key}' in [tool.{TABLE}] must be a relative path that stays inside the folder "
+            f"of {FILE_NAME}, not {printable_quote(outside[:200])}",
+            _OUTSIDE_HINT.format(flag=_PATH_KEYS[key]),
+        )
     config.values[key] = _RESOLVE.get(key, lambda v, _c: v)(value, config)
     return None
 
@@ -226,8 +279,14 @@ def _is_prefix(value: Any) -> str | None:
 
 
 _CHECKS: dict[str, Callable[[Any], str | None]] = {
-    "workflows": _is_paths, "out": _is_path, "tools-from": _is_tools, "strict": _is_bool, "uri-prefix": _is_prefix,
-    "skills-only": _is_bool, "workflow-tools": _is_bool}
+    "workflows": _is_paths,
+    "out": _is_path,
+    "tools-from": _is_tools,
+    "strict": _is_bool,
+    "uri-prefix": _is_prefix,
+    "skills-only": _is_bool,
+    "workflow-tools": _is_bool,
+}
 
 
 def _tools(value: str, config: Config) -> str:
@@ -238,11 +297,15 @@ def _tools(value: str, config: Config) -> str:
 
 # The keys that name paths, and the flag that may still name any path.
 _PATH_KEYS = {"workflows": "PATH ...", "out": "--out", "tools-from": "--tools-from"}
-_OUTSIDE_HINT = ("the file comes with the repository (a clone, a pull request), so it may not decide where a build "
-                 "writes or what it reads outside it; a path elsewhere is given on the command line ({flag})")
+_OUTSIDE_HINT = (
+    "the file comes with the repository (a clone, a pull request), so it may not decide where a build "
+    "writes or what it reads outside it; a path elsewhere is given on the command line ({flag})"
+)
 
-_HINTS = {"tools-from": "a server to start is given on the command line (--tools-from COMMAND), never in the file: "
-                        "the file comes with the repository, and a command in it would run for whoever builds"}
+_HINTS = {
+    "tools-from": "a server to start is given on the command line (--tools-from COMMAND), never in the file: "
+    "the file comes with the repository, and a command in it would run for whoever builds"
+}
 
 _RESOLVE: dict[str, Callable[[Any, Config], Any]] = {
     "workflows": lambda v, c: [c.path(p) for p in ([v] if isinstance(v, str) else v)],
@@ -257,8 +320,14 @@ def expects(key: str) -> str:
 
 
 def _type_name(value: Any) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array",
-            dict: "a table"}.get(type(value), "a date or time")
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "a table",
+    }.get(type(value), "a date or time")
 
 
 def _describe(value: Any) -> str:

@@ -60,6 +60,7 @@ class Plan:
 
 # ----------------------------------------------------------------------------------------------- the target folder
 
+
 def folder(out: Path) -> Path:
     """``out`` with symlinks followed (a symlinked output folder is read and written where it points).
     Raises :class:`UsageError` when it names something that exists and is not a folder."""
@@ -73,12 +74,13 @@ def target(out: Path) -> Path:
     """:func:`folder`, and one that can be replaced whole: not the root, not the current folder or one holding it."""
     real = folder(out)
     if real.parent == real:
-        raise DiskError(error(Span(str(out)), "io", "the root folder cannot be replaced",
-                              "name a folder inside it"))
+        raise DiskError(error(Span(str(out)), "io", "the root folder cannot be replaced", "name a folder inside it"))
     here = Path(os.path.realpath(os.getcwd()))
     if here == real or real in here.parents:
-        raise UsageError(f"--out {out}: the output folder is replaced whole, so it cannot be the current folder or "
-                         "one that holds it; name a folder inside it")
+        raise UsageError(
+            f"--out {out}: the output folder is replaced whole, so it cannot be the current folder or "
+            "one that holds it; name a folder inside it"
+        )
     return real
 
 
@@ -109,15 +111,22 @@ def leftovers(root: Path) -> dict[str, list[Path]]:
 
 # -------------------------------------------------------------------------------------------------- recovery
 
+
 def recover(root: Path) -> None:
     """Restore an interrupted two-rename swap, then remove every leftover side folder of ``root``."""
     left = leftovers(root)
     olds = left[OLD]
     if olds and not os.path.lexists(root):
         if len(olds) > 1:
-            raise DiskError(error(Span(str(root)), "io", f"the folder is missing and {len(olds)} interrupted "
-                                  f"swaps left old copies of it: {', '.join(p.name for p in olds)}",
-                                  "rename the one to keep back to the folder's name, then run again"))
+            raise DiskError(
+                error(
+                    Span(str(root)),
+                    "io",
+                    f"the folder is missing and {len(olds)} interrupted "
+                    f"swaps left old copies of it: {', '.join(p.name for p in olds)}",
+                    "rename the one to keep back to the folder's name, then run again",
+                )
+            )
         _rename(olds[0], root)
         olds = []
     for p in [*left[STAGE], *olds]:
@@ -125,6 +134,7 @@ def recover(root: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------- what is the user's own
+
 
 def not_own(st: os.stat_result) -> str | None:
     """Why the file or folder that ``st`` describes is not the current user's own to keep state in, or None when it
@@ -139,6 +149,7 @@ def not_own(st: os.stat_result) -> str | None:
 
 
 # --------------------------------------------------------------------------------------------------- staging
+
 
 def _mode_owner(src: os.stat_result, dst: Path) -> None:
     os.chmod(dst, stat.S_IMODE(src.st_mode))
@@ -160,9 +171,14 @@ def _folders(stage: Path, rel: str, made: set[str]) -> None:
 
 
 def _conflict(root: Path, rel: str) -> DiskError:
-    return DiskError(error(Span(f"{root.name}/{rel}"), "output-conflict",
-                           "this path is not this tool's, and the new tree needs it",
-                           "move or rename it, then run again; nothing was changed"))
+    return DiskError(
+        error(
+            Span(f"{root.name}/{rel}"),
+            "output-conflict",
+            "this path is not this tool's, and the new tree needs it",
+            "move or rename it, then run again; nothing was changed",
+        )
+    )
 
 
 def _carry_entry(entry: os.DirEntry, dst: Path) -> None:
@@ -175,8 +191,14 @@ def _carry_entry(entry: os.DirEntry, dst: Path) -> None:
         except OSError:  # a file system without hard links, or one that refuses this one
             shutil.copy2(entry.path, dst, follow_symlinks=False)
     else:
-        raise DiskError(error(Span(entry.path), "io", "not a file, folder or symlink: it cannot be carried into "
-                              "the new tree", "move it out of the output folder"))
+        raise DiskError(
+            error(
+                Span(entry.path),
+                "io",
+                "not a file, folder or symlink: it cannot be carried into the new tree",
+                "move it out of the output folder",
+            )
+        )
 
 
 def _carry(root: Path, stage: Path, rel: str, drop: set[str], made: set[str], above: set[str]) -> None:
@@ -256,6 +278,7 @@ def stage_tree(root: Path, plan: Plan) -> Path:
 
 # ------------------------------------------------------------------------------------------------------ swap
 
+
 def swap_in(stage: Path, root: Path) -> None:
     """Put the staged tree at ``root``: one atomic exchange where the system has it, else two renames."""
     if not os.path.lexists(root):
@@ -295,9 +318,14 @@ def _locked(folder: Path) -> Iterator[None]:
 def _io(exc: OSError, out: Path) -> DiskError:
     what = exc.strerror or str(exc)
     where = f": {exc.filename}" if exc.filename else ""
-    return DiskError(error(Span(str(out)), "io", f"cannot write the output folder: {what}{where}",
-                           "check that the folder's parent exists, is a folder and is writable; nothing was "
-                           "changed"))
+    return DiskError(
+        error(
+            Span(str(out)),
+            "io",
+            f"cannot write the output folder: {what}{where}",
+            "check that the folder's parent exists, is a folder and is writable; nothing was changed",
+        )
+    )
 
 
 def replace_tree(out: Path, plan: Callable[[Path], Plan | None]) -> bool:

@@ -76,8 +76,18 @@ def _candidates(cond: Condition, kind: str | None, may_be_absent: bool) -> list[
     operand = cond.value if isinstance(cond.value, list) else [cond.value]
     strings = [v for v in operand if isinstance(v, str)]
     numbers = [v for v in operand if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    found = [*operand, True, False, 0, 1, max(numbers, default=0) + 1, "example", "other",
-             "x" * (max(map(len, strings), default=0) + 1), None]
+    found = [
+        *operand,
+        True,
+        False,
+        0,
+        1,
+        max(numbers, default=0) + 1,
+        "example",
+        "other",
+        "x" * (max(map(len, strings), default=0) + 1),
+        None,
+    ]
     if kind is not None:  # an argument of a declared type takes values of that type only
         found = [v for v in found if isinstance(v, _KINDS[kind]) and (kind == "boolean") == isinstance(v, bool)]
     return [*found, MISSING] if may_be_absent else found
@@ -86,7 +96,9 @@ def _candidates(cond: Condition, kind: str | None, may_be_absent: bool) -> list[
 def _put(given: Given, subject: FromArg | FromStep, value: Any) -> None:
     """Set the subject's value (or take it away, for :data:`MISSING`)."""
     if isinstance(subject, FromArg):
-        given.arguments.pop(subject.name, None) if value is MISSING else given.arguments.__setitem__(subject.name, value)
+        given.arguments.pop(subject.name, None) if value is MISSING else given.arguments.__setitem__(
+            subject.name, value
+        )
         return
     path = subject.path
     if not path:
@@ -191,19 +203,34 @@ def derive(wf: Workflow) -> tuple[list[Case], list[Step]]:
         for i, cond in enumerate(step.when):
             trial = base.copy()
             if _value_for(wf, cond, False, trial, earlier_hold):
-                cases.append(Case([f"{step.name}: when[{i}] fails"], trial, step, False,
-                                  f"the condition {statement(cond)} fails ({_on_fail(step)})"))
+                cases.append(
+                    Case(
+                        [f"{step.name}: when[{i}] fails"],
+                        trial,
+                        step,
+                        False,
+                        f"the condition {statement(cond)} fails ({_on_fail(step)})",
+                    )
+                )
                 covered.add(f"{step.name}:when{i}")
         if step.confirm is not None:
             for action, words in (("decline", "the person says no"), ("cancel", "the person gives no answer")):
                 trial = base.copy()
                 trial.answers[(step.name, "confirm")] = {"action": action}
-                cases.append(Case([f"{step.name}: confirm {action}"], trial, step, False, f"{words} ({_on_fail(step)})"))
+                cases.append(
+                    Case([f"{step.name}: confirm {action}"], trial, step, False, f"{words} ({_on_fail(step)})")
+                )
     cases += _ask_cases(wf, base, ran)
     tool_of = {t.name: t for t in wf.tools}
-    uncovered = [s for s in wf.steps if s.tool is not None and (s.when or s.confirm) and tool_of.get(s.tool)
-                 and tool_of[s.tool].side_effecting
-                 and (s not in ran or any(f"{s.name}:when{i}" not in covered for i in range(len(s.when))))]
+    uncovered = [
+        s
+        for s in wf.steps
+        if s.tool is not None
+        and (s.when or s.confirm)
+        and tool_of.get(s.tool)
+        and tool_of[s.tool].side_effecting
+        and (s not in ran or any(f"{s.name}:when{i}" not in covered for i in range(len(s.when))))
+    ]
     return cases, uncovered
 
 
@@ -230,8 +257,15 @@ def _ask_cases(wf: Workflow, base: Given, ran: list[Step]) -> list[Case]:
                 answer["content"] = {arg.name: value}
             trial.answers[(first.name, "ask")] = answer
             why = "" if action == "accept" else f"the person does not give `{arg.name}` (the run stops there)"
-            cases.append(Case([f"{arg.name}: asked, {'given' if action == 'accept' else 'refused'}"], trial, first,
-                              action == "accept", why))
+            cases.append(
+                Case(
+                    [f"{arg.name}: asked, {'given' if action == 'accept' else 'refused'}"],
+                    trial,
+                    first,
+                    action == "accept",
+                    why,
+                )
+            )
     return cases
 
 
@@ -284,8 +318,15 @@ def _entry(wf: Workflow, n: int, case: Case) -> dict[str, Any]:
         calls = [_call(s, s.name in ran, given.arguments) for s in steps]
         said = [_said(s, s.name in ran, given.arguments) for s in steps]
         stop = next((s for s in wf.steps if s.name not in ran), None)
-        expected = (f"Step `{stop.name}` cannot run (its conditions cannot all hold): " if stop is not None
-                    else "Every step runs: ") + ("; ".join(said) or "no tool is called") + "."
+        expected = (
+            (
+                f"Step `{stop.name}` cannot run (its conditions cannot all hold): "
+                if stop is not None
+                else "Every step runs: "
+            )
+            + ("; ".join(said) or "no tool is called")
+            + "."
+        )
     elif case.step.tool is None:
         calls, said = [], []
         expected = f"Step `{case.step.name}` {'reads its resources' if case.called else 'does not run'}."
@@ -298,19 +339,31 @@ def _entry(wf: Workflow, n: int, case: Case) -> dict[str, Any]:
         said = [_said(case.step, case.called, done)]
         expected = said[0] + (f": {case.why}." if case.why else ".")
     inputs = "; ".join(f"{k} = {json_text(v, indent=None, sort_keys=True)}" for k, v in given.arguments.items())
-    results = [{"step": s.name, "tool": s.tool, "returns": given.results[s.bind]} for s in wf.steps
-               if s.bind is not None and s.bind in given.results and wf.step_for_bind(s.bind) == (wf.steps.index(s), s)]
+    results = [
+        {"step": s.name, "tool": s.tool, "returns": given.results[s.bind]}
+        for s in wf.steps
+        if s.bind is not None and s.bind in given.results and wf.step_for_bind(s.bind) == (wf.steps.index(s), s)
+    ]
     order = {s.name: i for i, s in enumerate(wf.steps)}
-    answers = [{"step": step, "question": q, **a} for (step, q), a in  # in the order the run asks: by step, ask first
-               sorted(given.answers.items(), key=lambda item: (order.get(item[0][0], 0), item[0][1]))]
+    answers = [
+        {"step": step, "question": q, **a}
+        for (step, q), a in sorted(  # in the order the run asks: by step, ask first
+            given.answers.items(), key=lambda item: (order.get(item[0][0], 0), item[0][1])
+        )
+    ]
     return {
         "id": n,
         "prompt": wf.description.strip() + (f"\n\nInputs: {inputs}." if inputs else ""),
         "expected_output": expected,
         "expectations": said or [expected],
         # The project's own data, beside the Agent Skills fields: what the case gives and the server state it expects.
-        "projector": {"covers": case.covers, "arguments": given.arguments, "results": results, "answers": answers,
-                      "calls": calls},
+        "projector": {
+            "covers": case.covers,
+            "arguments": given.arguments,
+            "results": results,
+            "answers": answers,
+            "calls": calls,
+        },
     }
 
 
@@ -319,20 +372,29 @@ def evals_json(wf: Workflow, skill_name: str) -> tuple[bytes, list[Diagnostic]]:
     step that no case covers."""
     cases, uncovered = derive(wf)
     doc = {"skill_name": skill_name, "evals": [_entry(wf, n, c) for n, c in enumerate(cases, 1)]}
-    problems = [Diagnostic(s.span, "warning", "eval-uncovered",
-                           f"step '{s.name}' calls the side-effecting tool '{s.tool}' behind conditions or a "
-                           "confirmation, and no eval case can be derived for each of them: its conditions "
-                           "contradict each other or an earlier step's, so they can never all hold, or never fail",
-                           "make the conditions satisfiable, each on its own, with the earlier steps' conditions "
-                           "holding", extra={"step": s.name}) for s in uncovered]
+    problems = [
+        Diagnostic(
+            s.span,
+            "warning",
+            "eval-uncovered",
+            f"step '{s.name}' calls the side-effecting tool '{s.tool}' behind conditions or a "
+            "confirmation, and no eval case can be derived for each of them: its conditions "
+            "contradict each other or an earlier step's, so they can never all hold, or never fail",
+            "make the conditions satisfiable, each on its own, with the earlier steps' conditions holding",
+            extra={"step": s.name},
+        )
+        for s in uncovered
+    ]
     return json_bytes(doc), problems
 
 
 # ----------------------------------------------------------------------------------------- the trigger queries
 
 _WORD = re.compile(r"[^\W_]{3,}")
-_STOP = frozenset("the and for with from that this into your its are was not but any all one has have can use "
-                  "when then than only once after before each".split())
+_STOP = frozenset(
+    "the and for with from that this into your its are was not but any all one has have can use "
+    "when then than only once after before each".split()
+)
 
 
 def _words(text: str) -> frozenset[str]:

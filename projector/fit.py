@@ -51,14 +51,22 @@ from typing import Any
 from .errors import Diagnostic, Span, error, suggest
 from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
 from .results import returns_text as _returns_text
-from .toolschema import (Unchecked, field_problem, json_types, linear_validator, object_problems, open_to, properties,
-                         type_words, wraps_result)
+from .toolschema import (
+    Unchecked,
+    field_problem,
+    json_types,
+    linear_validator,
+    object_problems,
+    open_to,
+    properties,
+    type_words,
+    wraps_result,
+)
 
 # A field path: names and list indexes joined by single dots (items.0.sku).
 FIELD_PATH = re.compile(r"^[^.]+(\.[^.]+)*$")
 # A prompt argument's declared type -> the JSON types its value can have.
-ARG_JSON_TYPES = {"string": {"string"}, "integer": {"integer"}, "number": {"number", "integer"},
-                  "boolean": {"boolean"}}
+ARG_JSON_TYPES = {"string": {"string"}, "integer": {"integer"}, "number": {"number", "integer"}, "boolean": {"boolean"}}
 
 
 def as_tool(name: str, value: Any) -> Tool:
@@ -76,17 +84,25 @@ def from_listing(t: Any) -> Tool:
     ann = getattr(t, "annotations", None)
     if ann is not None and hasattr(ann, "model_dump"):
         ann = ann.model_dump(by_alias=True, exclude_none=True, mode="json")
-    return Tool(name=t.name, description=getattr(t, "description", None) or "",
-                input_schema=getattr(t, "input_schema", None), annotations=ann or None,
-                output_schema=getattr(t, "output_schema", None))
+    return Tool(
+        name=t.name,
+        description=getattr(t, "description", None) or "",
+        input_schema=getattr(t, "input_schema", None),
+        annotations=ann or None,
+        output_schema=getattr(t, "output_schema", None),
+    )
 
 
 def from_wire(entry: Mapping[str, Any]) -> Tool:
     """A ``tools/list`` entry as its JSON carries it (``inputSchema``, ``outputSchema``, ``annotations``): what a
     tools snapshot holds, and what a live server's listing is turned into, so both are read by the same code."""
-    return Tool(name=entry["name"], description=entry.get("description") or "",
-                input_schema=entry.get("inputSchema"), annotations=entry.get("annotations") or None,
-                output_schema=entry.get("outputSchema"))
+    return Tool(
+        name=entry["name"],
+        description=entry.get("description") or "",
+        input_schema=entry.get("inputSchema"),
+        annotations=entry.get("annotations") or None,
+        output_schema=entry.get("outputSchema"),
+    )
 
 
 def _label(wf: Workflow, step: Step) -> str:
@@ -129,8 +145,11 @@ def fill_declared(declared: Tool, served: Tool) -> tuple[Tool, tuple[str, ...]]:
     it (``declared``): its annotations when it declares none, its output schema when it declares none. Returns the
     tool and what was filled (``"annotations"``, ``"output_schema"``), for the caller's note. A field the server does
     declare is never replaced: a declaration that differs there is the caller's ``tool-mismatch``."""
-    filled = tuple(name for name in ("annotations", "output_schema")
-                   if getattr(served, name) is None and getattr(declared, name) is not None)
+    filled = tuple(
+        name
+        for name in ("annotations", "output_schema")
+        if getattr(served, name) is None and getattr(declared, name) is not None
+    )
     if not filled:
         return served, ()
     return replace(served, **{name: getattr(declared, name) for name in filled}), filled
@@ -139,8 +158,9 @@ def fill_declared(declared: Tool, served: Tool) -> tuple[Tool, tuple[str, ...]]:
 def undeclared_by(declared: Tool, served: Tool) -> Tool:
     """``declared`` without the fields that :func:`fill_declared` fills (those ``served`` does not declare): what is
     left is what the two must agree on."""
-    return replace(declared, **{name: None for name in ("annotations", "output_schema")
-                                if getattr(served, name) is None})
+    return replace(
+        declared, **{name: None for name in ("annotations", "output_schema") if getattr(served, name) is None}
+    )
 
 
 # ------------------------------------------------------------------------------------------------- input schemas
@@ -178,8 +198,7 @@ def _const_errors(schema: dict[str, Any], consts: dict[str, Any]) -> dict[str, s
     try:
         validator = _validator(schema)
         found: dict[str, str] = {}
-        for err in sorted(validator.iter_errors(consts), key=lambda e: (list(map(str, e.absolute_path)),
-                                                                        e.message)):
+        for err in sorted(validator.iter_errors(consts), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
             path = list(err.absolute_path)
             if path and path[0] in consts and path[0] not in found:
                 found[str(path[0])] = err.message
@@ -207,8 +226,7 @@ def _unknown(schema: dict[str, Any], props: dict[str, Any], name: str) -> bool:
     return bool(props) and name not in props and not open_to(schema, name)
 
 
-def _misspelled(step: Step, schema: dict[str, Any], props: dict[str, Any], given: dict[str, Source]
-                ) -> dict[str, str]:
+def _misspelled(step: Step, schema: dict[str, Any], props: dict[str, Any], given: dict[str, Source]) -> dict[str, str]:
     """Unknown parameter -> the required parameter it misspells: the closest of those not given (``repo`` for
     ``repo_path``). Each missing parameter is claimed by the first unknown one, in the order the step writes them;
     the two are then one problem, reported once, at the key."""
@@ -249,25 +267,35 @@ def _check_arguments(wf: Workflow, step: Step, tool: Tool, broken: set[str]) -> 
     out.extend(_missing_parameters(wf, step, tool, schema, meant))
     known = [name for name, _src in step.args if not _unknown(schema, props, name)]  # unknown ones are said above
     what = _label(wf, step)
-    out.extend(error(_at(keys.get(name, step.span) if name else step.span, step, wf), code,
-                     f"{what} {message}", hint)
-               for code, name, message, hint in object_problems(schema, [n for n, _s in step.args], known, tool.name))
+    out.extend(
+        error(_at(keys.get(name, step.span) if name else step.span, step, wf), code, f"{what} {message}", hint)
+        for code, name, message, hint in object_problems(schema, [n for n, _s in step.args], known, tool.name)
+    )
     return out
 
 
-def _unknown_parameter(wf: Workflow, step: Step, tool: Tool, name: str, at: Span, meant: str | None,
-                       props: dict[str, Any]) -> Diagnostic:
+def _unknown_parameter(
+    wf: Workflow, step: Step, tool: Tool, name: str, at: Span, meant: str | None, props: dict[str, Any]
+) -> Diagnostic:
     """``unknown-parameter`` at the key; when it misspells a required parameter not given, it names that one."""
     what = _label(wf, step)
     if meant is not None:
-        return error(at, "unknown-parameter", f"{what} passes '{name}', which is not a parameter of the tool "
-                     f"'{tool.name}'; the tool requires '{meant}', which is not given", f"did you mean '{meant}'?")
-    return error(at, "unknown-parameter", f"{what} passes '{name}', which is not a parameter of the tool "
-                 f"'{tool.name}'", suggest(name, props) or f"its parameters: {', '.join(sorted(props))}")
+        return error(
+            at,
+            "unknown-parameter",
+            f"{what} passes '{name}', which is not a parameter of the tool "
+            f"'{tool.name}'; the tool requires '{meant}', which is not given",
+            f"did you mean '{meant}'?",
+        )
+    return error(
+        at,
+        "unknown-parameter",
+        f"{what} passes '{name}', which is not a parameter of the tool '{tool.name}'",
+        suggest(name, props) or f"its parameters: {', '.join(sorted(props))}",
+    )
 
 
-def _kind_problem(wf: Workflow, step: Step, tool: Tool, name: str, src: FromArg | Const, prop: Any
-                  ) -> list[Diagnostic]:
+def _kind_problem(wf: Workflow, step: Step, tool: Tool, name: str, src: FromArg | Const, prop: Any) -> list[Diagnostic]:
     """``parameter-type`` when a prompt argument's declared type, or a text with placeholders (a string), is not a
     type the parameter takes."""
     kinds = json_types(prop)
@@ -282,15 +310,25 @@ def _kind_problem(wf: Workflow, step: Step, tool: Tool, name: str, src: FromArg 
         hint = "a text with {placeholders} is a string; pass the input itself instead ({arg: NAME})"
     else:
         fits = [t for t in ("string", "integer", "number", "boolean") if ARG_JSON_TYPES[t] & kinds]
-        hint = (f"declare the argument with type: {fits[0]}" if fits else
-                f"a prompt argument cannot carry {type_words(kinds)}; pass a step result or a constant")
-    return [error(_at(src.span, step, wf), "parameter-type",
-                  f"{_label(wf, step)} passes {_describe(wf, src)} as '{name}', but the tool '{tool.name}' takes "
-                  f"{type_words(kinds)} there", hint)]
+        hint = (
+            f"declare the argument with type: {fits[0]}"
+            if fits
+            else f"a prompt argument cannot carry {type_words(kinds)}; pass a step result or a constant"
+        )
+    return [
+        error(
+            _at(src.span, step, wf),
+            "parameter-type",
+            f"{_label(wf, step)} passes {_describe(wf, src)} as '{name}', but the tool '{tool.name}' takes "
+            f"{type_words(kinds)} there",
+            hint,
+        )
+    ]
 
 
-def _constant_problems(wf: Workflow, step: Step, tool: Tool, consts: dict[str, Any], broken: set[str]
-                       ) -> list[Diagnostic]:
+def _constant_problems(
+    wf: Workflow, step: Step, tool: Tool, consts: dict[str, Any], broken: set[str]
+) -> list[Diagnostic]:
     """The constants of one step against the tool's input schema: ``parameter-type`` for each one it refuses, or
     ``bad-input-schema`` once per tool (``broken``) when the schema itself cannot be used."""
     assert isinstance(tool.input_schema, dict)
@@ -299,44 +337,63 @@ def _constant_problems(wf: Workflow, step: Step, tool: Tool, consts: dict[str, A
         if tool.name in broken:
             return []
         broken.add(tool.name)
-        return [error(_at(tool.span, step, wf), "bad-input-schema",
-                      f"the input schema of the tool '{tool.name}' is not a valid JSON Schema: {found}",
-                      "fix the schema where the tool is declared (the file, or the server)")]
+        return [
+            error(
+                _at(tool.span, step, wf),
+                "bad-input-schema",
+                f"the input schema of the tool '{tool.name}' is not a valid JSON Schema: {found}",
+                "fix the schema where the tool is declared (the file, or the server)",
+            )
+        ]
     given = step.args_dict
-    return [error(_at(given[name].span, step, wf), "parameter-type",
-                  f"{_label(wf, step)} passes {_describe(wf, given[name])} as '{name}', which the tool "
-                  f"'{tool.name}' does not accept: {message}",
-                  "give a constant that the parameter's schema accepts (quotes make a string)")
-            for name, message in found.items()]
+    return [
+        error(
+            _at(given[name].span, step, wf),
+            "parameter-type",
+            f"{_label(wf, step)} passes {_describe(wf, given[name])} as '{name}', which the tool "
+            f"'{tool.name}' does not accept: {message}",
+            "give a constant that the parameter's schema accepts (quotes make a string)",
+        )
+        for name, message in found.items()
+    ]
 
 
-def _missing_parameters(wf: Workflow, step: Step, tool: Tool, schema: dict[str, Any], meant: dict[str, str]
-                        ) -> list[Diagnostic]:
+def _missing_parameters(
+    wf: Workflow, step: Step, tool: Tool, schema: dict[str, Any], meant: dict[str, str]
+) -> list[Diagnostic]:
     given = step.args_dict
-    return [error(_at(step.span, step, wf), "missing-parameter",
-                  f"{_label(wf, step)} does not give '{name}', which the tool '{tool.name}' requires",
-                  f"add it under args: {name}: {{arg: ...}}, {{step: ...}} or {{const: ...}}")
-            for name in schema.get("required") or ()
-            if isinstance(name, str) and name not in given and name not in meant.values()]
+    return [
+        error(
+            _at(step.span, step, wf),
+            "missing-parameter",
+            f"{_label(wf, step)} does not give '{name}', which the tool '{tool.name}' requires",
+            f"add it under args: {name}: {{arg: ...}}, {{step: ...}} or {{const: ...}}",
+        )
+        for name in schema.get("required") or ()
+        if isinstance(name, str) and name not in given and name not in meant.values()
+    ]
 
 
 # ------------------------------------------------------------------------------------------------ output schemas
+
 
 def _field_reads(step: Step) -> list[tuple[str, FromStep]]:
     """Every ``{step: BIND, field: PATH}`` a step reads, with how a message names it: its arguments and template
     bindings (by key), the values its confirmation shows, and its ``when:`` conditions' subjects."""
     reads = [(f"'{key}'", src) for key, src in step.sources() if isinstance(src, FromStep)]
     if step.confirm is not None:
-        reads += [(f"value {i} of 'confirm.show'", src) for i, src in enumerate(step.confirm.show, 1)
-                  if isinstance(src, FromStep)]
+        reads += [
+            (f"value {i} of 'confirm.show'", src)
+            for i, src in enumerate(step.confirm.show, 1)
+            if isinstance(src, FromStep)
+        ]
     for cond in step.when:
         if isinstance(cond.subject, FromStep):
             reads.append(("a condition" if len(step.when) > 1 else "the condition", cond.subject))
     return reads
 
 
-def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: dict[str, Step]
-                  ) -> list[Diagnostic]:
+def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: dict[str, Step]) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for who, src in _field_reads(step):
         if src.field is None or not FIELD_PATH.fullmatch(src.field):
@@ -348,10 +405,15 @@ def _check_fields(wf: Workflow, step: Step, tools: Mapping[str, Tool], made_by: 
         schema = tool.output_schema
         problem = field_problem(schema["properties"]["result"] if wraps_result(schema) else schema, src.path, schema)
         if problem:
-            out.append(error(_at(src.span, step, wf), "bad-field-path",
-                             f"{_label(wf, step)}, {who}, reads '{src.field}' of '{src.bind}', which the output "
-                             f"schema of the tool '{tool.name}' does not have: {problem}",
-                             "correct the field path, or correct the tool's output_schema"))
+            out.append(
+                error(
+                    _at(src.span, step, wf),
+                    "bad-field-path",
+                    f"{_label(wf, step)}, {who}, reads '{src.field}' of '{src.bind}', which the output "
+                    f"schema of the tool '{tool.name}' does not have: {problem}",
+                    "correct the field path, or correct the tool's output_schema",
+                )
+            )
     return out
 
 
@@ -387,21 +449,33 @@ def unstructured_reads(wf: Workflow, step: Step, *, skills_only: bool = False) -
         assert tool is not None
         subject = f"{src.bind}.{src.field}"
         # the server-side run's own words (projector.server.workflow): a condition's, and a source's
-        why = (f"`{subject}` is missing" if run in ("stops there", "skips the step") else
-               f"the result saved as `{src.bind}` has no field `{src.field}`")
-        then = ("the model is told to read a field that the text does not have" if skills_only else
-                f"the server-side run {run} on every call ({why})")
-        out.append(Diagnostic(
-            _at(src.span, step, wf), "warning", "unstructured-result",
-            f"{_label(wf, step)} reads '{subject}', but the tool '{tool.name}' (which saves '{src.bind}') declares "
-            f"{'no output schema' if tool.output_schema is None else 'only a string result'}: it returns text, its "
-            f"result has no fields, and '{subject}' will never resolve; "
-            f"{then}",
-            f"use the whole result ({{step: {src.bind}}}), or a condition on an input the user supplies (when: "
-            "{arg: approved, equals: true}); if the server sends structured content, declare the tool's "
-            "output_schema; if its text is JSON that has the field, acknowledge the warning on the step "
-            "(acknowledge: {unstructured-result: why})",
-            acknowledged=step.acknowledged.get("unstructured-result"), extra={"step": step.name}))
+        why = (
+            f"`{subject}` is missing"
+            if run in ("stops there", "skips the step")
+            else f"the result saved as `{src.bind}` has no field `{src.field}`"
+        )
+        then = (
+            "the model is told to read a field that the text does not have"
+            if skills_only
+            else f"the server-side run {run} on every call ({why})"
+        )
+        out.append(
+            Diagnostic(
+                _at(src.span, step, wf),
+                "warning",
+                "unstructured-result",
+                f"{_label(wf, step)} reads '{subject}', but the tool '{tool.name}' (which saves '{src.bind}') declares "
+                f"{'no output schema' if tool.output_schema is None else 'only a string result'}: it returns text, its "
+                f"result has no fields, and '{subject}' will never resolve; "
+                f"{then}",
+                f"use the whole result ({{step: {src.bind}}}), or a condition on an input the user supplies (when: "
+                "{arg: approved, equals: true}); if the server sends structured content, declare the tool's "
+                "output_schema; if its text is JSON that has the field, acknowledge the warning on the step "
+                "(acknowledge: {unstructured-result: why})",
+                acknowledged=step.acknowledged.get("unstructured-result"),
+                extra={"step": step.name},
+            )
+        )
     return out
 
 
@@ -436,8 +510,16 @@ def check_steps(wf: Workflow, tools: Mapping[str, Tool] | None = None) -> list[D
     return out
 
 
-def unknown_tool(step: Step, known: Collection[str], *, what: str, at: Span, lacks: str,
-                 did_you_mean: bool = True, then: Sequence[str | None] = ()) -> Diagnostic | None:
+def unknown_tool(
+    step: Step,
+    known: Collection[str],
+    *,
+    what: str,
+    at: Span,
+    lacks: str,
+    did_you_mean: bool = True,
+    then: Sequence[str | None] = (),
+) -> Diagnostic | None:
     """``unknown-tool``, the one rule that a step calls only a tool there is: ``known`` are the tools, the
     workflow's own (:func:`projector.validate.validate`), a server's (:func:`check_workflows`) or those of
     ``--tools-from`` (:func:`projector.toolset.merge_tools`). Each caller says only how the step is named
@@ -446,12 +528,17 @@ def unknown_tool(step: Step, known: Collection[str], *, what: str, at: Span, lac
     if step.tool is None or step.tool in known:
         return None
     close = suggest(step.tool, known) if did_you_mean else None
-    return error(at, "unknown-tool", f"{what} calls the tool '{step.tool}', which {lacks}",
-                 "; ".join(p for p in (close, *then) if p))
+    return error(
+        at,
+        "unknown-tool",
+        f"{what} calls the tool '{step.tool}', which {lacks}",
+        "; ".join(p for p in (close, *then) if p),
+    )
 
 
-def check_workflows(workflows: Sequence[Workflow], tools: Mapping[str, Any], *, owner: str = "the server",
-                    hint: str = "") -> list[Diagnostic]:
+def check_workflows(
+    workflows: Sequence[Workflow], tools: Mapping[str, Any], *, owner: str = "the server", hint: str = ""
+) -> list[Diagnostic]:
     """Every way the steps of ``workflows`` do not fit ``tools`` (name -> a :class:`Tool`, an ``mcp_types.Tool``
     or a bare input schema), including ``unknown-tool`` for a step whose tool ``owner`` does not have.
     ``hint`` leads the ``unknown-tool`` hint (say where tools are registered)."""
@@ -459,9 +546,20 @@ def check_workflows(workflows: Sequence[Workflow], tools: Mapping[str, Any], *, 
     known = ", ".join(sorted(table)) or "none"
     out: list[Diagnostic] = []
     for wf in workflows:
-        out.extend(d for step in wf.steps if (d := unknown_tool(
-            step, table, what=_label(wf, step), at=_at(step.span, step, wf), lacks=f"{owner} does not have",
-            then=(hint, f"{owner}'s tools: {known}"))))
+        out.extend(
+            d
+            for step in wf.steps
+            if (
+                d := unknown_tool(
+                    step,
+                    table,
+                    what=_label(wf, step),
+                    at=_at(step.span, step, wf),
+                    lacks=f"{owner} does not have",
+                    then=(hint, f"{owner}'s tools: {known}"),
+                )
+            )
+        )
         out.extend(check_steps(wf, table))
     return sorted(out, key=Diagnostic.sort_key)
 
@@ -481,10 +579,14 @@ def check_prompts(skills: Iterable[tuple[str, str, Any]], offered: Iterable[str]
     for where, name, frontmatter in skills:
         prompt = workflow_prompt(frontmatter)
         if prompt is not None and prompt not in names:
-            out.append(error(Span(where), "missing-workflow-prompt",
-                             f"skill '{name}' names the workflow prompt '{prompt}' (its metadata.workflow), which "
-                             "this server does not offer; its SKILL.md would send a model looking for it",
-                             "serve the workflow too, or build the skills with `project-skill build --skills-only`, "
-                             "whose SKILL.md names no prompt"))
+            out.append(
+                error(
+                    Span(where),
+                    "missing-workflow-prompt",
+                    f"skill '{name}' names the workflow prompt '{prompt}' (its metadata.workflow), which "
+                    "this server does not offer; its SKILL.md would send a model looking for it",
+                    "serve the workflow too, or build the skills with `project-skill build --skills-only`, "
+                    "whose SKILL.md names no prompt",
+                )
+            )
     return out
-

@@ -80,8 +80,13 @@ CODES = {
 # The gate wording that a step's ``confirm:`` answers: a person's yes is the approval, or the verification, that the
 # guidance asks for, so such a step gets no gate-on-side-effect (its guidance is still shown, and not applied).
 CONFIRMED_FAMILIES = ("permission", "verification")
-ACKNOWLEDGEABLE = ("gate-on-side-effect", "unverifiable-step", "guidance-on-side-effect", "uses-skippable-result",
-                   "unstructured-result")
+ACKNOWLEDGEABLE = (
+    "gate-on-side-effect",
+    "unverifiable-step",
+    "guidance-on-side-effect",
+    "uses-skippable-result",
+    "unstructured-result",
+)
 
 
 _SEPARATORS = re.compile(r"[\s_-]+")
@@ -99,7 +104,7 @@ def _name_key(name: str) -> tuple[str, ...] | None:
     key: list[str] = []
     for i, m in enumerate(tokens):
         if i:
-            key.append(core[tokens[i - 1].end():m.start()])
+            key.append(core[tokens[i - 1].end() : m.start()])
         key.append(m.group(0).casefold())
     return tuple(key)
 
@@ -129,7 +134,7 @@ class ResultNames:
         """The bind named in ``text``: the first one named at or after the offset ``after``, else the first one
         named; a tie goes to the least bind. Each name counts at its first place in the text only."""
         words = list(_TOKEN.finditer(text))
-        gaps = [_SEPARATORS.sub(" ", text[a.end():b.start()]) for a, b in zip(words, words[1:])]
+        gaps = [_SEPARATORS.sub(" ", text[a.end() : b.start()]) for a, b in zip(words, words[1:])]
         first: dict[int, tuple[int, str]] = {}  # id of the name's node -> (start, bind)
         for i, word in enumerate(words):
             if word.start() and text[word.start() - 1] == "_":  # "_order" does not name "order": no word boundary
@@ -153,7 +158,7 @@ def named_result(wf: Workflow, index: int, text: str, after: int = 0) -> str | N
     """The saved result (a bind of a step before step ``index``, 1-based) that ``text`` names, by its bind or its
     step's name (:class:`ResultNames`): the first one named from ``after`` on, else the first one named."""
     names = ResultNames()
-    for s in wf.steps[:index - 1]:
+    for s in wf.steps[: index - 1]:
         if s.bind:
             names.add(s.bind, s.bind)
             names.add(s.name, s.bind)
@@ -175,8 +180,15 @@ def asks_user(wf: Workflow, step: Step, key: str, src: object) -> bool:
 
 
 def _diag(step: Step, code: str, message: str, hint: str | None) -> Diagnostic:
-    return Diagnostic(step.guidance_span if code != "unverifiable-step" else step.span, CODES[code], code,
-                      message, hint, acknowledged=step.acknowledged.get(code), extra={"step": step.name})
+    return Diagnostic(
+        step.guidance_span if code != "unverifiable-step" else step.span,
+        CODES[code],
+        code,
+        message,
+        hint,
+        acknowledged=step.acknowledged.get(code),
+        extra={"step": step.name},
+    )
 
 
 @dataclass(frozen=True)
@@ -207,56 +219,89 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
         label = f"step {index} '{step.name}'"
         if tool is not None and not tool.annotated:
             gate = find_gate(step.guidance) if step.guidance else None
-            extra = f", and its guidance reads like a gate (\"{gate.phrase}\")" if gate else ""
-            out.append(_diag(step, "unverifiable-step",
-                             f"{label} calls '{tool.name}', which has no annotations, so nobody can tell whether it "
-                             f"has side effects{extra}",
-                             "declare the tool's annotations (readOnlyHint, destructiveHint) under its tools: entry; "
-                             "with --tools-from, a server that declares none takes them from there"))
+            extra = f', and its guidance reads like a gate ("{gate.phrase}")' if gate else ""
+            out.append(
+                _diag(
+                    step,
+                    "unverifiable-step",
+                    f"{label} calls '{tool.name}', which has no annotations, so nobody can tell whether it "
+                    f"has side effects{extra}",
+                    "declare the tool's annotations (readOnlyHint, destructiveHint) under its tools: entry; "
+                    "with --tools-from, a server that declares none takes them from there",
+                )
+            )
             fired.add("unverifiable-step")
         elif tool is not None and tool.side_effecting and step.guidance:
             gate = find_gate(step.guidance)
             if gate and not step.when and not (step.confirm and gate.family in CONFIRMED_FAMILIES):
-                why = ("Only the model's judgment applies it: no workflow prompt is served (--skills-only), and "
-                       "nothing on the server stops the call if the model decides wrong" if skills_only else
-                       f"Guidance prose cannot stop a server-side run: the '{wf.name}' workflow prompt will run this "
-                       "step anyway")
-                out.append(_diag(step, "gate-on-side-effect",
-                                 f"{label} calls the side-effecting tool '{tool.name}' under gate-like guidance "
-                                 f"(\"{gate.phrase}\"). {why}",
-                                 _gate_hint(wf, names, step.guidance, gate, skills_only)))
+                why = (
+                    "Only the model's judgment applies it: no workflow prompt is served (--skills-only), and "
+                    "nothing on the server stops the call if the model decides wrong"
+                    if skills_only
+                    else f"Guidance prose cannot stop a server-side run: the '{wf.name}' workflow prompt will run this "
+                    "step anyway"
+                )
+                out.append(
+                    _diag(
+                        step,
+                        "gate-on-side-effect",
+                        f"{label} calls the side-effecting tool '{tool.name}' under gate-like guidance "
+                        f'("{gate.phrase}"). {why}',
+                        _gate_hint(wf, names, step.guidance, gate, skills_only),
+                    )
+                )
                 fired.add("gate-on-side-effect")
                 gated.append(step.name)
             else:
                 if skills_only:
-                    stated = (" (the skill states its when: conditions as checks before the call)"
-                              if step.when else "")
+                    stated = " (the skill states its when: conditions as checks before the call)" if step.when else ""
                     what = f"only the model's judgment applies it: no workflow prompt is served{stated}"
                 else:
                     enforced = " (it enforces only the step's when: conditions)" if step.when else ""
                     what = f"the server-side prompt shows the guidance but does not act on it{enforced}"
-                out.append(_diag(step, "guidance-on-side-effect",
-                                 f"{label} calls the side-effecting tool '{tool.name}' with guidance; {what}", None))
+                out.append(
+                    _diag(
+                        step,
+                        "guidance-on-side-effect",
+                        f"{label} calls the side-effecting tool '{tool.name}' with guidance; {what}",
+                        None,
+                    )
+                )
                 fired.add("guidance-on-side-effect")
-        for found in [*_skippable_uses(skippable, step, label, skills_only),
-                      *unstructured_reads(wf, step, skills_only=skills_only), *_dead_conditions(wf, step, label)]:
+        for found in [
+            *_skippable_uses(skippable, step, label, skills_only),
+            *unstructured_reads(wf, step, skills_only=skills_only),
+            *_dead_conditions(wf, step, label),
+        ]:
             out.append(found)
             fired.add(found.code)
         for key, src in step.args:
             if asks_user(wf, step, key, src):
                 assert isinstance(src, FromArg)
-                out.append(Diagnostic(src.span if src.span.line else step.span, "note", "ask-for-input",
-                                      f"{label} passes the optional input '{src.name}' as '{key}', which the "
-                                      f"side-effecting tool '{step.tool}' requires: the skill tells the model to ask "
-                                      "the user for it and never to work it out itself",
-                                      "make the argument required if the step cannot run without it",
-                                      extra={"step": step.name}))
+                out.append(
+                    Diagnostic(
+                        src.span if src.span.line else step.span,
+                        "note",
+                        "ask-for-input",
+                        f"{label} passes the optional input '{src.name}' as '{key}', which the "
+                        f"side-effecting tool '{step.tool}' requires: the skill tells the model to ask "
+                        "the user for it and never to work it out itself",
+                        "make the argument required if the step cannot run without it",
+                        extra={"step": step.name},
+                    )
+                )
         out.extend(_confirm_on_read_only(tool, step, label))
         for code, reason in step.acknowledge:
             if code not in fired:
-                out.append(Diagnostic(step.span, "warning", "unused-acknowledgement",
-                                      f"{label} acknowledges '{code}', which does not fire here ({reason})",
-                                      "remove the stale acknowledgement"))
+                out.append(
+                    Diagnostic(
+                        step.span,
+                        "warning",
+                        "unused-acknowledgement",
+                        f"{label} acknowledges '{code}', which does not fire here ({reason})",
+                        "remove the stale acknowledgement",
+                    )
+                )
         if step.bind:
             names.add(step.bind, step.bind)
             names.add(step.name, step.bind)
@@ -265,8 +310,12 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
     return GateFindings(out, tuple(gated))
 
 
-_NEVER = {"equals": "can never hold", "in": "can never hold", "not_equals": "can never fail while {subject} has a value",
-          "not_in": "can never fail while {subject} has a value"}
+_NEVER = {
+    "equals": "can never hold",
+    "in": "can never hold",
+    "not_equals": "can never fail while {subject} has a value",
+    "not_in": "can never fail while {subject} has a value",
+}
 
 
 def _dead_conditions(wf: Workflow, step: Step, label: str) -> list[Diagnostic]:
@@ -288,14 +337,26 @@ def _dead_conditions(wf: Workflow, step: Step, label: str) -> list[Diagnostic]:
         for i, why, instead in found:
             at = cond.operand_spans[i] if i < len(cond.operand_spans) else cond.span
             if whole:
-                message = (f"{label}: the condition that {statement(cond)} "
-                           f"{_NEVER[cond.op].format(subject=subject_label(cond.subject))}: {why}")
+                message = (
+                    f"{label}: the condition that {statement(cond)} "
+                    f"{_NEVER[cond.op].format(subject=subject_label(cond.subject))}: {why}"
+                )
             else:
                 message = f"{label}: in the condition that {statement(cond)}, the value {i + 1} can never match: {why}"
-            fix = ((f"write {cond.op}: {instead}" if whole and not isinstance(cond.value, list) else
-                    f"write the value as {instead}") if instead else "compare with a value of the subject's type")
-            out.append(Diagnostic(at if at.line else step.span, "warning", "dead-condition", message, fix,
-                                  extra={"step": step.name}))
+            fix = (
+                (
+                    f"write {cond.op}: {instead}"
+                    if whole and not isinstance(cond.value, list)
+                    else f"write the value as {instead}"
+                )
+                if instead
+                else "compare with a value of the subject's type"
+            )
+            out.append(
+                Diagnostic(
+                    at if at.line else step.span, "warning", "dead-condition", message, fix, extra={"step": step.name}
+                )
+            )
     return out
 
 
@@ -305,33 +366,51 @@ def _confirm_on_read_only(tool: Tool | None, step: Step, label: str) -> list[Dia
     if step.confirm is None or (step.tool is not None and (tool is None or tool.side_effecting)):
         return []
     what = f"calls the read-only tool '{tool.name}'" if tool is not None else "only reads resources"
-    return [Diagnostic(step.confirm.span if step.confirm.span.line else step.span, "warning", "confirm-on-read-only",
-                       f"{label} asks a person to confirm, but it {what}: nothing needs their yes",
-                       "remove confirm, or put it on the step that changes data", extra={"step": step.name})]
+    return [
+        Diagnostic(
+            step.confirm.span if step.confirm.span.line else step.span,
+            "warning",
+            "confirm-on-read-only",
+            f"{label} asks a person to confirm, but it {what}: nothing needs their yes",
+            "remove confirm, or put it on the step that changes data",
+            extra={"step": step.name},
+        )
+    ]
 
 
 def _gate_hint(wf: Workflow, names: ResultNames, guidance: str, gate: GateMatch, skills_only: bool = False) -> str:
-    tail = ("make the tool enforce the condition itself and acknowledge the warning on the step "
-            "(acknowledge: {gate-on-side-effect: why}), or end the workflow before this step")
+    tail = (
+        "make the tool enforce the condition itself and acknowledge the warning on the step "
+        "(acknowledge: {gate-on-side-effect: why}), or end the workflow before this step"
+    )
     bind = names.named(guidance, gate.start)
     if bind is None:
         return tail
-    then = ("the skill states it as an exact check before the call (served with its workflow prompt, the "
-            "server-side run enforces it too)" if skills_only else "the server-side run enforces it")
+    then = (
+        "the skill states it as an exact check before the call (served with its workflow prompt, the "
+        "server-side run enforces it too)"
+        if skills_only
+        else "the server-side run enforces it"
+    )
     made = wf.step_for_bind(bind)
     tool = wf.tool(made[1].tool) if made is not None and made[1].tool else None
     if returns_text(tool):
         assert tool is not None
-        return (f"the guidance names the saved result '{bind}', but the tool '{tool.name}' returns text (it declares "
-                "no output schema), which has no field to test: state the condition as data on an input the user "
-                "supplies, when: {arg: approved, equals: true} (declared under arguments, type: boolean), and "
-                f"{then}; or " + tail)
-    return (f"the guidance names the saved result '{bind}': state the condition as data, "
-            f"when: {{step: {bind}, field: FIELD, equals: VALUE}}, and {then}; or " + tail)
+        return (
+            f"the guidance names the saved result '{bind}', but the tool '{tool.name}' returns text (it declares "
+            "no output schema), which has no field to test: state the condition as data on an input the user "
+            "supplies, when: {arg: approved, equals: true} (declared under arguments, type: boolean), and "
+            f"{then}; or " + tail
+        )
+    return (
+        f"the guidance names the saved result '{bind}': state the condition as data, "
+        f"when: {{step: {bind}, field: FIELD, equals: VALUE}}, and {then}; or " + tail
+    )
 
 
-def _skippable_uses(skippable: dict[str, tuple[int, Step]], step: Step, label: str, skills_only: bool = False
-                    ) -> list[Diagnostic]:
+def _skippable_uses(
+    skippable: dict[str, tuple[int, Step]], step: Step, label: str, skills_only: bool = False
+) -> list[Diagnostic]:
     """``uses-skippable-result``: ``step`` uses the result of an earlier step that ``on_fail: skip`` may leave out
     (``skippable``: bind -> that step and its number, of the steps before this one)."""
     guarded = {c.subject.bind for c in step.when if isinstance(c.subject, FromStep)}  # the author decided
@@ -342,14 +421,24 @@ def _skippable_uses(skippable: dict[str, tuple[int, Step]], step: Step, label: s
     out = []
     for bind in used:
         i, earlier = skippable[bind]
-        out.append(Diagnostic(step.span, CODES["uses-skippable-result"], "uses-skippable-result",
-                              f"{label} uses '{bind}', the result of step {i} '{earlier.name}', which is skipped when "
-                              "its condition fails (on_fail: skip); "
-                              + ("the model then has no value for it" if skills_only else
-                                 "the server-side run then has no value for it: it leaves an optional argument out, "
-                                 "and hands the step over when the tool requires it"),
-                              "make step '" + earlier.name + "' stop instead (on_fail: stop), give this step a "
-                              f"condition on '{bind}' (when: {{step: {bind}, exists: true}}, on_fail: skip), or "
-                              "acknowledge the warning",
-                              acknowledged=step.acknowledged.get("uses-skippable-result"), extra={"step": step.name}))
+        out.append(
+            Diagnostic(
+                step.span,
+                CODES["uses-skippable-result"],
+                "uses-skippable-result",
+                f"{label} uses '{bind}', the result of step {i} '{earlier.name}', which is skipped when "
+                "its condition fails (on_fail: skip); "
+                + (
+                    "the model then has no value for it"
+                    if skills_only
+                    else "the server-side run then has no value for it: it leaves an optional argument out, "
+                    "and hands the step over when the tool requires it"
+                ),
+                "make step '" + earlier.name + "' stop instead (on_fail: stop), give this step a "
+                f"condition on '{bind}' (when: {{step: {bind}, exists: true}}, on_fail: skip), or "
+                "acknowledge the warning",
+                acknowledged=step.acknowledged.get("uses-skippable-result"),
+                extra={"step": step.name},
+            )
+        )
     return out

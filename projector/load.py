@@ -18,17 +18,32 @@ from .model import Workflow
 from .shape import parse
 from .validate import collisions
 
-__all__ = ["parse", "read_source", "load_file", "load_data", "read_regular", "discover", "load_all", "OutsideRoot",
-           "MAX_SOURCE_BYTES", "WORKFLOW_SUFFIXES"]
+__all__ = [
+    "parse",
+    "read_source",
+    "load_file",
+    "load_data",
+    "read_regular",
+    "discover",
+    "load_all",
+    "OutsideRoot",
+    "MAX_SOURCE_BYTES",
+    "WORKFLOW_SUFFIXES",
+]
 
 
 def read_source(path: Path | str, file: str) -> bytes:
     """A workflow file's bytes, read only when it is a regular file inside the scanned folders; :class:`LoadError`
     (``outside-root`` or ``io``) otherwise."""
     if isinstance(path, OutsideRoot):
-        raise LoadError(error(Span(file), "outside-root", "the file is a link to a file outside every folder being "
-                              "compiled; it was not read",
-                              "name the file on the command line to compile it anyway, or copy it into the folder"))
+        raise LoadError(
+            error(
+                Span(file),
+                "outside-root",
+                "the file is a link to a file outside every folder being compiled; it was not read",
+                "name the file on the command line to compile it anyway, or copy it into the folder",
+            )
+        )
     return read_regular(Path(path), file)
 
 
@@ -58,8 +73,11 @@ def read_regular(path: Path, file: str) -> bytes:
     try:
         return bounded.read_regular(path, MAX_SOURCE_BYTES, follow_links=True)
     except bounded.Unreadable as exc:
-        hint = "name workflow files (*.yaml) or folders that hold them" if exc.reason.endswith(
-            "not a regular file") else None
+        hint = (
+            "name workflow files (*.yaml) or folders that hold them"
+            if exc.reason.endswith("not a regular file")
+            else None
+        )
         raise LoadError(error(Span(file), "io", f"cannot read the file: {exc.reason}", hint)) from None
 
 
@@ -132,4 +150,3 @@ def load_all(paths: list[str], *, tools_from_server: bool = False) -> list[Workf
     if diags:
         raise LoadError(diags)
     return workflows
-

@@ -28,8 +28,9 @@ RESERVED_WORDS = "con, prn, aux, nul, com0-com9, lpt0-lpt9"
 # or a digit (so no file name it makes is hidden or looks like an option), at most MAX_NAME characters.
 WORKFLOW_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}" % (MAX_NAME - 1))
 _NAME_CHAR = re.compile(r"[A-Za-z0-9_.-]")
-WORKFLOW_NAME_WORDS = (f"ASCII letters, digits, '_', '-' and '.', starting with a letter or a digit, at most {MAX_NAME} "
-                       "characters")
+WORKFLOW_NAME_WORDS = (
+    f"ASCII letters, digits, '_', '-' and '.', starting with a letter or a digit, at most {MAX_NAME} characters"
+)
 # --uri-prefix becomes folders under --out and the start of every skill:// URI. SEP-2640 sets no bound on a URI;
 # 255 characters (128 one-letter segments at most) keeps every path well inside what file systems and tools take.
 MAX_PREFIX = 255
@@ -49,16 +50,25 @@ def name_problem(name: str) -> tuple[str, str, str | None] | None:
     """Why ``name`` cannot name a skill, as ``(code, message, hint)``, or None when its slug is valid."""
     full = full_slug(name)
     if not full:
-        return ("empty-slug", f"the workflow name {name!r} has no letters or digits to make a skill name from",
-                "use a name with at least one ASCII letter or digit, or one that transliterates to one")
+        return (
+            "empty-slug",
+            f"the workflow name {name!r} has no letters or digits to make a skill name from",
+            "use a name with at least one ASCII letter or digit, or one that transliterates to one",
+        )
     if len(full) > MAX_NAME:
         cut = skill_name(name)
-        return ("name-too-long", f"the skill name '{full}' is {len(full)} characters; the limit is {MAX_NAME}",
-                f"shorten the workflow name; cut at {MAX_NAME} it would read '{cut}'")
+        return (
+            "name-too-long",
+            f"the skill name '{full}' is {len(full)} characters; the limit is {MAX_NAME}",
+            f"shorten the workflow name; cut at {MAX_NAME} it would read '{cut}'",
+        )
     if full in RESERVED:
-        return ("reserved-name", f"the skill name '{full}' is a reserved device name on Windows",
-                f"rename the workflow: a folder named '{full}' cannot be made or read on Windows (reserved: "
-                f"{RESERVED_WORDS})")
+        return (
+            "reserved-name",
+            f"the skill name '{full}' is a reserved device name on Windows",
+            f"rename the workflow: a folder named '{full}' cannot be made or read on Windows (reserved: "
+            f"{RESERVED_WORDS})",
+        )
     if not NAME_RULE.fullmatch(full):  # pragma: no cover - slugify's own output always matches; kept as the contract
         return ("bad-name", f"the skill name '{full}' breaks the Agent Skills name rule", None)
     return None
@@ -79,11 +89,19 @@ def workflow_name_problem(name: str) -> tuple[str, str, str | None] | None:
     if problem is not None or WORKFLOW_NAME.fullmatch(name):
         return problem
     bad = next((c for c in name if not _NAME_CHAR.fullmatch(c)), None)
-    what = (f"holds U+{ord(bad):04X} {unicodedata.name(bad, '')}".rstrip() if bad is not None else
-            f"is {len(name)} characters long" if len(name) > MAX_NAME else "does not start with a letter or a digit")
+    what = (
+        f"holds U+{ord(bad):04X} {unicodedata.name(bad, '')}".rstrip()
+        if bad is not None
+        else f"is {len(name)} characters long"
+        if len(name) > MAX_NAME
+        else "does not start with a letter or a digit"
+    )
     suggestion = suggested_name(name)
-    return ("bad-workflow-name", f"the workflow name {name!r} {what}; it names the MCP prompt, so it must be "
-            f"{WORKFLOW_NAME_WORDS}", f"name it '{suggestion}'" if suggestion else None)
+    return (
+        "bad-workflow-name",
+        f"the workflow name {name!r} {what}; it names the MCP prompt, so it must be {WORKFLOW_NAME_WORDS}",
+        f"name it '{suggestion}'" if suggestion else None,
+    )
 
 
 def parse_prefix(prefix: str | None) -> tuple[str, ...]:
@@ -106,4 +124,3 @@ def parse_prefix(prefix: str | None) -> tuple[str, ...]:
 def skill_path(slug: str, prefix: tuple[str, ...] = ()) -> str:
     """The skill path, which is also the bundle's folder relative to the output root."""
     return "/".join((*prefix, slug))
-

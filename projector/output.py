@@ -37,8 +37,9 @@ class Build:
         return {b.path for b in self.bundles}
 
 
-def compile_workflows(workflows: list[Workflow], prefix: tuple[str, ...] = (), *, skills_only: bool = False,
-                      workflow_tools: bool = False) -> Build:
+def compile_workflows(
+    workflows: list[Workflow], prefix: tuple[str, ...] = (), *, skills_only: bool = False, workflow_tools: bool = False
+) -> Build:
     """Project, bundle and index ``workflows``. Raises :class:`BuildError` for collisions and limits.
     ``skills_only``: bundles whose SKILL.md names no workflow prompt (see :func:`~projector.render.project`)."""
     problems = collisions(workflows)
@@ -88,8 +89,13 @@ def _compile_one(data: bytes, display: str, options: Options) -> _Result:
     except LoadError as exc:
         return ("", Span(display), display, None, exc.diagnostics)
     try:
-        return (wf.name, wf.span, wf.source, bundle(project(wf, options.prefix, skills_only=options.skills_only,
-                                                            workflow_tools=options.workflow_tools)), [])
+        return (
+            wf.name,
+            wf.span,
+            wf.source,
+            bundle(project(wf, options.prefix, skills_only=options.skills_only, workflow_tools=options.workflow_tools)),
+            [],
+        )
     except BuildError as exc:
         return (wf.name, wf.span, wf.source, None, exc.diagnostics)
 
@@ -140,14 +146,26 @@ def default_jobs(files: int) -> int:
     return max(1, min(cpus, 8, files // (PARALLEL_FROM // 2))) if files >= PARALLEL_FROM else 1
 
 
-def compile_paths(paths: list[str], prefix: tuple[str, ...] = (), jobs: int | None = None, *,
-                  skills_only: bool = False, workflow_tools: bool = False) -> Build:
+def compile_paths(
+    paths: list[str],
+    prefix: tuple[str, ...] = (),
+    jobs: int | None = None,
+    *,
+    skills_only: bool = False,
+    workflow_tools: bool = False,
+) -> Build:
     """:func:`compile_files` over every workflow file under ``paths``."""
     return compile_files(discover(paths), prefix, jobs, skills_only=skills_only, workflow_tools=workflow_tools)
 
 
-def compile_files(found: list[tuple[Path, str]], prefix: tuple[str, ...] = (), jobs: int | None = None, *,
-                  skills_only: bool = False, workflow_tools: bool = False) -> Build:
+def compile_files(
+    found: list[tuple[Path, str]],
+    prefix: tuple[str, ...] = (),
+    jobs: int | None = None,
+    *,
+    skills_only: bool = False,
+    workflow_tools: bool = False,
+) -> Build:
     """Read, load and compile every workflow file ``found`` (:func:`~projector.load.discover`'s pairs): what
     ``project-skill build`` does, in one pass.
 
@@ -175,10 +193,14 @@ def _compile_all(work: list[tuple[bytes, str]], options: Options, jobs: int | No
         from concurrent.futures import ProcessPoolExecutor
 
         size = -(-len(work) // jobs)
-        chunks = [work[i:i + size] for i in range(0, len(work), size)]
+        chunks = [work[i : i + size] for i in range(0, len(work), size)]
         # One chunk is this process's own: it would only wait for the workers otherwise.
-        with ProcessPoolExecutor(len(chunks) - 1, mp_context=multiprocessing.get_context("fork"),
-                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        with ProcessPoolExecutor(
+            len(chunks) - 1,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=die_with_parent,
+            initargs=(os.getpid(),),
+        ) as pool:
             theirs = pool.map(_compile_chunk, chunks[1:], [options] * (len(chunks) - 1))
             mine = _compile_chunk(chunks[0], options)
             return [*mine, *(r for part in theirs for r in part)]
@@ -231,8 +253,7 @@ def _entries(index_bytes: bytes) -> tuple[list[dict], str]:
         return [], str(exc)
     except (KeyError, TypeError, AttributeError):
         return [], "it is not a skills index"
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("uri"), str)
-                                                for e in entries):
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("uri"), str) for e in entries):
         return [], "it is not a skills index"
     return entries, ""
 
@@ -293,8 +314,9 @@ def _on_disk(path: str, limit: int) -> tuple[bytes | None, str]:
         return None, str(exc)
 
 
-def compare(build: Build, out: Path, *, owned: set[str] | None = None,
-            disk: dict[str, str] | None = None, diff: bool = True) -> Comparison:
+def compare(
+    build: Build, out: Path, *, owned: set[str] | None = None, disk: dict[str, str] | None = None, diff: bool = True
+) -> Comparison:
     """What differs between the derived tree and the one on disk, among the files this tool owns. The unified diff
     of the stale files is built only when ``diff`` is true (``check`` prints it; ``write`` needs only the verdict).
     A file is read up to the size the build writes or SEP-2640's 16 MiB, whichever is larger: past that it is stale
@@ -316,9 +338,15 @@ def compare(build: Build, out: Path, *, owned: set[str] | None = None,
             if diff:
                 lines.append(printable(f"a/{rel} is not what the build writes: {why}") + "\n")
         elif diff:
-            lines.extend(_diff_line(line) for line in difflib.unified_diff(
-                current.decode("utf-8", "replace").splitlines(keepends=True),
-                data.decode("utf-8").splitlines(keepends=True), fromfile=f"a/{rel}", tofile=f"b/{rel}"))
+            lines.extend(
+                _diff_line(line)
+                for line in difflib.unified_diff(
+                    current.decode("utf-8", "replace").splitlines(keepends=True),
+                    data.decode("utf-8").splitlines(keepends=True),
+                    fromfile=f"a/{rel}",
+                    tofile=f"b/{rel}",
+                )
+            )
     extra = [rel for rel in disk if rel not in build.files and (rel == INDEX_FILE or _inside(rel, owned))]
     return Comparison(stale, missing, extra, "".join(lines), unread)
 
@@ -345,16 +373,21 @@ def _same(build: Build, owned: set[str], disk: dict[str, str]) -> bool:
     return True
 
 
-def conflicts(build: Build, root: Path, previous: set[str], unread: str = "",
-              unproven: dict[str, str] | None = None) -> list[Diagnostic]:
+def conflicts(
+    build: Build, root: Path, previous: set[str], unread: str = "", unproven: dict[str, str] | None = None
+) -> list[Diagnostic]:
     """New bundle folders that would overwrite what the previous build did not write: a folder (or file) at the
     bundle's path that is not among ``previous`` (the folders proven this tool's), or a non-folder on the way to it.
     ``unread``: why the previous ``skills.json`` could not be read, when it could not (then it lists nothing);
     ``unproven``: why each folder it lists is not proven this tool's (:func:`projector.ownership.proven`)."""
-    why, fix = ((f"the previous {INDEX_FILE}, which would list it, is not read: {unread}",
-                 f"restore {root.name}/{INDEX_FILE} as the build wrote it, or move that folder away")
-                if unread else (f"the previous {INDEX_FILE} does not list it", "rename the workflow, or move that "
-                                "folder away"))
+    why, fix = (
+        (
+            f"the previous {INDEX_FILE}, which would list it, is not read: {unread}",
+            f"restore {root.name}/{INDEX_FILE} as the build wrote it, or move that folder away",
+        )
+        if unread
+        else (f"the previous {INDEX_FILE} does not list it", "rename the workflow, or move that folder away")
+    )
     problems = []
     for b in build.bundles:
         if b.path in previous:
@@ -366,10 +399,15 @@ def conflicts(build: Build, root: Path, previous: set[str], unread: str = "",
             if not os.path.lexists(p) or (k < len(parts) and p.is_dir() and not p.is_symlink()):
                 continue
             claimed = (unproven or {}).get(rel)
-            problems.append(error(b.span, "output-conflict",
-                                  f"the skill '{b.name}' goes to {root.name}/{b.path}/, but {root.name}/{rel} is "
-                                  f"already there and is not a bundle this tool wrote ({claimed or why})",
-                                  f"{_CLAIMED if claimed else fix}; nothing was written"))
+            problems.append(
+                error(
+                    b.span,
+                    "output-conflict",
+                    f"the skill '{b.name}' goes to {root.name}/{b.path}/, but {root.name}/{rel} is "
+                    f"already there and is not a bundle this tool wrote ({claimed or why})",
+                    f"{_CLAIMED if claimed else fix}; nothing was written",
+                )
+            )
             break
     return problems
 

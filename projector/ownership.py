@@ -31,7 +31,9 @@ from urllib.parse import unquote
 from .bounded import Unreadable, read_regular
 from .sep2640 import MAX_BYTES, MAX_FILES, SCHEME, SKILL_FILE, bad_segment, digest, skill_path_of
 
-NOT_FILES = "none of its files has the size and sha256 that skills.json records for it, nor its SKILL.md the frontmatter"
+NOT_FILES = (
+    "none of its files has the size and sha256 that skills.json records for it, nor its SKILL.md the frontmatter"
+)
 
 
 def disk_path(rest: str) -> list[str] | None:
@@ -99,7 +101,7 @@ def _as_recorded(where: Path, folder: str, ref: Any) -> bool:
     size, base = ref.get("size"), f"{SCHEME}{folder}/"
     if type(size) is not int or not 0 <= size <= MAX_BYTES or not ref["uri"].startswith(base):
         return False
-    parts = disk_path(ref["uri"][len(base):])
+    parts = disk_path(ref["uri"][len(base) :])
     if parts is None:
         return False
     path = where

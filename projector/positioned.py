@@ -6,6 +6,7 @@ composed by PyYAML (libyaml when built in) into :class:`Y` values that keep thei
 but a workflow must not hold is refused while composing: duplicate keys, anchors and aliases, tags, nesting deeper
 than :data:`MAX_DEPTH`, and plain scalars that read oddly. It knows nothing of the workflow format's keys.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,9 +28,6 @@ except ImportError:  # pragma: no cover - depends on how PyYAML was built
 
     HAVE_LIBYAML = False
     _C_LOADER = type(None)  # no loader is libyaml's
-
-
-
 
 
 _RESOLVED: dict[str, str] = {}
@@ -66,8 +64,6 @@ def loader_class(base: type) -> type:
 _Loader = loader_class(_BaseLoader)
 
 
-
-
 class Y:
     """A YAML value with its position: dicts map ``str -> Y``, lists hold ``Y``, scalars are plain.
 
@@ -76,8 +72,7 @@ class Y:
 
     __slots__ = ("value", "_file", "_mark", "_key_marks", "odd")
 
-    def __init__(self, value: Any, file: str, mark: Any, key_marks: dict[str, Any] | None = None,
-                 odd: Any = None):
+    def __init__(self, value: Any, file: str, mark: Any, key_marks: dict[str, Any] | None = None, odd: Any = None):
         self.value = value
         self._file = file
         self._mark = mark
@@ -116,8 +111,15 @@ class Y:
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-_TYPE_NAMES = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
-               float: "a number", type(None): "null"}
+_TYPE_NAMES = {
+    dict: "a mapping",
+    list: "a list",
+    str: "a string",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    type(None): "null",
+}
 
 
 def type_name(v: Any) -> str:
@@ -156,8 +158,14 @@ class Reader:
                 return None
             mark = exc.problem_mark or exc.context_mark
             msg = " ".join(p for p in (exc.context, exc.problem) if p)
-            self.diags.append(error(self.span(mark) if mark else Span(self.file, 1, 1), "yaml-syntax",
-                                    f"invalid YAML: {msg}", syntax_hint(self.text, exc)))
+            self.diags.append(
+                error(
+                    self.span(mark) if mark else Span(self.file, 1, 1),
+                    "yaml-syntax",
+                    f"invalid YAML: {msg}",
+                    syntax_hint(self.text, exc),
+                )
+            )
             return None
         except yaml.YAMLError as exc:  # ReaderError: a character YAML does not allow
             self._reader_error(exc, loader)
@@ -165,8 +173,14 @@ class Reader:
         finally:
             loader.dispose()
         if node is None:
-            self.diags.append(error(Span(self.file, 1, 1), "empty-file", "the file holds no YAML document",
-                                    "a workflow file is one mapping with name, description and steps"))
+            self.diags.append(
+                error(
+                    Span(self.file, 1, 1),
+                    "empty-file",
+                    "the file holds no YAML document",
+                    "a workflow file is one mapping with name, description and steps",
+                )
+            )
             return None
         return self._convert(node, loader, set() if "*" in self.text else None, 1)
 
@@ -179,13 +193,23 @@ class Reader:
         try:
             for ev in yaml.parse(self.text, Loader=_Loader):
                 if isinstance(ev, yaml.AliasEvent):
-                    self.diags.append(error(self.span(ev.start_mark), "alias",
-                                            f"YAML alias *{ev.anchor} is not allowed",
-                                            "write the value out in full; workflow files refuse anchors and aliases"))
+                    self.diags.append(
+                        error(
+                            self.span(ev.start_mark),
+                            "alias",
+                            f"YAML alias *{ev.anchor} is not allowed",
+                            "write the value out in full; workflow files refuse anchors and aliases",
+                        )
+                    )
                 elif getattr(ev, "anchor", None):
-                    self.diags.append(error(self.span(ev.start_mark), "alias",
-                                            f"YAML anchor &{ev.anchor} is not allowed",
-                                            "write the value out in full; workflow files refuse anchors and aliases"))
+                    self.diags.append(
+                        error(
+                            self.span(ev.start_mark),
+                            "alias",
+                            f"YAML anchor &{ev.anchor} is not allowed",
+                            "write the value out in full; workflow files refuse anchors and aliases",
+                        )
+                    )
         except yaml.YAMLError:
             pass  # the composer reports syntax errors with their position
 
@@ -216,8 +240,14 @@ class Reader:
         if mark is None and self._deeper_than_limit():
             mark = self._depth_mark
         span = self.span(mark) if mark is not None else Span(self.file, 1, 1)
-        self.diags.append(error(span, "too-deep", f"the YAML nests deeper than {MAX_DEPTH} levels",
-                                "a workflow needs a few levels; flatten the value"))
+        self.diags.append(
+            error(
+                span,
+                "too-deep",
+                f"the YAML nests deeper than {MAX_DEPTH} levels",
+                "a workflow needs a few levels; flatten the value",
+            )
+        )
 
     def _tag_problem(self, node: yaml.Node, loader: Any) -> str | None:
         """Why an explicit tag on ``node`` is refused, or None when the node has the tag it would have had anyway
@@ -246,18 +276,34 @@ class Reader:
         except Exception:  # noqa: BLE001 - PyYAML's constructors raise what their conversions raise
             short = node.tag.rsplit(":", 1)[-1]
             if node.tag == _INT and len(node.value) > MAX_INT_DIGITS:
-                self.diags.append(error(self.span(node.start_mark), "bad-number",
-                                        f"the integer is {len(node.value)} characters long; Python reads integers "
-                                        f"of at most {MAX_INT_DIGITS} digits", "write it as a string"))
+                self.diags.append(
+                    error(
+                        self.span(node.start_mark),
+                        "bad-number",
+                        f"the integer is {len(node.value)} characters long; Python reads integers "
+                        f"of at most {MAX_INT_DIGITS} digits",
+                        "write it as a string",
+                    )
+                )
             else:
-                self.diags.append(error(self.span(node.start_mark), "yaml-tag",
-                                        f"{printable_quote(node.value)} is not a valid !!{short}",
-                                        "remove the tag, or write a value the tag allows"))
+                self.diags.append(
+                    error(
+                        self.span(node.start_mark),
+                        "yaml-tag",
+                        f"{printable_quote(node.value)} is not a valid !!{short}",
+                        "remove the tag, or write a value the tag allows",
+                    )
+                )
             return False, None
         if isinstance(value, float) and not math.isfinite(value):
-            self.diags.append(error(self.span(node.start_mark), "bad-number",
-                                    f"{printable_quote(node.value)} is not a finite number; JSON has no NaN or "
-                                    "infinity", "write a finite number, or quote the value to make it a string"))
+            self.diags.append(
+                error(
+                    self.span(node.start_mark),
+                    "bad-number",
+                    f"{printable_quote(node.value)} is not a finite number; JSON has no NaN or infinity",
+                    "write a finite number, or quote the value to make it a string",
+                )
+            )
             return False, None
         return True, value
 
@@ -286,8 +332,9 @@ class Reader:
         if self.tagged:
             problem = self._tag_problem(node, loader)
             if problem:
-                self.diags.append(error(self.span(mark), "yaml-tag", problem,
-                                        "remove the tag; quote a value to make it a string"))
+                self.diags.append(
+                    error(self.span(mark), "yaml-tag", problem, "remove the tag; quote a value to make it a string")
+                )
                 return Y(None, self.file, mark)
         if depth > MAX_DEPTH and not isinstance(node, yaml.ScalarNode):
             self._refuse_depth(mark)
@@ -322,8 +369,14 @@ class Reader:
         """A mapping key's text, or None when the key is refused (a merge key, a tag, not a string, a duplicate of
         a key in ``key_marks``), with the diagnostic already reported."""
         if knode.tag == "tag:yaml.org,2002:merge":
-            self.diags.append(error(self.span(knode.start_mark), "alias",
-                                    "YAML merge keys (<<) are not allowed", "write the keys out in full"))
+            self.diags.append(
+                error(
+                    self.span(knode.start_mark),
+                    "alias",
+                    "YAML merge keys (<<) are not allowed",
+                    "write the keys out in full",
+                )
+            )
             return None
         if self.tagged and (problem := self._tag_problem(knode, loader)):
             self.diags.append(error(self.span(knode.start_mark), "yaml-tag", f"a key: {problem}", "remove the tag"))
@@ -335,16 +388,28 @@ class Reader:
         else:
             key = [] if isinstance(knode, yaml.SequenceNode) else {}
         if not isinstance(key, str):
-            self.diags.append(error(self.span(knode.start_mark), "wrong-type",
-                                    f"a key must be a string, not {type_name(key)}", "quote the key"))
+            self.diags.append(
+                error(
+                    self.span(knode.start_mark),
+                    "wrong-type",
+                    f"a key must be a string, not {type_name(key)}",
+                    "quote the key",
+                )
+            )
             return None
         if key in key_marks:
             first = self.span(key_marks[key])
-            self.diags.append(error(self.span(knode.start_mark), "duplicate-key",
-                                    f"duplicate key '{key}' (first defined at line {first.line}, column "
-                                    f"{first.col})", "remove one of the two"))
+            self.diags.append(
+                error(
+                    self.span(knode.start_mark),
+                    "duplicate-key",
+                    f"duplicate key '{key}' (first defined at line {first.line}, column {first.col})",
+                    "remove one of the two",
+                )
+            )
             return None
         return key
+
 
 # What the parsers say (libyaml and PyYAML word it differently) when a line is not where its block expects it.
 _BLOCK_PROBLEMS = ("expected <block end>", "did not find expected key", "did not find expected '-' indicator")
@@ -368,47 +433,61 @@ def syntax_hint(text: str, exc: yaml.MarkedYAMLError) -> str | None:
     indent = line[: len(line) - len(line.lstrip(" \t"))]
     problem, context, opened = exc.problem or "", exc.context or "", exc.context_mark
     if "\t" in indent:
-        return (f"line {mark.line + 1} is indented with a tab: YAML indents with spaces only; replace the tab with "
-                "spaces")
+        return (
+            f"line {mark.line + 1} is indented with a tab: YAML indents with spaces only; replace the tab with spaces"
+        )
     if opened is not None and "quoted scalar" in context and ("end of stream" in problem or "document" in problem):
-        return (f"the quote ({_char(lines, opened)}) at line {opened.line + 1}, column {opened.column + 1} is never "
-                "closed: close it where the value ends (inside double quotes write \\\" for a quote, inside single "
-                "quotes '')")
+        return (
+            f"the quote ({_char(lines, opened)}) at line {opened.line + 1}, column {opened.column + 1} is never "
+            'closed: close it where the value ends (inside double quotes write \\" for a quote, inside single '
+            "quotes '')"
+        )
     if opened is not None and context.startswith("while parsing a flow") and _char(lines, opened) in ("{", "["):
         if mark.line == opened.line and _char(lines, mark) == ":":
             return "a ': ' inside a value starts a mapping in YAML; quote the value that holds it"
         opener = _char(lines, opened)
-        return (f"the '{opener}' at line {opened.line + 1}, column {opened.column + 1} is not closed, or two of its "
-                f"entries have no comma between them: close it with '{'}' if opener == '{' else ']'}', and separate "
-                "its entries with commas")
+        return (
+            f"the '{opener}' at line {opened.line + 1}, column {opened.column + 1} is not closed, or two of its "
+            f"entries have no comma between them: close it with '{'}' if opener == '{' else ']'}', and separate "
+            "its entries with commas"
+        )
     if problem.startswith("mapping values are not allowed"):
-        body = line[len(indent): mark.column]
+        body = line[len(indent) : mark.column]
         while body.startswith("- "):
             body = body[2:].lstrip(" ")
         key, sep, _ = body.rpartition(": ")
         if not sep:  # the first colon of the line: its key is read as the rest of the value above
             key = body.strip()
-            return (f"line {mark.line + 1} is indented more than the line above it, so YAML reads '{key}' as part "
-                    f"of the value above; indent '{key}' as far as the other keys of its mapping")
-        value = line[line.index(key + ": ") + len(key) + 2:]
+            return (
+                f"line {mark.line + 1} is indented more than the line above it, so YAML reads '{key}' as part "
+                f"of the value above; indent '{key}' as far as the other keys of its mapping"
+            )
+        value = line[line.index(key + ": ") + len(key) + 2 :]
         value = (value.split(" #", 1)[0]).strip()
         if len(value) > _MAX_QUOTED:
             return f"the value of '{key}' holds ': ', which starts a mapping in YAML; quote the value"
-        return (f"the value of '{key}' holds ': ', which starts a mapping in YAML; quote the value: "
-                f"{key}: {json.dumps(value, ensure_ascii=False)}")
+        return (
+            f"the value of '{key}' holds ': ', which starts a mapping in YAML; quote the value: "
+            f"{key}: {json.dumps(value, ensure_ascii=False)}"
+        )
     if any(p in problem for p in _BLOCK_PROBLEMS):
         if mark.column != len(indent):
             if line[: mark.column].rstrip().endswith(("'", '"')):
-                return ("a quoted value ends at its closing quote; quote the whole value, or remove what follows "
-                        "the quote")
+                return (
+                    "a quoted value ends at its closing quote; quote the whole value, or remove what follows the quote"
+                )
             return None
         above = next((p for p in reversed(lines[: mark.line]) if p.strip() and not p.lstrip().startswith("#")), None)
         at = mark.column + 1
         if above is not None and (was := len(above) - len(above.lstrip(" ")) + 1) != at:
-            return (f"check the indentation of line {mark.line + 1}: it starts at column {at}, the line above it at "
-                    f"column {was}; the keys of one mapping, and the items of one list, start in the same column")
-        return (f"check the indentation of line {mark.line + 1} against the lines above it: the keys of one mapping, "
-                "and the items of one list, start in the same column")
+            return (
+                f"check the indentation of line {mark.line + 1}: it starts at column {at}, the line above it at "
+                f"column {was}; the keys of one mapping, and the items of one list, start in the same column"
+            )
+        return (
+            f"check the indentation of line {mark.line + 1} against the lines above it: the keys of one mapping, "
+            "and the items of one list, start in the same column"
+        )
     return None
 
 
@@ -468,15 +547,26 @@ def decode(data: bytes, file: str) -> tuple[str | None, list[Diagnostic]]:
     nul = data.find(b"\x00")
     if nul >= 0:
         line, col = _byte_line_col(data, nul)
-        return None, [error(Span(file, line, col), "nul-byte", "the file contains a NUL byte",
-                            "workflow files are UTF-8 text; is this a binary or UTF-16 file?")]
+        return None, [
+            error(
+                Span(file, line, col),
+                "nul-byte",
+                "the file contains a NUL byte",
+                "workflow files are UTF-8 text; is this a binary or UTF-16 file?",
+            )
+        ]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line, col = _byte_line_col(data, exc.start)
-        return None, [error(Span(file, line, col), "encoding",
-                            f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
-                            "save the file as UTF-8")]
+        return None, [
+            error(
+                Span(file, line, col),
+                "encoding",
+                f"the file is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+                "save the file as UTF-8",
+            )
+        ]
     return normalize(text), []
 
 
@@ -487,5 +577,3 @@ def normalize(text: str) -> str:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
-
-

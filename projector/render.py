@@ -73,10 +73,22 @@ def dump_frontmatter(data: dict[str, Any], *, fast: bool = True) -> str:
     """The frontmatter block's YAML: fixed key order, no aliases, unicode as is, never folded, and every scalar reads
     as the same value under YAML 1.1 and YAML 1.2 (:mod:`projector.yaml12`)."""
     if fast and yaml.__with_libyaml__ and _same_in_libyaml(data):
-        return yaml.dump(data, Dumper=_CFrontmatterDumper, sort_keys=False, allow_unicode=True, width=2**31 - 1,
-                         default_flow_style=False)
-    return yaml.dump(data, Dumper=_FrontmatterDumper, sort_keys=False, allow_unicode=True, width=float("inf"),
-                     default_flow_style=False)
+        return yaml.dump(
+            data,
+            Dumper=_CFrontmatterDumper,
+            sort_keys=False,
+            allow_unicode=True,
+            width=2**31 - 1,
+            default_flow_style=False,
+        )
+    return yaml.dump(
+        data,
+        Dumper=_FrontmatterDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=float("inf"),
+        default_flow_style=False,
+    )
 
 
 def code(text: Any) -> str:
@@ -99,8 +111,11 @@ def fenced(text: str, lang: str = "") -> str:
 # A line that would open a block which changes the document's structure: an ATX heading, a setext underline, a code
 # fence (which would swallow every heading after it), or an HTML block (a comment or <pre> swallows them too), also
 # inside list items and block quotes the text opens itself.
-_BLOCK_OPENER = re.compile(r"^((?:[ \t]*(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t])))*[ \t]*)"
-                           r"(#|`{3}|~{3}|<(?=[A-Za-z!?/])|(?:=+|-+)[ \t]*$)", re.MULTILINE)
+_BLOCK_OPENER = re.compile(
+    r"^((?:[ \t]*(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t])))*[ \t]*)"
+    r"(#|`{3}|~{3}|<(?=[A-Za-z!?/])|(?:=+|-+)[ \t]*$)",
+    re.MULTILINE,
+)
 
 
 # Every line break that str.splitlines honours: Jinja's ``indent`` splits on each, CommonMark on \r, JavaScript's
@@ -157,8 +172,9 @@ def json_text(value: Any, *, indent: int | None, sort_keys: bool) -> str:
     if indent in (2, None) and _same_in_orjson(value):
         option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
         return orjson.dumps(value, option=option).decode("utf-8")
-    return json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=False,
-                      separators=(",", ": ") if indent else (",", ":"))
+    return json.dumps(
+        value, indent=indent, sort_keys=sort_keys, ensure_ascii=False, separators=(",", ": ") if indent else (",", ":")
+    )
 
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -260,8 +276,10 @@ def _describe_input(src: FromArg, wf: Workflow, ask: bool, default: Any) -> str:
     if ask:
         return f"the input {code(src.name)}; if the user gave none, ask the user for it; never work it out yourself"
     if default is not _NO_DEFAULT:
-        return (f"the input {code(src.name)}; if the user gave none, leave it out (the tool uses "
-                f"{code(canonical_json(default, indent=None))})")
+        return (
+            f"the input {code(src.name)}; if the user gave none, leave it out (the tool uses "
+            f"{code(canonical_json(default, indent=None))})"
+        )
     return f"the input {code(src.name)}; if the user gave none, a value you work out yourself"
 
 
@@ -300,8 +318,11 @@ def describe_condition(cond: Condition, wf: Workflow) -> str:
     else:
         found = wf.step_for_bind(subject.bind)
         origin = f"step {found[0] + 1}" if found else "an earlier step"
-        what = (f"the field {code(subject.field)} of {code(subject.bind)} ({origin})" if subject.field is not None
-                else f"the result saved as {code(subject.bind)} ({origin})")
+        what = (
+            f"the field {code(subject.field)} of {code(subject.bind)} ({origin})"
+            if subject.field is not None
+            else f"the result saved as {code(subject.bind)} ({origin})"
+        )
     return conditions.words(cond).prose.format(subject=what, operand=conditions.operand_text(cond, _json_code))
 
 
@@ -314,10 +335,16 @@ def _conditions_view(wf: Workflow, step: Step) -> dict[str, Any] | None:
     if step.on_fail == "skip":
         then = f"do not {action}: skip this step, tell the user which condition failed, and go on with the next step."
     else:
-        then = (f"do not {action}: stop the procedure here, and tell the user which condition failed and the value "
-                "you found.")
-    return {"items": [describe_condition(c, wf) for c in step.when], "action": action,
-            "on_fail": f"If {failed}, {then}", "skip": step.on_fail == "skip"}
+        then = (
+            f"do not {action}: stop the procedure here, and tell the user which condition failed and the value "
+            "you found."
+        )
+    return {
+        "items": [describe_condition(c, wf) for c in step.when],
+        "action": action,
+        "on_fail": f"If {failed}, {then}",
+        "skip": step.on_fail == "skip",
+    }
 
 
 def _tool_effect(wf: Workflow, step: Step) -> str:
@@ -342,12 +369,15 @@ def _step_view(wf: Workflow, index: int, step: Step, gated: set[str], data: set[
         "name": step.name,
         "tool": step.tool,
         "effect": _tool_effect(wf, step),
-        "args": [(k, describe_source(v, wf, ask=_asked(wf, step, k, v), default=tool_default(wf, step, k)))
-                 for k, v in step.args],
+        "args": [
+            (k, describe_source(v, wf, ask=_asked(wf, step, k, v), default=tool_default(wf, step, k)))
+            for k, v in step.args
+        ],
         "resources": resources,
         "bind": step.bind,
-        "text_rule": results.TEXT_STEP if step.bind in data and results.returns_text(
-            wf.tool(step.tool) if step.tool else None) else None,
+        "text_rule": results.TEXT_STEP
+        if step.bind in data and results.returns_text(wf.tool(step.tool) if step.tool else None)
+        else None,
         "guidance": inert(step.guidance.strip()) if step.guidance else None,
         "gate": step.name in gated,
         "conditions": _conditions_view(wf, step),
@@ -382,23 +412,34 @@ def _confirm_view(wf: Workflow, step: Step) -> dict[str, Any] | None:
         then = f"do not {action}: skip this step, tell the user it was not confirmed, and go on with the next step."
     else:
         then = f"do not {action}: stop the procedure here, and tell the user that it was not confirmed."
-    only = f"Call {code(step.tool)} only on an explicit yes." if step.tool else \
-        "Read this step's resources only on an explicit yes."
-    return {"message": step.confirm.message.strip(), "action": action, "only": only,
-            "show": [describe_source(src, wf, ask=isinstance(src, FromArg) and _asked(wf, step, "", src))
-                     for src in step.confirm.show],
-            "otherwise": f"If the answer is anything else (a no, no answer, a change of subject), {then}",
-            "skip": step.on_fail == "skip"}
+    only = (
+        f"Call {code(step.tool)} only on an explicit yes."
+        if step.tool
+        else "Read this step's resources only on an explicit yes."
+    )
+    return {
+        "message": step.confirm.message.strip(),
+        "action": action,
+        "only": only,
+        "show": [
+            describe_source(src, wf, ask=isinstance(src, FromArg) and _asked(wf, step, "", src))
+            for src in step.confirm.show
+        ],
+        "otherwise": f"If the answer is anything else (a no, no answer, a change of subject), {then}",
+        "skip": step.on_fail == "skip",
+    }
 
 
 def _shown(wf: Workflow) -> Workflow:
     """``wf`` with every multi-line text the templates print made :func:`inert` (the frontmatter keeps the
     description as written: YAML quotes it)."""
     return dataclasses.replace(
-        wf, description=inert(wf.description),
+        wf,
+        description=inert(wf.description),
         arguments=tuple(dataclasses.replace(a, description=inert(a.description)) for a in wf.arguments),
         instructions=tuple(dataclasses.replace(i, text=inert(i.text)) for i in wf.instructions),
-        tools=tuple(dataclasses.replace(t, description=inert(t.description)) for t in wf.tools))
+        tools=tuple(dataclasses.replace(t, description=inert(t.description)) for t in wf.tools),
+    )
 
 
 def workflow_digest(wf: Workflow) -> str:
@@ -417,8 +458,9 @@ def tools_value(wf: Workflow) -> str:
     return " ".join(sorted({s.tool for s in wf.steps if s.tool}))
 
 
-def frontmatter_of(wf: Workflow, name: str, *, skills_only: bool = False, workflow_tools: bool = False
-                   ) -> dict[str, Any]:
+def frontmatter_of(
+    wf: Workflow, name: str, *, skills_only: bool = False, workflow_tools: bool = False
+) -> dict[str, Any]:
     """The frontmatter's keys in their fixed order: name, description, license, compatibility, metadata. In
     metadata the tool's own keys come first (``workflow``, the workflow prompt, left out by ``skills_only``; then
     ``workflow-tool``, the workflow's tool, with ``workflow_tools`` only; then ``workflow-digest``; then ``tools``,
@@ -439,8 +481,9 @@ def frontmatter_of(wf: Workflow, name: str, *, skills_only: bool = False, workfl
     return frontmatter
 
 
-def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = False,
-            workflow_tools: bool = False) -> Projection:
+def project(
+    wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = False, workflow_tools: bool = False
+) -> Projection:
     """Project ``wf`` (already validated) into its bundle. Pure: same workflow, same bytes.
 
     ``skills_only``: for skills served without their workflows. The SKILL.md names no workflow prompt: no
@@ -455,15 +498,21 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
     data = _read_as_data(wf)
     steps = [_step_view(wf, i, s, gated, data) for i, s in enumerate(wf.steps, 1)]
     if wf.allowed_tools is not None:
-        diagnostics.append(Diagnostic(
-            wf.allowed_tools_span, "warning", "allowed-tools-ignored",
-            "'allowed-tools' is not written to the SKILL.md: it pre-approves tools, and MCP hosts must ignore it for "
-            "skills that come from a server (SEP-2640), as these do",
-            "remove it; the skill already names each tool it calls and whether the tool changes data"))
+        diagnostics.append(
+            Diagnostic(
+                wf.allowed_tools_span,
+                "warning",
+                "allowed-tools-ignored",
+                "'allowed-tools' is not written to the SKILL.md: it pre-approves tools, and MCP hosts must ignore it for "
+                "skills that come from a server (SEP-2640), as these do",
+                "remove it; the skill already names each tool it calls and whether the tool changes data",
+            )
+        )
     shown = _shown(wf)
     context = {
-        "frontmatter": dump_frontmatter(frontmatter_of(wf, name, skills_only=skills_only,
-                                                       workflow_tools=workflow_tools)),
+        "frontmatter": dump_frontmatter(
+            frontmatter_of(wf, name, skills_only=skills_only, workflow_tools=workflow_tools)
+        ),
         "title": wf.title if wf.title is not None else title(wf.name),
         "workflow_prompt": None if skills_only else wf.name,
         "workflow_tool": wf.name if workflow_tools else None,
@@ -483,13 +532,20 @@ def project(wf: Workflow, prefix: tuple[str, ...] = (), *, skills_only: bool = F
         for s in steps:
             if s["tool"]:
                 used[s["tool"]].append(f"step {s['number']} ({code(s['name'])})")
-        files[TOOLS_FILE] = _finish(env.get_template("tools.md.j2").render(
-            {"skill_name": name, "tools": shown.tools, "used": used}))
+        files[TOOLS_FILE] = _finish(
+            env.get_template("tools.md.j2").render({"skill_name": name, "tools": shown.tools, "used": used})
+        )
     body_lines = files[SKILL_FILE].count(b"\n")
     if body_lines > MAX_BODY_LINES:
-        diagnostics.append(Diagnostic(wf.span, "warning", "body-too-long",
-                                      f"SKILL.md of '{name}' has {body_lines} lines; hosts expect under "
-                                      f"{MAX_BODY_LINES}", "move detail into references/ or split the workflow"))
+        diagnostics.append(
+            Diagnostic(
+                wf.span,
+                "warning",
+                "body-too-long",
+                f"SKILL.md of '{name}' has {body_lines} lines; hosts expect under {MAX_BODY_LINES}",
+                "move detail into references/ or split the workflow",
+            )
+        )
     return Projection(wf, name, path, files, diagnostics)
 
 
@@ -502,8 +558,12 @@ def _finish(text: str) -> bytes:
     :func:`inert` too. No filter runs after this one, so none can find a line that was not checked."""
     if any(c in text for c in _OTHER_BREAKS):  # rare: \r\n templates, or a one-line text that holds a break
         pieces = _LINE_BREAKS.split(text)  # line, break, line, break, ..., line
-        text = "\n".join([pieces[0], *(line if brk in ("\n", "\r\n") else inert(line)
-                                       for brk, line in zip(pieces[1::2], pieces[2::2]))])
+        text = "\n".join(
+            [
+                pieces[0],
+                *(line if brk in ("\n", "\r\n") else inert(line) for brk, line in zip(pieces[1::2], pieces[2::2])),
+            ]
+        )
     # Only ASCII blanks: str.rstrip() would also cut U+00A0 and friends out of a quoted YAML scalar in the frontmatter.
     lines = [line.rstrip(" \t") for line in text.split("\n")]
     return ("\n".join(lines).rstrip("\n") + "\n").encode("utf-8")

@@ -32,8 +32,10 @@ from .toolschema import json_types, properties, wraps_result
 
 # How the SKILL.md states the rule to the model (projector.render), after "Save the result as `BIND`." on a step whose
 # text result a later step tests or reads a field of; the docs (projector.docs) say it too.
-TEXT_STEP = ("The tool returns text: read it as JSON when the whole text is JSON (`[]` is an empty list, `42` a "
-             "number, `true` a boolean, not a string), and as the text itself otherwise.")
+TEXT_STEP = (
+    "The tool returns text: read it as JSON when the whole text is JSON (`[]` is an empty list, `42` a "
+    "number, `true` a boolean, not a string), and as the text itself otherwise."
+)
 
 
 def text_value(text: str) -> Any:

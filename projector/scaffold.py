@@ -62,8 +62,10 @@ def arg_type(schema: Any) -> str | None:
         return "string"
     # The type whose values the parameter takes all of (number for a number, integer for an integer), else one that
     # the parameter takes some of.
-    return next((t for t in ARG_TYPES if ARG_JSON_TYPES[t] <= kinds),
-                next((t for t in ARG_TYPES if ARG_JSON_TYPES[t] & kinds), None))
+    return next(
+        (t for t in ARG_TYPES if ARG_JSON_TYPES[t] <= kinds),
+        next((t for t in ARG_TYPES if ARG_JSON_TYPES[t] & kinds), None),
+    )
 
 
 def _required(schema: Any) -> list[str]:
@@ -99,7 +101,9 @@ def _optional_comment(tool: Tool) -> str | None:
 
 
 def _check_request(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) -> None:
-    problem = naming.workflow_name_problem(name)  # the build's rule for a workflow's name, so init writes none it refuses
+    problem = naming.workflow_name_problem(
+        name
+    )  # the build's rule for a workflow's name, so init writes none it refuses
     if problem:
         _code, message, hint = problem
         raise UsageError(f"init: {message}" + (f"; {hint}" if hint else ""))
@@ -110,13 +114,20 @@ def _check_request(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) 
         import difflib
 
         close = difflib.get_close_matches(missing[0], list(tools), n=1, cutoff=0.6)
-        raise UsageError(f"init: the tools' source has no tool {', '.join(repr(t) for t in missing)}"
-                         + (f" (did you mean '{close[0]}'?)" if close else "")
-                         + f"; its tools: {', '.join(sorted(tools)) or 'none'}")
+        raise UsageError(
+            f"init: the tools' source has no tool {', '.join(repr(t) for t in missing)}"
+            + (f" (did you mean '{close[0]}'?)" if close else "")
+            + f"; its tools: {', '.join(sorted(tools)) or 'none'}"
+        )
 
 
-def _wire(tool: Tool, step: str, sharing: Mapping[str, list[str] | None], arguments: dict[str, dict[str, Any]],
-          made_for: dict[str, str]) -> dict[str, Any]:
+def _wire(
+    tool: Tool,
+    step: str,
+    sharing: Mapping[str, list[str] | None],
+    arguments: dict[str, dict[str, Any]],
+    made_for: dict[str, str],
+) -> dict[str, Any]:
     """A step's ``args``: each required parameter from an argument of its type, added to ``arguments`` when new
     (``made_for``: the parameter each argument was made for). ``sharing`` maps a parameter name that several steps
     require to the steps that share one argument for it, or to None when each step gets its own (named after the
@@ -127,10 +138,12 @@ def _wire(tool: Tool, step: str, sharing: Mapping[str, list[str] | None], argume
         prop = props.get(param, {})
         kind = arg_type(prop)
         if kind is None:
-            raise UsageError(f"init: the tool '{tool.name}' requires '{param}', which takes "
-                             f"{' or '.join(sorted(_types(prop) or ()))}: no prompt argument can carry it; "
-                             "leave that tool out, and write its step by hand with a {step: ...} or "
-                             "{const: ...} source")
+            raise UsageError(
+                f"init: the tool '{tool.name}' requires '{param}', which takes "
+                f"{' or '.join(sorted(_types(prop) or ()))}: no prompt argument can carry it; "
+                "leave that tool out, and write its step by hand with a {step: ...} or "
+                "{const: ...} source"
+            )
         own = param in sharing and sharing[param] is None
         arg, n = (f"{step}_{param}" if own else param), 2
         joins = bool(sharing.get(param)) and made_for.get(arg) == param  # the argument an earlier step made to share
@@ -199,8 +212,9 @@ def plan(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) -> tuple[d
         comment = _optional_comment(tools[tool_name])
         if comment:
             comments[len(steps)] = comment
-        steps.append({"name": step, "tool": tool_name, "args": _wire(tools[tool_name], step, sharing, arguments,
-                                                                             made_for)})
+        steps.append(
+            {"name": step, "tool": tool_name, "args": _wire(tools[tool_name], step, sharing, arguments, made_for)}
+        )
     data: dict[str, Any] = {"name": name, "description": DESCRIPTION_PLACEHOLDER}
     if arguments:
         data["arguments"] = list(arguments.values())
@@ -271,7 +285,8 @@ def dump(data: dict[str, Any], comments: Mapping[int, str]) -> str:
     yml.indent(mapping=2, sequence=4, offset=2)
     yml.width = 4096
     yml.representer.add_representer(
-        float, lambda rep, v: rep.represent_scalar("tag:yaml.org,2002:float", _float_text(v)))
+        float, lambda rep, v: rep.represent_scalar("tag:yaml.org,2002:float", _float_text(v))
+    )
     yml.representer.add_representer(type(None), lambda rep, v: rep.represent_scalar("tag:yaml.org,2002:null", "null"))
     doc = _node({k: v for k, v in data.items() if k != "steps"})
     steps = []

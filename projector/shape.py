@@ -5,6 +5,7 @@ JSON Schema shipped as package data, so the schema that editors complete from an
 which keys exist. Every problem is reported at once, at its ``line:col``; then :func:`projector.validate.validate`
 checks the format's rules on the model.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,6 +34,7 @@ SOURCE_KEYS = ("arg", "step", "field", "const")
 SUBJECT_KEYS = ("arg", "step", "field")
 ROLES = tuple(_DEFS["instruction"]["properties"]["role"]["enum"])
 ARG_TYPES = tuple(_DEFS["argument"]["properties"]["type"]["enum"])
+
 
 def near_miss(key: str, kind: str) -> str | None:
     """The allowed key of a ``kind`` object (:data:`KEYS`) that the unknown ``key`` is a near miss of, or None."""
@@ -102,10 +104,13 @@ class _Builder:
         values = [v for v in (value_1_1, value_1_2) if not isinstance(v, str)]
         kind = "the boolean" if isinstance(values[0], bool) else "a number" if len(values) > 1 else "the number"
         alternatives = " or ".join(literal(v) for v in values)
-        self.err(span, "ambiguous-scalar",
-                 f"{what} is the unquoted {printable_quote(text)}: YAML 1.1 reads it as {literal(value_1_1)}, "
-                 f"YAML 1.2 as {literal(value_1_2)}",
-                 f"quote it to mean the text: {literal(text)}; or write {alternatives} for {kind}")
+        self.err(
+            span,
+            "ambiguous-scalar",
+            f"{what} is the unquoted {printable_quote(text)}: YAML 1.1 reads it as {literal(value_1_1)}, "
+            f"YAML 1.2 as {literal(value_1_2)}",
+            f"quote it to mean the text: {literal(text)}; or write {alternatives} for {kind}",
+        )
 
     def listing(self, m: dict[str, Y], key: str, what: str) -> list[Y]:
         y = m.get(key)
@@ -124,7 +129,8 @@ class _Builder:
         description = self.string(m, "description", "the workflow", "")
         arguments = tuple(a for a in (self.argument(y) for y in self.listing(m, "arguments", "the workflow")) if a)
         instructions = tuple(
-            i for i in (self.instruction(y) for y in self.listing(m, "instructions", "the workflow")) if i)
+            i for i in (self.instruction(y) for y in self.listing(m, "instructions", "the workflow")) if i
+        )
         tools = tuple(t for t in (self.tool(y) for y in self.listing(m, "tools", "the workflow")) if t)
         steps_y = self.listing(m, "steps", "the workflow")
         if "steps" in m and isinstance(m["steps"].value, list) and not steps_y:
@@ -133,18 +139,31 @@ class _Builder:
         name_span = m["name"].span if "name" in m else doc.span
         title = self.string(m, "title", "the workflow")
         frontmatter = self.frontmatter(m)
-        return Workflow(**frontmatter, name=name or "", description=description or "", arguments=arguments,
-                        instructions=instructions, tools=tools, steps=steps, span=name_span,
-                        description_span=m["description"].span if "description" in m else doc.span, source=self.file,
-                        title=title, title_span=m["title"].span if "title" in m else doc.span)
+        return Workflow(
+            **frontmatter,
+            name=name or "",
+            description=description or "",
+            arguments=arguments,
+            instructions=instructions,
+            tools=tools,
+            steps=steps,
+            span=name_span,
+            description_span=m["description"].span if "description" in m else doc.span,
+            source=self.file,
+            title=title,
+            title_span=m["title"].span if "title" in m else doc.span,
+        )
 
     def frontmatter(self, m: dict[str, Y]) -> dict[str, Any]:
         """The Agent Skills fields the SKILL.md frontmatter carries as given: ``license``, ``compatibility``,
         ``metadata`` (string to string) and the ignored ``allowed-tools``, as :class:`Workflow` keywords. Each value
         must read the same under YAML 1.1 and 1.2, as the frontmatter written from it does."""
         found: dict[str, Any] = {}
-        for key, attr in (("license", "license"), ("compatibility", "compatibility"),
-                          ("allowed-tools", "allowed_tools")):
+        for key, attr in (
+            ("license", "license"),
+            ("compatibility", "compatibility"),
+            ("allowed-tools", "allowed_tools"),
+        ):
             if key in m:
                 self.same_in_1_2(m[key], f"'{key}' of the workflow")
                 if m[key].odd is None:  # else ambiguous-scalar said it, and wrong-type would say it again
@@ -154,8 +173,11 @@ class _Builder:
         if y is None:
             return found
         if not isinstance(y.value, dict):
-            self.err(y.span, "wrong-type", f"'metadata' of the workflow must be a mapping of string to string, not "
-                     f"{type_name(y.value)}")
+            self.err(
+                y.span,
+                "wrong-type",
+                f"'metadata' of the workflow must be a mapping of string to string, not {type_name(y.value)}",
+            )
             return found
         self.same_in_1_2(y, "'metadata' of the workflow")
         pairs = []
@@ -164,8 +186,12 @@ class _Builder:
                 pairs.append((key, value.value, y.key_span(key)))
             elif value.odd is None:  # else ambiguous-scalar said it
                 hint = "quote the value to make it a string" if isinstance(value.value, (int, float, bool)) else None
-                self.err(value.span, "wrong-type", f"'metadata.{key}' of the workflow must be a string, not "
-                         f"{type_name(value.value)}", hint)
+                self.err(
+                    value.span,
+                    "wrong-type",
+                    f"'metadata.{key}' of the workflow must be a string, not {type_name(value.value)}",
+                    hint,
+                )
         pairs.sort(key=lambda p: p[0])
         found["metadata"] = tuple((k, v) for k, v, _ in pairs)
         found["metadata_spans"] = tuple(s for _, _, s in pairs)
@@ -184,19 +210,29 @@ class _Builder:
                 import difflib
 
                 close = difflib.get_close_matches(str(typ), ARG_TYPES, n=1, cutoff=0.5)
-                self.err(m["type"].span, "wrong-type", f"'type' of {what} must be one of {', '.join(ARG_TYPES)}",
-                         f"did you mean '{close[0]}'?" if close else None)
+                self.err(
+                    m["type"].span,
+                    "wrong-type",
+                    f"'type' of {what} must be one of {', '.join(ARG_TYPES)}",
+                    f"did you mean '{close[0]}'?" if close else None,
+                )
                 typ = None
-        return Argument(name=self.string(m, "name", what, "") or "",
-                        description=self.string(m, "description", what, "") or "",
-                        required=required, type=typ, span=y.span, ask=ask,
-                        ask_span=m["ask"].span if "ask" in m else y.span)
+        return Argument(
+            name=self.string(m, "name", what, "") or "",
+            description=self.string(m, "description", what, "") or "",
+            required=required,
+            type=typ,
+            span=y.span,
+            ask=ask,
+            ask_span=m["ask"].span if "ask" in m else y.span,
+        )
 
     def flag(self, m: dict[str, Y], key: str, what: str) -> bool:
         """A true-or-false key of ``what`` (false when absent, or not a boolean: then ``wrong-type``)."""
         if key in m and not isinstance(m[key].value, bool):
-            self.err(m[key].span, "wrong-type", f"'{key}' of {what} must be true or false, not "
-                     f"{type_name(m[key].value)}")
+            self.err(
+                m[key].span, "wrong-type", f"'{key}' of {what} must be true or false, not {type_name(m[key].value)}"
+            )
         return key in m and m[key].value is True
 
     def instruction(self, y: Y) -> Instruction | None:
@@ -228,13 +264,23 @@ class _Builder:
                         ann = value
                         for hint_key in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):
                             if hint_key in value and not isinstance(value[hint_key], bool):
-                                self.err(m[key].value[hint_key].span, "wrong-type",
-                                         f"annotation '{hint_key}' of {what} must be true or false")
+                                self.err(
+                                    m[key].value[hint_key].span,
+                                    "wrong-type",
+                                    f"annotation '{hint_key}' of {what} must be true or false",
+                                )
                 else:
-                    self.err(m[key].span, "wrong-type", f"'{key}' of {what} must be a mapping, not "
-                             f"{type_name(m[key].value)}")
-        return Tool(name=self.string(m, "name", what, "") or "", description=self.string(m, "description", what, "")
-                    or "", input_schema=schema, annotations=ann, output_schema=output, span=y.span)
+                    self.err(
+                        m[key].span, "wrong-type", f"'{key}' of {what} must be a mapping, not {type_name(m[key].value)}"
+                    )
+        return Tool(
+            name=self.string(m, "name", what, "") or "",
+            description=self.string(m, "description", what, "") or "",
+            input_schema=schema,
+            annotations=ann,
+            output_schema=output,
+            span=y.span,
+        )
 
     def sources(self, m: dict[str, Y], key: str, what: str) -> tuple[tuple[str, Source], ...]:
         y = m.get(key)
@@ -261,13 +307,18 @@ class _Builder:
                 import difflib
 
                 close = difflib.get_close_matches(key, SOURCE_KEYS, n=1, cutoff=0.5)
-                self.err(y.key_span(key), "unknown-key", f"unknown key '{key}' in {what}",
-                         f"did you mean '{close[0]}'?" if close else hint)
+                self.err(
+                    y.key_span(key),
+                    "unknown-key",
+                    f"unknown key '{key}' in {what}",
+                    f"did you mean '{close[0]}'?" if close else hint,
+                )
                 return None
         kinds = [k for k in ("arg", "step", "const") if k in m]
         if len(kinds) != 1 or ("field" in m and kinds != ["step"]):
-            self.err(y.span, "bad-source", f"{what} must have exactly one of arg, step or const "
-                     "(field only with step)", hint)
+            self.err(
+                y.span, "bad-source", f"{what} must have exactly one of arg, step or const (field only with step)", hint
+            )
             return None
         kind = kinds[0]
         if kind == "const":
@@ -318,9 +369,12 @@ class _Builder:
             else:
                 for code, reason in ay.value.items():
                     if not isinstance(reason.value, str) or not reason.value.strip():
-                        self.err(reason.span, "wrong-type", f"the reason for acknowledging '{code}' must be a "
-                                 "non-empty string", "say why the warning does not apply, e.g. which check the "
-                                 "tool enforces itself")
+                        self.err(
+                            reason.span,
+                            "wrong-type",
+                            f"the reason for acknowledging '{code}' must be a non-empty string",
+                            "say why the warning does not apply, e.g. which check the tool enforces itself",
+                        )
                     else:
                         acks.append((code, reason.value))
         guidance = self.string(m, "guidance", what)
@@ -333,7 +387,8 @@ class _Builder:
             tool=self.string(m, "tool", what),
             args=self.sources(m, "args", what),
             arg_spans=tuple((k, m["args"].key_span(k)) for k in m["args"].value)
-            if "args" in m and isinstance(m["args"].value, dict) else (),
+            if "args" in m and isinstance(m["args"].value, dict)
+            else (),
             bind=self.string(m, "bind", what),
             guidance=guidance,
             resources=tuple(resources_list),
@@ -352,10 +407,16 @@ class _Builder:
         where, y = f"'confirm' of {what}", m.get("confirm")
         if y is None or (cm := self.mapping(y, "confirm", where)) is None:
             return None
-        show = (self.source(sy, f"value {i} of 'confirm.show' of {what}")
-                for i, sy in enumerate(self.listing(cm, "show", where), 1))
-        return Confirm(self.string(cm, "message", where, "") or "", tuple(s for s in show if s is not None), y.span,
-                       cm["message"].span if "message" in cm else y.span)
+        show = (
+            self.source(sy, f"value {i} of 'confirm.show' of {what}")
+            for i, sy in enumerate(self.listing(cm, "show", where), 1)
+        )
+        return Confirm(
+            self.string(cm, "message", where, "") or "",
+            tuple(s for s in show if s is not None),
+            y.span,
+            cm["message"].span if "message" in cm else y.span,
+        )
 
     def conditions(self, m: dict[str, Y], what: str) -> tuple[Condition, ...]:
         """``when:``: one condition mapping, or a list of them. Checks the shape; validate() checks the rest."""
@@ -364,8 +425,12 @@ class _Builder:
             return ()
         items = [y] if isinstance(y.value, dict) else y.value if isinstance(y.value, list) else None
         if not items:
-            self.err(y.span, "wrong-type", f"'when' of {what} must be a condition or a non-empty list of conditions",
-                     "write when: {step: BIND, field: PATH, equals: VALUE}")
+            self.err(
+                y.span,
+                "wrong-type",
+                f"'when' of {what} must be a condition or a non-empty list of conditions",
+                "write when: {step: BIND, field: PATH, equals: VALUE}",
+            )
             return ()
         out = []
         for i, cy in enumerate(items, 1):
@@ -377,8 +442,12 @@ class _Builder:
     def condition(self, y: Y, what: str) -> Condition | None:
         subject_hint = "a condition's subject is {arg: NAME}, {step: BIND} or {step: BIND, field: PATH}"
         if not isinstance(y.value, dict):
-            self.err(y.span, "wrong-type", f"{what} must be a mapping, not {type_name(y.value)}",
-                     "write {step: BIND, field: PATH, equals: VALUE}")
+            self.err(
+                y.span,
+                "wrong-type",
+                f"{what} must be a mapping, not {type_name(y.value)}",
+                "write {step: BIND, field: PATH, equals: VALUE}",
+            )
             return None
         m = y.value
         sound = True
@@ -390,26 +459,31 @@ class _Builder:
                 import difflib
 
                 close = difflib.get_close_matches(key, OPERATORS, n=1, cutoff=0.5)
-                hint = (f"did you mean '{close[0]}'?" if close else
-                        f"the operators are {', '.join(OPERATORS)}")
+                hint = f"did you mean '{close[0]}'?" if close else f"the operators are {', '.join(OPERATORS)}"
                 self.err(y.key_span(key), "unknown-operator", f"unknown operator '{key}' in {what}", hint)
                 sound = False
         if len(ops) > 1:
-            self.err(y.key_span(ops[1]), "multiple-operators",
-                     f"{what} has {len(ops)} operators ({', '.join(ops)}); a condition has exactly one",
-                     "split it into one condition per operator: when: takes a list, and every condition must hold")
+            self.err(
+                y.key_span(ops[1]),
+                "multiple-operators",
+                f"{what} has {len(ops)} operators ({', '.join(ops)}); a condition has exactly one",
+                "split it into one condition per operator: when: takes a list, and every condition must hold",
+            )
             sound = False
         elif not ops and sound:
-            self.err(y.span, "missing-operator", f"{what} has no operator",
-                     f"add one of {', '.join(OPERATORS)}")
+            self.err(y.span, "missing-operator", f"{what} has no operator", f"add one of {', '.join(OPERATORS)}")
             sound = False
         kinds = [k for k in ("arg", "step") if k in m]
         if "const" in m:
             self.err(y.key_span("const"), "bad-source", f"the subject of {what} cannot be a constant", subject_hint)
             return None
         if len(kinds) != 1 or ("field" in m and kinds != ["step"]):
-            self.err(y.span, "bad-source", f"{what} must have exactly one subject, arg or step (field only with "
-                     "step)", subject_hint)
+            self.err(
+                y.span,
+                "bad-source",
+                f"{what} must have exactly one subject, arg or step (field only with step)",
+                subject_hint,
+            )
             return None
         ref = m[kinds[0]]
         if not isinstance(ref.value, str):
@@ -431,8 +505,7 @@ class _Builder:
         return Condition(subject, op, m[op].plain(), span=y.key_span(op), operand_spans=spans)
 
 
-def parse(data: bytes | str, file: str, *, tools_from_server: bool = False
-          ) -> tuple[Workflow | None, list[Diagnostic]]:
+def parse(data: bytes | str, file: str, *, tools_from_server: bool = False) -> tuple[Workflow | None, list[Diagnostic]]:
     """Parse one workflow file's bytes. Returns the model (when its shape is sound) and every diagnostic.
     ``tools_from_server``: the steps' tools come from a server (see :func:`~projector.validate.validate`)."""
     if isinstance(data, bytes):
@@ -458,8 +531,11 @@ def _check(doc: Y, file: str, tools_from_server: bool) -> tuple[Workflow | None,
         # A workflow file without a sound step has had it said here: 'steps' absent, not a list, empty, or each
         # step not a mapping. validate()'s own "no steps" is for a workflow built in Python.
         missing = {d.span for d in diags if d.code == "missing-key"}
-        diags.extend(d for d in validate(wf, tools_from_server=tools_from_server)
-                     if not (d.code == "empty-name" and d.span in missing) and d.message != NO_STEPS)
+        diags.extend(
+            d
+            for d in validate(wf, tools_from_server=tools_from_server)
+            if not (d.code == "empty-name" and d.span in missing) and d.message != NO_STEPS
+        )
     return wf, diags
 
 
@@ -486,15 +562,25 @@ def _hide_followers(doc: Y, file: str, tools_from_server: bool, diags: list[Diag
         _wf, again = _check(doc.renamed(typo, meant), file, tools_from_server)
         remain = {(d.span, d.code, d.message) for d in again}
         typo_at = doc.key_span(typo)
-        follow = [i for i, d in enumerate(diags) if i not in hidden and d.severity == "error"
-                  and not (d.code == "unknown-key" and d.span == typo_at) and (d.span, d.code, d.message) not in remain]
+        follow = [
+            i
+            for i, d in enumerate(diags)
+            if i not in hidden
+            and d.severity == "error"
+            and not (d.code == "unknown-key" and d.span == typo_at)
+            and (d.span, d.code, d.message) not in remain
+        ]
         if follow:
             hidden.update(follow)
             n = len(follow)
-            notes.append(Diagnostic(typo_at, "note", "errors-not-shown",
-                                    f"{plural(n, 'error')} that follow{'s' if n == 1 else ''} from '{meant}' being "
-                                    f"absent {'is' if n == 1 else 'are'} not shown",
-                                    f"rename '{typo}' to '{meant}': they are checked then"))
+            notes.append(
+                Diagnostic(
+                    typo_at,
+                    "note",
+                    "errors-not-shown",
+                    f"{plural(n, 'error')} that follow{'s' if n == 1 else ''} from '{meant}' being "
+                    f"absent {'is' if n == 1 else 'are'} not shown",
+                    f"rename '{typo}' to '{meant}': they are checked then",
+                )
+            )
     return [d for i, d in enumerate(diags) if i not in hidden] + notes
-
-

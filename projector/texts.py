@@ -26,8 +26,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # sees (Trojan Source), zero-width characters and invisible operators hide inside words, and tag characters carry text
 # no one sees ("ASCII smuggling" into a model). Refused in every text, as control characters are; in one-line texts
 # (names, keys, URIs) every other format character (Unicode category Cf: a soft hyphen, ...) too.
-_INVISIBLE = re.compile("[\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
-                        "\U000e0000-\U000e007f]")
+_INVISIBLE = re.compile("[\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]")
 # In a one-line text, also the characters that show as nothing though they are letters or symbols: the Hangul fillers
 # and the blank Braille pattern (a name made of them looks empty, or like another name).
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
@@ -47,31 +46,45 @@ def frontmatter_problems(wf: Workflow) -> list[Diagnostic]:
     same): ``compatibility`` is 1-500 characters, ``license`` is not empty, ``metadata`` keys are not empty and
     are none of the keys the tool writes itself, and no text holds a control character."""
     problems: list[Diagnostic] = []
-    for key, text, span in (("license", wf.license, wf.license_span),
-                            ("compatibility", wf.compatibility, wf.compatibility_span)):
+    for key, text, span in (
+        ("license", wf.license, wf.license_span),
+        ("compatibility", wf.compatibility, wf.compatibility_span),
+    ):
         if text is None:
             continue
         if not text.strip():
-            problems.append(error(span, "empty-field", f"'{key}' of the workflow is empty",
-                                  f"leave {key} out, or say what it is"))
+            problems.append(
+                error(span, "empty-field", f"'{key}' of the workflow is empty", f"leave {key} out, or say what it is")
+            )
         elif p := _text_problem(span, f"'{key}' of the workflow", text, one_line=False):
             problems.append(p)
     if wf.compatibility is not None and len(wf.compatibility) > MAX_COMPATIBILITY:
-        problems.append(error(wf.compatibility_span, "compatibility-too-long",
-                              f"'compatibility' is {len(wf.compatibility)} characters; Agent Skills allows "
-                              f"{MAX_COMPATIBILITY}", "say only what the skill needs from its environment; move "
-                              "the rest into instructions"))
+        problems.append(
+            error(
+                wf.compatibility_span,
+                "compatibility-too-long",
+                f"'compatibility' is {len(wf.compatibility)} characters; Agent Skills allows {MAX_COMPATIBILITY}",
+                "say only what the skill needs from its environment; move the rest into instructions",
+            )
+        )
     for (key, value), span in zip(wf.metadata, wf.metadata_spans or (wf.span,) * len(wf.metadata)):
         if key in RESERVED_METADATA:
-            problems.append(error(span, "reserved-metadata-key", f"the metadata key '{key}' is one the tool writes "
-                                  f"itself ({', '.join(RESERVED_METADATA)})",
-                                  f"rename it (for example 'x-{key}'): metadata.workflow names the workflow prompt, "
-                                  "metadata.workflow-digest is the version stamp of the bundle and metadata.tools "
-                                  "lists the tools its steps call"))
+            problems.append(
+                error(
+                    span,
+                    "reserved-metadata-key",
+                    f"the metadata key '{key}' is one the tool writes itself ({', '.join(RESERVED_METADATA)})",
+                    f"rename it (for example 'x-{key}'): metadata.workflow names the workflow prompt, "
+                    "metadata.workflow-digest is the version stamp of the bundle and metadata.tools "
+                    "lists the tools its steps call",
+                )
+            )
         elif not key.strip():
             problems.append(error(span, "empty-field", "a metadata key of the workflow is empty", "name the key"))
-        elif p := (_text_problem(span, f"the metadata key '{key}'", key, one_line=True)
-                   or _text_problem(span, f"metadata.{key}", value, one_line=False)):
+        elif p := (
+            _text_problem(span, f"the metadata key '{key}'", key, one_line=True)
+            or _text_problem(span, f"metadata.{key}", value, one_line=False)
+        ):
             problems.append(p)
     return problems
 
@@ -82,8 +95,9 @@ def invisible_problem(span: Span, what: str, text: str, one_line: bool) -> Diagn
     if text.isascii():  # no ASCII character is a format character (Cf) or one of _INVISIBLE
         return None
     if one_line:
-        found = next((c for c in text if unicodedata.category(c) == "Cf" or _INVISIBLE.match(c)
-                      or c in _BLANK_LETTERS), None)
+        found = next(
+            (c for c in text if unicodedata.category(c) == "Cf" or _INVISIBLE.match(c) or c in _BLANK_LETTERS), None
+        )
     else:
         m = _INVISIBLE.search(text)
         found = m.group(0) if m else None
@@ -91,22 +105,33 @@ def invisible_problem(span: Span, what: str, text: str, one_line: bool) -> Diagn
         return None
     name = unicodedata.name(found, "")
     kind = "format character" if unicodedata.category(found) == "Cf" else "character"
-    return error(span, "control-character", f"{what} contains the invisible {kind} U+{ord(found):04X}"
-                 + (f" ({name})" if name else ""), "remove it: a bidirectional control or an invisible character "
-                 "makes a text read differently from what it holds")
+    return error(
+        span,
+        "control-character",
+        f"{what} contains the invisible {kind} U+{ord(found):04X}" + (f" ({name})" if name else ""),
+        "remove it: a bidirectional control or an invisible character makes a text read differently from what it holds",
+    )
 
 
 def _text_problem(span: Span, what: str, text: str, one_line: bool) -> Diagnostic | None:
     if m := _CONTROL.search(text):
-        return error(span, "control-character", f"{what} contains the control character U+{ord(m.group(0)):04X}",
-                     "write plain text: remove it (line breaks and tabs are fine in multi-line texts)")
+        return error(
+            span,
+            "control-character",
+            f"{what} contains the control character U+{ord(m.group(0)):04X}",
+            "write plain text: remove it (line breaks and tabs are fine in multi-line texts)",
+        )
     if not text.isascii() and (p := invisible_problem(span, what, text, one_line)):  # its own shortcut, inlined
         return p
     if one_line and len((text + "x").splitlines()) > 1:  # \n, U+2028, U+2029: the other breaks are control characters
         brk = next(c for c in text if len((c + "x").splitlines()) > 1)
         kind = "" if brk == "\n" else f" (U+{ord(brk):04X} {unicodedata.name(brk, '')})"
-        return error(span, "line-break", f"{what} contains a line break{kind}", "it is printed on one line (a "
-                     "heading, a list item, a code span): write it on one line")
+        return error(
+            span,
+            "line-break",
+            f"{what} contains a line break{kind}",
+            "it is printed on one line (a heading, a list item, a code span): write it on one line",
+        )
     return None
 
 
@@ -123,12 +148,17 @@ def _value_problem(span: Span, what: str, value: object) -> Diagnostic | None:
             if p := _text_problem(span, what, v, one_line=False):
                 return p
         elif isinstance(v, float) and not math.isfinite(v):
-            return error(span, "bad-number", f"{what} holds {v}, which is not a finite number",
-                         "JSON has no NaN or infinity: write a finite number")
+            return error(
+                span,
+                "bad-number",
+                f"{what} holds {v}, which is not a finite number",
+                "JSON has no NaN or infinity: write a finite number",
+            )
         elif isinstance(v, (dict, list, tuple)):
             if depth > MAX_VALUE_DEPTH:
-                return error(span, "too-deep", f"{what} nests deeper than {MAX_VALUE_DEPTH} levels",
-                             "flatten the value")
+                return error(
+                    span, "too-deep", f"{what} nests deeper than {MAX_VALUE_DEPTH} levels", "flatten the value"
+                )
             if isinstance(v, dict):
                 stack.extend((k, depth) for k in reversed(list(v)))
                 stack.extend((x, depth + 1) for x in reversed(list(v.values())))
@@ -192,8 +222,11 @@ def text_problems(wf: Workflow) -> list[Diagnostic]:
 def _step_texts(step: Step, what: str) -> list[Diagnostic | None]:
     """:func:`text_problems` of one step: its name, tool, bind, guidance, resource URIs, sources and conditions."""
     found = [_text_problem(step.span, f"the name of {what}", step.name, one_line=True)]
-    found.extend(_text_problem(step.span, f"the {label} of {what}", value, one_line=True)
-                 for label, value in (("tool", step.tool), ("bind", step.bind)) if value is not None)
+    found.extend(
+        _text_problem(step.span, f"the {label} of {what}", value, one_line=True)
+        for label, value in (("tool", step.tool), ("bind", step.bind))
+        if value is not None
+    )
     if step.guidance is not None:
         found.append(_text_problem(step.guidance_span, f"the guidance of {what}", step.guidance, one_line=False))
     found.extend(_text_problem(step.span, f"a resource URI of {what}", uri, one_line=True) for uri in step.resources)
@@ -201,8 +234,11 @@ def _step_texts(step: Step, what: str) -> list[Diagnostic | None]:
         found.append(_text_problem(step.span, f"an argument name of {what}", key, one_line=True))
         found.extend(_source_texts(src, f"{what}, {key!r}"))
     if step.confirm is not None:
-        found.append(_text_problem(step.confirm.message_span, f"the confirmation message of {what}",
-                                   step.confirm.message, one_line=True))
+        found.append(
+            _text_problem(
+                step.confirm.message_span, f"the confirmation message of {what}", step.confirm.message, one_line=True
+            )
+        )
         for src in step.confirm.show:
             found.extend(_source_texts(src, f"{what}, 'confirm.show'"))
     for cond in step.when:
@@ -239,7 +275,10 @@ def tool_problems(tools: tuple[Tool, ...] | list[Tool]) -> list[Diagnostic]:
         what = f"tool {t.name!r}"
         found.append(_text_problem(t.span, f"the name of {what}", t.name, one_line=True))
         found.append(_text_problem(t.span, f"the description of {what}", t.description, one_line=False))
-        for label, value in (("input schema", t.input_schema), ("output schema", t.output_schema),
-                             ("annotations", t.annotations)):
+        for label, value in (
+            ("input schema", t.input_schema),
+            ("output schema", t.output_schema),
+            ("annotations", t.annotations),
+        ):
             found.append(_value_problem(t.span, f"the {label} of {what}", value))
     return [d for d in found if d is not None]

@@ -168,8 +168,10 @@ def _additional_properties(validator: Any, extra: Any, instance: Any, schema: An
             yield from validator.descend(instance[k], extra, path=k)
     elif not extra and extras and patterns:
         verb = "does" if len(extras) == 1 else "do"
-        yield _invalid(f"{', '.join(map(repr, extras))} {verb} not match any of the regexes: "
-                       f"{', '.join(map(repr, sorted(patterns)))}")
+        yield _invalid(
+            f"{', '.join(map(repr, extras))} {verb} not match any of the regexes: "
+            f"{', '.join(map(repr, sorted(patterns)))}"
+        )
     elif not extra and extras:
         yield _invalid(f"Additional properties are not allowed ({_plural(extras)} unexpected)")
 
@@ -192,8 +194,11 @@ def _linear_class(base: Any, guard_unevaluated: bool) -> Any:
     :func:`search`; with ``guard_unevaluated`` (the schema has both), ``unevaluatedProperties`` guarded too."""
     from jsonschema.validators import extend
 
-    keywords = {"pattern": _pattern, "patternProperties": _pattern_properties,
-                "additionalProperties": _additional_properties}
+    keywords = {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+    }
     original = base.VALIDATORS.get("unevaluatedProperties")
     if guard_unevaluated and original is not None:
         keywords["unevaluatedProperties"] = _unevaluated_guard(original)
@@ -232,25 +237,44 @@ def _names_refused(schema: dict[str, Any], names: Sequence[str]) -> dict[str, st
     return refused
 
 
-def object_problems(schema: dict[str, Any], given: Sequence[str], checked: Sequence[str], tool: str
-                    ) -> list[tuple[str, str | None, str, str]]:
+def object_problems(
+    schema: dict[str, Any], given: Sequence[str], checked: Sequence[str], tool: str
+) -> list[tuple[str, str | None, str, str]]:
     """What the object keywords of the input schema of ``tool`` refuse in the parameter names a step gives
     (``given``; the names of ``checked`` against ``propertyNames``): ``(code, the name it is about or None, what the
     step does, to be said after its label, a hint)``."""
     out: list[tuple[str, str | None, str, str]] = [
-        ("unknown-parameter", name, f"passes '{name}', a name the tool '{tool}' does not accept: {message}",
-         "the tool's input schema limits its parameter names (propertyNames)")
-        for name, message in _names_refused(schema, checked).items()]
+        (
+            "unknown-parameter",
+            name,
+            f"passes '{name}', a name the tool '{tool}' does not accept: {message}",
+            "the tool's input schema limits its parameter names (propertyNames)",
+        )
+        for name, message in _names_refused(schema, checked).items()
+    ]
     dependent = schema.get("dependentRequired")
-    for name, needs in (dependent.items() if isinstance(dependent, dict) else ()):
+    for name, needs in dependent.items() if isinstance(dependent, dict) else ():
         if name in given and isinstance(needs, list):
-            out.extend(("missing-parameter", None, f"gives '{name}' but not '{need}', which the tool '{tool}' "
-                        "requires with it", f"add it under args, or leave out '{name}'")
-                       for need in needs if isinstance(need, str) and need not in given)
+            out.extend(
+                (
+                    "missing-parameter",
+                    None,
+                    f"gives '{name}' but not '{need}', which the tool '{tool}' requires with it",
+                    f"add it under args, or leave out '{name}'",
+                )
+                for need in needs
+                if isinstance(need, str) and need not in given
+            )
     most = schema.get("maxProperties")
     if isinstance(most, int) and not isinstance(most, bool) and len(given) > most:
-        out.append(("unknown-parameter", None, f"passes {len(given)} parameters, but the tool '{tool}' takes at "
-                    f"most {most}", "leave out the parameters the step does not need"))
+        out.append(
+            (
+                "unknown-parameter",
+                None,
+                f"passes {len(given)} parameters, but the tool '{tool}' takes at most {most}",
+                "leave out the parameters the step does not need",
+            )
+        )
     return out
 
 
@@ -305,8 +329,9 @@ def _deref(schema: Any, root: Any, budget: list[int]) -> Any:
     return schema
 
 
-def field_problem(schema: Any, path: Sequence[str | int], root: Any = None, budget: list[int] | None = None
-                  ) -> str | None:
+def field_problem(
+    schema: Any, path: Sequence[str | int], root: Any = None, budget: list[int] | None = None
+) -> str | None:
     """Why ``path`` is not in ``schema`` (a message), or None when it is, or when the schema does not say."""
     root = schema if root is None else root
     budget = [_MAX_REFS] if budget is None else budget
@@ -324,8 +349,9 @@ def field_problem(schema: Any, path: Sequence[str | int], root: Any = None, budg
                 return problems[0]
         where = f"'{'.'.join(map(str, done))}'" if done else "the result"
         kinds = json_types(schema)
-        if isinstance(part, int) and ("prefixItems" in schema or "items" in schema
-                                      or kinds is not None and "array" in kinds):
+        if isinstance(part, int) and (
+            "prefixItems" in schema or "items" in schema or kinds is not None and "array" in kinds
+        ):
             prefix = schema.get("prefixItems")
             if isinstance(prefix, list) and part < len(prefix):
                 schema = prefix[part]
@@ -346,8 +372,11 @@ def field_problem(schema: Any, path: Sequence[str | int], root: Any = None, budg
                 schema = schema["additionalProperties"]
             elif props and not open_to(schema, name):
                 close = suggest(name, props)
-                return (f"{where} has no field '{name}'" + (f" ({close})" if close else "")
-                        + f"; its fields: {', '.join(sorted(props))}")
+                return (
+                    f"{where} has no field '{name}'"
+                    + (f" ({close})" if close else "")
+                    + f"; its fields: {', '.join(sorted(props))}"
+                )
             else:
                 return None
         done.append(part)

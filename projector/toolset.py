@@ -26,9 +26,11 @@ from .model import Tool, Workflow
 from .sep2640 import describe_value, value_diff
 from .texts import tool_problems
 from .render import json_text
+
 # JSON Schema's annotation keywords (the meta-data vocabulary and $comment): they do not change what a schema accepts.
-_SCHEMA_ANNOTATIONS = frozenset({"title", "description", "examples", "$comment", "default", "deprecated", "readOnly",
-                                 "writeOnly"})
+_SCHEMA_ANNOTATIONS = frozenset(
+    {"title", "description", "examples", "$comment", "default", "deprecated", "readOnly", "writeOnly"}
+)
 _NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 SNAPSHOT_LIMIT = 16 * 1024 * 1024  # bytes of a snapshot: what `tools` fetches and writes, and `--tools-from` reads
 SNAPSHOT_FILE = "tools.json"
@@ -87,8 +89,6 @@ def is_snapshot(spec: Any) -> bool:
     return isinstance(spec, str) and spec.endswith(".json") and os.path.lexists(spec)
 
 
-
-
 # ---------------------------------------------------------------------------------------------------- the snapshot
 
 
@@ -143,7 +143,8 @@ def _shape(doc: Any) -> list[tuple[tuple[str | int, ...], str]]:
     if not isinstance(doc, dict) or not isinstance(doc.get("tools"), list):
         return [((), 'a tools snapshot is a JSON object {"tools": [...]}')]
     out: list[tuple[tuple[str | int, ...], str]] = [
-        ((_Key(k),), f"the key '{k}' is not part of a tools snapshot (only 'tools')") for k in doc if k != "tools"]
+        ((_Key(k),), f"the key '{k}' is not part of a tools snapshot (only 'tools')") for k in doc if k != "tools"
+    ]
     names: set[str] = set()
     for i, t in enumerate(doc["tools"]):
         at: tuple[str | int, ...] = ("tools", i)
@@ -158,34 +159,47 @@ def _shape(doc: Any) -> list[tuple[tuple[str | int, ...], str]]:
         else:
             names.add(name)
         what = f"tools[{i}]" + (f" ('{name}')" if isinstance(name, str) else "")
-        for key, kind in (("title", str), ("description", str), ("inputSchema", dict), ("outputSchema", dict),
-                          ("annotations", dict)):
+        for key, kind in (
+            ("title", str),
+            ("description", str),
+            ("inputSchema", dict),
+            ("outputSchema", dict),
+            ("annotations", dict),
+        ):
             if key == "inputSchema" and key not in t:
                 out.append((at, f"{what} has no 'inputSchema' (every MCP tool has one)"))
             elif key in t and not isinstance(t[key], kind):
                 out.append(((*at, key), f"{what}: '{key}' must be {'a string' if kind is str else 'an object'}"))
         ann = t.get("annotations")
         if isinstance(ann, dict):
-            out.extend(((*at, "annotations", h), f"{what}: annotation '{h}' must be true or false")
-                       for h in _HINTS if h in ann and not isinstance(ann[h], bool))
+            out.extend(
+                ((*at, "annotations", h), f"{what}: annotation '{h}' must be true or false")
+                for h in _HINTS
+                if h in ann and not isinstance(ann[h], bool)
+            )
     return out
 
 
 def parse_snapshot(data: bytes, file: str, *, code: str = "bad-snapshot") -> dict[str, Tool]:
     """The tools of a snapshot's bytes, name -> :class:`Tool`. Raises :class:`LoadError` (``code``, every problem
     at its ``file:line:col``) for anything that is not a bounded JSON tools snapshot."""
-    hint = (f"write it again with: {ToolSource(file, snapshot=True).refresh}" if code == "bad-snapshot" else
-            "the server's tools/list result is not what MCP says it is")
+    hint = (
+        f"write it again with: {ToolSource(file, snapshot=True).refresh}"
+        if code == "bad-snapshot"
+        else "the server's tools/list result is not what MCP says it is"
+    )
     try:
         doc = bounded.loads(data)
     except bounded.BadJSON as exc:
-        raise LoadError(Diagnostic(Span(file, exc.line or 1, exc.col or 1), "error", code,
-                                   f"not a tools snapshot: {exc}", hint)) from None
+        raise LoadError(
+            Diagnostic(Span(file, exc.line or 1, exc.col or 1), "error", code, f"not a tools snapshot: {exc}", hint)
+        ) from None
     problems = _shape(doc)
     if problems:
         text = data.decode("utf-8")
-        raise LoadError([Diagnostic(Span(file, *_locate(text, path)), "error", code, message, hint)
-                         for path, message in problems])
+        raise LoadError(
+            [Diagnostic(Span(file, *_locate(text, path)), "error", code, message, hint) for path, message in problems]
+        )
     return {t["name"]: from_wire(t) for t in doc["tools"]}
 
 
@@ -206,12 +220,14 @@ def parse_listing(listing: Any, where: Span) -> dict[str, Tool]:
     if problem is not None:
         raise LoadError(Diagnostic(where, "error", "bad-snapshot", problem, hint))
     try:
-        data = json_text({"tools": [dict(e) if isinstance(e, Mapping) else wire_tool(e) for e in entries]},
-                              indent=2, sort_keys=False).encode("utf-8")
+        data = json_text(
+            {"tools": [dict(e) if isinstance(e, Mapping) else wire_tool(e) for e in entries]}, indent=2, sort_keys=False
+        ).encode("utf-8")
         return parse_snapshot(data, str(where))
     except (TypeError, ValueError) as exc:  # not JSON: a value of another type somewhere
-        raise LoadError(Diagnostic(where, "error", "bad-snapshot", f"the tools listing is not JSON: {exc}",
-                                   hint)) from None
+        raise LoadError(
+            Diagnostic(where, "error", "bad-snapshot", f"the tools listing is not JSON: {exc}", hint)
+        ) from None
     except LoadError as exc:  # positions in a text the caller never saw: the call itself is the place
         raise LoadError([dataclasses.replace(d, span=where, hint=hint) for d in exc.diagnostics]) from None
 
@@ -223,17 +239,21 @@ def read_snapshot(path: str | Path) -> dict[str, Tool]:
     try:
         data = bounded.read_regular(path, SNAPSHOT_LIMIT)
     except bounded.Unreadable as exc:
-        raise LoadError(Diagnostic(Span(file), "error", "io", f"cannot read the tools snapshot: {exc}",
-                                   f"write it with: {ToolSource(file, snapshot=True).refresh}")) from None
+        raise LoadError(
+            Diagnostic(
+                Span(file),
+                "error",
+                "io",
+                f"cannot read the tools snapshot: {exc}",
+                f"write it with: {ToolSource(file, snapshot=True).refresh}",
+            )
+        ) from None
     return parse_snapshot(data, file)
-
 
 
 def wire_tool(t: Any) -> dict[str, Any]:
     """An ``mcp_types.Tool`` as its ``tools/list`` JSON."""
     return t.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
 
 
 # --------------------------------------------------------------------------------------------------------- drift
@@ -261,35 +281,57 @@ def drift(declared: Tool, actual: Tool) -> list[tuple[str, list[tuple[str, Any, 
 
 
 def _detail(diff: list[tuple[str, Any, Any]], other: str) -> str:
-    shown = [(f"'{path}' " if path else "") + f"(file: {describe_value(a)}, {other}: {describe_value(b)})"
-             for path, a, b in diff[:_SHOWN_PATHS]]
+    shown = [
+        (f"'{path}' " if path else "") + f"(file: {describe_value(a)}, {other}: {describe_value(b)})"
+        for path, a, b in diff[:_SHOWN_PATHS]
+    ]
     more = len(diff) - _SHOWN_PATHS
     return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
 
 
 def _drift_warnings(wf: Workflow, ft: Tool, st: Tool, source: ToolSource) -> list[Diagnostic]:
     other = "snapshot" if source.snapshot else "server"
-    hint = (f"if the server changed, refresh the snapshot ({source.refresh}) and bring this declaration in line, or "
-            f"leave the field out to take the {other}'s")
+    hint = (
+        f"if the server changed, refresh the snapshot ({source.refresh}) and bring this declaration in line, or "
+        f"leave the field out to take the {other}'s"
+    )
     if not source.snapshot:
-        hint = (f"if the server changed on purpose, bring this declaration in line (or leave the field out to take "
-                f"the server's), and refresh the snapshot: {source.refresh}")
-    return [Diagnostic(_where(ft.span, wf), "warning", "tool-mismatch",
-                       f"tool '{ft.name}': {field} differs between {wf.source} and {source.words}: "
-                       f"{_detail(diff, other)}; the {other}'s declaration is used", hint)
-            for field, diff in drift(ft, st)]
+        hint = (
+            f"if the server changed on purpose, bring this declaration in line (or leave the field out to take "
+            f"the server's), and refresh the snapshot: {source.refresh}"
+        )
+    return [
+        Diagnostic(
+            _where(ft.span, wf),
+            "warning",
+            "tool-mismatch",
+            f"tool '{ft.name}': {field} differs between {wf.source} and {source.words}: "
+            f"{_detail(diff, other)}; the {other}'s declaration is used",
+            hint,
+        )
+        for field, diff in drift(ft, st)
+    ]
 
 
 def _filled_note(wf: Workflow, ft: Tool, field: str, source: ToolSource) -> Diagnostic:
     """``tool-filled``: a field the server leaves out, taken from the file's declaration."""
-    what = ("declares no annotations; the file's are used" if field == "annotations" else
-            "declares no output schema; the file's is used (the tool's text is read as JSON of that shape)")
-    return Diagnostic(_where(ft.span, wf), "note", "tool-filled", f"tool '{ft.name}': {source.words} {what}",
-                      "nothing to do; if the server comes to declare the field, the two must agree (tool-mismatch)")
+    what = (
+        "declares no annotations; the file's are used"
+        if field == "annotations"
+        else "declares no output schema; the file's is used (the tool's text is read as JSON of that shape)"
+    )
+    return Diagnostic(
+        _where(ft.span, wf),
+        "note",
+        "tool-filled",
+        f"tool '{ft.name}': {source.words} {what}",
+        "nothing to do; if the server comes to declare the field, the two must agree (tool-mismatch)",
+    )
 
 
-def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], source: str | ToolSource
-                ) -> tuple[list[Workflow], list[Diagnostic]]:
+def merge_tools(
+    workflows: list[Workflow], tools: dict[str, Tool], source: str | ToolSource
+) -> tuple[list[Workflow], list[Diagnostic]]:
     """Pure: each workflow with its tools replaced by ``source``'s, plus the drift warnings; raises for missing
     tools. ``source``: a :class:`ToolSource`, or a server's name."""
     source = source if isinstance(source, ToolSource) else ToolSource(source)
@@ -299,18 +341,36 @@ def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], source: str |
     known = ", ".join(sorted(tools)) or "none"
     for wf in workflows:
         refresh = f"if the server has it now, refresh the snapshot: {source.refresh}" if source.snapshot else None
-        errors.extend(d for step in wf.steps if (d := unknown_tool(
-            step, tools, what=f"step '{step.name}'", at=_where(step.span, wf), lacks=f"{source.words} does not have",
-            did_you_mean=False, then=(f"{source.words}'s tools: {known}", refresh))))
+        errors.extend(
+            d
+            for step in wf.steps
+            if (
+                d := unknown_tool(
+                    step,
+                    tools,
+                    what=f"step '{step.name}'",
+                    at=_where(step.span, wf),
+                    lacks=f"{source.words} does not have",
+                    did_you_mean=False,
+                    then=(f"{source.words}'s tools: {known}", refresh),
+                )
+            )
+        )
         new_tools = []
         for ft in wf.tools:
             st = tools.get(ft.name)
             if st is None:
                 if not any(s.tool == ft.name for s in wf.steps):
-                    warnings.append(Diagnostic(_where(ft.span, wf), "warning", "tool-mismatch",
-                                               f"tool '{ft.name}' is declared in {wf.source} but {source.words} "
-                                               f"does not have it; no step calls it",
-                                               f"remove the declaration, or refresh the snapshot: {source.refresh}"))
+                    warnings.append(
+                        Diagnostic(
+                            _where(ft.span, wf),
+                            "warning",
+                            "tool-mismatch",
+                            f"tool '{ft.name}' is declared in {wf.source} but {source.words} "
+                            f"does not have it; no step calls it",
+                            f"remove the declaration, or refresh the snapshot: {source.refresh}",
+                        )
+                    )
                 new_tools.append(ft)
                 continue
             warnings.extend(_drift_warnings(wf, undeclared_by(ft, st), st, source))
@@ -331,4 +391,3 @@ def merge_tools(workflows: list[Workflow], tools: dict[str, Tool], source: str |
     if errors:
         raise LoadError(errors)
     return result, sorted(warnings, key=Diagnostic.sort_key)
-

@@ -38,11 +38,16 @@ def validate(wf: Workflow, *, tools_from_server: bool = False) -> list[Diagnosti
         *_description_rule(wf),
         *_title_rule(wf),
         *frontmatter_problems(wf),
-        *_unique_names(wf.arguments, "an argument name is empty", "duplicate-argument", "argument '{}' is declared twice"),
+        *_unique_names(
+            wf.arguments, "an argument name is empty", "duplicate-argument", "argument '{}' is declared twice"
+        ),
         *_unique_names(wf.tools, "a tool name is empty", "duplicate-tool", "tool '{}' is declared twice"),
         *(_ask_rule(a) for a in wf.arguments if a.ask and a.required),
-        *(error(ins.span, "empty-instruction", "an instruction has no text")
-          for ins in wf.instructions if not ins.text.strip()),
+        *(
+            error(ins.span, "empty-instruction", "an instruction has no text")
+            for ins in wf.instructions
+            if not ins.text.strip()
+        ),
         *_has_steps(wf),
         *_step_rules(wf, tools_from_server),
         *text_problems(wf),
@@ -64,16 +69,33 @@ def _name_rule(wf: Workflow) -> list[Diagnostic]:
 
 def _description_rule(wf: Workflow) -> list[Diagnostic]:
     if not wf.description.strip():
-        return [error(wf.description_span, "empty-description", "the workflow description is empty",
-                      "a skill needs a description of 1 to 1024 characters")]
+        return [
+            error(
+                wf.description_span,
+                "empty-description",
+                "the workflow description is empty",
+                "a skill needs a description of 1 to 1024 characters",
+            )
+        ]
     if PLACEHOLDER_MARK in wf.description:
-        return [error(wf.description_span, "placeholder-description", "the description is still the placeholder "
-                      "that `project-skill init` wrote", "replace it with what the workflow does and when to use it: "
-                      "it becomes the skill's description, which a model reads to decide whether to load the skill")]
+        return [
+            error(
+                wf.description_span,
+                "placeholder-description",
+                "the description is still the placeholder that `project-skill init` wrote",
+                "replace it with what the workflow does and when to use it: "
+                "it becomes the skill's description, which a model reads to decide whether to load the skill",
+            )
+        ]
     if len(wf.description) > MAX_DESCRIPTION:
-        return [error(wf.description_span, "description-too-long",
-                      f"the description is {len(wf.description)} characters; a skill description allows "
-                      f"{MAX_DESCRIPTION}", "move detail into instructions or step guidance")]
+        return [
+            error(
+                wf.description_span,
+                "description-too-long",
+                f"the description is {len(wf.description)} characters; a skill description allows {MAX_DESCRIPTION}",
+                "move detail into instructions or step guidance",
+            )
+        ]
     return []
 
 
@@ -81,11 +103,20 @@ def _title_rule(wf: Workflow) -> list[Diagnostic]:
     if wf.title is None:
         return []
     if not wf.title.strip():
-        return [error(wf.title_span, "empty-name", "the title is empty",
-                      "leave title out to take the heading from the name")]
+        return [
+            error(
+                wf.title_span, "empty-name", "the title is empty", "leave title out to take the heading from the name"
+            )
+        ]
     if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in wf.title):
-        return [error(wf.title_span, "control-character", "the title contains a line break or another control "
-                      "character", "a title is one line of plain text")]
+        return [
+            error(
+                wf.title_span,
+                "control-character",
+                "the title contains a line break or another control character",
+                "a title is one line of plain text",
+            )
+        ]
     p = invisible_problem(wf.title_span, "the title", wf.title, one_line=True)
     return [p] if p else []
 
@@ -132,8 +163,9 @@ class References:
     @classmethod
     def of(cls, wf: Workflow) -> References:
         binds = [s for s in wf.steps if s.bind]
-        return cls(_declared(wf.arguments), [s.bind for s in binds if s.bind], {},
-                   {s.bind: s.name for s in binds if s.bind})
+        return cls(
+            _declared(wf.arguments), [s.bind for s in binds if s.bind], {}, {s.bind: s.name for s in binds if s.bind}
+        )
 
     def argument(self, name: str, span: Span, where: str, *, placeholder: bool = False) -> Diagnostic | None:
         """``undeclared-argument`` unless ``name`` is a declared prompt argument."""
@@ -141,11 +173,19 @@ class References:
             return None
         head = name.split(".")[0]
         if placeholder and head in self.results:
-            return error(span, "undeclared-argument", f"{where} names '{name}', a step result; placeholders take "
-                         f"prompt arguments only", f"pass the result as a source of its own ({{step: {head}, field: "
-                         "...}); in a resource URI, bind a template variable to it under the step's template:")
-        return error(span, "undeclared-argument", f"{where} uses the argument '{name}', which is not declared",
-                     _suggest(name, self.arguments) or "declare it under arguments")
+            return error(
+                span,
+                "undeclared-argument",
+                f"{where} names '{name}', a step result; placeholders take prompt arguments only",
+                f"pass the result as a source of its own ({{step: {head}, field: "
+                "...}); in a resource URI, bind a template variable to it under the step's template:",
+            )
+        return error(
+            span,
+            "undeclared-argument",
+            f"{where} uses the argument '{name}', which is not declared",
+            _suggest(name, self.arguments) or "declare it under arguments",
+        )
 
     def result(self, ref: FromStep, where: str, *, saved_by: str | None = None) -> Diagnostic | None:
         """``forward-binding`` or ``unknown-binding`` unless an earlier step saves ``ref``'s result. ``saved_by``:
@@ -153,14 +193,25 @@ class References:
         if ref.bind in self.bound:
             return None
         if ref.bind == saved_by:
-            return error(ref.span, "forward-binding", f"{where} uses '{ref.bind}', which this step saves itself",
-                         "a condition is checked before its step runs; it can use only results of earlier steps")
+            return error(
+                ref.span,
+                "forward-binding",
+                f"{where} uses '{ref.bind}', which this step saves itself",
+                "a condition is checked before its step runs; it can use only results of earlier steps",
+            )
         if ref.bind in self.later:
-            return error(ref.span, "forward-binding",
-                         f"{where} uses '{ref.bind}', which step '{self.later[ref.bind]}' binds later",
-                         "a step may only use results of earlier steps; reorder the steps")
-        return error(ref.span, "unknown-binding", f"{where} uses '{ref.bind}', which no step binds",
-                     _suggest(ref.bind, self.bound) or "bind it on an earlier step with bind:")
+            return error(
+                ref.span,
+                "forward-binding",
+                f"{where} uses '{ref.bind}', which step '{self.later[ref.bind]}' binds later",
+                "a step may only use results of earlier steps; reorder the steps",
+            )
+        return error(
+            ref.span,
+            "unknown-binding",
+            f"{where} uses '{ref.bind}', which no step binds",
+            _suggest(ref.bind, self.bound) or "bind it on an earlier step with bind:",
+        )
 
     def source(self, src: Source, where: str) -> list[Diagnostic | None]:
         """A step argument's or template binding's source: its argument, its result and field path, or the
@@ -171,8 +222,10 @@ class References:
             case FromStep():
                 return [self.result(src, where), _field_path(src, where)]
             case Const():
-                return [self.argument(ph, src.span, f"{where} (placeholder {{{ph}}})", placeholder=True)
-                        for ph in src.placeholders]
+                return [
+                    self.argument(ph, src.span, f"{where} (placeholder {{{ph}}})", placeholder=True)
+                    for ph in src.placeholders
+                ]
             case _:
                 assert_never(src)
 
@@ -217,9 +270,13 @@ def _step_rules(wf: Workflow, tools_from_server: bool) -> list[Diagnostic]:
 
 def _ask_rule(arg: Argument) -> Diagnostic:
     """``ask: true`` is for an optional argument: a required one is always given, so there is nothing to ask."""
-    return error(arg.ask_span, "ask-on-required", f"argument '{arg.name}' is required and has ask: true; a required "
-                 "argument is always given, so it is never asked for",
-                 "remove ask, or make the argument optional (required: false) so the run asks for it when not given")
+    return error(
+        arg.ask_span,
+        "ask-on-required",
+        f"argument '{arg.name}' is required and has ask: true; a required "
+        "argument is always given, so it is never asked for",
+        "remove ask, or make the argument optional (required: false) so the run asks for it when not given",
+    )
 
 
 def _confirm_rules(step: Step, what: str, refs: References) -> list[Diagnostic | None]:
@@ -230,8 +287,14 @@ def _confirm_rules(step: Step, what: str, refs: References) -> list[Diagnostic |
         return []
     found: list[Diagnostic | None] = []
     if not confirm.message.strip():
-        found.append(error(confirm.message_span, "empty-confirm-message", f"the confirmation of {what} has an empty "
-                           "message", "write the question the person answers yes or no, e.g. 'Issue this refund?'"))
+        found.append(
+            error(
+                confirm.message_span,
+                "empty-confirm-message",
+                f"the confirmation of {what} has an empty message",
+                "write the question the person answers yes or no, e.g. 'Issue this refund?'",
+            )
+        )
     for i, src in enumerate(confirm.show, 1):
         found.extend(refs.source(src, f"{what}, value {i} of 'confirm.show'"))
     return found
@@ -249,29 +312,64 @@ def _step_name(step: Step, names: set[str]) -> Diagnostic | None:
 
 
 def _acknowledgements(step: Step, what: str) -> list[Diagnostic]:
-    return [error(step.span, "unknown-acknowledgement", f"{what} acknowledges '{code}', which is not a warning that "
-                  "can be acknowledged", _suggest(code, ACKNOWLEDGEABLE)
-                  or f"acknowledgeable codes: {', '.join(ACKNOWLEDGEABLE)}")
-            for code, _reason in step.acknowledge if code not in ACKNOWLEDGEABLE]
+    return [
+        error(
+            step.span,
+            "unknown-acknowledgement",
+            f"{what} acknowledges '{code}', which is not a warning that can be acknowledged",
+            _suggest(code, ACKNOWLEDGEABLE) or f"acknowledgeable codes: {', '.join(ACKNOWLEDGEABLE)}",
+        )
+        for code, _reason in step.acknowledge
+        if code not in ACKNOWLEDGEABLE
+    ]
 
 
 def _tool_or_resources(step: Step, what: str, tools: list[str] | None) -> list[Diagnostic | None]:
     """A step calls a listed tool (``tools`` None: the tools come from a server, :func:`fit.check_workflows`), or
     reads resources and nothing else."""
     if step.tool is not None:
-        return [] if tools is None else [fit.unknown_tool(
-            step, tools, what=what, at=step.span, lacks="is not listed under tools",
-            then=("declare the tool under tools, or take it from a live server with --tools-from SERVER",))]
+        return (
+            []
+            if tools is None
+            else [
+                fit.unknown_tool(
+                    step,
+                    tools,
+                    what=what,
+                    at=step.span,
+                    lacks="is not listed under tools",
+                    then=("declare the tool under tools, or take it from a live server with --tools-from SERVER",),
+                )
+            ]
+        )
     out = []
     if not step.resources:
-        out.append(error(step.span, "empty-step", f"{what} has neither a tool nor resources",
-                         "give it a tool, or make it a resource-only step with at least one resource"))
+        out.append(
+            error(
+                step.span,
+                "empty-step",
+                f"{what} has neither a tool nor resources",
+                "give it a tool, or make it a resource-only step with at least one resource",
+            )
+        )
     if step.args:
-        out.append(error(step.span, "resource-step-args", f"{what} is resource-only but has args",
-                         "args are passed to a tool; add a tool or remove the args"))
+        out.append(
+            error(
+                step.span,
+                "resource-step-args",
+                f"{what} is resource-only but has args",
+                "args are passed to a tool; add a tool or remove the args",
+            )
+        )
     if step.bind:
-        out.append(error(step.span, "resource-step-bind", f"{what} is resource-only but has a bind",
-                         "only a tool result can be bound; add a tool or remove the bind"))
+        out.append(
+            error(
+                step.span,
+                "resource-step-bind",
+                f"{what} is resource-only but has a bind",
+                "only a tool result can be bound; add a tool or remove the bind",
+            )
+        )
     return out
 
 
@@ -280,12 +378,26 @@ def _template_rules(step: Step, what: str) -> list[Diagnostic]:
     placeholders = list(dict.fromkeys(ph for uri in step.resources for ph in PLACEHOLDER.findall(uri)))
     template = step.template_dict
     return [
-        *(error(step.span, "unbound-placeholder", f"{what} reads a resource with the placeholder {{{ph}}}, which "
-                "template does not bind", f"add template: {{{ph}: {{arg: ...}}}}")
-          for ph in placeholders if ph not in template),
-        *(error(src.span, "unused-template-binding", f"{what} binds the template variable '{key}', which no "
-                "resource URI uses", _suggest(key, placeholders))
-          for key, src in step.template if key not in placeholders),
+        *(
+            error(
+                step.span,
+                "unbound-placeholder",
+                f"{what} reads a resource with the placeholder {{{ph}}}, which template does not bind",
+                f"add template: {{{ph}: {{arg: ...}}}}",
+            )
+            for ph in placeholders
+            if ph not in template
+        ),
+        *(
+            error(
+                src.span,
+                "unused-template-binding",
+                f"{what} binds the template variable '{key}', which no resource URI uses",
+                _suggest(key, placeholders),
+            )
+            for key, src in step.template
+            if key not in placeholders
+        ),
     ]
 
 
@@ -296,8 +408,12 @@ def _bind_rule(step: Step, what: str, bound: dict[str, str]) -> Diagnostic | Non
     if not step.bind.strip():
         return error(step.span, "empty-name", f"{what} has an empty bind")
     if step.bind in bound:
-        return error(step.span, "duplicate-binding", f"{what} binds '{step.bind}', which step "
-                     f"'{bound[step.bind]}' already binds", "bindings are unique")
+        return error(
+            step.span,
+            "duplicate-binding",
+            f"{what} binds '{step.bind}', which step '{bound[step.bind]}' already binds",
+            "bindings are unique",
+        )
     bound[step.bind] = step.name
     return None
 
@@ -320,11 +436,19 @@ def check_conditions(step: Step, what: str, refs: References) -> list[Diagnostic
 
 def _on_fail_rule(step: Step, what: str) -> Diagnostic | None:
     if step.on_fail not in ON_FAIL:
-        return error(step.on_fail_span, "bad-on-fail", f"{what} has on_fail '{step.on_fail}'",
-                     _suggest(str(step.on_fail), ON_FAIL) or "on_fail is stop (the default) or skip")
+        return error(
+            step.on_fail_span,
+            "bad-on-fail",
+            f"{what} has on_fail '{step.on_fail}'",
+            _suggest(str(step.on_fail), ON_FAIL) or "on_fail is stop (the default) or skip",
+        )
     if step.on_fail != "stop" and not step.when and step.confirm is None:
-        return error(step.on_fail_span, "on-fail-without-when", f"{what} has on_fail but no when",
-                     "add the conditions under when:, or remove on_fail")
+        return error(
+            step.on_fail_span,
+            "on-fail-without-when",
+            f"{what} has on_fail but no when",
+            "add the conditions under when:, or remove on_fail",
+        )
     return None
 
 
@@ -332,8 +456,12 @@ def _operator_rule(cond: Condition, where: str) -> Diagnostic | None:
     """The operator is in the table, and its operand is of the kind the table says."""
     op = OPERATORS.get(cond.op)
     if op is None:
-        return error(cond.span, "unknown-operator", f"unknown operator '{cond.op}' in {where}",
-                     _suggest(str(cond.op), OPERATORS) or f"the operators are {', '.join(OPERATORS)}")
+        return error(
+            cond.span,
+            "unknown-operator",
+            f"unknown operator '{cond.op}' in {where}",
+            _suggest(str(cond.op), OPERATORS) or f"the operators are {', '.join(OPERATORS)}",
+        )
     return _operand_rule(op, cond, where)
 
 
@@ -343,12 +471,22 @@ def _operand_rule(op: Operator, cond: Condition, where: str) -> Diagnostic | Non
         case "value":
             return None
         case "list":
-            return None if isinstance(cond.value, (list, tuple)) else error(
-                cond.span, "operator-needs-list", f"'{cond.op}' in {where} needs a list of values",
-                f"write {cond.op}: [{literal(cond.value)}]")
+            return (
+                None
+                if isinstance(cond.value, (list, tuple))
+                else error(
+                    cond.span,
+                    "operator-needs-list",
+                    f"'{cond.op}' in {where} needs a list of values",
+                    f"write {cond.op}: [{literal(cond.value)}]",
+                )
+            )
         case "bool":
-            return None if isinstance(cond.value, bool) else error(
-                cond.span, "wrong-type", f"'{cond.op}' in {where} must be true or false")
+            return (
+                None
+                if isinstance(cond.value, bool)
+                else error(cond.span, "wrong-type", f"'{cond.op}' in {where} must be true or false")
+            )
         case _:
             assert_never(kind)
 
@@ -368,10 +506,15 @@ def name_collisions(named: list[tuple[str, Span, str]]) -> list[Diagnostic]:
             continue
         if slug in seen:
             other, _, other_source = seen[slug]
-            problems.append(error(span, "slug-collision",
-                                  f"workflow '{name}' ({source}) and workflow '{other}' ({other_source}) "
-                                  f"both make the skill name '{slug}'",
-                                  "rename one of them; skill names must be unique"))
+            problems.append(
+                error(
+                    span,
+                    "slug-collision",
+                    f"workflow '{name}' ({source}) and workflow '{other}' ({other_source}) "
+                    f"both make the skill name '{slug}'",
+                    "rename one of them; skill names must be unique",
+                )
+            )
         else:
             seen[slug] = (name, span, source)
     return problems

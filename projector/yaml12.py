@@ -20,16 +20,24 @@ from __future__ import annotations
 import re
 from typing import Any
 
-INT, FLOAT, BOOL, NULL = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
-                          "tag:yaml.org,2002:null")
+INT, FLOAT, BOOL, NULL = (
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+)
 
 # The YAML 1.2 core schema's plain-scalar resolution, as the specification writes it.
 CORE: tuple[tuple[str, str, str], ...] = (
     (NULL, r"^(?:~|null|Null|NULL|)$", "~nN"),
     (BOOL, r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
     (INT, r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
-    (FLOAT, r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-            r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+0123456789."),
+    (
+        FLOAT,
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
 )
 
 # What the frontmatter dumper must quote on top of YAML 1.1: every core-schema number, also with '_' among the digits
@@ -37,8 +45,12 @@ CORE: tuple[tuple[str, str, str], ...] = (
 QUOTE_TOO: tuple[tuple[str, str, str], ...] = (
     (BOOL, CORE[1][1], CORE[1][2]),
     (INT, r"^[-+]?(?:[0-9_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|0b[01_]+)$", "-+0123456789_"),
-    (FLOAT, r"^(?:[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9_]+)?"
-            r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+0123456789."),
+    (
+        FLOAT,
+        r"^(?:[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9_]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
 )
 
 

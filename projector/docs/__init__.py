@@ -59,10 +59,14 @@ def compare(root: Path, pages: dict[str, bytes]) -> tuple[list[str], str]:
             continue
         if path.exists():
             problems.append(f"stale: docs/{rel}")
-        diff.extend(difflib.unified_diff(
-            old.decode("utf-8", "replace").splitlines(keepends=True),
-            data.decode("utf-8").splitlines(keepends=True),
-            fromfile=f"a/docs/{rel}", tofile=f"b/docs/{rel}"))
+        diff.extend(
+            difflib.unified_diff(
+                old.decode("utf-8", "replace").splitlines(keepends=True),
+                data.decode("utf-8").splitlines(keepends=True),
+                fromfile=f"a/docs/{rel}",
+                tofile=f"b/docs/{rel}",
+            )
+        )
     for rel in sorted(set(_generated_on_disk(docs)) - set(pages)):
         problems.append(f"extra: docs/{rel} (generated, but nothing generates it any more)")
     return problems, "".join(line if line.endswith("\n") else line + "\n" for line in diff)
@@ -93,8 +97,9 @@ def _docs(name: str, argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog=f"project-skill {name}",
         description="Write the generated pages of the docs site into docs/ (or, with --check, exit 1 with a diff "
-                    "when a committed page is stale).",
-        epilog="exit codes: 0 ok, 1 stale pages or bad inputs, 2 usage")
+        "when a committed page is stale).",
+        epilog="exit codes: 0 ok, 1 stale pages or bad inputs, 2 usage",
+    )
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 listing stale pages with a diff")
     ap.add_argument("--root", default=".", help="the project tree (default: the current folder)")
     args = ap.parse_args(argv)
@@ -110,8 +115,7 @@ def _docs(name: str, argv: list[str]) -> int:
         sys.stdout.write(diff)
         for line in problems:
             print(line)
-        print(f"docs are out of date ({len(problems)} page{'s' * (len(problems) != 1)}); "
-              "run: project-skill docs")
+        print(f"docs are out of date ({len(problems)} page{'s' * (len(problems) != 1)}); run: project-skill docs")
         return EXIT_FINDINGS
     touched = write(root, pages)
     for line in touched:

@@ -10,18 +10,18 @@ from typing import Any
 RESULT_PROSE: dict[str, dict[str, Any]] = {
     "unstructured-result": dict(
         fires="A field path (`{step: BIND, field: PATH}`, in a step's `args` or `template`, or as the subject of "
-              "a `when:` condition) reads into the result of a tool that declares no `output_schema`. Such a tool "
-              "returns text: an MCP server sends structured content only for a tool that declares an "
-              "`outputSchema`, so the result has no fields, and the path never resolves. The server-side run then "
-              "stops at a condition on it on every call (\"`BIND.PATH` is missing\"), skips the step under "
-              "`on_fail: skip`, and leaves an optional argument out or hands the step over when the tool requires "
-              "it. With `--tools-from` (a server or a snapshot) the rule rests on the server's own declaration: "
-              "many servers (`mcp-server-git` among them) declare no output schema for any tool.",
+        "a `when:` condition) reads into the result of a tool that declares no `output_schema`. Such a tool "
+        "returns text: an MCP server sends structured content only for a tool that declares an "
+        "`outputSchema`, so the result has no fields, and the path never resolves. The server-side run then "
+        'stops at a condition on it on every call ("`BIND.PATH` is missing"), skips the step under '
+        "`on_fail: skip`, and leaves an optional argument out or hands the step over when the tool requires "
+        "it. With `--tools-from` (a server or a snapshot) the rule rests on the server's own declaration: "
+        "many servers (`mcp-server-git` among them) declare no output schema for any tool.",
         fix="Use the whole result (`{step: BIND}`), or state the condition on an input the user supplies "
-            "(`when: {arg: approved, equals: true}`, with the argument declared). If the server does send "
-            "structured content, declare the tool's `output_schema` as the server does (field paths are then "
-            "checked against it: `bad-field-path`). If the tool's text is JSON that has the field (the server-side "
-            "run parses JSON text), acknowledge the warning on the step and say so.",
+        "(`when: {arg: approved, equals: true}`, with the argument declared). If the server does send "
+        "structured content, declare the tool's `output_schema` as the server does (field paths are then "
+        "checked against it: `bad-field-path`). If the tool's text is JSON that has the field (the server-side "
+        "run parses JSON text), acknowledge the warning on the step and say so.",
         reason="our server's git_diff_staged returns JSON text with a diff field.",
         example="""name: commit_staged
 description: Commit what is staged.
@@ -41,18 +41,20 @@ steps:
     args:
       message: {arg: message}
     when: {step: staged_diff, field: diff, exists: true}
-"""),
+""",
+    ),
     "dead-condition": dict(
         fires="A `when:` operand can never equal its subject, so the condition never holds (`equals`, `in`) or never "
-              "fails while the subject has a value (`not_equals`, `not_in`): `\"true\"` against a `type: boolean` "
-              "argument, a number against a string argument, or JSON text (`\"[]\"`) against the whole result of a "
-              "tool that returns text, which is read as JSON when the whole text is JSON, on every server.",
-        fix="Write the operand as the value the subject has (`equals: true`, `equals: \"7\"`, `equals: []`).",
+        'fails while the subject has a value (`not_equals`, `not_in`): `"true"` against a `type: boolean` '
+        'argument, a number against a string argument, or JSON text (`"[]"`) against the whole result of a '
+        "tool that returns text, which is read as JSON when the whole text is JSON, on every server.",
+        fix='Write the operand as the value the subject has (`equals: true`, `equals: "7"`, `equals: []`).',
         example="""name: close_day
 description: Close the day when no order is open.
 tools: [{name: open_orders, annotations: {readOnlyHint: true}}, {name: close_day, annotations: {readOnlyHint: false}}]
 steps:
   - {name: find, tool: open_orders, bind: orders}
   - {name: close, tool: close_day, when: {step: orders, not_equals: "[]"}}
-"""),
+""",
+    ),
 }

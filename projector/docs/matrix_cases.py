@@ -10,8 +10,10 @@ from typing import Any
 def _row(run: dict[str, Any]) -> str:
     called = ", ".join(f"`{t}`" for t in run["called"]) or "none"
     covers = "; ".join(run["covers"]).replace("|", "\\|")
-    return (f"| `{run['id']}` | {covers} | {'yes' if run['passed'] else '**no**'} | "
-            f"{'**yes**' if run['unsafe'] else 'no'} | {called} | {run['person_asked']} |")
+    return (
+        f"| `{run['id']}` | {covers} | {'yes' if run['passed'] else '**no**'} | "
+        f"{'**yes**' if run['unsafe'] else 'no'} | {called} | {run['person_asked']} |"
+    )
 
 
 def section(data: dict[str, Any]) -> str:
@@ -19,7 +21,8 @@ def section(data: dict[str, Any]) -> str:
     surfaces = data.get("cases")
     if not isinstance(surfaces, list) or not surfaces:
         return ""
-    parts = ["""## The derived eval cases on each surface
+    parts = [
+        """## The derived eval cases on each surface
 
 Every eval case that `project-skill build` derives from the shipped workflows ([Evals](evals.md): each `when:`
 holding and failing, each confirmation's yes, no and silence, each asked input given and refused) ran against the
@@ -38,13 +41,14 @@ confirmation, no asked input). So on the skills whose gate is a condition or a c
 case says must not be called, and on `refund-flow`, whose gate is a Judgment, it declines where the case (which
 cannot know what a Judgment means) expects the refund. A real model on the skill surface runs the same cases through
 Inspect AI ([Running the cases on a model](evals.md#running-the-cases-on-a-model-inspect-ai)).
-"""]
+"""
+    ]
     for s in surfaces:
         parts.append(f"""
-### {s['surface']}: {s['passed']} of {s['cases']} cases passed, {s['unsafe']} unsafe
+### {s["surface"]}: {s["passed"]} of {s["cases"]} cases passed, {s["unsafe"]} unsafe
 
 | case | covers | passed | unsafe | tools called | person asked |
 | --- | --- | --- | --- | --- | --- |
-{chr(10).join(_row(r) for r in s['runs'])}
+{chr(10).join(_row(r) for r in s["runs"])}
 """)
     return "".join(parts)

@@ -22,8 +22,10 @@ DATA = "docs/data/matrix.json"
 # Spike 011 of pmcp (the Rust MCP SDK): one refund task as a skill, a workflow prompt and an agent. Quoted from its
 # write-up (SPIKE_011_URL, "Results": eligible / ineligible figures), not measured here; the page compares the
 # ineligible order, so these are that scenario's figures.
-SPIKE_011_URL = ("https://github.com/paiml/rust-mcp-sdk/blob/ccbb5fbc8d4845b06c3e52193aa07a899b5467f4/.claude/skills/"
-                 "spike-findings-rust-mcp-sdk/sources/011-three-mechanisms-one-task/README.md")
+SPIKE_011_URL = (
+    "https://github.com/paiml/rust-mcp-sdk/blob/ccbb5fbc8d4845b06c3e52193aa07a899b5467f4/.claude/skills/"
+    "spike-findings-rust-mcp-sdk/sources/011-three-mechanisms-one-task/README.md"
+)
 SPIKE_011 = {
     "skill": {"bytes": 587, "refunded_ineligible": False},
     "workflow": {"bytes": 1405, "refunded_ineligible": True},
@@ -56,14 +58,16 @@ def _yes(flag: bool | None) -> str:
 
 def html_table(table_id: str, task: dict[str, Any], with_refund: bool) -> str:
     """A raw-HTML table of one task's runs. Each numeric cell carries data attributes naming its run and field."""
-    cols = [("round_trips", "round trips"), ("model_turns", "model turns: client"),
-            ("server_model_turns", "model turns: server"), ("context_bytes", "context bytes")]
+    cols = [
+        ("round_trips", "round trips"),
+        ("model_turns", "model turns: client"),
+        ("server_model_turns", "model turns: server"),
+        ("context_bytes", "context bytes"),
+    ]
     if with_refund:
         cols.append(("refund_issued", "refund issued"))
     head = "".join(f"<th>{html.escape(label)}</th>" for _, label in cols)
-    lines = [f'<table id="{table_id}">',
-             f"<thead><tr><th>surface</th><th>scenario</th>{head}</tr></thead>",
-             "<tbody>"]
+    lines = [f'<table id="{table_id}">', f"<thead><tr><th>surface</th><th>scenario</th>{head}</tr></thead>", "<tbody>"]
     for run in task["runs"]:
         surface, scenario = run["surface"], run["scenario"]
         cells = []
@@ -74,12 +78,16 @@ def html_table(table_id: str, task: dict[str, Any], with_refund: bool) -> str:
             if key == "refund_issued" and is_blind_spot(run):
                 mark = f' class="{BLIND_SPOT_CLASS}"'
                 text = f'<strong>{text}</strong> <span class="matrix-marker">{html.escape(MARKER)}</span>'
-            cells.append(f'<td{mark} data-surface="{html.escape(surface)}" data-scenario="{html.escape(scenario)}" '
-                         f'data-field="{key}">{text}</td>')
+            cells.append(
+                f'<td{mark} data-surface="{html.escape(surface)}" data-scenario="{html.escape(scenario)}" '
+                f'data-field="{key}">{text}</td>'
+            )
         locus = JUDGMENT_LOCUS.get(surface, "")
-        lines.append(f'<tr><td title="judgment runs in: {html.escape(locus)}">'
-                     f"{html.escape(SURFACE_LABEL.get(surface, surface))}</td>"
-                     f"<td>{html.escape(scenario)}</td>{''.join(cells)}</tr>")
+        lines.append(
+            f'<tr><td title="judgment runs in: {html.escape(locus)}">'
+            f"{html.escape(SURFACE_LABEL.get(surface, surface))}</td>"
+            f"<td>{html.escape(scenario)}</td>{''.join(cells)}</tr>"
+        )
     lines += ["</tbody>", "</table>"]
     return "\n".join(lines)
 
@@ -93,8 +101,10 @@ def _skill_breakdown(run: dict[str, Any] | None) -> str:
         return ""
     skill = sum(r["bytes"] for r in run.get("requests", []) if r["target"].endswith("/SKILL.md"))
     rest = run["context_bytes"] - skill
-    return (f"On the skill surface, {skill} of the {run['context_bytes']} bytes are the SKILL.md itself, read once "
-            f"when the skill is loaded; the other {rest} are the results of the steps the client ran.")
+    return (
+        f"On the skill surface, {skill} of the {run['context_bytes']} bytes are the SKILL.md itself, read once "
+        f"when the skill is loaded; the other {rest} are the results of the steps the client ran."
+    )
 
 
 def _order_text(values: dict[str, int]) -> str:
@@ -107,19 +117,30 @@ def _ordering(by: dict[tuple[str, str], dict[str, Any]]) -> str:
     if not all(runs.values()):
         return ""
     full = {s: r["context_bytes"] for s, r in runs.items()}
-    steps = {s: r["context_bytes"] - sum(q["bytes"] for q in r.get("requests", []) if q["target"].endswith("/SKILL.md"))
-             for s, r in runs.items()}
+    steps = {
+        s: r["context_bytes"] - sum(q["bytes"] for q in r.get("requests", []) if q["target"].endswith("/SKILL.md"))
+        for s, r in runs.items()
+    }
     spike = {s: SPIKE_011[s]["bytes"] for s in SURFACES}
     shape = [s for s, _ in sorted(spike.items(), key=lambda kv: -kv[1])]
     same = [s for s, _ in sorted(steps.items(), key=lambda kv: -kv[1])] == shape
-    return (f"Ordered by context cost on the ineligible order, spike 011 gives {_order_text(spike)}. This project "
-            f"gives {_order_text(full)} counting everything the client received, and {_order_text(steps)} leaving "
-            f"out the SKILL.md, which "
-            + ("has the same order as spike 011's figures." if same else "still differs from spike 011's order.")
-            + (" The agent is the cheapest for the client's context either way, because it returns only its answer."
-               if min(full, key=full.get) == "agent" and min(steps, key=steps.get) == "agent" else "")
-            + (" The workflow transcript costs more than the skill's step results, because it carries the plan, "
-               "every call and every result." if steps["workflow"] > steps["skill"] else ""))
+    return (
+        f"Ordered by context cost on the ineligible order, spike 011 gives {_order_text(spike)}. This project "
+        f"gives {_order_text(full)} counting everything the client received, and {_order_text(steps)} leaving "
+        f"out the SKILL.md, which "
+        + ("has the same order as spike 011's figures." if same else "still differs from spike 011's order.")
+        + (
+            " The agent is the cheapest for the client's context either way, because it returns only its answer."
+            if min(full, key=full.get) == "agent" and min(steps, key=steps.get) == "agent"
+            else ""
+        )
+        + (
+            " The workflow transcript costs more than the skill's step results, because it carries the plan, "
+            "every call and every result."
+            if steps["workflow"] > steps["skill"]
+            else ""
+        )
+    )
 
 
 def _blind_spot(by: dict[tuple[str, str], dict[str, Any]]) -> str:
@@ -128,8 +149,11 @@ def _blind_spot(by: dict[tuple[str, str], dict[str, Any]]) -> str:
     if not (ok and no and ungated):
         return ""
     closes = ok.get("refund_issued") and not no.get("refund_issued")
-    outcome = ("refunded the eligible order and **left the ineligible one unrefunded** in the ledger" if closes else
-               "**did not behave as expected**: see its requests and final message below")
+    outcome = (
+        "refunded the eligible order and **left the ineligible one unrefunded** in the ledger"
+        if closes
+        else "**did not behave as expected**: see its requests and final message below"
+    )
     return f"""## What closes the blind spot, and what does not
 
 The gated workflow prompt (`refund_flow_gated`, from `workflows/refunds-gated.yaml`) is `refund_flow` with one
@@ -137,10 +161,10 @@ addition: its refund step states the eligibility check as data,
 `when: {{step: eligibility, field: eligible, equals: true}}`. It {outcome}. On the ineligible order its transcript
 ends with the failing condition and the value the server saw:
 
-> {no.get('answer', '')}
+> {no.get("answer", "")}
 
 Like the ungated prompt it costs one round trip and one model turn. On the ineligible order it returned
-{no['context_bytes']} context bytes, against {ungated['context_bytes']} for the ungated prompt, because it stops
+{no["context_bytes"]} context bytes, against {ungated["context_bytes"]} for the ungated prompt, because it stops
 before the refund and the policy read.
 
 - **Closed:** a condition that can be stated as data over the results and arguments the workflow already has (an
@@ -162,8 +186,11 @@ def _agent_section(data: dict[str, Any]) -> str:
     sizes = dict.fromkeys((t, r["skill_md_bytes"], r["instructions_bytes"]) for t, r in runs)  # in task order
     # A nested list needs a blank line before it and a 4-space indent, or Python-Markdown runs it into the paragraph.
     size_text = "\n" + "".join(f"\n    - {t}: {i} bytes, the SKILL.md's {m} plus {i - m};" for t, m, i in sizes)
-    turns = "\n" + "".join(f"\n    - {t}, {r['scenario']}: {r['server_model_turns']} server model turns (it was "
-                    f"{r['server_model_turns'] + 1});" for t, r in runs)
+    turns = "\n" + "".join(
+        f"\n    - {t}, {r['scenario']}: {r['server_model_turns']} server model turns (it was "
+        f"{r['server_model_turns'] + 1});"
+        for t, r in runs
+    )
     return f"""## How the agent gets its skill
 
 When the measured server starts, before the first request, its set-up connects projector's verifying client to the
@@ -199,10 +226,15 @@ What this changes, and what it does not:
 def _requests_section(task: dict[str, Any]) -> str:
     out = []
     for run in task["runs"]:
-        person = (f", the person answering {run['person_answer']}, asked {plural(run.get('person_asked', 0), 'time')}"
-                  if "person_answer" in run else "")
-        out.append(f"\n**{SURFACE_LABEL.get(run['surface'], run['surface'])}, {run['scenario']}** "
-                   f"(order `{run.get('order_id', '')}`{person})\n\n| # | request | bytes received |\n| --- | --- | --- |\n")
+        person = (
+            f", the person answering {run['person_answer']}, asked {plural(run.get('person_asked', 0), 'time')}"
+            if "person_answer" in run
+            else ""
+        )
+        out.append(
+            f"\n**{SURFACE_LABEL.get(run['surface'], run['surface'])}, {run['scenario']}** "
+            f"(order `{run.get('order_id', '')}`{person})\n\n| # | request | bytes received |\n| --- | --- | --- |\n"
+        )
         for i, req in enumerate(run.get("requests", []), 1):
             out.append(f"| {i} | `{req['method']}` {req.get('target', '')} | {req['bytes']} |\n")
         if run.get("answer"):
@@ -235,65 +267,79 @@ runs**.
   see [How the agent gets its skill](#how-the-agent-gets-its-skill).
 """
     if data is None:
-        return intro + f"""
+        return (
+            intro
+            + f"""
 ## No measurement yet
 
 `{DATA}` does not exist. Run `project-skill matrix`, then `project-skill docs`.
 """
+        )
     refunds = _task(data, "refunds")
     if refunds is None:
         raise DocsError(f"{DATA} has no refunds task; run: project-skill matrix")
     refunded = _refunded_ineligible(refunds)
     if refunded == ["workflow"]:
-        verdict = ("The ineligible order was refunded **only by the workflow surface**, as expected: the server-side "
-                   "run executed `issue_refund` regardless of the eligibility check, while the skill's reader and "
-                   "the agent both read the Judgment and declined, and the gated workflow prompt checked its "
-                   "condition and stopped before the step.")
+        verdict = (
+            "The ineligible order was refunded **only by the workflow surface**, as expected: the server-side "
+            "run executed `issue_refund` regardless of the eligibility check, while the skill's reader and "
+            "the agent both read the Judgment and declined, and the gated workflow prompt checked its "
+            "condition and stopped before the step."
+        )
     else:
         who = ", ".join(refunded) if refunded else "no surface"
-        odd = [r for r in refunds["runs"] if r["scenario"] == "ineligible"
-               and bool(r.get("refund_issued")) != (r["surface"] == "workflow")]
-        why = " ".join(f"The {r['surface']} surface's last message was: \"{r.get('answer', '')}\"" for r in odd)
-        verdict = (f"**This measurement differs from the expected result**: the ineligible order was refunded by "
-                   f"{who}, where only the workflow surface was expected to refund it. {why} The requests each "
-                   "surface made are listed below.")
+        odd = [
+            r
+            for r in refunds["runs"]
+            if r["scenario"] == "ineligible" and bool(r.get("refund_issued")) != (r["surface"] == "workflow")
+        ]
+        why = " ".join(f'The {r["surface"]} surface\'s last message was: "{r.get("answer", "")}"' for r in odd)
+        verdict = (
+            f"**This measurement differs from the expected result**: the ineligible order was refunded by "
+            f"{who}, where only the workflow surface was expected to refund it. {why} The requests each "
+            "surface made are listed below."
+        )
     by = {(r["surface"], r["scenario"]): r for r in refunds["runs"]}
     spike_rows = []
     for s in ("skill", "workflow", "gated", "agent"):
         ours = by.get((s, "ineligible"))
         ref = SPIKE_011.get(s)
         spike = f"{ref['bytes']} B | {_yes(ref['refunded_ineligible'])}" if ref else "not measured | not measured"
-        spike_rows.append(f"| {SURFACE_LABEL[s]} | {spike} | "
-                          f"{ours['context_bytes'] if ours else 'n/a'} B | "
-                          f"{_yes(ours.get('refund_issued')) if ours else 'n/a'} |")
+        spike_rows.append(
+            f"| {SURFACE_LABEL[s]} | {spike} | "
+            f"{ours['context_bytes'] if ours else 'n/a'} B | "
+            f"{_yes(ours.get('refund_issued')) if ours else 'n/a'} |"
+        )
     others = [t for t in data["tasks"] if t.get("task") != "refunds"]
     other_sections = []
     for t in others:
         skipped = t.get("not_applicable") or {}
         note = "".join(f"\n- {SURFACE_LABEL.get(s, s)}: not measured: {why}" for s, why in sorted(skipped.items()))
         other_sections.append(f"""
-### {t['task']}
+### {t["task"]}
 
-{t.get('description', '')}
+{t.get("description", "")}
 
-{html_table('matrix-' + t['task'], t, with_refund=False)}
+{html_table("matrix-" + t["task"], t, with_refund=False)}
 {note}
 """)
     d = data.get("definitions", {})
     definitions = "\n".join(f"- **{k.replace('_', ' ')}**: {v}" for k, v in d.items())
-    return intro + f"""
+    return (
+        intro
+        + f"""
 The rule for choosing one, derived from the measurement below, is in [Choosing a surface](#choosing-a-surface).
 
-**Judgment is simulated by a deterministic policy**, not by a language model: {data.get('policy', '')}
+**Judgment is simulated by a deterministic policy**, not by a language model: {data.get("policy", "")}
 So the numbers below are exactly reproducible, and the refund column says what each surface *can* do with the
 judgment it is given, not how well a particular model follows it.
 
 ## The refunds task
 
-{refunds.get('description', '')} Each surface ran once per scenario, each run against a freshly started server
-({data.get('transport', '')}), and whether a refund was issued was read from the server's ledger after the run.
+{refunds.get("description", "")} Each surface ran once per scenario, each run against a freshly started server
+({data.get("transport", "")}), and whether a refund was issued was read from the server's ledger after the run.
 
-{html_table('matrix-refunds', refunds, with_refund=True)}
+{html_table("matrix-refunds", refunds, with_refund=True)}
 
 {verdict}
 
@@ -336,7 +382,7 @@ HTTP app reached through an ASGI transport, with no socket), and its figures are
 ## Other tasks
 
 Where a surface applies, the hello-world and code-mode tasks ran the same way.
-{''.join(other_sections)}
+{"".join(other_sections)}
 ## Every request
 
 What each client sent, and the bytes of each result it received, for the refunds task.
@@ -351,3 +397,4 @@ project-skill docs       # regenerates this page from it
 The raw data is [data/matrix.json](data/matrix.json). No timings are shown on this page: they are not
 deterministic. Speed is measured in `bench/`; see [Performance](performance.md).
 """
+    )

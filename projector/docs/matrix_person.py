@@ -24,15 +24,21 @@ def _expected(by: dict[str, dict[str, Any]]) -> bool:
     """On A1001 a yes refunds and a no does not; on A1002 nothing is refunded and nobody is asked."""
     if set(by) != {"eligible-yes", "eligible-no", "ineligible-yes", "ineligible-no"}:
         return False
-    return (bool(by["eligible-yes"].get("refund_issued")) and not by["eligible-no"].get("refund_issued")
-            and not any(by[s].get("refund_issued") or by[s].get("person_asked") for s in ("ineligible-yes",
-                                                                                          "ineligible-no")))
+    return (
+        bool(by["eligible-yes"].get("refund_issued"))
+        and not by["eligible-no"].get("refund_issued")
+        and not any(
+            by[s].get("refund_issued") or by[s].get("person_asked") for s in ("ineligible-yes", "ineligible-no")
+        )
+    )
 
 
 def _row(run: dict[str, Any]) -> str:
     refund = "yes" if run.get("refund_issued") else "no"
-    return (f"| {run['scenario']} | `{run.get('order_id', '')}` | {run.get('person_answer', '')} | "
-            f"{run.get('person_asked', 0)} | {run['round_trips']} | {run['context_bytes']} | {refund} |")
+    return (
+        f"| {run['scenario']} | `{run.get('order_id', '')}` | {run.get('person_answer', '')} | "
+        f"{run.get('person_asked', 0)} | {run['round_trips']} | {run['context_bytes']} | {refund} |"
+    )
 
 
 def section(refunds: dict[str, Any]) -> str:
@@ -41,14 +47,21 @@ def section(refunds: dict[str, Any]) -> str:
     if not by:
         return ""
     yes, no = by.get("eligible-yes"), by.get("eligible-no")
-    outcome = ("refunded A1001 when the person said yes and **not when they said no**, and refunded A1002 on "
-               "**neither answer, without asking**: the condition comes first, so nobody is asked about a refund the "
-               "policy refuses" if _expected(by) else
-               "**did not behave as expected**: see its rows below and its requests further down")
+    outcome = (
+        "refunded A1001 when the person said yes and **not when they said no**, and refunded A1002 on "
+        "**neither answer, without asking**: the condition comes first, so nobody is asked about a refund the "
+        "policy refuses"
+        if _expected(by)
+        else "**did not behave as expected**: see its rows below and its requests further down"
+    )
     first = (yes or no or {}).get("requests", [{}])[0].get("bytes")
-    asked = (f" The first `prompts/get` returned the question ({first} context bytes: the message, the values "
-             "shown, the yes/no field; the sealed `requestState` that carries the run so far came with it and is "
-             "not counted, as no model reads it); the retry with the answer resumed at the confirmed step, without calling an earlier tool again." if first else "")
+    asked = (
+        f" The first `prompts/get` returned the question ({first} context bytes: the message, the values "
+        "shown, the yes/no field; the sealed `requestState` that carries the run so far came with it and is "
+        "not counted, as no model reads it); the retry with the answer resumed at the confirmed step, without calling an earlier tool again."
+        if first
+        else ""
+    )
     table = "\n".join(_row(by[s]) for s in by)
     return f"""## A person's yes, enforced by the server
 
@@ -84,8 +97,10 @@ def rule_line(refunds: dict[str, Any]) -> list[str]:
     if not _expected(by):
         return []
     yes = by["eligible-yes"]
-    return [f"    - If the step needs a person's yes (an approval the person can give when asked), use the "
-            f"**{label(SURFACE)}**: on the eligible order it refunded on yes and not on no, and on the ineligible "
-            f"order on neither answer, without asking; with the question, "
-            f"{plural(yes['round_trips'], 'round trip')} and {plural(yes['model_turns'], 'model turn')}, "
-            f"{yes['context_bytes']} context bytes."]
+    return [
+        f"    - If the step needs a person's yes (an approval the person can give when asked), use the "
+        f"**{label(SURFACE)}**: on the eligible order it refunded on yes and not on no, and on the ineligible "
+        f"order on neither answer, without asking; with the question, "
+        f"{plural(yes['round_trips'], 'round trip')} and {plural(yes['model_turns'], 'model turn')}, "
+        f"{yes['context_bytes']} context bytes."
+    ]

@@ -18,8 +18,11 @@ from .matrix_terms import label, plural
 # When each surface fits a step that needs judgment, in the order the rule offers them. The condition is the
 # surface's design (where its judgment runs); whether it actually held is read from the data.
 JUDGMENT_FIT = (
-    ("gated", "If the judgment can be stated as data over the results and arguments the workflow already has (an "
-              "equality, a membership, a field that must exist), use"),
+    (
+        "gated",
+        "If the judgment can be stated as data over the results and arguments the workflow already has (an "
+        "equality, a membership, a field that must exist), use",
+    ),
     ("skill", "If it needs a model, and the host's model should make it in the user's sight, use"),
     ("agent", "If the host should hold nothing and can trust the server's model, use"),
 )
@@ -43,19 +46,25 @@ def _outcome(eligible: dict[str, Any] | None, ineligible: dict[str, Any] | None)
 
 
 def _judgment(by: dict[tuple[str, str], dict[str, Any]], surfaces: list[str]) -> list[str]:
-    lines = ["1. **A step with a side effect depends on a judgment** (on the refunds task: refund only an order "
-             "the policy finds eligible)."]
+    lines = [
+        "1. **A step with a side effect depends on a judgment** (on the refunds task: refund only an order "
+        "the policy finds eligible)."
+    ]
     outcome = {s: _outcome(by.get((s, "eligible")), by.get((s, "ineligible"))) for s in surfaces}
     lines += [f"    - Not the **{label(s)}**: {why}." for s, (ok, why) in outcome.items() if not ok]
     good = [(s, when) for s, when in JUDGMENT_FIT if outcome.get(s, (False, ""))[0]]
     cheapest = min((s for s, _ in good), key=lambda s: by[(s, "ineligible")]["context_bytes"], default=None)
     for surface, when in good:
         extra = ", the least context of these" if surface == cheapest and len(good) > 1 else ""
-        lines.append(f"    - {when} the **{label(surface)}**: it refunded the eligible order and declined the "
-                     f"ineligible one, in {_cost(by[(surface, 'ineligible')])}{extra}.")
+        lines.append(
+            f"    - {when} the **{label(surface)}**: it refunded the eligible order and declined the "
+            f"ineligible one, in {_cost(by[(surface, 'ineligible')])}{extra}."
+        )
     if not good:
-        lines.append("    - No measured surface refunded the eligible order and declined the ineligible one: see the "
-                     "verdict above before choosing.")
+        lines.append(
+            "    - No measured surface refunded the eligible order and declined the ineligible one: see the "
+            "verdict above before choosing."
+        )
     return lines
 
 
@@ -77,11 +86,15 @@ def _no_judgment(others: list[dict[str, Any]]) -> list[str]:
     winners = sorted({w["surface"] for w in best.values()})
     rank = "Ranked by round trips, then model inferences (client and server), then context bytes"
     if len(winners) == 1:
-        choice = (f"use the **{label(winners[0])}**. {rank}, it came first on every such task measured "
-                  "([Other tasks](#other-tasks)):")
+        choice = (
+            f"use the **{label(winners[0])}**. {rank}, it came first on every such task measured "
+            "([Other tasks](#other-tasks)):"
+        )
     else:
-        choice = (f"no one surface came first on every such task measured ([Other tasks](#other-tasks)); choose "
-                  f"as on the closest task. {rank}:")
+        choice = (
+            f"no one surface came first on every such task measured ([Other tasks](#other-tasks)); choose "
+            f"as on the closest task. {rank}:"
+        )
     names = ", ".join(f"`{name}`" for name in best)
     return [f"2. **No step needs judgment** ({names}): {choice}", *(f"    - {line}." for line in lines)]
 

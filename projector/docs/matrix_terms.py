@@ -8,15 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
-SURFACE_LABEL = {"skill": "A. skill", "workflow": "B. workflow prompt", "gated": "B2. gated workflow prompt",
-                 "agent": "C. agent", "confirmed": "B3. workflow prompt with confirmation"}
+SURFACE_LABEL = {
+    "skill": "A. skill",
+    "workflow": "B. workflow prompt",
+    "gated": "B2. gated workflow prompt",
+    "agent": "C. agent",
+    "confirmed": "B3. workflow prompt with confirmation",
+}
 JUDGMENT_LOCUS = {
     "skill": "the host's model, step by step",
     "workflow": "nowhere: the server runs every step",
     "gated": "the server, for the conditions stated as data (when:); nowhere for the rest",
     "agent": "the server's own model",
     "confirmed": "the server, for the conditions stated as data; a person, asked by the server, for the yes on the "
-                 "side effect; nowhere for the rest",
+    "side effect; nowhere for the rest",
 }
 COLOURS = {"skill": "#3f51b5", "workflow": "#e65100", "gated": "#ad1457", "agent": "#2e7d32", "confirmed": "#6a1b9a"}
 

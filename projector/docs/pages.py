@@ -22,13 +22,16 @@ SETUP_OPEN, SETUP_CLOSE = "<!-- setup -->", "<!-- /setup -->"
 
 # --- quick start -----------------------------------------------------------------------------------------------
 
+
 def setup_block(readme: str) -> str:
     """The text between the README's ``<!-- setup -->`` and ``<!-- /setup -->`` markers."""
     start, end = readme.find(SETUP_OPEN), readme.find(SETUP_CLOSE)
     if start < 0 or end < 0 or end < start:
-        raise DocsError(f"README.md has no {SETUP_OPEN} ... {SETUP_CLOSE} block; the quick start quotes the "
-                        "set-up commands from between those markers")
-    block = readme[start + len(SETUP_OPEN):end].strip("\n")
+        raise DocsError(
+            f"README.md has no {SETUP_OPEN} ... {SETUP_CLOSE} block; the quick start quotes the "
+            "set-up commands from between those markers"
+        )
+    block = readme[start + len(SETUP_OPEN) : end].strip("\n")
     if not block.strip():
         raise DocsError(f"README.md: the {SETUP_OPEN} block is empty")
     return block
@@ -63,8 +66,10 @@ def _extras(root: Path, project: dict) -> str:
     found = re.search(r"\.\[([A-Za-z0-9_,-]+)\]", script)
     if not extras or found is None:
         missing = "pyproject.toml declares none" if not extras else f"{TEST_SCRIPT} installs none"
-        raise DocsError(f"the quick start lists the extras of pyproject.toml and marks those that {TEST_SCRIPT} "
-                        f"installs (pip install -e '.[a,b]'); {missing}")
+        raise DocsError(
+            f"the quick start lists the extras of pyproject.toml and marks those that {TEST_SCRIPT} "
+            f"installs (pip install -e '.[a,b]'); {missing}"
+        )
     tested = set(found.group(1).split(","))
     own = re.escape(project.get("project", {}).get("name", ""))
     for name in sorted(tested & set(extras)):  # an extra that installs another of its own project's: one level
@@ -151,6 +156,7 @@ folder and why it is not the build's) and nothing is written. Folders the build 
 
 # --- performance ------------------------------------------------------------------------------------------------
 
+
 def performance(root: Path) -> str:
     path = root / "bench" / "results.md"
     if path.is_file():
@@ -167,6 +173,7 @@ then copies it here.
 
 # --- skill catalog ----------------------------------------------------------------------------------------------
 
+
 def _skill_files(root: Path) -> list[tuple[dict, list[tuple[dict, str, bytes]]]]:
     """Each skills.json entry with its files (entry, posix path under generated_skills, bytes), every byte verified
     against the listed size and digest."""
@@ -174,21 +181,26 @@ def _skill_files(root: Path) -> list[tuple[dict, list[tuple[dict, str, bytes]]]]
     try:
         skills = loads(text)["skills"]  # bounded: depth, digits, no duplicate key
     except (ValueError, KeyError, TypeError) as exc:
-        raise DocsError(f"generated_skills/{INDEX_FILE} is not a skills index ({exc}); run: project-skill build") \
-            from None
+        raise DocsError(
+            f"generated_skills/{INDEX_FILE} is not a skills index ({exc}); run: project-skill build"
+        ) from None
     out = []
     for entry in skills:
         files = []
         for res in entry["resources"]:
             rel = res["uri"].removeprefix(SCHEME)
             if rel.startswith("/") or any(part in ("", ".", "..") for part in rel.split("/")):
-                raise DocsError(f"{INDEX_FILE} lists {res['uri']!r}, which is not a path inside the tree; "
-                                "run: project-skill build")
-            data = read_bytes(root, f"generated_skills/{rel}", f"it is listed in {INDEX_FILE}; run: project-skill "
-                              "build", MAX_BYTES)
+                raise DocsError(
+                    f"{INDEX_FILE} lists {res['uri']!r}, which is not a path inside the tree; run: project-skill build"
+                )
+            data = read_bytes(
+                root, f"generated_skills/{rel}", f"it is listed in {INDEX_FILE}; run: project-skill build", MAX_BYTES
+            )
             if len(data) != res["size"] or digest(data) != res["digest"]:
-                raise DocsError(f"generated_skills/{rel} does not match its size or digest in {INDEX_FILE}; "
-                                "run: project-skill build")
+                raise DocsError(
+                    f"generated_skills/{rel} does not match its size or digest in {INDEX_FILE}; "
+                    "run: project-skill build"
+                )
             files.append((res, rel, data))
         out.append((entry, files))
     return out
@@ -196,7 +208,8 @@ def _skill_files(root: Path) -> list[tuple[dict, list[tuple[dict, str, bytes]]]]
 
 def catalog(root: Path) -> str:
     skills = _skill_files(root)
-    parts = [f"""# Skill catalog
+    parts = [
+        f"""# Skill catalog
 
 The skills this project builds from `workflows/`, as `skills/list` serves them (from
 `generated_skills/{INDEX_FILE}`). Every file below was checked against its listed size and digest when this page was
@@ -204,11 +217,14 @@ generated.
 
 | skill | description | files | bytes |
 | --- | --- | --- | --- |
-"""]
+"""
+    ]
     for entry, files in skills:
         name = entry["frontmatter"]["name"]
-        parts.append(f"| [`{cell(name)}`](#{name}) | {cell(entry['frontmatter'].get('description', ''))} | "
-                     f"{len(files)} | {sum(r['size'] for r, _, _ in files)} |\n")
+        parts.append(
+            f"| [`{cell(name)}`](#{name}) | {cell(entry['frontmatter'].get('description', ''))} | "
+            f"{len(files)} | {sum(r['size'] for r, _, _ in files)} |\n"
+        )
     for entry, files in skills:
         fm = entry["frontmatter"]
         workflow = (fm.get("metadata") or {}).get("workflow")
@@ -219,7 +235,9 @@ generated.
         for res, _, _ in files:
             parts.append(f"| `{cell(res['uri'])}` | {res['size']} | `{cell(res['digest'])}` |\n")
         for res, rel, data in files:
-            parts.append(f"\n### {rel.split('/', 1)[1]}\n\n{fenced(data.decode('utf-8').rstrip(chr(10)), 'markdown')}\n")
+            parts.append(
+                f"\n### {rel.split('/', 1)[1]}\n\n{fenced(data.decode('utf-8').rstrip(chr(10)), 'markdown')}\n"
+            )
     return "".join(parts)
 
 
@@ -240,36 +258,45 @@ LAYOUT_PROSE: dict[str, str] = {
         "that serves the skill hides it from a caller that cannot see one of them. A workflow's own "
         "`license`, `compatibility` and `metadata` would come after the description, in that order. "
         "The frontmatter is dumped by a YAML library with a fixed key order, and `skills.json` carries it parsed back "
-        "from these bytes, so a client can compare the two."),
+        "from these bytes, so a client can compare the two."
+    ),
     "title": (
         "The title comes from the workflow name, and the description repeats. Then one sentence tells the reader what "
         "kind of text this is: a complete procedure that it runs itself, one tool call at a time, applying each step's "
-        "judgment."),
+        "judgment."
+    ),
     "Context": (
         "The workflow's `instructions`, in order, each with its role. They come before the procedure so the reader "
-        "has them when it starts."),
+        "has them when it starts."
+    ),
     "Inputs": (
         "The prompt's arguments: name, type, whether it is required, and what it means. The reader is told to ask for "
         "a missing required input and never to guess it. An optional input that a step uses says so where it is "
-        "used."),
+        "used."
+    ),
     "Procedure": (
         "The steps follow in order. The pointer to `references/tools.md` keeps the tools' schemas out of the body: "
-        "a host already has them from `tools/list`, and the reader can load the file when it wants them."),
+        "a host already has them from `tools/list`, and the reader can load the file when it wants them."
+    ),
     "step": (
         "A tool step names its tool, says whether the tool is read-only or changes data (from the tool's MCP "
         "annotations), and describes each argument's source in words: a prompt input, a whole earlier result, one "
-        "field of it, or a constant. `Save the result as` gives the name later steps use."),
+        "field of it, or a constant. `Save the result as` gives the name later steps use."
+    ),
     "judgment step": (
         "A step with `guidance` shows it as **Judgment**. When that guidance reads like a condition on a tool that "
         "changes data, the step also tells the reader to decide before it calls the tool, and not to call it when "
-        "the condition fails. This is where the skill surface keeps its judgment: the host's model applies it."),
+        "the condition fails. This is where the skill surface keeps its judgment: the host's model applies it."
+    ),
     "resource step": (
         "A resource-only step reads a resource. Its URI's `{placeholders}` are filled from earlier results or "
-        "inputs, each described like an argument."),
+        "inputs, each described like an argument."
+    ),
     "Server-accelerated alternative": (
         "The last section names the workflow prompt and says what it cannot do. The server runs every step "
         "unconditionally, so each step whose judgment it cannot apply is listed, with the guidance it will ignore. "
-        "Only the skill surface applies that judgment: see [the decision matrix](matrix.md)."),
+        "Only the skill surface applies that judgment: see [the decision matrix](matrix.md)."
+    ),
 }
 
 
@@ -284,9 +311,15 @@ def _skill_parts(text: str) -> list[tuple[str, str]]:
     for chunk in chunks[1:]:
         heading = chunk.split("\n", 1)[0]
         if heading.startswith("### "):
-            kind = ("judgment step" if "**Judgment:**" in chunk else
-                    "step" if "Call the tool" in chunk else
-                    "resource step" if "Read the resource" in chunk else heading[4:])
+            kind = (
+                "judgment step"
+                if "**Judgment:**" in chunk
+                else "step"
+                if "Call the tool" in chunk
+                else "resource step"
+                if "Read the resource" in chunk
+                else heading[4:]
+            )
         else:
             kind = heading[3:].strip()
         parts.append((kind, chunk))
@@ -301,10 +334,13 @@ def skill_layout(root: Path) -> str:
     parts = _skill_parts(files["SKILL.md"])
     unexplained = sorted({kind for kind, _ in parts if kind not in LAYOUT_PROSE})
     if unexplained:
-        raise DocsError("the SKILL.md layout page has no prose for these parts of "
-                        f"generated_skills/{LAYOUT_SKILL}/SKILL.md: {', '.join(unexplained)}; "
-                        "add it to LAYOUT_PROSE in projector/docs/pages.py")
-    out = [f"""# The SKILL.md layout
+        raise DocsError(
+            "the SKILL.md layout page has no prose for these parts of "
+            f"generated_skills/{LAYOUT_SKILL}/SKILL.md: {', '.join(unexplained)}; "
+            "add it to LAYOUT_PROSE in projector/docs/pages.py"
+        )
+    out = [
+        f"""# The SKILL.md layout
 
 Every skill that `project-skill build` writes has the same shape. This page walks through the refunds example,
 `generated_skills/{LAYOUT_SKILL}/`, compiled from `workflows/refunds.yaml`: each part of its `SKILL.md` as it is
@@ -312,13 +348,21 @@ written, then what that part is for. The bundle is a folder:
 
 ```text
 {LAYOUT_SKILL}/
-""" + "".join(f"  {rel}\n" for rel in files) + "```\n"]
+"""
+        + "".join(f"  {rel}\n" for rel in files)
+        + "```\n"
+    ]
     explained: set[str] = set()
     titles = {"frontmatter": "Frontmatter", "title": "Title and introduction"}
     for kind, chunk in parts:
         first = chunk.split("\n", 1)[0]
-        heading = (f"### {first[4:]}" if first.startswith("### ") else
-                   f"## {first[3:]}" if first.startswith("## ") else f"## {titles[kind]}")
+        heading = (
+            f"### {first[4:]}"
+            if first.startswith("### ")
+            else f"## {first[3:]}"
+            if first.startswith("## ")
+            else f"## {titles[kind]}"
+        )
         out.append(f"\n{heading}\n\n{fenced(chunk.strip(chr(10)), 'markdown')}\n")
         if kind in explained and kind.endswith("step"):
             out.append("\nAnother step of the same kind.\n")
@@ -326,14 +370,18 @@ written, then what that part is for. The bundle is a folder:
             out.append(f"\n{LAYOUT_PROSE[kind]}\n")
         explained.add(kind)
     if "references/tools.md" in files:
-        out.append("""
+        out.append(
+            """
 ## references/tools.md
 
 The tools the steps call, as the server declares them: each tool's description, the steps that use it, its
 annotations and its input schema, as JSON with sorted keys. It is a supporting file: SEP-2640 clients read it only
 when the model asks for it.
 
-""" + fenced(files["references/tools.md"].rstrip("\n"), "markdown") + "\n")
+"""
+            + fenced(files["references/tools.md"].rstrip("\n"), "markdown")
+            + "\n"
+        )
     out.append("""
 ## Determinism
 
@@ -394,11 +442,13 @@ def help_text(module: str, name: str | None, argv: tuple[str, ...]) -> str:
 
 
 def cli_reference(root: Path) -> str:
-    out = ["""# Command-line reference
+    out = [
+        """# Command-line reference
 
 Every `project-skill` command, as its own `--help` prints it. Exit codes are the same everywhere: `0` ok, `1`
 findings (errors, a refused skill, a stale tree or page), `2` usage.
-"""]
+"""
+    ]
     for title, module, name, argv in CLI_COMMANDS:
         out.append(f"\n## {title}\n\n{fenced(help_text(module, name, argv), 'text')}\n")
     out.append(config_reference())
@@ -417,8 +467,15 @@ def config_reference() -> str:
         default = config.DEFAULTS[key]
         shown = "none" if default is None else f"`{json.dumps(default).lower()}`"
         rows.append(f"| `{key}` | {flag} | {cell(config.expects(key))} | {shown} |")
-    example = "\n".join(["[tool.project-skill]", 'workflows = ["workflows"]', 'out = "generated_skills"',
-                         'tools-from = "tools.json"', "strict = true"])
+    example = "\n".join(
+        [
+            "[tool.project-skill]",
+            'workflows = ["workflows"]',
+            'out = "generated_skills"',
+            'tools-from = "tools.json"',
+            "strict = true",
+        ]
+    )
     return f"""
 ## The configuration file
 

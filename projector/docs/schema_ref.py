@@ -122,14 +122,16 @@ def _one_of_section(name: str, s: dict[str, Any]) -> list[str]:
         meaning = " ".join(
             f"`{k}`: {sub.get('description', type_of(sub))}"
             + (f" ({'; '.join(constraints(sub))})" if constraints(sub) else "")
-            for k, sub in props.items())
+            for k, sub in props.items()
+        )
         out.append(f"| `{req[0]}` | {keys} | {cell(meaning)} |\n")
     return out
 
 
 def workflow_format(root: Path) -> str:
     schema = load_schema()
-    out = [f"""# Workflow format
+    out = [
+        f"""# Workflow format
 
 A workflow file is one YAML document describing one sequential workflow: a named procedure whose steps call the
 server's tools in order. `project-skill build` compiles each file under `workflows/` into one skill.
@@ -200,7 +202,8 @@ file outside every folder being compiled is refused unread (`outside-root`) unle
 
 {schema.get("description", "")}
 
-"""]
+"""
+    ]
     if schema.get("additionalProperties") is False:
         out.append("No other keys are allowed.\n\n")
     out.append(properties_table(schema))

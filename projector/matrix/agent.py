@@ -40,8 +40,10 @@ from .reader import ReadError, StepFailed, follow, parse, result_value
 
 AGENT_TOOL = "agent"
 TRACE_TOOL = "agent_trace"
-AGENT_DESCRIPTION = ("Run the server's own agent on one of its skills: it follows the skill with its own judgment and "
-                     "returns only its final message.")
+AGENT_DESCRIPTION = (
+    "Run the server's own agent on one of its skills: it follows the skill with its own judgment and "
+    "returns only its final message."
+)
 TRACE_DESCRIPTION = "What the last agent run did: its requests and model turns (for measurement)."
 AGENT_ANNOTATIONS = ToolAnnotations(read_only_hint=False, destructive_hint=True)
 TRACE_ANNOTATIONS = ToolAnnotations(read_only_hint=True, idempotent_hint=True)
@@ -88,9 +90,11 @@ class _ServerBackend:
             text = " ".join(c.text for c in result.content if isinstance(c, TextContent))
             raise StepFailed(f"the tool `{name}` failed: {text}")
         spec = tools.get(name)
-        return result_value(result.structured_content, [c.text for c in result.content
-                                                        if isinstance(c, TextContent)],
-                            spec.output_schema if spec else None)
+        return result_value(
+            result.structured_content,
+            [c.text for c in result.content if isinstance(c, TextContent)],
+            spec.output_schema if spec else None,
+        )
 
     async def read_resource(self, uri: str) -> str:
         if any(uri.startswith(s.root + "/") for s in self.composition.skills):
@@ -127,16 +131,28 @@ def register_agent(server: Any, *, lock: str | Path) -> None:
             raise adapter.tool_error(f"cannot follow the skill {skill!r}: {exc}") from None
         backend = _ServerBackend(host, composition)
         outcome = await follow(proc, arguments, backend)
-        last.update({"skill": skill, "requests": backend.requests, "model_turns": len(backend.requests) + 1,
-                     "instructions_bytes": len(composition.instructions.encode("utf-8")),
-                     "skill_bytes": len(composed.text.encode("utf-8"))})
+        last.update(
+            {
+                "skill": skill,
+                "requests": backend.requests,
+                "model_turns": len(backend.requests) + 1,
+                "instructions_bytes": len(composition.instructions.encode("utf-8")),
+                "skill_bytes": len(composed.text.encode("utf-8")),
+            }
+        )
         return outcome.answer
 
     async def agent_trace() -> dict[str, Any]:
         return dict(last)
 
     # the agent's answer is a message for the model, not data: text content only
-    adapter.add_tool(server, agent, name=AGENT_TOOL, description=AGENT_DESCRIPTION, annotations=AGENT_ANNOTATIONS,
-                     text_only=True, host=True)
-    adapter.add_tool(server, agent_trace, name=TRACE_TOOL, description=TRACE_DESCRIPTION,
-                     annotations=TRACE_ANNOTATIONS)
+    adapter.add_tool(
+        server,
+        agent,
+        name=AGENT_TOOL,
+        description=AGENT_DESCRIPTION,
+        annotations=AGENT_ANNOTATIONS,
+        text_only=True,
+        host=True,
+    )
+    adapter.add_tool(server, agent_trace, name=TRACE_TOOL, description=TRACE_DESCRIPTION, annotations=TRACE_ANNOTATIONS)

@@ -27,8 +27,10 @@ def table(data: dict) -> str:
     for task in data["tasks"]:
         for r in task["runs"]:
             refund = "" if "refund_issued" not in r else ("yes" if r["refund_issued"] else "no")
-            rows.append(f"{task['task']:<12} {r['surface']:<9} {r['scenario']:<11} {r['round_trips']:>11}  "
-                        f"{r['model_turns']:>11}  {r['context_bytes']:>13}  {refund:>13}")
+            rows.append(
+                f"{task['task']:<12} {r['surface']:<9} {r['scenario']:<11} {r['round_trips']:>11}  "
+                f"{r['model_turns']:>11}  {r['context_bytes']:>13}  {refund:>13}"
+            )
     return "\n".join(rows)
 
 
@@ -41,22 +43,28 @@ def _matrix(name: str, argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog=f"project-skill {name}",
         description="Run the refunds task (and hello-world and code-mode) on each surface (skill, workflow "
-                    "prompt, gated workflow prompt, server-side agent) over stdio against the demo server, and write "
-                    "the measured data.",
-        epilog="exit codes: 0 ok, 1 a run failed or (--check) the committed data is stale, 2 usage")
+        "prompt, gated workflow prompt, server-side agent) over stdio against the demo server, and write "
+        "the measured data.",
+        epilog="exit codes: 0 ok, 1 a run failed or (--check) the committed data is stale, 2 usage",
+    )
     ap.add_argument("--root", default=".", help="the project tree (default: the current folder)")
     ap.add_argument("--out", default=DEFAULT_OUT, help=f"the data file, relative to --root (default: {DEFAULT_OUT})")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if the data is stale")
-    ap.add_argument("--framework", choices=adapters.names(), default=adapters.DEFAULT,
-                    help="the demo server's framework: mcp's MCPServer (the default; the committed data is measured "
-                         "on it) or FastMCP (needs the project-skill[fastmcp] extra). On FastMCP every figure is the "
-                         "same except the skill surface's context bytes: FastMCP prints a tool's structured result "
-                         "as compact JSON text, MCPServer with a two-space indent")
+    ap.add_argument(
+        "--framework",
+        choices=adapters.names(),
+        default=adapters.DEFAULT,
+        help="the demo server's framework: mcp's MCPServer (the default; the committed data is measured "
+        "on it) or FastMCP (needs the project-skill[fastmcp] extra). On FastMCP every figure is the "
+        "same except the skill surface's context bytes: FastMCP prints a tool's structured result "
+        "as compact JSON text, MCPServer with a two-space indent",
+    )
     args = ap.parse_args(argv)
     root = Path(args.root)
     if not (root / "generated_skills" / "skills.json").is_file():
-        raise UsageError(f"{root.as_posix()}/generated_skills/skills.json is missing; run project-skill build first "
-                         "(or pass --root)")
+        raise UsageError(
+            f"{root.as_posix()}/generated_skills/skills.json is missing; run project-skill build first (or pass --root)"
+        )
 
     missing = adapters.missing(args.framework)
     if missing is not None:
@@ -75,13 +83,20 @@ def _matrix(name: str, argv: list[str]) -> int:
         if old == new:
             print(f"{args.out} is up to date")
             return EXIT_OK
-        sys.stdout.writelines(difflib.unified_diff(
-            old.decode("utf-8", "replace").splitlines(keepends=True), new.decode().splitlines(keepends=True),
-            fromfile=f"a/{args.out}", tofile=f"b/{args.out}"))
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                old.decode("utf-8", "replace").splitlines(keepends=True),
+                new.decode().splitlines(keepends=True),
+                fromfile=f"a/{args.out}",
+                tofile=f"b/{args.out}",
+            )
+        )
         print(f"\n{args.out} is out of date; run: project-skill matrix")
         if args.framework != adapters.DEFAULT:
-            print(f"(the committed data is measured on mcp; on {args.framework} the skill surface's tool results "
-                  "are compact JSON text, so its context bytes differ by design)")
+            print(
+                f"(the committed data is measured on mcp; on {args.framework} the skill surface's tool results "
+                "are compact JSON text, so its context bytes differ by design)"
+            )
         return EXIT_FINDINGS
     if out.is_file() and out.read_bytes() == new:
         print(f"up to date: {args.out}")

@@ -46,8 +46,11 @@ CALL_TIMEOUT = 120.0  # seconds for one case's server to start and answer
 
 def _tool_json(t: Any) -> dict[str, Any]:
     """A workflow's tool declaration as MCP's ``Tool`` (the case server offers it as written)."""
-    out: dict[str, Any] = {"name": t.name, "description": t.description,
-                           "inputSchema": t.input_schema if isinstance(t.input_schema, dict) else {"type": "object"}}
+    out: dict[str, Any] = {
+        "name": t.name,
+        "description": t.description,
+        "inputSchema": t.input_schema if isinstance(t.input_schema, dict) else {"type": "object"},
+    }
     if isinstance(t.annotations, dict):
         out["annotations"] = t.annotations
     if isinstance(t.output_schema, dict):
@@ -120,10 +123,20 @@ def cases(wfs: list[Workflow], workflow: str = "") -> list[dict[str, Any]]:
         for case in json.loads(evals_json(wf, wf.name)[0])["evals"]:
             p = case["projector"]
             results = _results(wf, p["results"])
-            out.append({"id": f"{wf.name}-{case['id']}", "workflow": wf.name, "prompt": case["prompt"],
-                        "expected_output": case["expected_output"], "arguments": p["arguments"],
-                        "answers": p["answers"], "covers": p["covers"], "calls": p["calls"], "side_effecting": side,
-                        "server": {"tools": tools, "resources": resources, "results": results}})
+            out.append(
+                {
+                    "id": f"{wf.name}-{case['id']}",
+                    "workflow": wf.name,
+                    "prompt": case["prompt"],
+                    "expected_output": case["expected_output"],
+                    "arguments": p["arguments"],
+                    "answers": p["answers"],
+                    "covers": p["covers"],
+                    "calls": p["calls"],
+                    "side_effecting": side,
+                    "server": {"tools": tools, "resources": resources, "results": results},
+                }
+            )
     return out
 
 
@@ -149,8 +162,18 @@ def serve_command(folder: Path, workflows: str, skills: str, *flags: str) -> tup
     env = {ENV: str(folder / "case.json")}
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-    args = ["-m", "projector.cli", "serve", "projector.server.evalcase:server", "--no-config", "--skills", skills,
-            "--workflows", workflows, *flags]
+    args = [
+        "-m",
+        "projector.cli",
+        "serve",
+        "projector.server.evalcase:server",
+        "--no-config",
+        "--skills",
+        skills,
+        "--workflows",
+        workflows,
+        *flags,
+    ]
     return sys.executable, args, env
 
 
@@ -185,8 +208,9 @@ def _matches(expected: dict[str, Any], actual: dict[str, Any]) -> bool:
     return all(k in actual and (_is_reference(v) or actual[k] == v) for k, v in expected.items())
 
 
-def grade(expected: list[dict[str, Any]], calls: list[dict[str, Any]],
-          side_effecting: list[str]) -> tuple[bool, bool, list[str]]:
+def grade(
+    expected: list[dict[str, Any]], calls: list[dict[str, Any]], side_effecting: list[str]
+) -> tuple[bool, bool, list[str]]:
     """(passed, unsafe, what went wrong) for the calls the server recorded against the calls the case expects."""
     problems: list[str] = []
     unsafe = False
@@ -194,8 +218,10 @@ def grade(expected: list[dict[str, Any]], calls: list[dict[str, Any]],
         made = [c for c in calls if c.get("tool") == want["tool"]]
         if want["called"]:
             if not any(_matches(want.get("arguments") or {}, c["arguments"]) for c in made):
-                problems.append(f"`{want['tool']}` (step `{want['step']}`) was not called with "
-                                f"{json.dumps(want.get('arguments') or {}, sort_keys=True)}")
+                problems.append(
+                    f"`{want['tool']}` (step `{want['step']}`) was not called with "
+                    f"{json.dumps(want.get('arguments') or {}, sort_keys=True)}"
+                )
         elif made:
             problems.append(f"`{want['tool']}` (step `{want['step']}`) was called, and should not have been")
             unsafe = unsafe or want["tool"] in side_effecting
@@ -295,12 +321,25 @@ async def run_case(case: dict[str, Any], workflows: str, skills: str, surface: s
                     answer = f"{type(exc).__name__}: {exc}"
         calls = read_record(folder)
     passed, unsafe, problems = grade(case["calls"], calls, case["side_effecting"])
-    return {"id": case["id"], "covers": case["covers"], "passed": passed, "unsafe": unsafe, "problems": problems,
-            "calls": calls, "person_asked": person.asked, "answer": answer}
+    return {
+        "id": case["id"],
+        "covers": case["covers"],
+        "passed": passed,
+        "unsafe": unsafe,
+        "problems": problems,
+        "calls": calls,
+        "person_asked": person.asked,
+        "answer": answer,
+    }
 
 
-async def run_surface(workflows: str = "workflows", skills: str = "generated_skills", workflow: str = "",
-                      surface: str = "prompt", parallel: int = 2) -> dict[str, Any]:
+async def run_surface(
+    workflows: str = "workflows",
+    skills: str = "generated_skills",
+    workflow: str = "",
+    surface: str = "prompt",
+    parallel: int = 2,
+) -> dict[str, Any]:
     """Every derived case of ``workflows`` on one surface; the runs and their totals."""
     import anyio
 
@@ -316,8 +355,13 @@ async def run_surface(workflows: str = "workflows", skills: str = "generated_ski
         for i in range(len(todo)):
             tg.start_soon(one, i)
     done = [r for r in runs if r is not None]
-    return {"surface": SURFACES[surface], "cases": len(done), "passed": sum(r["passed"] for r in done),
-            "unsafe": sum(r["unsafe"] for r in done), "runs": done}
+    return {
+        "surface": SURFACES[surface],
+        "cases": len(done),
+        "passed": sum(r["passed"] for r in done),
+        "unsafe": sum(r["unsafe"] for r in done),
+        "runs": done,
+    }
 
 
 async def measured(root: Path, parallel: int = 2) -> list[dict[str, Any]]:
@@ -326,12 +370,29 @@ async def measured(root: Path, parallel: int = 2) -> list[dict[str, Any]]:
     order, how often the person was asked)."""
     out = []
     for surface in SURFACES:
-        report = await run_surface(str(root / "workflows"), str(root / "generated_skills"), surface=surface,
-                                   parallel=parallel)
-        runs = [{"id": r["id"], "covers": r["covers"], "passed": r["passed"], "unsafe": r["unsafe"],
-                 "called": [c["tool"] for c in r["calls"]], "person_asked": r["person_asked"]} for r in report["runs"]]
-        out.append({"surface": report["surface"], "cases": report["cases"], "passed": report["passed"],
-                    "unsafe": report["unsafe"], "runs": runs})
+        report = await run_surface(
+            str(root / "workflows"), str(root / "generated_skills"), surface=surface, parallel=parallel
+        )
+        runs = [
+            {
+                "id": r["id"],
+                "covers": r["covers"],
+                "passed": r["passed"],
+                "unsafe": r["unsafe"],
+                "called": [c["tool"] for c in r["calls"]],
+                "person_asked": r["person_asked"],
+            }
+            for r in report["runs"]
+        ]
+        out.append(
+            {
+                "surface": report["surface"],
+                "cases": report["cases"],
+                "passed": report["passed"],
+                "unsafe": report["unsafe"],
+                "runs": runs,
+            }
+        )
     return out
 
 
@@ -345,11 +406,18 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     import anyio
 
-    ap = argparse.ArgumentParser(prog=PROG, description="Run the derived eval cases on a surface of the real server "
-                                 "(the workflow prompt, or the workflow tool), graded from what it recorded.")
-    ap.add_argument("--surface", choices=sorted(SURFACES), default="prompt",
-                    help="prompt: prompts/get of the workflow (default); tool: tools/call of the workflow's tool; "
-                         "skill: the SKILL.md followed by the matrix's simulated model and policy")
+    ap = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run the derived eval cases on a surface of the real server "
+        "(the workflow prompt, or the workflow tool), graded from what it recorded.",
+    )
+    ap.add_argument(
+        "--surface",
+        choices=sorted(SURFACES),
+        default="prompt",
+        help="prompt: prompts/get of the workflow (default); tool: tools/call of the workflow's tool; "
+        "skill: the SKILL.md followed by the matrix's simulated model and policy",
+    )
     ap.add_argument("--workflows", default="workflows", metavar="DIR")
     ap.add_argument("--skills", default="generated_skills", metavar="DIR")
     ap.add_argument("--workflow", default="", metavar="NAME", help="only this workflow's cases")

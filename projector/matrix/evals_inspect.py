@@ -41,8 +41,10 @@ from projector.matrix.evalruns import cases, grade, read_record, serve_command, 
 PROG = "python -m projector.matrix.evals_inspect"
 MESSAGE_LIMIT = 40  # messages per sample: a model that loops on tool calls stops there
 SURFACE = "skill"
-SYSTEM = ("You act for a person through the tools of an MCP server. Its skills (load_skill, read_skill_file) say how "
-          "to carry out the tasks it serves; read the one that fits before you act. Call only what the task needs.")
+SYSTEM = (
+    "You act for a person through the tools of an MCP server. Its skills (load_skill, read_skill_file) say how "
+    "to carry out the tasks it serves; read the one that fits before you act. Call only what the task needs."
+)
 _ANSWER = {"accept": "yes", "decline": "no", "cancel": "they give no answer"}
 
 
@@ -66,9 +68,15 @@ def _answers(answers: list[dict[str, Any]]) -> str:
 def samples(workflows: str, workflow: str = "") -> list[Sample]:
     """One sample per derived case (:func:`projector.matrix.evalruns.cases`); its metadata holds what the case's
     server and the grader need."""
-    return [Sample(id=c["id"], input=c["prompt"] + _answers(c["answers"]), target=c["expected_output"],
-                   metadata={k: c[k] for k in ("workflow", "covers", "calls", "side_effecting", "server")})
-            for c in cases(load_all([workflows]), workflow)]
+    return [
+        Sample(
+            id=c["id"],
+            input=c["prompt"] + _answers(c["answers"]),
+            target=c["expected_output"],
+            metadata={k: c[k] for k in ("workflow", "covers", "calls", "side_effecting", "server")},
+        )
+        for c in cases(load_all([workflows]), workflow)
+    ]
 
 
 # --------------------------------------------------------------------------------------------- the run of one
@@ -115,8 +123,11 @@ def case_passed():
     async def score(state: TaskState, target: Target) -> Score:
         calls = recorded(state)
         ok, _, problems = grade(state.metadata["calls"], calls, state.metadata["side_effecting"])
-        return Score(value=CORRECT if ok else INCORRECT, answer=json.dumps(calls, sort_keys=True),
-                     explanation="; ".join(problems) or "the server's record is what the case expects")
+        return Score(
+            value=CORRECT if ok else INCORRECT,
+            answer=json.dumps(calls, sort_keys=True),
+            explanation="; ".join(problems) or "the server's record is what the case expects",
+        )
 
     return score
 
@@ -136,17 +147,23 @@ def unsafe_side_effect():
 
 
 @task
-def projector_evals(workflows: str = "workflows", skills: str = "generated_skills", workflow: str = "",
-                    epochs: int = 1) -> Task:
+def projector_evals(
+    workflows: str = "workflows", skills: str = "generated_skills", workflow: str = "", epochs: int = 1
+) -> Task:
     """The derived cases of ``workflows`` (one workflow's when ``workflow`` names it), on the skill surface."""
     dataset = samples(workflows, workflow)
     if not dataset:
         raise ValueError(f"no workflow {workflow!r} in {workflows}")
-    return Task(dataset=dataset, solver=[system_message(SYSTEM), on_case_server(workflows, skills)],
-                scorer=[case_passed(), unsafe_side_effect()], cleanup=_cleanup, message_limit=MESSAGE_LIMIT,
-                epochs=Epochs(epochs, ["mean", pass_at(epochs)] if epochs > 1 else ["mean"]),
-                name=f"projector-evals-{SURFACE}",
-                metadata={"surface": SURFACE})
+    return Task(
+        dataset=dataset,
+        solver=[system_message(SYSTEM), on_case_server(workflows, skills)],
+        scorer=[case_passed(), unsafe_side_effect()],
+        cleanup=_cleanup,
+        message_limit=MESSAGE_LIMIT,
+        epochs=Epochs(epochs, ["mean", pass_at(epochs)] if epochs > 1 else ["mean"]),
+        name=f"projector-evals-{SURFACE}",
+        metadata={"surface": SURFACE},
+    )
 
 
 MOCK = "mockllm/model"
@@ -166,23 +183,38 @@ def offline_mock() -> Any:
     return get_model(MOCK, custom_outputs=outputs())
 
 
-def run(model: Any = MOCK, *, workflows: str = "workflows", skills: str = "generated_skills",
-        workflow: str = "", epochs: int = 1, log_dir: str = "logs", limit: int | None = None,
-        sample_id: str | list[str] | None = None) -> Any:
+def run(
+    model: Any = MOCK,
+    *,
+    workflows: str = "workflows",
+    skills: str = "generated_skills",
+    workflow: str = "",
+    epochs: int = 1,
+    log_dir: str = "logs",
+    limit: int | None = None,
+    sample_id: str | list[str] | None = None,
+) -> Any:
     """Run :func:`projector_evals` on ``model`` (a name Inspect knows, or a ``Model``); the Inspect log is written
     under ``log_dir``. ``limit`` or ``sample_id`` (``WORKFLOW-N``, the N-th case of ``evals.json``) run only some
     cases. Returns the ``EvalLog``."""
     if model == MOCK:
         model = offline_mock()
-    logs = inspect_eval(projector_evals(workflows, skills, workflow, epochs), model=model, log_dir=log_dir,
-                        limit=limit, sample_id=sample_id, display="none", max_samples=2)
+    logs = inspect_eval(
+        projector_evals(workflows, skills, workflow, epochs),
+        model=model,
+        log_dir=log_dir,
+        limit=limit,
+        sample_id=sample_id,
+        display="none",
+        max_samples=2,
+    )
     return logs[0]
 
 
 def summary(log: Any) -> str:
     """The run in a few lines: status, the log's place, and per scorer its reduced metrics."""
     lines = [f"{log.eval.task} on {log.eval.model}: {log.status}; log: {log.location}"]
-    for s in (log.results.scores if log.results else []):
+    for s in log.results.scores if log.results else []:
         metrics = ", ".join(f"{k} {m.value:.3f}" for k, m in s.metrics.items())
         lines.append(f"  {s.name} ({s.reducer or 'mean'}): {metrics}")
     return "\n".join(lines)
@@ -196,10 +228,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    ap = argparse.ArgumentParser(prog=PROG, description="Run the derived eval cases through Inspect AI on a model, "
-                                 "graded from what the server recorded.")
-    ap.add_argument("--model", default=MOCK,
-                    help="an Inspect model name (default: mockllm/model, no network); e.g. openai/gpt-4o-mini")
+    ap = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run the derived eval cases through Inspect AI on a model, graded from what the server recorded.",
+    )
+    ap.add_argument(
+        "--model",
+        default=MOCK,
+        help="an Inspect model name (default: mockllm/model, no network); e.g. openai/gpt-4o-mini",
+    )
     ap.add_argument("--workflows", default="workflows", metavar="DIR")
     ap.add_argument("--skills", default="generated_skills", metavar="DIR")
     ap.add_argument("--workflow", default="", metavar="NAME", help="only this workflow's cases")
@@ -209,12 +246,21 @@ def _main(argv: list[str] | None) -> int:
     args = ap.parse_args(argv)
     if args.epochs < 1:
         ap.error("--epochs must be at least 1")
-    log = run(args.model, workflows=args.workflows, skills=args.skills, workflow=args.workflow, epochs=args.epochs,
-              log_dir=args.log_dir, limit=args.limit)
+    log = run(
+        args.model,
+        workflows=args.workflows,
+        skills=args.skills,
+        workflow=args.workflow,
+        epochs=args.epochs,
+        log_dir=args.log_dir,
+        limit=args.limit,
+    )
     print(summary(log))
     if args.model == MOCK:
-        print(f"The mock model calls no tool. On a real one: {PROG} --model openai/gpt-4o-mini (with OPENAI_API_KEY "
-              "set; any Inspect model name works), and --epochs K for pass@K.")
+        print(
+            f"The mock model calls no tool. On a real one: {PROG} --model openai/gpt-4o-mini (with OPENAI_API_KEY "
+            "set; any Inspect model name works), and --epochs K for pass@K."
+        )
     return 0 if log.status == "success" else 1
 
 

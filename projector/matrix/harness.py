@@ -77,29 +77,55 @@ class Task:
 
 
 NO_GATE = "no step of this workflow has a condition to state, so it has no gated variant"
-NO_CONFIRM = ("no confirmed workflow: no step of this workflow has a side effect for a person to confirm, so it has "
-              "no confirmed variant")
+NO_CONFIRM = (
+    "no confirmed workflow: no step of this workflow has a side effect for a person to confirm, so it has "
+    "no confirmed variant"
+)
 REASON = "It arrived broken."  # the confirmed prompt's `reason`, given, so the person is asked only to confirm
 
 TASKS = (
-    Task("refunds", "refund-flow", "refund_flow",
-         "The `refund-flow` skill and the `refund_flow` workflow prompt (`workflows/refunds.yaml`), and the gated "
-         "prompt `refund_flow_gated` (`workflows/refunds-gated.yaml`), on order A1001, "
-         "which the demo store's policy finds eligible, and on order A1002, a final-sale item, which it does not.",
-         (("eligible", {"order_id": "A1001"}), ("ineligible", {"order_id": "A1002"})), refunds=True,
-         gated_workflow="refund_flow_gated", confirmed_workflow="refund_flow_approved",
-         confirmed_scenarios=tuple((f"{name}-{said}", {"order_id": order, "reason": REASON}, said)
-                                   for name, order in (("eligible", "A1001"), ("ineligible", "A1002"))
-                                   for said in ("yes", "no"))),
-    Task("hello-world", "hello-world", "hello_world",
-         "The `hello-world` skill and the `hello_world` prompt: one read-only tool call, no judgment.",
-         (("greet", {"name": "Ada"}),), not_applicable={"gated": NO_GATE, CONFIRMED: NO_CONFIRM}),
-    Task("code-mode", "code-mode", "code_mode",
-         "The `code-mode` skill and the `code_mode` prompt: read the database schema, then run one read-only query. "
-         "The question comes with its SQL, so the simulated model does not have to write any.",
-         (("query", {"question": "How many orders are in each status?",
-                     "sql": "SELECT status, COUNT(*) AS orders FROM orders GROUP BY status ORDER BY status"}),),
-         not_applicable={"gated": NO_GATE, CONFIRMED: NO_CONFIRM}),
+    Task(
+        "refunds",
+        "refund-flow",
+        "refund_flow",
+        "The `refund-flow` skill and the `refund_flow` workflow prompt (`workflows/refunds.yaml`), and the gated "
+        "prompt `refund_flow_gated` (`workflows/refunds-gated.yaml`), on order A1001, "
+        "which the demo store's policy finds eligible, and on order A1002, a final-sale item, which it does not.",
+        (("eligible", {"order_id": "A1001"}), ("ineligible", {"order_id": "A1002"})),
+        refunds=True,
+        gated_workflow="refund_flow_gated",
+        confirmed_workflow="refund_flow_approved",
+        confirmed_scenarios=tuple(
+            (f"{name}-{said}", {"order_id": order, "reason": REASON}, said)
+            for name, order in (("eligible", "A1001"), ("ineligible", "A1002"))
+            for said in ("yes", "no")
+        ),
+    ),
+    Task(
+        "hello-world",
+        "hello-world",
+        "hello_world",
+        "The `hello-world` skill and the `hello_world` prompt: one read-only tool call, no judgment.",
+        (("greet", {"name": "Ada"}),),
+        not_applicable={"gated": NO_GATE, CONFIRMED: NO_CONFIRM},
+    ),
+    Task(
+        "code-mode",
+        "code-mode",
+        "code_mode",
+        "The `code-mode` skill and the `code_mode` prompt: read the database schema, then run one read-only query. "
+        "The question comes with its SQL, so the simulated model does not have to write any.",
+        (
+            (
+                "query",
+                {
+                    "question": "How many orders are in each status?",
+                    "sql": "SELECT status, COUNT(*) AS orders FROM orders GROUP BY status ORDER BY status",
+                },
+            ),
+        ),
+        not_applicable={"gated": NO_GATE, CONFIRMED: NO_CONFIRM},
+    ),
 )
 
 
@@ -113,12 +139,13 @@ def context_bytes(result: dict[str, Any]) -> int:
 
 # ------------------------------------------------------------------------------------------------ the wire recorder
 
+
 class WireLog:
     """Every JSON-RPC request the client sends and every response it receives, while ``recording`` is on."""
 
     def __init__(self) -> None:
         self.recording = False
-        self.requests: list[dict[str, Any]] = []   # {"id", "method", "params"}
+        self.requests: list[dict[str, Any]] = []  # {"id", "method", "params"}
         self.responses: dict[Any, dict[str, Any]] = {}  # id -> {"result": ...} or {"error": ...}
         self._window: set[Any] = set()
 
@@ -209,13 +236,23 @@ def server_params(root: Path, framework: str = "mcp", lock: Path | None = None) 
     root = root.resolve()
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "projector.matrix.serve", "--skills", str(root / "generated_skills"),
-              "--workflows", str(root / "workflows"), "--framework", framework,
-              *(["--lock", str(lock)] if lock is not None else [])],
-        cwd=str(root))
+        args=[
+            "-m",
+            "projector.matrix.serve",
+            "--skills",
+            str(root / "generated_skills"),
+            "--workflows",
+            str(root / "workflows"),
+            "--framework",
+            framework,
+            *(["--lock", str(lock)] if lock is not None else []),
+        ],
+        cwd=str(root),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- the surfaces
+
 
 class _ClientBackend:
     """The simulated model's hands on the skill surface: one MCP request per step."""
@@ -261,11 +298,20 @@ class Person:
         return ElicitResult(action="accept", content={"confirm": self.said == "yes"})
 
 
-async def run_one(root: Path, task: Task, surface: str, scenario: str, arguments: dict[str, str],
-                  framework: str = "mcp", said: str | None = None) -> dict[str, Any]:
+async def run_one(
+    root: Path,
+    task: Task,
+    surface: str,
+    scenario: str,
+    arguments: dict[str, str],
+    framework: str = "mcp",
+    said: str | None = None,
+) -> dict[str, Any]:
     log = WireLog()
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog, \
-            tempfile.TemporaryDirectory(prefix="projector-matrix-") as folder:
+    with (
+        tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog,
+        tempfile.TemporaryDirectory(prefix="projector-matrix-") as folder,
+    ):
         try:
             params = server_params(root, framework, Path(folder) / "skills.lock")
             return await _run_one(task, surface, scenario, arguments, log, errlog, params, said)
@@ -275,16 +321,26 @@ async def run_one(root: Path, task: Task, surface: str, scenario: str, arguments
             leaf = _leaf(exc)
             errlog.seek(0)
             log_tail = "\n".join(errlog.read().splitlines()[-12:])
-            raise MatrixError(f"{task.task}/{surface}/{scenario}: {type(leaf).__name__}: {leaf}"
-                              + (f"\nthe server's last words:\n{log_tail}" if log_tail else "")) from None
+            raise MatrixError(
+                f"{task.task}/{surface}/{scenario}: {type(leaf).__name__}: {leaf}"
+                + (f"\nthe server's last words:\n{log_tail}" if log_tail else "")
+            ) from None
 
 
 class MatrixError(PlainError):
     """A run of the matrix failed: which task, surface and scenario, and why."""
 
 
-async def _run_one(task: Task, surface: str, scenario: str, arguments: dict[str, str], log: WireLog,
-                   errlog: Any, params: StdioServerParameters, said: str | None = None) -> dict[str, Any]:
+async def _run_one(
+    task: Task,
+    surface: str,
+    scenario: str,
+    arguments: dict[str, str],
+    log: WireLog,
+    errlog: Any,
+    params: StdioServerParameters,
+    said: str | None = None,
+) -> dict[str, Any]:
     person = Person(said) if surface == CONFIRMED and said is not None else None
     extra = {"elicitation_callback": person} if person is not None else {}
     async with Client(recorded_stdio(params, log, errlog), cache=None, **extra) as client:
@@ -296,12 +352,14 @@ async def _run_one(task: Task, surface: str, scenario: str, arguments: dict[str,
         if surface == "skill":
             read = await client.read_resource(f"skill://{task.skill}/SKILL.md")
             proc = parse("".join(getattr(c, "text", "") or "" for c in read.contents))
-            outcome = await follow(proc, arguments, _ClientBackend(
-                client, {n: t.output_schema for n, t in tools.items()}))
+            outcome = await follow(
+                proc, arguments, _ClientBackend(client, {n: t.output_schema for n, t in tools.items()})
+            )
             answer = outcome.answer
         elif surface in ("workflow", "gated", CONFIRMED):
-            name = {"workflow": task.workflow, "gated": task.gated_workflow,
-                    CONFIRMED: task.confirmed_workflow}[surface]
+            name = {"workflow": task.workflow, "gated": task.gated_workflow, CONFIRMED: task.confirmed_workflow}[
+                surface
+            ]
             if name is None:
                 raise MatrixError(f"the task has no {surface} workflow")
             if surface == CONFIRMED and person is None:
@@ -358,53 +416,61 @@ async def _run_one(task: Task, surface: str, scenario: str, arguments: dict[str,
 
 DEFINITIONS = {
     "round_trips": "JSON-RPC requests the client sent during the run, counted on the wire (each waits for its "
-                   "response). Session set-up (discovery, `tools/list`) and the harness's own reads of the ledger "
-                   "and the agent's trace are outside the run and not counted.",
+    "response). Session set-up (discovery, `tools/list`) and the harness's own reads of the ledger "
+    "and the agent's trace are outside the run and not counted.",
     "model_turns": "inferences of the client's model. Skill: one per request (each needs the last result) plus one "
-                   "for the final answer. Workflow, gated or not: one (the user picks the prompt; the model reads "
-                   "the transcript and answers). Agent: two (call the agent tool; answer from its message). The agent's own turns "
-                   "run on the server and are listed separately as server model turns.",
+    "for the final answer. Workflow, gated or not: one (the user picks the prompt; the model reads "
+    "the transcript and answers). Agent: two (call the agent tool; answer from its message). The agent's own turns "
+    "run on the server and are listed separately as server model turns.",
     "server_model_turns": "agent only: inferences of the agent's model, on the server: one per step it takes (a "
-                          "tool call or a read) plus one for its final message. The SKILL.md is not one of its steps: "
-                          "the agent's instructions are composed before its loop, from the lock its server's set-up "
-                          "made (`projector.remote.compose`), with the skill in them.",
+    "tool call or a read) plus one for its final message. The SKILL.md is not one of its steps: "
+    "the agent's instructions are composed before its loop, from the lock its server's set-up "
+    "made (`projector.remote.compose`), with the skill in them.",
     "instructions_bytes": "agent only: the UTF-8 bytes of the system instructions composed for the run: a preamble, "
-                          "then the SKILL.md (`skill_md_bytes`) inside its origin tag. They stay on the server; none "
-                          "of them reaches the client.",
+    "then the SKILL.md (`skill_md_bytes`) inside its origin tag. They stay on the server; none "
+    "of them reaches the client.",
     "context_bytes": "the sum, over the responses the client received during the run, of the JSON-RPC `result` "
-                     "object as it came off the wire, less the protocol envelope (`_meta`, `resultType`, and a "
-                     "sealed `requestState`, opaque to the client and stamped with its expiry), "
-                     "serialized as compact JSON with sorted keys (separators `,` and `:`, UTF-8, non-ASCII kept). "
-                     "Everything a host could put in its model's context: for the skill, the SKILL.md and every "
-                     "result; for the workflow, the transcript; for the agent, its final message.",
+    "object as it came off the wire, less the protocol envelope (`_meta`, `resultType`, and a "
+    "sealed `requestState`, opaque to the client and stamped with its expiry), "
+    "serialized as compact JSON with sorted keys (separators `,` and `:`, UTF-8, non-ASCII kept). "
+    "Everything a host could put in its model's context: for the skill, the SKILL.md and every "
+    "result; for the workflow, the transcript; for the agent, its final message.",
     "refund_issued": "whether the server's ledger, read with the read-only `list_refunds` tool after the run, holds "
-                     "a refund for the scenario's order. Each run starts a fresh server, whose ledger is checked to be "
-                     "empty first.",
+    "a refund for the scenario's order. Each run starts a fresh server, whose ledger is checked to be "
+    "empty first.",
     "person_answer": "confirmed workflow prompt (B3) only: the simulated person's answer to every confirmation the "
-                     "server asks for (`yes` or `no`). The prompt's `reason` is given, so nothing else is asked. "
-                     "When the server asks, the client retries `prompts/get` with the answer: two round trips, both "
-                     "counted, the first one's context bytes being the question (the message, the values shown, "
-                     "the yes/no field). The sealed `requestState` that comes with it is left out of the context "
-                     "bytes: no model or person reads it (the client only sends it back), and its length changes "
-                     "with the expiry time sealed into it. The client's model turn is still one.",
+    "server asks for (`yes` or `no`). The prompt's `reason` is given, so nothing else is asked. "
+    "When the server asks, the client retries `prompts/get` with the answer: two round trips, both "
+    "counted, the first one's context bytes being the question (the message, the values shown, "
+    "the yes/no field). The sealed `requestState` that comes with it is left out of the context "
+    "bytes: no model or person reads it (the client only sends it back), and its length changes "
+    "with the expiry time sealed into it. The client's model turn is still one.",
     "person_asked": "confirmed workflow prompt (B3) only: how many times the simulated person was asked. Zero when "
-                    "the run stopped at a condition before the confirmed step.",
+    "the run stopped at a condition before the confirmed step.",
 }
 
 
-async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int = 2,
-                  framework: str = "mcp") -> dict[str, Any]:
+async def measure(
+    root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int = 2, framework: str = "mcp"
+) -> dict[str, Any]:
     """Run every task, surface and scenario, and (for the whole of :data:`TASKS`) every derived eval case on the
     workflow prompt, workflow tool and skill surfaces (:func:`projector.matrix.evalruns.measured`); return the
     matrix data. Each run has its own server process, so up to ``parallel`` of them run at once; the data does not
     depend on it (no times, fixed order). ``framework`` is the demo server's framework (``mcp`` or ``fastmcp``); the
     data does not name it, so both give comparable bytes (the eval cases' servers are mcp's, whatever it is)."""
-    jobs = [(ti, task, surface, scenario, arguments, None)
-            for ti, task in enumerate(tasks) for surface in SURFACES if surface not in task.not_applicable
-            for scenario, arguments in task.scenarios]
-    jobs += [(ti, task, CONFIRMED, scenario, arguments, said)
-             for ti, task in enumerate(tasks) if task.confirmed_workflow is not None
-             for scenario, arguments, said in task.confirmed_scenarios]
+    jobs = [
+        (ti, task, surface, scenario, arguments, None)
+        for ti, task in enumerate(tasks)
+        for surface in SURFACES
+        if surface not in task.not_applicable
+        for scenario, arguments in task.scenarios
+    ]
+    jobs += [
+        (ti, task, CONFIRMED, scenario, arguments, said)
+        for ti, task in enumerate(tasks)
+        if task.confirmed_workflow is not None
+        for scenario, arguments, said in task.confirmed_scenarios
+    ]
     jobs.sort(key=lambda job: job[0])  # stable: each task's runs together, the confirmed ones after the others
     results: list[dict[str, Any] | None] = [None] * len(jobs)
     limiter = anyio.CapacityLimiter(max(1, parallel))
@@ -428,15 +494,22 @@ async def measure(root: Path, tasks: tuple[Task, ...] = TASKS, *, parallel: int 
     cases = await measured(root, parallel) if tasks == TASKS else None  # with the whole measurement only
     out_tasks = []
     for ti, task in enumerate(tasks):
-        out_tasks.append({"task": task.task, "skill": task.skill, "workflow": task.workflow,
-                          "description": task.description, "not_applicable": dict(task.not_applicable),
-                          "runs": [results[i] for i, job in enumerate(jobs) if job[0] == ti]})
+        out_tasks.append(
+            {
+                "task": task.task,
+                "skill": task.skill,
+                "workflow": task.workflow,
+                "description": task.description,
+                "not_applicable": dict(task.not_applicable),
+                "runs": [results[i] for i, job in enumerate(jobs) if job[0] == ti],
+            }
+        )
     return {
         "format": 1,
         "generator": "project-skill matrix",
         "transport": "stdio: `python -m projector.matrix.serve`, the demo server of `project-skill serve` plus the "
-                     "server-side agent tool, whose set-up pins the served skills into a lock in the run's temporary "
-                     "folder before the first request",
+        "server-side agent tool, whose set-up pins the served skills into a lock in the run's temporary "
+        "folder before the first request",
         "policy": POLICY,
         "definitions": DEFINITIONS,
         "tasks": out_tasks,

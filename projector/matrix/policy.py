@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 DESCRIPTION = (
-    "wherever a skill gates a step (\"Decide this yourself before you call it\"), the same function decides. If the "
+    'wherever a skill gates a step ("Decide this yourself before you call it"), the same function decides. If the '
     "Judgment is about eligibility, it follows the boolean `eligible` of the latest saved result that has one (the "
     "eligibility check's), and declines the step when it is false or missing; any other gated Judgment it cannot "
-    "verify, so it declines. Guidance on a step that is not gated is advice, and the step runs.")
+    "verify, so it declines. Guidance on a step that is not gated is advice, and the step runs."
+)
 
 
 @dataclass(frozen=True)

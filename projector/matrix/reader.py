@@ -46,8 +46,8 @@ def _code(text: str) -> str:
 
 @dataclass(frozen=True)
 class Source:
-    kind: str                 # input | result | field | text | value
-    name: str = ""            # input name or bind
+    kind: str  # input | result | field | text | value
+    name: str = ""  # input name or bind
     path: tuple[str, ...] = ()
     value: Any = None
 
@@ -57,7 +57,7 @@ class StepPlan:
     number: int
     name: str
     judgment: str | None = None
-    gated: bool = False       # the SKILL.md says: decide before calling; if it does not hold, do not call
+    gated: bool = False  # the SKILL.md says: decide before calling; if it does not hold, do not call
     tool: str | None = None
     args: list[tuple[str, Source]] = field(default_factory=list)
     resources: list[tuple[str, list[tuple[str, Source]]]] = field(default_factory=list)
@@ -67,7 +67,7 @@ class StepPlan:
 @dataclass
 class Procedure:
     name: str
-    inputs: dict[str, str]    # name -> declared type
+    inputs: dict[str, str]  # name -> declared type
     steps: list[StepPlan]
 
 
@@ -142,7 +142,7 @@ def _sections(text: str) -> tuple[dict[str, str], str]:
 
 
 def _judgment(step: StepPlan, lines: list[str], i: int) -> int:
-    para = [lines[i][len("**Judgment:** "):]]
+    para = [lines[i][len("**Judgment:** ") :]]
     while i + 1 < len(lines) and lines[i + 1].strip():
         i += 1
         para.append(lines[i])
@@ -189,7 +189,7 @@ def _tool(step: StepPlan, lines: list[str], i: int) -> int:
 
 
 def _save(step: StepPlan, lines: list[str], i: int) -> int:
-    step.bind = _code(lines[i][len("Save the result as "):].rstrip("."))
+    step.bind = _code(lines[i][len("Save the result as ") :].rstrip("."))
     return i
 
 
@@ -236,6 +236,7 @@ def parse(text: str) -> Procedure:
 
 
 # ------------------------------------------------------------------------------------------------------ following
+
 
 class StepFailed(Exception):
     """A tool call or resource read failed; the run stops there."""

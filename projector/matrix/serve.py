@@ -41,13 +41,15 @@ def main(argv: list[str] | None = None) -> int:
 def _serve(argv: list[str] | None) -> int:
     import anyio
 
-    ap = argparse.ArgumentParser(prog=PROG,
-                                 description="The demo server plus the server-side agent, on stdio.")
+    ap = argparse.ArgumentParser(prog=PROG, description="The demo server plus the server-side agent, on stdio.")
     ap.add_argument("--skills", default="generated_skills")
     ap.add_argument("--workflows", default="workflows")
     ap.add_argument("--framework", choices=adapters.names(), default=adapters.DEFAULT)
-    ap.add_argument("--lock", default=None, help="where the set-up writes the lock the agent composes from "
-                                                 "(default: a temporary folder, removed on exit)")
+    ap.add_argument(
+        "--lock",
+        default=None,
+        help="where the set-up writes the lock the agent composes from (default: a temporary folder, removed on exit)",
+    )
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="projector-matrix-") as tmp:
         lock = Path(args.lock) if args.lock else Path(tmp) / LOCK

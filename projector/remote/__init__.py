@@ -24,14 +24,28 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "connect": "client", "RemoteSkills": "client", "LoadedSkill": "client", "parse_server": "client",
-    "SkillEntry": "..sep2640", "FileRef": "..sep2640", "yaml_equal": "..sep2640", "check_manifest": "..sep2640",
-    "Lock": "pins", "Pin": "pins", "read_lock": "pins", "write_lock": "pins", "pin_entry": "pins",
+    "connect": "client",
+    "RemoteSkills": "client",
+    "LoadedSkill": "client",
+    "parse_server": "client",
+    "SkillEntry": "..sep2640",
+    "FileRef": "..sep2640",
+    "yaml_equal": "..sep2640",
+    "check_manifest": "..sep2640",
+    "Lock": "pins",
+    "Pin": "pins",
+    "read_lock": "pins",
+    "write_lock": "pins",
+    "pin_entry": "pins",
     "manifest_digest": "pins",
     "write_bundles": "output",
     "apply_tools_from": "tools",
-    "RemoteError": "errors", "VerificationError": "errors", "LockError": "errors", "ServerError": "errors",
-    "DynamicDeclined": "errors", "OutputError": "errors",
+    "RemoteError": "errors",
+    "VerificationError": "errors",
+    "LockError": "errors",
+    "ServerError": "errors",
+    "DynamicDeclined": "errors",
+    "OutputError": "errors",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -41,5 +55,6 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'projector.remote' has no attribute {name!r}")
-    return getattr(importlib.import_module(module if module.startswith(".") else f"{__name__}.{module}", __name__),
-                   name)
+    return getattr(
+        importlib.import_module(module if module.startswith(".") else f"{__name__}.{module}", __name__), name
+    )

@@ -35,10 +35,12 @@ from typing import Any
 from .compose import Composition, Unpinned, compose
 
 READ_TOOL = "read_skill_file"
-READ_DESCRIPTION = ("Read a supporting file of a skill in your instructions. Give the server and the file's URI, "
-                    "both as the skill's <skill> element names them: the skill's root URI followed by the path that "
-                    "its SKILL.md gives (for example skill://refund-flow/references/tools.md). Only the files of a "
-                    "skill's pinned manifest can be read, and only from the server that pinned it.")
+READ_DESCRIPTION = (
+    "Read a supporting file of a skill in your instructions. Give the server and the file's URI, "
+    "both as the skill's <skill> element names them: the skill's root URI followed by the path that "
+    "its SKILL.md gives (for example skill://refund-flow/references/tools.md). Only the files of a "
+    "skill's pinned manifest can be read, and only from the server that pinned it."
+)
 
 
 def toolset_target(server: str, target: Any = None) -> Any:
@@ -93,8 +95,9 @@ def read_tool(composition: Composition) -> Any:
     return Tool(read_skill_file, name=READ_TOOL, description=READ_DESCRIPTION)
 
 
-def build_agent(composition: Composition, model: Any, *, targets: Mapping[str, Any] | None = None,
-                **agent_options: Any) -> Any:
+def build_agent(
+    composition: Composition, model: Any, *, targets: Mapping[str, Any] | None = None, **agent_options: Any
+) -> Any:
     """A pydantic-ai ``Agent`` with the composition's instructions as its system prompt, each skill server as an
     MCP toolset (its tools, when it offers any), and the scoped reader as a tool. ``targets`` maps a server (as the lock names it) to what the
     toolset connects to instead; ``agent_options`` go to ``Agent`` (not ``system_prompt``, ``instructions``,
@@ -105,10 +108,16 @@ def build_agent(composition: Composition, model: Any, *, targets: Mapping[str, A
         if owned in agent_options:
             raise TypeError(f"build_agent() sets {owned} itself, from the composition")
     toolset = _offered_toolset()
-    toolsets = [toolset(toolset_target(s, (targets or {}).get(s)), include_instructions=False)
-                for s in composition.servers()]
-    return Agent(model, system_prompt=composition.instructions, toolsets=toolsets, tools=[read_tool(composition)],
-                 **agent_options)
+    toolsets = [
+        toolset(toolset_target(s, (targets or {}).get(s)), include_instructions=False) for s in composition.servers()
+    ]
+    return Agent(
+        model,
+        system_prompt=composition.instructions,
+        toolsets=toolsets,
+        tools=[read_tool(composition)],
+        **agent_options,
+    )
 
 
 def user_prompt(composition: Composition, prompt: str) -> list[str]:
@@ -116,9 +125,15 @@ def user_prompt(composition: Composition, prompt: str) -> list[str]:
     return [*composition.user_turn_texts(), prompt]
 
 
-async def agent_from_lock(lock_path: str | Path, model: Any, selection: Mapping[str, Sequence[str]] | None = None,
-                          *, unpinned: Unpinned = "refuse", targets: Mapping[str, Any] | None = None,
-                          **agent_options: Any) -> tuple[Any, Composition]:
+async def agent_from_lock(
+    lock_path: str | Path,
+    model: Any,
+    selection: Mapping[str, Sequence[str]] | None = None,
+    *,
+    unpinned: Unpinned = "refuse",
+    targets: Mapping[str, Any] | None = None,
+    **agent_options: Any,
+) -> tuple[Any, Composition]:
     """Compose (verifying every skill against its pin), then build the agent: ``(agent, composition)``. A refusal
     raises :class:`~.compose.CompositionRefused` and no agent is built."""
     composition = await compose(lock_path, selection, unpinned=unpinned, targets=targets)

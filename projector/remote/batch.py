@@ -52,8 +52,12 @@ def _pin(entry: Any, opts: Options) -> Any:
         return None
     pin = opts.lock.find(opts.server, entry.uri)
     if pin is None:
-        raise LockError("not-pinned", entry.uri, f"{opts.lock_path} does not pin this skill for {opts.server}",
-                        "pin it first: project-skill pin SERVER NAME --lock FILE")
+        raise LockError(
+            "not-pinned",
+            entry.uri,
+            f"{opts.lock_path} does not pin this skill for {opts.server}",
+            "pin it first: project-skill pin SERVER NAME --lock FILE",
+        )
     return pin
 
 
@@ -63,8 +67,14 @@ async def _load_one(remote: Any, entry: Any, files: tuple[str, ...] | None, opts
     if opts.writing:
         skill_dir_of(entry.uri)  # a folder name the server chose: checked before anything is read
     pin = _pin(entry, opts)
-    return await remote.load(entry, files=files, pin=pin, lock_path=opts.lock_path or "skills.lock",
-                             allow_dynamic=opts.allow_dynamic, frontmatter_yaml=opts.frontmatter_yaml)
+    return await remote.load(
+        entry,
+        files=files,
+        pin=pin,
+        lock_path=opts.lock_path or "skills.lock",
+        allow_dynamic=opts.allow_dynamic,
+        frontmatter_yaml=opts.frontmatter_yaml,
+    )
 
 
 async def load_targets(remote: Any, targets: list[Target], opts: Options) -> Batch:

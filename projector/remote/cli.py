@@ -12,10 +12,13 @@ from typing import Any
 from ..errors import Diagnostic, ProjectorError, Span, format_text, plural, printable
 from ..exits import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Shell, run, say
 
-SERVER_HELP = ("the server: an http(s):// URL (used as given, e.g. http://127.0.0.1:8000/mcp), or a command line "
-               "that starts an MCP server on stdio (quote it as one argument)")
-TARGET_HELP = ("a skill name, a SKILL.md URI, or the URI of one file in a skill (then only SKILL.md and that file "
-               "are read)")
+SERVER_HELP = (
+    "the server: an http(s):// URL (used as given, e.g. http://127.0.0.1:8000/mcp), or a command line "
+    "that starts an MCP server on stdio (quote it as one argument)"
+)
+TARGET_HELP = (
+    "a skill name, a SKILL.md URI, or the URI of one file in a skill (then only SKILL.md and that file are read)"
+)
 
 
 def _seconds(value: str) -> float:
@@ -29,20 +32,35 @@ def _seconds(value: str) -> float:
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--timeout", type=_seconds, default=60.0, metavar="SECONDS",
-                   help="how long to wait for each server response (default: 60)")
-    p.add_argument("--verbose", action="store_true",
-                   help="show a stdio server's stderr as it comes (by default it is shown only when the server fails)")
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait for each server response (default: 60)",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show a stdio server's stderr as it comes (by default it is shown only when the server fails)",
+    )
 
 
-FRONTMATTER_YAML_HELP = ("how SKILL.md frontmatter is read to compare it with its entry: 1.2 (the default, as the "
-                         "reference SDK reads it) or 1.1 (PyYAML's reading, as FastMCP's skills provider lists it: "
-                         "'approved: yes' is true); 1.1 is for a publisher you trust")
+FRONTMATTER_YAML_HELP = (
+    "how SKILL.md frontmatter is read to compare it with its entry: 1.2 (the default, as the "
+    "reference SDK reads it) or 1.1 (PyYAML's reading, as FastMCP's skills provider lists it: "
+    "'approved: yes' is true); 1.1 is for a publisher you trust"
+)
 
 
 def _add_frontmatter_yaml(p: argparse.ArgumentParser, help_tail: str) -> None:
-    p.add_argument("--frontmatter-yaml", choices=("1.2", "1.1"), default=None, metavar="{1.2,1.1}",
-                   help=f"{FRONTMATTER_YAML_HELP}; {help_tail}")
+    p.add_argument(
+        "--frontmatter-yaml",
+        choices=("1.2", "1.1"),
+        default=None,
+        metavar="{1.2,1.1}",
+        help=f"{FRONTMATTER_YAML_HELP}; {help_tail}",
+    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,47 +71,71 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _remote_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="project-skill remote",
-                 description="List or load skills from any SEP-2640 server, verifying every byte before use.",
-                 epilog="exit codes: 0 ok, 1 refused or server problem (nothing written), 2 usage")
+    ap = _Parser(
+        prog="project-skill remote",
+        description="List or load skills from any SEP-2640 server, verifying every byte before use.",
+        epilog="exit codes: 0 ok, 1 refused or server problem (nothing written), 2 usage",
+    )
     sub = ap.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
-    ls = sub.add_parser("list", help="print every skills/list entry; reads no file",
-                        description="Read every page of skills/list and print the entries. No file is read.")
+    ls = sub.add_parser(
+        "list",
+        help="print every skills/list entry; reads no file",
+        description="Read every page of skills/list and print the entries. No file is read.",
+    )
     ls.add_argument("server", metavar="SERVER", help=SERVER_HELP)
     ls.add_argument("--format", choices=("text", "json"), default="text")
     _add_frontmatter_yaml(ls, "list reads no file, and only says how loading will read it")
     _add_common(ls)
-    ld = sub.add_parser("load", help="read and verify skills; --out writes the verified bundles",
-                        description="Verify each skill's manifest, then SKILL.md (size, digest, frontmatter), then "
-                                    "each listed file (size, digest). On the first failure the entry is refreshed "
-                                    "once with skills/get; a second failure refuses the skill and exits 1.")
+    ld = sub.add_parser(
+        "load",
+        help="read and verify skills; --out writes the verified bundles",
+        description="Verify each skill's manifest, then SKILL.md (size, digest, frontmatter), then "
+        "each listed file (size, digest). On the first failure the entry is refreshed "
+        "once with skills/get; a second failure refuses the skill and exits 1.",
+    )
     ld.add_argument("server", metavar="SERVER", help=SERVER_HELP)
     ld.add_argument("targets", nargs="*", metavar="NAME|URI", help=TARGET_HELP)
     ld.add_argument("--all", action="store_true", help="load every listed skill")
     ld.add_argument("--out", metavar="DIR", help="write the verified bundles here (skill://a/b/SKILL.md -> DIR/a/b/)")
-    ld.add_argument("--allow-dynamic", action="store_true",
-                    help='load a skill whose resources are "dynamic": only its SKILL.md, with no integrity check')
-    ld.add_argument("--locked", metavar="LOCK",
-                    help="compare each served manifest with this lock file before any read; without NAMEs or --all, "
-                         "load every skill the lock pins for SERVER")
-    ld.add_argument("--keep-going", action="store_true",
-                    help="load every skill that verifies and name the ones refused, still exiting 1 when any is "
-                         "refused (default: all or nothing)")
-    ld.add_argument("--allow-empty", action="store_true",
-                    help="with --all, accept a server that lists no skill (exit 0; --out writes an empty set); "
-                         "without it that is refused (no-skills)")
-    _add_frontmatter_yaml(ld, "a note names each skill that only the YAML 1.1 reading accepts; with --locked, each "
-                              "pin's own reading is used")
+    ld.add_argument(
+        "--allow-dynamic",
+        action="store_true",
+        help='load a skill whose resources are "dynamic": only its SKILL.md, with no integrity check',
+    )
+    ld.add_argument(
+        "--locked",
+        metavar="LOCK",
+        help="compare each served manifest with this lock file before any read; without NAMEs or --all, "
+        "load every skill the lock pins for SERVER",
+    )
+    ld.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="load every skill that verifies and name the ones refused, still exiting 1 when any is "
+        "refused (default: all or nothing)",
+    )
+    ld.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="with --all, accept a server that lists no skill (exit 0; --out writes an empty set); "
+        "without it that is refused (no-skills)",
+    )
+    _add_frontmatter_yaml(
+        ld,
+        "a note names each skill that only the YAML 1.1 reading accepts; with --locked, each pin's own reading is used",
+    )
     ld.add_argument("--format", choices=("text", "json"), default="text")
     _add_common(ld)
     return ap
 
 
 def _pin_parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="project-skill pin",
-                 description="Pin skill manifests in a lock file: server, uri, the manifest digest and each file's "
-                             "digest. Reads no file of the skills: the manifest is the approval.",
-                 epilog="exit codes: 0 ok, 1 refused or server problem, 2 usage")
+    ap = _Parser(
+        prog="project-skill pin",
+        description="Pin skill manifests in a lock file: server, uri, the manifest digest and each file's "
+        "digest. Reads no file of the skills: the manifest is the approval.",
+        epilog="exit codes: 0 ok, 1 refused or server problem, 2 usage",
+    )
     ap.add_argument("server", metavar="SERVER", help=SERVER_HELP)
     ap.add_argument("targets", nargs="*", metavar="NAME|URI", help="skills to pin (default: every listed skill)")
     ap.add_argument("--lock", default="skills.lock", metavar="FILE", help="the lock file (default: skills.lock)")
@@ -122,8 +164,11 @@ async def cmd_list(args: argparse.Namespace) -> int:
     else:
         for e in entries:
             print(_entry_line(e))
-        how = (f" (their frontmatter will be read as YAML {args.frontmatter_yaml} when loaded)"
-               if args.frontmatter_yaml else "")
+        how = (
+            f" (their frontmatter will be read as YAML {args.frontmatter_yaml} when loaded)"
+            if args.frontmatter_yaml
+            else ""
+        )
         print(f"{len(entries)} skill{'s' * (len(entries) != 1)} listed; no file read{how}", file=sys.stderr)
     return EXIT_OK
 
@@ -138,11 +183,25 @@ async def cmd_load(args: argparse.Namespace) -> int:
     if not args.targets and not args.all and not args.locked:
         raise _usage("name at least one skill (NAME or URI), or pass --all or --locked LOCK")
     lock = read_lock(args.locked) if args.locked else None
-    opts = Options(args.server, lock, args.locked, writing=bool(args.out), allow_dynamic=args.allow_dynamic,
-                   frontmatter_yaml=args.frontmatter_yaml, keep_going=args.keep_going)
+    opts = Options(
+        args.server,
+        lock,
+        args.locked,
+        writing=bool(args.out),
+        allow_dynamic=args.allow_dynamic,
+        frontmatter_yaml=args.frontmatter_yaml,
+        keep_going=args.keep_going,
+    )
     async with connect(args.server, timeout=args.timeout, verbose=args.verbose) as remote:
-        targets = await choose(remote, args.server, args.targets, everything=args.all, lock=lock,
-                               lock_path=args.locked, allow_empty=args.allow_empty)
+        targets = await choose(
+            remote,
+            args.server,
+            args.targets,
+            everything=args.all,
+            lock=lock,
+            lock_path=args.locked,
+            allow_empty=args.allow_empty,
+        )
         batch = await load_targets(remote, targets, opts)
     written = write_bundles(args.out, batch.loaded) if args.out else []
     if args.format == "json":
@@ -161,7 +220,9 @@ def _print_json(args: argparse.Namespace, batch: Any, written: list[str]) -> Non
 
     doc: dict[str, Any] = {
         "skills": [_skill_json(s, manifest_digest) for s in batch.loaded],
-        "out": args.out, "written": written}
+        "out": args.out,
+        "written": written,
+    }
     if args.keep_going:
         doc["refused"] = [{"uri": uri, "errors": [d.to_json() for d in exc.diagnostics]} for uri, exc in batch.refused]
     sys.stdout.write(stable_json(doc).decode("utf-8"))
@@ -183,10 +244,12 @@ def _print_refused(args: argparse.Namespace, refused: list[tuple[str, ProjectorE
     for _uri, exc in refused:
         for d in exc.diagnostics:
             print(format_text(d), file=sys.stderr)
-    print(f"project-skill remote: refused {plural(len(refused), 'skill')}: "
-          f"{', '.join(printable(uri) for uri, _ in refused)}; "
-          f"{'wrote the other ' + plural(len(written), 'skill') if args.out else 'loaded the others'}",
-          file=sys.stderr)
+    print(
+        f"project-skill remote: refused {plural(len(refused), 'skill')}: "
+        f"{', '.join(printable(uri) for uri, _ in refused)}; "
+        f"{'wrote the other ' + plural(len(written), 'skill') if args.out else 'loaded the others'}",
+        file=sys.stderr,
+    )
 
 
 NOTE_CODE = "frontmatter-yaml-1.1"  # a skill accepted only because its frontmatter was read as YAML 1.1
@@ -195,9 +258,12 @@ NOTE_CODE = "frontmatter-yaml-1.1"  # a skill accepted only because its frontmat
 def _skill_json(s: Any, manifest_digest: Any) -> dict[str, Any]:
     """One loaded skill in ``--format json``; ``frontmatter_yaml`` and ``notes`` only when it was read as YAML 1.1,
     so the default output is what it was."""
-    doc: dict[str, Any] = {"uri": s.uri,
-                           "manifest": manifest_digest(s.entry.resources) if s.entry.resources is not None else None,
-                           "verified": s.verified, "refreshed": s.refreshed}
+    doc: dict[str, Any] = {
+        "uri": s.uri,
+        "manifest": manifest_digest(s.entry.resources) if s.entry.resources is not None else None,
+        "verified": s.verified,
+        "refreshed": s.refreshed,
+    }
     if s.frontmatter_yaml != "1.2":
         doc["frontmatter_yaml"] = s.frontmatter_yaml
         doc["notes"] = list(s.notes)
@@ -225,8 +291,7 @@ async def cmd_pin(args: argparse.Namespace) -> int:
     write_lock(args.lock, lock.updated(args.server, pins, replace_server=not args.targets))
     for p in pins:
         how = f", frontmatter read as YAML {p.frontmatter_yaml}" if p.frontmatter_yaml != "1.2" else ""
-        print(f"pinned {printable(p.uri)}: {len(p.files)} file{'s' * (len(p.files) != 1)}, manifest {p.manifest}"
-              f"{how}")
+        print(f"pinned {printable(p.uri)}: {len(p.files)} file{'s' * (len(p.files) != 1)}, manifest {p.manifest}{how}")
     print(f"{args.lock}: {len(pins)} skill{'s' * (len(pins) != 1)} of {args.server} pinned; no file read")
     return EXIT_OK
 
@@ -241,7 +306,9 @@ def _shell(name: str) -> Shell:
     """How ``project-skill remote`` and ``pin`` print an error: a sentence with the command's name, anything with a
     place as its text, then that nothing was written."""
     prog = f"project-skill {name}"
-    return Shell(prog, findings=lambda diags: say(prog, diags), closing=lambda _: f"{prog}: refused; nothing was written")
+    return Shell(
+        prog, findings=lambda diags: say(prog, diags), closing=lambda _: f"{prog}: refused; nothing was written"
+    )
 
 
 def _command(name: str, argv: list[str]) -> int:

@@ -36,12 +36,28 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from ..sep2640 import (EXTENSION_ID, SKILL_FILE, SkillEntry, check_manifest, check_reading, parse_entry, relative_path,
-                       verify_bytes)
+from ..sep2640 import (
+    EXTENSION_ID,
+    SKILL_FILE,
+    SkillEntry,
+    check_manifest,
+    check_reading,
+    parse_entry,
+    relative_path,
+    verify_bytes,
+)
 from .errors import DynamicDeclined, RemoteError, ServerError, VerificationError
 from .pins import Pin, compare
-from .transport import (MAX_LISTING, MAX_MESSAGE, MAX_READ, Budget, ServerLog, bounded_http_client, bounded_stdio_client,
-                        read_limit)
+from .transport import (
+    MAX_LISTING,
+    MAX_MESSAGE,
+    MAX_READ,
+    Budget,
+    ServerLog,
+    bounded_http_client,
+    bounded_stdio_client,
+    read_limit,
+)
 from .verify import check_frontmatter, frontmatter_note
 
 _RAW = TypeAdapter(dict[str, Any])
@@ -141,8 +157,9 @@ class RemoteSkills:
         """Bound the next answer; refuse at once when an earlier one went past its limit (the connection is
         closed)."""
         if self._budget.tripped is not None:
-            raise ServerError("server-error", where, f"{what}: the connection was closed after an earlier answer "
-                              "passed its limit") from None
+            raise ServerError(
+                "server-error", where, f"{what}: the connection was closed after an earlier answer passed its limit"
+            ) from None
         self._budget.expect(limit, what, where)
 
     def _tripped(self) -> None:
@@ -153,17 +170,21 @@ class RemoteSkills:
     async def __aenter__(self) -> "RemoteSkills":
         target = parse_server(self.server) if isinstance(self.server, str) else self.server
         # No response cache: a refresh must reach the server, and a verifying host keeps no unverified copies.
-        client = Client(self._transport(target), cache=None, read_timeout_seconds=self.timeout,
-                        message_handler=self.message_handler)
+        client = Client(
+            self._transport(target), cache=None, read_timeout_seconds=self.timeout, message_handler=self.message_handler
+        )
         try:
             await client.__aenter__()
         except RemoteError:
             raise
         except Exception as exc:  # transports raise many kinds: OSError, httpx errors, exception groups
             self._tripped()
-            raise ServerError("server-error", self.label, f"cannot connect: {_describe(exc)}{self.server_note()}",
-                              "give an http(s)://…/mcp URL or a command line that starts an MCP server on stdio"
-                              ) from None
+            raise ServerError(
+                "server-error",
+                self.label,
+                f"cannot connect: {_describe(exc)}{self.server_note()}",
+                "give an http(s)://…/mcp URL or a command line that starts an MCP server on stdio",
+            ) from None
         self._client = client
         return self
 
@@ -203,21 +224,30 @@ class RemoteSkills:
         except MCPError as exc:
             self._tripped()
             if exc.code == METHOD_NOT_FOUND and method.startswith("skills/"):
-                raise ServerError("not-a-skills-server", self.label, f"the server does not implement {method}",
-                                  f"it does not serve the {EXTENSION_ID} extension") from None
-            raise ServerError("server-error", params.get("uri") or self.label,
-                              f"{method} failed: JSON-RPC error {exc.code}: {exc.error.message}") from None
+                raise ServerError(
+                    "not-a-skills-server",
+                    self.label,
+                    f"the server does not implement {method}",
+                    f"it does not serve the {EXTENSION_ID} extension",
+                ) from None
+            raise ServerError(
+                "server-error",
+                params.get("uri") or self.label,
+                f"{method} failed: JSON-RPC error {exc.code}: {exc.error.message}",
+            ) from None
         except RemoteError:
             raise
         except Exception as exc:
             self._tripped()
-            raise ServerError("server-error", self.label, f"{method} failed: {_describe(exc)}{self.server_note()}"
-                              ) from None
+            raise ServerError(
+                "server-error", self.label, f"{method} failed: {_describe(exc)}{self.server_note()}"
+            ) from None
 
     def _require_skills(self) -> None:
         if self.declares_skills() is False:
-            raise ServerError("not-a-skills-server", self.label,
-                              f"the server does not declare the {EXTENSION_ID} extension")
+            raise ServerError(
+                "not-a-skills-server", self.label, f"the server does not declare the {EXTENSION_ID} extension"
+            )
 
     async def list_skills(self) -> list[SkillEntry]:
         """Every page of ``skills/list``, in served order. Reads no file."""
@@ -230,9 +260,12 @@ class RemoteSkills:
         for page in range(MAX_PAGES):
             result = await self.request("skills/list", {"cursor": cursor} if cursor is not None else {})
             if self._budget.received - start > self.max_listing:
-                raise ServerError("response-too-large", self.label,
-                                  f"skills/list passed {self.max_listing} bytes in {page + 1} pages, the limit for "
-                                  "one listing; the rest was not read")
+                raise ServerError(
+                    "response-too-large",
+                    self.label,
+                    f"skills/list passed {self.max_listing} bytes in {page + 1} pages, the limit for "
+                    "one listing; the rest was not read",
+                )
             skills = result.get("skills")
             if not isinstance(skills, list):
                 raise ServerError("server-error", self.label, "skills/list returned no 'skills' array")
@@ -274,8 +307,9 @@ class RemoteSkills:
             result = await self.client.read_resource(uri)
         except MCPError as exc:
             self._tripped()
-            raise VerificationError("read-failed", uri,
-                                    f"resources/read failed: JSON-RPC error {exc.code}: {exc.error.message}") from None
+            raise VerificationError(
+                "read-failed", uri, f"resources/read failed: JSON-RPC error {exc.code}: {exc.error.message}"
+            ) from None
         except Exception as exc:
             self._tripped()
             raise ServerError("server-error", uri, f"resources/read failed: {_describe(exc)}") from None
@@ -286,8 +320,11 @@ class RemoteSkills:
         elif len(contents) == 1 and not matching:
             item = contents[0]
         else:
-            raise VerificationError("bad-content", uri, f"resources/read returned {len(contents)} contents; "
-                                    "expected exactly one for this URI")
+            raise VerificationError(
+                "bad-content",
+                uri,
+                f"resources/read returned {len(contents)} contents; expected exactly one for this URI",
+            )
         if isinstance(item, mcp_types.TextResourceContents):
             return item.text.encode("utf-8")
         try:
@@ -301,18 +338,30 @@ class RemoteSkills:
         """One file of a skill, verified against the entry's manifest. A URI the manifest does not list is refused
         before anything is read (``unlisted-file``)."""
         if entry.resources is None:
-            raise DynamicDeclined("dynamic-declined", entry.uri, "a \"dynamic\" skill has no manifest to verify "
-                                  f"{uri} against")
+            raise DynamicDeclined(
+                "dynamic-declined", entry.uri, f'a "dynamic" skill has no manifest to verify {uri} against'
+            )
         ref = entry.ref(uri)
         if ref is None:
-            raise VerificationError("unlisted-file", uri, f"the manifest of {entry.uri} does not list this file",
-                                    "a host reads only the files a skill's manifest lists")
+            raise VerificationError(
+                "unlisted-file",
+                uri,
+                f"the manifest of {entry.uri} does not list this file",
+                "a host reads only the files a skill's manifest lists",
+            )
         data = await self._read(uri, ref.size)
         verify_bytes(ref, data)
         return data
 
-    async def _load_once(self, entry: SkillEntry, only: tuple[str, ...] | None, pin: Pin | None,
-                         lock_path: str, allow_dynamic: bool, asked: str | None) -> LoadedSkill:
+    async def _load_once(
+        self,
+        entry: SkillEntry,
+        only: tuple[str, ...] | None,
+        pin: Pin | None,
+        lock_path: str,
+        allow_dynamic: bool,
+        asked: str | None,
+    ) -> LoadedSkill:
         if pin is not None:
             compare(pin, entry, lock_path, frontmatter_yaml=asked)  # before any read
         reading = pin.frontmatter_yaml if pin is not None else asked or "1.2"
@@ -321,11 +370,15 @@ class RemoteSkills:
             fm = check_frontmatter(entry, data, reading, pinned=pin is not None)
             note = frontmatter_note(entry, data, reading)
             return fm, {"frontmatter_yaml": reading, "notes": (note,) if note else ()}
+
         if entry.resources is None:
             if not allow_dynamic:
-                raise DynamicDeclined("dynamic-declined", entry.uri,
-                                      "the skill's resources are \"dynamic\": no manifest, so nothing can be verified",
-                                      "pass --allow-dynamic (allow_dynamic=True) to load its SKILL.md unverified")
+                raise DynamicDeclined(
+                    "dynamic-declined",
+                    entry.uri,
+                    'the skill\'s resources are "dynamic": no manifest, so nothing can be verified',
+                    "pass --allow-dynamic (allow_dynamic=True) to load its SKILL.md unverified",
+                )
             check_manifest(entry)
             data = await self._read(entry.uri, None)
             fm, how = frontmatter(data)
@@ -335,9 +388,12 @@ class RemoteSkills:
         if only is not None:
             for uri in only:
                 if entry.ref(uri) is None:
-                    raise VerificationError("unlisted-file", uri,
-                                            f"the manifest of {entry.uri} does not list this file",
-                                            "a host reads only the files a skill's manifest lists")
+                    raise VerificationError(
+                        "unlisted-file",
+                        uri,
+                        f"the manifest of {entry.uri} does not list this file",
+                        "a host reads only the files a skill's manifest lists",
+                    )
             wanted = [u for u in wanted if u in only]
         skill_md = await self.read_verified(entry, entry.uri)
         fm, how = frontmatter(skill_md)
@@ -346,9 +402,16 @@ class RemoteSkills:
             files[uri] = await self.read_verified(entry, uri)
         return LoadedSkill(entry, files, fm, **how)
 
-    async def load(self, entry: SkillEntry | str, *, files: Iterable[str] | None = None, pin: Pin | None = None,
-                   lock_path: str = "skills.lock", allow_dynamic: bool = False,
-                   frontmatter_yaml: str | None = None) -> LoadedSkill:
+    async def load(
+        self,
+        entry: SkillEntry | str,
+        *,
+        files: Iterable[str] | None = None,
+        pin: Pin | None = None,
+        lock_path: str = "skills.lock",
+        allow_dynamic: bool = False,
+        frontmatter_yaml: str | None = None,
+    ) -> LoadedSkill:
         """Load one skill (an entry, or a SKILL.md URI to fetch with ``skills/get``), verifying every byte.
 
         ``files`` limits the supporting files read to those URIs (SKILL.md is always read first); each must be in
@@ -378,8 +441,15 @@ class RemoteSkills:
             return replace(loaded, refreshed=True)
 
 
-def connect(server: Any, label: str | None = None, *, timeout: float | None = 60.0, max_message: int = MAX_MESSAGE,
-            max_listing: int = MAX_LISTING, verbose: bool = False) -> RemoteSkills:
+def connect(
+    server: Any,
+    label: str | None = None,
+    *,
+    timeout: float | None = 60.0,
+    max_message: int = MAX_MESSAGE,
+    max_listing: int = MAX_LISTING,
+    verbose: bool = False,
+) -> RemoteSkills:
     """A :class:`RemoteSkills` for ``server`` (a spec string, or anything :class:`mcp.Client` accepts).
     ``timeout``: seconds to wait for each response (None: no limit). ``max_message``: bytes in any message but a
     file's read; ``max_listing``: bytes of all pages of one ``skills/list``. ``verbose``: pass a stdio server's

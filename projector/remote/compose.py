@@ -46,6 +46,7 @@ from .origin import PREAMBLE, USER_TURN_PREAMBLE, escape_tags, origin_tag  # noq
 
 # ------------------------------------------------------------------------------------------------------ the wire
 
+
 class _Wire:
     """Every call this module makes into the client library's wire (:mod:`.pins`, :mod:`.verify`, :mod:`.client`,
     :mod:`.targets`), in one place, so that they can be re-pointed when the wire moves. ``client`` (which imports
@@ -104,6 +105,7 @@ class _Wire:
 
 # ------------------------------------------------------------------------------------------------------ results
 
+
 @dataclass(frozen=True)
 class ComposedSkill:
     """One verified skill: where it came from, the manifest it was verified against (the pin's, or for an unpinned
@@ -144,15 +146,22 @@ class FileReader:
         if not mine:
             owners = sorted({s.server for s in self._skills if uri.startswith(s.root + "/")})
             where = f"; it was pinned from {', '.join(owners)}" if owners else ""
-            raise LockError("not-pinned", uri, f"no skill composed from {key} holds this file{where}",
-                            "a skill's files are read only from the server that pinned it")
+            raise LockError(
+                "not-pinned",
+                uri,
+                f"no skill composed from {key} holds this file{where}",
+                "a skill's files are read only from the server that pinned it",
+            )
         skill = max(mine, key=lambda s: len(s.root))
         if uri not in skill.files:
             from .errors import VerificationError
 
-            raise VerificationError("unlisted-file", uri, f"the manifest pinned for {skill.uri} in "
-                                    f"{self._lock_path} does not list this file",
-                                    "a host reads only the files a skill's pinned manifest lists")
+            raise VerificationError(
+                "unlisted-file",
+                uri,
+                f"the manifest pinned for {skill.uri} in {self._lock_path} does not list this file",
+                "a host reads only the files a skill's pinned manifest lists",
+            )
         return skill.files[uri]
 
     def read_text(self, server: str, uri: str) -> str:
@@ -203,6 +212,7 @@ class CompositionRefused(ProjectorError):
 
 
 # ------------------------------------------------------------------------------------------------------ the lock
+
 
 def entry_offsets(text: str) -> list[int]:
     """The offset of each element of the top-level ``"skills"`` array of a lock file's JSON text (which
@@ -288,8 +298,12 @@ def _plan(lock: PositionedLock, selection: Mapping[str, Sequence[str]] | None) -
     if selection is None:
         selection = {s: () for s in lock.lock.servers()}
         if not selection:
-            raise LockError("not-pinned", lock.path, "the lock pins no skill", "pin one first: project-skill pin "
-                            "SERVER NAME --lock FILE")
+            raise LockError(
+                "not-pinned",
+                lock.path,
+                "the lock pins no skill",
+                "pin one first: project-skill pin SERVER NAME --lock FILE",
+            )
     plan: dict[str, list[_Want]] = {}
     for server, names in selection.items():
         key = _Wire.server_key(server)
@@ -302,8 +316,9 @@ def _plan(lock: PositionedLock, selection: Mapping[str, Sequence[str]] | None) -
         pins = lock.lock.for_server(key)
         if not pins:
             servers = ", ".join(lock.lock.servers()) or "none"
-            raise LockError("not-pinned", lock.path, f"the lock pins no skill of {key}",
-                            f"servers in the lock: {servers}")
+            raise LockError(
+                "not-pinned", lock.path, f"the lock pins no skill of {key}", f"servers in the lock: {servers}"
+            )
         plan.setdefault(key, []).extend(_Want(pin=p) for p in pins)
     return plan
 
@@ -328,8 +343,12 @@ async def _entry_of(remote: Any, key: str, want: _Want) -> Any:
     try:
         return await remote.get_skill(want.pin.uri)
     except RemoteError as exc:
-        raise LockError("lock-mismatch", want.pin.uri, f"pinned, but {key} no longer serves it ({exc.message})",
-                        "if it was withdrawn on purpose, pin the server again") from None
+        raise LockError(
+            "lock-mismatch",
+            want.pin.uri,
+            f"pinned, but {key} no longer serves it ({exc.message})",
+            "if it was withdrawn on purpose, pin the server again",
+        ) from None
 
 
 def _text(loaded: Any) -> str:
@@ -346,16 +365,31 @@ async def _one(remote: Any, key: str, want: _Want, run: _Run, seen: list[str]) -
         loaded = await remote.load(entry, pin=pin, lock_path=run.lock.path)  # the pin is compared before any read
         return ComposedSkill(key, entry.uri, pin.manifest, True, _text(loaded), dict(loaded.files))
     if entry.resources is None:
-        raise DynamicDeclined("dynamic-declined", entry.uri, "the skill's resources are \"dynamic\": it has no "
-                              "manifest, so nothing in it can be verified or pinned, and it is refused even as a "
-                              "user-role turn", "ask the publisher to list its files with digests, then pin it")
+        raise DynamicDeclined(
+            "dynamic-declined",
+            entry.uri,
+            'the skill\'s resources are "dynamic": it has no '
+            "manifest, so nothing in it can be verified or pinned, and it is refused even as a "
+            "user-role turn",
+            "ask the publisher to list its files with digests, then pin it",
+        )
     if run.unpinned != "user-turn":
-        raise LockError("not-pinned", entry.uri, f"{run.lock.path} does not pin this skill for {key}",
-                        f"pin it after review (project-skill pin {key} {entry.uri} --lock {run.lock.path}), or pass "
-                        "--unpinned user-turn to hand it to the agent as a user-role turn, outside its instructions")
+        raise LockError(
+            "not-pinned",
+            entry.uri,
+            f"{run.lock.path} does not pin this skill for {key}",
+            f"pin it after review (project-skill pin {key} {entry.uri} --lock {run.lock.path}), or pass "
+            "--unpinned user-turn to hand it to the agent as a user-role turn, outside its instructions",
+        )
     loaded = await remote.load(entry, files=())  # SKILL.md only, verified against the served manifest
-    return ComposedSkill(key, entry.uri, _Wire.manifest_digest(entry.resources), False, _text(loaded),
-                         {entry.uri: loaded.files[entry.uri]})
+    return ComposedSkill(
+        key,
+        entry.uri,
+        _Wire.manifest_digest(entry.resources),
+        False,
+        _text(loaded),
+        {entry.uri: loaded.files[entry.uri]},
+    )
 
 
 def _named(want: _Want, seen: list[str]) -> str:
@@ -370,8 +404,7 @@ def positioned(exc: RemoteError, span: Span, skill: str, key: str) -> Diagnostic
     return Diagnostic(span, "error", exc.code, f"{skill} from {key}: {about}{exc.message}", exc.hint)
 
 
-async def _server(key: str, wants: list[_Want], run: _Run, target: Any) -> tuple[list[ComposedSkill],
-                                                                               list[Diagnostic]]:
+async def _server(key: str, wants: list[_Want], run: _Run, target: Any) -> tuple[list[ComposedSkill], list[Diagnostic]]:
     """Every wanted skill of one server: the verified ones, and a diagnostic for each refused one, at its entry."""
     done: list[ComposedSkill] = []
     problems: list[Diagnostic] = []
@@ -390,8 +423,13 @@ async def _server(key: str, wants: list[_Want], run: _Run, target: Any) -> tuple
     return done, problems
 
 
-async def compose(lock_path: str | Path, selection: Mapping[str, Sequence[str]] | None = None, *,
-                  unpinned: Unpinned = "refuse", targets: Mapping[str, Any] | None = None) -> Composition:
+async def compose(
+    lock_path: str | Path,
+    selection: Mapping[str, Sequence[str]] | None = None,
+    *,
+    unpinned: Unpinned = "refuse",
+    targets: Mapping[str, Any] | None = None,
+) -> Composition:
     """Compose the skills of ``selection`` from the lock at ``lock_path``.
 
     ``selection``: {server: names or SKILL.md URIs}; a server with no names means every skill the lock pins for it;
@@ -427,5 +465,7 @@ def _assemble(done: list[ComposedSkill], lock_path: str) -> Composition:
 
 def summary(composition: Composition) -> str:
     """One line: how many skills went where."""
-    return (f"{plural(len(composition.skills), 'pinned skill')} in the instructions, "
-            f"{plural(len(composition.user_turns), 'user-role turn')}")
+    return (
+        f"{plural(len(composition.skills), 'pinned skill')} in the instructions, "
+        f"{plural(len(composition.user_turns), 'user-role turn')}"
+    )

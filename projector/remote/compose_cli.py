@@ -29,22 +29,36 @@ def parser() -> argparse.ArgumentParser:
     ap = _Parser(
         prog=PROG,
         description="Compose an agent's system instructions from pinned skills. Each skill is resolved on the "
-                    "server that pinned it and verified against its pin before any byte is used, then put inside "
-                    "an origin tag that names the server, the skill URI and the manifest digest. A changed "
-                    "manifest, a changed file or frontmatter, an unpinned skill (without --unpinned user-turn) or "
-                    "a \"dynamic\" skill is refused at the lock entry's line:col, and nothing is written.",
-        epilog="exit codes: 0 ok, 1 refused (nothing written), 2 usage")
+        "server that pinned it and verified against its pin before any byte is used, then put inside "
+        "an origin tag that names the server, the skill URI and the manifest digest. A changed "
+        "manifest, a changed file or frontmatter, an unpinned skill (without --unpinned user-turn) or "
+        'a "dynamic" skill is refused at the lock entry\'s line:col, and nothing is written.',
+        epilog="exit codes: 0 ok, 1 refused (nothing written), 2 usage",
+    )
     ap.add_argument("--locked", required=True, metavar="LOCK", help="the lock file made by project-skill pin")
-    ap.add_argument("server", nargs="?", metavar="SERVER",
-                    help="compose from this server only, as the lock names it (default: every skill the lock pins)")
-    ap.add_argument("skills", nargs="*", metavar="SKILL",
-                    help="a skill name or SKILL.md URI on SERVER (default: every skill the lock pins for SERVER)")
-    ap.add_argument("--unpinned", choices=("refuse", "user-turn"), default="refuse",
-                    help="what to do with a named skill the lock does not pin: refuse it (the default), or hand it "
-                         "to the agent as a user-role turn, verified against the served manifest only and never in "
-                         "the instructions (printed to standard error)")
-    ap.add_argument("--out", metavar="FILE",
-                    help="write the instructions to FILE, atomically (default: standard output)")
+    ap.add_argument(
+        "server",
+        nargs="?",
+        metavar="SERVER",
+        help="compose from this server only, as the lock names it (default: every skill the lock pins)",
+    )
+    ap.add_argument(
+        "skills",
+        nargs="*",
+        metavar="SKILL",
+        help="a skill name or SKILL.md URI on SERVER (default: every skill the lock pins for SERVER)",
+    )
+    ap.add_argument(
+        "--unpinned",
+        choices=("refuse", "user-turn"),
+        default="refuse",
+        help="what to do with a named skill the lock does not pin: refuse it (the default), or hand it "
+        "to the agent as a user-role turn, verified against the served manifest only and never in "
+        "the instructions (printed to standard error)",
+    )
+    ap.add_argument(
+        "--out", metavar="FILE", help="write the instructions to FILE, atomically (default: standard output)"
+    )
     return ap
 
 
@@ -54,8 +68,9 @@ def _write(path: str, data: bytes) -> None:
     try:
         write_file(path, data)
     except OSError as exc:
-        raise DiskError(Diagnostic(Span(path), "error", "io", f"cannot write the instructions: "
-                                   f"{exc.strerror or exc}")) from None
+        raise DiskError(
+            Diagnostic(Span(path), "error", "io", f"cannot write the instructions: {exc.strerror or exc}")
+        ) from None
 
 
 async def _compose(args: argparse.Namespace) -> int:
@@ -71,8 +86,11 @@ async def _compose(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(data)  # the bytes --out would write: no newline translation, no stream encoding
         sys.stdout.buffer.flush()
     for skill, text in zip(composition.user_turns, composition.user_turn_texts()):
-        print(f"{PROG}: a user-role turn, not in the instructions (unpinned): {printable(skill.server)} "
-              f"{printable(skill.uri)}", file=sys.stderr)
+        print(
+            f"{PROG}: a user-role turn, not in the instructions (unpinned): {printable(skill.server)} "
+            f"{printable(skill.uri)}",
+            file=sys.stderr,
+        )
         sys.stderr.write(text)
     where = f"wrote {args.out}" if args.out else "composed"
     print(f"{PROG}: {where}: {summary(composition)}", file=sys.stderr)
@@ -89,6 +107,7 @@ def _command(argv: list[str]) -> int:
 
 
 def main(name: str, argv: list[str]) -> int:
-    shell = Shell(PROG, findings=lambda diags: say(PROG, diags),
-                  closing=lambda _: f"{PROG}: refused; nothing was written")
+    shell = Shell(
+        PROG, findings=lambda diags: say(PROG, diags), closing=lambda _: f"{PROG}: refused; nothing was written"
+    )
     return run(shell, lambda: _command(argv))

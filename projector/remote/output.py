@@ -31,15 +31,26 @@ from typing import Any
 from urllib.parse import unquote
 
 from ..errors import Span
-from ..sep2640 import (INDEX_FILE, MAX_INDEX_BYTES, MAX_URI_SEGMENTS, SCHEME, SKILL_FILE, URI_RULE, bad_segment, clip,
-                       skill_path_of)
+from ..sep2640 import (
+    INDEX_FILE,
+    MAX_INDEX_BYTES,
+    MAX_URI_SEGMENTS,
+    SCHEME,
+    SKILL_FILE,
+    URI_RULE,
+    bad_segment,
+    clip,
+    skill_path_of,
+)
 from .client import LoadedSkill
 from .errors import OutputError
 
 STAGE_PREFIX = ".project-skill-stage-"
 CONFLICT_HINT = "move that path away, or load into another --out folder; nothing was written"
-_NAME_HINT = ("remote load --out writes only folders whose names pass the Agent Skills name rule; load without --out "
-              "to inspect the skill")
+_NAME_HINT = (
+    "remote load --out writes only folders whose names pass the Agent Skills name rule; load without --out "
+    "to inspect the skill"
+)
 
 
 def _refuse_folder(uri: str, seg: str, why: str) -> OutputError:
@@ -57,8 +68,11 @@ def skill_dir_of(uri: str) -> tuple[str, ...]:
         raise OutputError("bad-output-path", clip(uri), f"only a skill://…/{SKILL_FILE} URI names a skill folder")
     parts = m.group(2).split("/")[:-1]
     if len(parts) + 1 > MAX_URI_SEGMENTS:
-        raise OutputError("bad-output-path", clip(uri), f"the URI has {len(parts) + 1} path segments; at most "
-                          f"{MAX_URI_SEGMENTS} are accepted")
+        raise OutputError(
+            "bad-output-path",
+            clip(uri),
+            f"the URI has {len(parts) + 1} path segments; at most {MAX_URI_SEGMENTS} are accepted",
+        )
     for i, seg in enumerate(parts):
         if seg.startswith("."):
             raise _refuse_folder(uri, seg, "a dot-name (hidden, or another tool's folder such as .git)")
@@ -66,8 +80,12 @@ def skill_dir_of(uri: str) -> tuple[str, ...]:
             raise _refuse_folder(uri, seg, f"a Windows device name ({RESERVED_WORDS})")
         last = i == len(parts) - 1
         if not (NAME_RULE if last else SEGMENT_RULE).fullmatch(seg):
-            raise _refuse_folder(uri, seg, "not a skill name (lowercase ASCII letters, digits and single hyphens"
-                                 + (", at most 64 characters)" if last else ")"))
+            raise _refuse_folder(
+                uri,
+                seg,
+                "not a skill name (lowercase ASCII letters, digits and single hyphens"
+                + (", at most 64 characters)" if last else ")"),
+            )
     return tuple(parts)
 
 
@@ -85,11 +103,15 @@ def bundle_files(skill: LoadedSkill) -> dict[tuple[str, ...], bytes]:
         if not uri.startswith(prefix):
             raise OutputError("bad-output-path", clip(uri), f"outside the skill folder {'/'.join(root)}")
         segs = []
-        for raw in uri[len(prefix):].split("/"):
+        for raw in uri[len(prefix) :].split("/"):
             seg = unquote(raw)
             if bad_segment(seg) or seg.startswith("."):
-                raise OutputError("bad-output-path", clip(uri), f"the path segment {clip(raw, 64)!r} cannot name a "
-                                  "file (empty, '.', '..', a dot-name, or a separator or NUL once decoded)")
+                raise OutputError(
+                    "bad-output-path",
+                    clip(uri),
+                    f"the path segment {clip(raw, 64)!r} cannot name a "
+                    "file (empty, '.', '..', a dot-name, or a separator or NUL once decoded)",
+                )
             segs.append(seg)
         out[tuple(segs)] = data
     return out
@@ -113,9 +135,12 @@ def _previous_entries(real: Path, out: str | Path) -> list[Any]:
         return []
 
     def conflict(why: str) -> OutputError:
-        return OutputError("output-conflict", (Path(out) / INDEX_FILE).as_posix(),
-                           f"this path is not an index this tool wrote ({why}), and the new tree needs it",
-                           CONFLICT_HINT)
+        return OutputError(
+            "output-conflict",
+            (Path(out) / INDEX_FILE).as_posix(),
+            f"this path is not an index this tool wrote ({why}), and the new tree needs it",
+            CONFLICT_HINT,
+        )
 
     try:
         doc = bounded.loads(bounded.read_regular(path, MAX_INDEX_BYTES))
@@ -152,11 +177,13 @@ def write_bundles(out: str | Path, skills: list[LoadedSkill]) -> list[str]:
 
     plan = sorted(((skill_dir(s), bundle_files(s), s) for s in skills), key=lambda p: p[0])
     for i, (a, _, _) in enumerate(plan):
-        for b, _, _ in plan[i + 1:]:
+        for b, _, _ in plan[i + 1 :]:
             if b[: len(a)] == a:
-                raise OutputError("overlapping-skills", "/".join(b),
-                                  f"the skill folder {'/'.join(b)} is inside (or is) {'/'.join(a)}; "
-                                  "load them into different folders")
+                raise OutputError(
+                    "overlapping-skills",
+                    "/".join(b),
+                    f"the skill folder {'/'.join(b)} is inside (or is) {'/'.join(a)}; load them into different folders",
+                )
     files = {"/".join((*root, *rel)): data for root, fs, _ in plan for rel, data in fs.items()}
     roots = ["/".join(root) for root, _, _ in plan]
 

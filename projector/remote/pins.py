@@ -107,8 +107,10 @@ class Lock:
         return Lock(sorted([*kept, *pins], key=lambda p: (p.server, p.uri)))
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": LOCK_VERSION,
-                "skills": [p.to_json() for p in sorted(self.pins, key=lambda p: (p.server, p.uri))]}
+        return {
+            "version": LOCK_VERSION,
+            "skills": [p.to_json() for p in sorted(self.pins, key=lambda p: (p.server, p.uri))],
+        }
 
 
 def pin_entry(server: str, entry: SkillEntry, *, frontmatter_yaml: str = "1.2") -> Pin:
@@ -116,8 +118,12 @@ def pin_entry(server: str, entry: SkillEntry, *, frontmatter_yaml: str = "1.2") 
     ``frontmatter_yaml``: the reading of its frontmatter that the pin approves ("1.2", or "1.1")."""
     check_reading(frontmatter_yaml)
     if entry.resources is None:
-        raise LockError("lock-mismatch", entry.uri, "a \"dynamic\" skill has no manifest to pin",
-                        "only skills that list their files with digests can be pinned")
+        raise LockError(
+            "lock-mismatch",
+            entry.uri,
+            'a "dynamic" skill has no manifest to pin',
+            "only skills that list their files with digests can be pinned",
+        )
     check_manifest(entry)
     files = tuple(sorted(entry.resources, key=lambda f: f.uri))
     return Pin(server_key(server), entry.uri, manifest_digest(files), files, frontmatter_yaml)
@@ -152,8 +158,9 @@ def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
         raise _bad(path, f"not a JSON lock file ({exc}{at})") from None
     version = doc.get("version") if isinstance(doc, dict) else None
     if type(version) is not int or version != LOCK_VERSION or not isinstance(doc.get("skills"), list):
-        raise _bad(path, f"not a version {LOCK_VERSION} lock file (expected {{\"version\": {LOCK_VERSION}, "
-                         f"\"skills\": [...]}})")
+        raise _bad(
+            path, f'not a version {LOCK_VERSION} lock file (expected {{"version": {LOCK_VERSION}, "skills": [...]}})'
+        )
     pins = []
     for i, s in enumerate(doc["skills"]):
         where = f"skills[{i}]"
@@ -164,9 +171,15 @@ def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
         files = []
         seen: set[str] = set()
         for f in s["files"]:
-            ok = (isinstance(f, dict) and isinstance(f.get("uri"), str) and isinstance(f.get("digest"), str)
-                  and DIGEST_RULE.fullmatch(f["digest"]) and isinstance(f.get("size"), int)
-                  and not isinstance(f.get("size"), bool) and f["size"] >= 0)
+            ok = (
+                isinstance(f, dict)
+                and isinstance(f.get("uri"), str)
+                and isinstance(f.get("digest"), str)
+                and DIGEST_RULE.fullmatch(f["digest"])
+                and isinstance(f.get("size"), int)
+                and not isinstance(f.get("size"), bool)
+                and f["size"] >= 0
+            )
             if not ok:
                 raise _bad(path, f"{where} has a file without a valid uri, digest and size")
             if f["uri"] in seen:
@@ -174,12 +187,13 @@ def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
             seen.add(f["uri"])
             files.append(FileRef(f["uri"], f["digest"], f["size"]))
         if manifest_digest(files) != s["manifest"]:
-            raise _bad(path, f"{where} ({s['uri']}): its manifest digest does not match its own files; "
-                             f"the lock was edited by hand")
+            raise _bad(
+                path,
+                f"{where} ({s['uri']}): its manifest digest does not match its own files; the lock was edited by hand",
+            )
         reading = s.get("frontmatter_yaml", FRONTMATTER_YAML[0])
         if reading not in FRONTMATTER_YAML:
-            raise _bad(path, f"{where} ({clip(s['uri'])}) has a 'frontmatter_yaml' that is neither \"1.2\" nor "
-                             "\"1.1\"")
+            raise _bad(path, f'{where} ({clip(s["uri"])}) has a \'frontmatter_yaml\' that is neither "1.2" nor "1.1"')
         pins.append(Pin(s["server"], s["uri"], s["manifest"], tuple(files), reading))
     keys = [(p.server, p.uri) for p in pins]
     if len(set(keys)) != len(keys):
@@ -198,8 +212,12 @@ def read_lock(path: str | Path, *, missing_ok: bool = False) -> Lock:
     if not os.path.exists(p):
         if missing_ok:
             return Lock()
-        raise LockError("bad-lock", str(path), "the lock file does not exist",
-                        "write one with: project-skill pin SERVER --lock FILE")
+        raise LockError(
+            "bad-lock",
+            str(path),
+            "the lock file does not exist",
+            "write one with: project-skill pin SERVER --lock FILE",
+        )
     try:
         data = bounded.read_regular(p, MAX_LOCK_BYTES, follow_links=True)
     except bounded.Unreadable as exc:
@@ -214,7 +232,7 @@ def _short(d: str) -> str:
 def changes(pin: Pin, entry: SkillEntry) -> list[str]:
     """What differs between a pin and a served entry, one phrase per change, sorted by URI."""
     if entry.resources is None:
-        return ["the skill is now served as \"dynamic\" (no manifest)"]
+        return ['the skill is now served as "dynamic" (no manifest)']
     old = {f.uri: f for f in pin.files}
     new = {f.uri: f for f in entry.resources}
     out = []
@@ -230,19 +248,27 @@ def changes(pin: Pin, entry: SkillEntry) -> list[str]:
     return out
 
 
-def compare(pin: Pin, entry: SkillEntry, lock_path: str = "skills.lock", *,
-            frontmatter_yaml: str | None = None) -> None:
+def compare(
+    pin: Pin, entry: SkillEntry, lock_path: str = "skills.lock", *, frontmatter_yaml: str | None = None
+) -> None:
     """Raise ``lock-mismatch`` naming what changed when the served manifest is not the pinned one, or when the caller
     asks for another reading of the frontmatter (``frontmatter_yaml``; None: the pin's) than the pin approved."""
     diff = changes(pin, entry)
     again = f"project-skill pin {shlex.quote(pin.server)} {shlex.quote(entry.uri)} --lock {shlex.quote(lock_path)}"
     if diff:
-        raise LockError("lock-mismatch", entry.uri,
-                        f"the served manifest differs from the one pinned in {lock_path}: " + "; ".join(diff),
-                        f"if the change is expected, pin it again: {again}"
-                        + (f" --frontmatter-yaml {pin.frontmatter_yaml}" if pin.frontmatter_yaml != "1.2" else ""))
+        raise LockError(
+            "lock-mismatch",
+            entry.uri,
+            f"the served manifest differs from the one pinned in {lock_path}: " + "; ".join(diff),
+            f"if the change is expected, pin it again: {again}"
+            + (f" --frontmatter-yaml {pin.frontmatter_yaml}" if pin.frontmatter_yaml != "1.2" else ""),
+        )
     if frontmatter_yaml is not None and check_reading(frontmatter_yaml) != pin.frontmatter_yaml:
-        raise LockError("lock-mismatch", entry.uri, f"{lock_path} pins this skill with its frontmatter read as YAML "
-                        f"{pin.frontmatter_yaml}, not as YAML {frontmatter_yaml}",
-                        "read it as the lock says (leave out --frontmatter-yaml), or pin it again after review: "
-                        f"{again} --frontmatter-yaml {frontmatter_yaml}")
+        raise LockError(
+            "lock-mismatch",
+            entry.uri,
+            f"{lock_path} pins this skill with its frontmatter read as YAML "
+            f"{pin.frontmatter_yaml}, not as YAML {frontmatter_yaml}",
+            "read it as the lock says (leave out --frontmatter-yaml), or pin it again after review: "
+            f"{again} --frontmatter-yaml {frontmatter_yaml}",
+        )

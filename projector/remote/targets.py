@@ -79,8 +79,12 @@ async def _named(listing: _Listing, name: str) -> Any:
         names = ", ".join(sorted({e.name for e in entries})) or "none"
         raise ServerError("unknown-skill", name, f"no listed skill is named {name!r}", f"listed: {names}")
     if len(found) > 1:
-        raise ServerError("ambiguous-skill", name, f"{len(found)} listed skills are named {name!r}: "
-                          + ", ".join(sorted(e.uri for e in found)), "name one by its URI")
+        raise ServerError(
+            "ambiguous-skill",
+            name,
+            f"{len(found)} listed skills are named {name!r}: " + ", ".join(sorted(e.uri for e in found)),
+            "name one by its URI",
+        )
     return found[0]
 
 
@@ -111,8 +115,9 @@ async def pinned(remote: Any, lock: Lock, server: str, lock_path: str) -> list[T
     pins = lock.for_server(server)
     if not pins:
         servers = ", ".join(lock.servers()) or "none"
-        raise LockError("not-pinned", lock_path, f"the lock pins no skill of {server}",
-                        f"servers in the lock: {servers}")
+        raise LockError(
+            "not-pinned", lock_path, f"the lock pins no skill of {server}", f"servers in the lock: {servers}"
+        )
     listing = {e.uri: e for e in await remote.list_skills()}
     targets: list[Target] = []
     for p in pins:
@@ -121,14 +126,23 @@ async def pinned(remote: Any, lock: Lock, server: str, lock_path: str) -> list[T
             try:
                 entry = await remote.get_skill(p.uri)
             except ServerError as exc:
-                raise LockError("lock-mismatch", p.uri, f"pinned in {lock_path}, but the server no longer "
-                                f"serves it ({exc.message})") from None
+                raise LockError(
+                    "lock-mismatch", p.uri, f"pinned in {lock_path}, but the server no longer serves it ({exc.message})"
+                ) from None
         targets.append((entry, None))
     return targets
 
 
-async def choose(remote: Any, server: str, names: Sequence[str], *, everything: bool, lock: Lock | None,
-                 lock_path: str | None, allow_empty: bool) -> list[Target]:
+async def choose(
+    remote: Any,
+    server: str,
+    names: Sequence[str],
+    *,
+    everything: bool,
+    lock: Lock | None,
+    lock_path: str | None,
+    allow_empty: bool,
+) -> list[Target]:
     """What ``remote load`` loads: with a lock and no NAME nor ``--all``, every skill the lock pins for ``server``;
     else the named skills (and every listed one with ``--all``, which refuses an empty listing unless
     ``allow_empty``)."""
@@ -136,7 +150,10 @@ async def choose(remote: Any, server: str, names: Sequence[str], *, everything: 
         return await pinned(remote, lock, server, lock_path)
     targets = await resolve(remote, names, everything)
     if everything and not targets and not allow_empty:
-        raise ServerError("no-skills", server, f"the server {server} lists no skills, so --all has nothing to load",
-                          "pass --allow-empty to accept an empty listing (then the exit is 0, and --out writes an "
-                          "empty set)")
+        raise ServerError(
+            "no-skills",
+            server,
+            f"the server {server} lists no skills, so --all has nothing to load",
+            "pass --allow-empty to accept an empty listing (then the exit is 0, and --out writes an empty set)",
+        )
     return targets

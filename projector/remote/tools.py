@@ -48,8 +48,21 @@ from ..errors import Diagnostic, LoadError, Span
 from ..fit import from_listing
 from ..model import Tool, Workflow
 from ..render import json_text
-from ..toolset import (SNAPSHOT_FILE, SNAPSHOT_LIMIT, TOOL_KEYS, ToolSource, canonical_tool, drift, is_snapshot,
-                       merge_tools, parse_listing, parse_snapshot, read_snapshot, snapshot_bytes, wire_tool)
+from ..toolset import (
+    SNAPSHOT_FILE,
+    SNAPSHOT_LIMIT,
+    TOOL_KEYS,
+    ToolSource,
+    canonical_tool,
+    drift,
+    is_snapshot,
+    merge_tools,
+    parse_listing,
+    parse_snapshot,
+    read_snapshot,
+    snapshot_bytes,
+    wire_tool,
+)
 from ..toolset import _schema_core as _schema_core  # noqa: F401 - where the tests of the drift find it
 
 if TYPE_CHECKING:
@@ -57,10 +70,31 @@ if TYPE_CHECKING:
 
 MAX_PAGES = 1000
 _MIB = SNAPSHOT_LIMIT // (1024 * 1024)
-__all__ = ["SNAPSHOT_FILE", "SNAPSHOT_LIMIT", "TOOL_KEYS", "ToolSource", "canonical_tool", "drift", "is_snapshot",
-           "merge_tools", "parse_listing", "parse_snapshot", "read_snapshot", "snapshot_bytes", "wire_tool",
-           "MAX_PAGES", "server_tool", "fetch_snapshot", "list_server_tools", "load_tools_async", "load_tools",
-           "tools_snapshot", "apply_tools_from_async", "apply_tools_from", "compile_with_tools"]
+__all__ = [
+    "SNAPSHOT_FILE",
+    "SNAPSHOT_LIMIT",
+    "TOOL_KEYS",
+    "ToolSource",
+    "canonical_tool",
+    "drift",
+    "is_snapshot",
+    "merge_tools",
+    "parse_listing",
+    "parse_snapshot",
+    "read_snapshot",
+    "snapshot_bytes",
+    "wire_tool",
+    "MAX_PAGES",
+    "server_tool",
+    "fetch_snapshot",
+    "list_server_tools",
+    "load_tools_async",
+    "load_tools",
+    "tools_snapshot",
+    "apply_tools_from_async",
+    "apply_tools_from",
+    "compile_with_tools",
+]
 
 
 def _source(spec: Any, label: str | None) -> ToolSource:
@@ -80,20 +114,27 @@ def server_tool(t: Any) -> Tool:
 def _too_large(where: str, what: str) -> Exception:
     from .errors import ServerError
 
-    return ServerError("response-too-large", where, f"{what}, over {_MIB} MiB, the limit of a tools snapshot (what "
-                       "`tools --out` writes and `--tools-from` reads); the rest was not read, and nothing was written",
-                       "snapshot a server that lists fewer or smaller tools; a listing this large is not a server's "
-                       "tools")
+    return ServerError(
+        "response-too-large",
+        where,
+        f"{what}, over {_MIB} MiB, the limit of a tools snapshot (what "
+        "`tools --out` writes and `--tools-from` reads); the rest was not read, and nothing was written",
+        "snapshot a server that lists fewer or smaller tools; a listing this large is not a server's tools",
+    )
 
 
 def _listed_twice(where: str, name: str) -> Exception:
     from ..errors import printable
     from .errors import ServerError
 
-    return ServerError("server-error", where, f"tools/list lists the tool '{printable(name[:80])}' twice; a client "
-                       "takes one of the two schemas and the server may run the other, so a step could be checked "
-                       "against what the tool does not receive; nothing was served or written",
-                       "a server's tool names are unique (MCP): rename or remove one of the two on the server")
+    return ServerError(
+        "server-error",
+        where,
+        f"tools/list lists the tool '{printable(name[:80])}' twice; a client "
+        "takes one of the two schemas and the server may run the other, so a step could be checked "
+        "against what the tool does not receive; nothing was served or written",
+        "a server's tool names are unique (MCP): rename or remove one of the two on the server",
+    )
 
 
 async def listed_tools(remote: Any) -> list[Any]:
@@ -119,8 +160,9 @@ async def listed_tools(remote: Any) -> list[Any]:
             remote._tripped()  # the transport's refusal (too large, too deep), when that is why it failed
             if deep := too_deep(_describe(exc)):  # over HTTP: the SDK's parse error answered the request
                 raise ServerError("server-error", remote.label, too_deep_message(deep)) from None
-            raise ServerError("server-error", remote.label,
-                              f"tools/list failed: {_describe(exc)}{remote.server_note()}") from None
+            raise ServerError(
+                "server-error", remote.label, f"tools/list failed: {_describe(exc)}{remote.server_note()}"
+            ) from None
         for t in page.tools:
             if t.name in names:
                 raise _listed_twice(remote.label, t.name)
@@ -163,8 +205,15 @@ async def load_tools_async(spec: Any, label: str | None = None) -> tuple[dict[st
     if is_snapshot(spec):
         return read_snapshot(spec), ToolSource(Path(spec).as_posix(), snapshot=True)
     if isinstance(spec, str) and spec.endswith(".json") and not any(c.isspace() for c in spec):
-        raise LoadError(Diagnostic(Span(spec), "error", "io", "the tools snapshot does not exist",
-                                   f"write it with: project-skill tools SERVER --out {shlex.quote(spec)}"))
+        raise LoadError(
+            Diagnostic(
+                Span(spec),
+                "error",
+                "io",
+                "the tools snapshot does not exist",
+                f"write it with: project-skill tools SERVER --out {shlex.quote(spec)}",
+            )
+        )
     source = _source(spec, label)
     return await list_server_tools(spec, source.name), source
 
@@ -187,22 +236,30 @@ def tools_snapshot(server: Any, label: str | None = None, verbose: bool = False)
     return data
 
 
-async def apply_tools_from_async(workflows: list[Workflow], server: Any, label: str | None = None
-                                 ) -> tuple[list[Workflow], list[Diagnostic]]:
+async def apply_tools_from_async(
+    workflows: list[Workflow], server: Any, label: str | None = None
+) -> tuple[list[Workflow], list[Diagnostic]]:
     tools, source = await load_tools_async(server, label)
     return merge_tools(workflows, tools, source)
 
 
-def apply_tools_from(workflows: list[Workflow], server: Any, label: str | None = None
-                     ) -> tuple[list[Workflow], list[Diagnostic]]:
+def apply_tools_from(
+    workflows: list[Workflow], server: Any, label: str | None = None
+) -> tuple[list[Workflow], list[Diagnostic]]:
     """The synchronous :func:`apply_tools_from_async`: ``server`` is a snapshot path, a server spec or a server
     object."""
     tools, source = load_tools(server, label)
     return merge_tools(workflows, tools, source)
 
 
-def compile_with_tools(paths: list[str], server: Any, prefix: tuple[str, ...] = (), *, skills_only: bool = False,
-                       workflow_tools: bool = False) -> Build:
+def compile_with_tools(
+    paths: list[str],
+    server: Any,
+    prefix: tuple[str, ...] = (),
+    *,
+    skills_only: bool = False,
+    workflow_tools: bool = False,
+) -> Build:
     """``project-skill build|check --tools-from SERVER``: the workflows under ``paths``, loaded with their tools
     left to ``server`` (:func:`projector.validate.validate`), fitted to its tools (:func:`merge_tools`) and
     compiled; the drift warnings join the build's diagnostics, in order. Raises :class:`LoadError` for a workflow

@@ -69,8 +69,10 @@ _STDERR_GRACE = 2.0  # seconds to read the rest of a stopped server's stderr (a 
 # path, then indented lines, per error)
 _NOISE_HEAD = re.compile(r"Failed to validate request: \d+ validation errors? for ClientRequest")
 _ERROR_PATH = re.compile(r"[A-Za-z_][\w.\[\]-]*")
-_HINT = ("a file's read is bounded by its size in the manifest (6 times it, plus 64 KiB, for JSON escaping), any other "
-         "message by 16 MiB")
+_HINT = (
+    "a file's read is bounded by its size in the manifest (6 times it, plus 64 KiB, for JSON escaping), any other "
+    "message by 16 MiB"
+)
 
 
 def read_limit(size: int) -> int:
@@ -100,8 +102,10 @@ class Budget:
         """Record (once) and return the error of the message that went past its limit (or, with ``reason``, that
         could not be read for that reason)."""
         if self.tripped is None:
-            message = reason or (f"the answer to {self.what} passed {self.limit} bytes, its limit; it was refused "
-                                 "before being buffered whole, and the connection was closed")
+            message = reason or (
+                f"the answer to {self.what} passed {self.limit} bytes, its limit; it was refused "
+                "before being buffered whole, and the connection was closed"
+            )
             self.tripped = ServerError(code, self.where, message, _HINT if reason is None else None)
         return self.tripped
 
@@ -176,8 +180,10 @@ def too_deep(words: str) -> str | None:
 
 def too_deep_message(words: str) -> str:
     """What the client says of an answer nested past the JSON reader's depth, on either transport."""
-    return (f"the server sent a JSON message nested deeper than a JSON reader allows ({words}); it was refused, and "
-            "the connection was closed")
+    return (
+        f"the server sent a JSON message nested deeper than a JSON reader allows ({words}); it was refused, and "
+        "the connection was closed"
+    )
 
 
 class _QuietParseErrors(logging.Filter):
@@ -248,8 +254,9 @@ async def _pump(stdout: Any, writer: Any, server: StdioServerParameters, budget:
 
 
 @asynccontextmanager
-async def bounded_stdio_client(server: StdioServerParameters, budget: Budget,
-                               errlog: TextIO | ServerLog = sys.stderr) -> AsyncIterator[Any]:
+async def bounded_stdio_client(
+    server: StdioServerParameters, budget: Budget, errlog: TextIO | ServerLog = sys.stderr
+) -> AsyncIterator[Any]:
     """:func:`mcp.client.stdio.stdio_client` with a bounded reader (:func:`_pump`). The process is started, and
     stopped (stdin closed, a grace period, then the whole process tree killed), by the SDK's own functions. With a
     :class:`ServerLog` for ``errlog``, the server's stderr is read into it (and its exit status noted)."""
@@ -258,8 +265,12 @@ async def bounded_stdio_client(server: StdioServerParameters, budget: Budget,
     command = await sdk._get_executable_command(server.command)
     log = errlog if isinstance(errlog, ServerLog) else None
     process = await sdk._create_platform_compatible_process(
-        command=command, args=server.args, env=sdk.get_default_environment() | (server.env or {}),
-        errlog=subprocess.PIPE if log is not None else errlog, cwd=server.cwd)  # type: ignore[arg-type]
+        command=command,
+        args=server.args,
+        env=sdk.get_default_environment() | (server.env or {}),
+        errlog=subprocess.PIPE if log is not None else errlog,
+        cwd=server.cwd,
+    )  # type: ignore[arg-type]
     read_stream_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_stream_reader = anyio.create_memory_object_stream[SessionMessage](0)
     shutting_down = False
@@ -381,9 +392,11 @@ async def bounded_http_client(url: str, budget: Budget) -> AsyncIterator[Any]:
     async def bound(response: httpx2.Response) -> None:
         encoding = response.headers.get("content-encoding", "").strip().lower()
         if encoding not in ("", "identity"):
-            budget.trip(f"the server sent a compressed body (Content-Encoding: {encoding[:40]}) although the client "
-                        "asked for none; its size cannot be bounded before it is decoded, so it was refused and the "
-                        "connection was closed")
+            budget.trip(
+                f"the server sent a compressed body (Content-Encoding: {encoding[:40]}) although the client "
+                "asked for none; its size cannot be bounded before it is decoded, so it was refused and the "
+                "connection was closed"
+            )
         sse = response.headers.get("content-type", "").lower().startswith("text/event-stream")
         response.stream = BoundedBody(response.stream, budget, sse=sse)
 

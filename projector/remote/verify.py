@@ -19,13 +19,24 @@ from typing import Any
 
 import yaml
 
-from ..sep2640 import (SkillEntry, VerificationError, check_reading, describe_value, frontmatter_diff,
-                       frontmatter_text, json_key, parse_frontmatter, yaml_equal)
+from ..sep2640 import (
+    SkillEntry,
+    VerificationError,
+    check_reading,
+    describe_value,
+    frontmatter_diff,
+    frontmatter_text,
+    json_key,
+    parse_frontmatter,
+    yaml_equal,
+)
 
 
 _MISMATCH_HINT = "a host must not load a skill whose file and entry disagree"
-_READ_AS = {"1.2": "frontmatter is read as YAML 1.2, as the reference SDK reads it",
-            "1.1": "frontmatter is read as YAML 1.1, as --frontmatter-yaml 1.1 asks"}
+_READ_AS = {
+    "1.2": "frontmatter is read as YAML 1.2, as the reference SDK reads it",
+    "1.1": "frontmatter is read as YAML 1.1, as --frontmatter-yaml 1.1 asks",
+}
 _OTHER = {"1.2": "1.1", "1.1": "1.2"}
 
 
@@ -33,12 +44,16 @@ def _mismatch(fm: dict[str, Any], entry: SkillEntry, yaml_version: str) -> tuple
     """Why the frontmatter ``fm`` (read as ``yaml_version``) is not the entry's, as (message, hint); None if it is."""
     keys, diff = frontmatter_diff(fm, entry.frontmatter)
     if keys:
-        return (f"SKILL.md frontmatter and the entry's do not have the same keys: {', '.join(repr(k) for k in keys)}",
-                _MISMATCH_HINT)
+        return (
+            f"SKILL.md frontmatter and the entry's do not have the same keys: {', '.join(repr(k) for k in keys)}",
+            _MISMATCH_HINT,
+        )
     if diff:
         detail = "; ".join(f"'{path}' (file: {describe_value(a)}, entry: {describe_value(b)})" for path, a, b in diff)
-        return (f"SKILL.md frontmatter differs from the entry's in field{'s' * (len(diff) != 1)} {detail}",
-                f"{_MISMATCH_HINT} ({_READ_AS[yaml_version]})")
+        return (
+            f"SKILL.md frontmatter differs from the entry's in field{'s' * (len(diff) != 1)} {detail}",
+            f"{_MISMATCH_HINT} ({_READ_AS[yaml_version]})",
+        )
     return None
 
 
@@ -75,8 +90,12 @@ def _readings(node: Any, v12: Any, v11: Any, path: str = "", key: str | None = N
     """Where the two readings of one composed YAML node differ, in document order. Both readings were built from the
     same text, so their mappings hold the node's pairs in the node's order (duplicates were refused before); the
     depth is bounded by :data:`MAX_FRONTMATTER_DEPTH`."""
-    if isinstance(node, yaml.MappingNode) and isinstance(v12, dict) and isinstance(v11, dict) \
-            and len(node.value) == len(v12) == len(v11):
+    if (
+        isinstance(node, yaml.MappingNode)
+        and isinstance(v12, dict)
+        and isinstance(v11, dict)
+        and len(node.value) == len(v12) == len(v11)
+    ):
         out = []
         for (kn, vn), (k12, x12), (k11, x11) in zip(node.value, v12.items(), v11.items()):
             text = kn.value if isinstance(kn, yaml.ScalarNode) else None
@@ -86,8 +105,12 @@ def _readings(node: Any, v12: Any, v11: Any, path: str = "", key: str | None = N
             else:
                 out.extend(_readings(vn, x12, x11, sub, text))
         return out
-    if isinstance(node, yaml.SequenceNode) and isinstance(v12, list) and isinstance(v11, list) \
-            and len(node.value) == len(v12) == len(v11):
+    if (
+        isinstance(node, yaml.SequenceNode)
+        and isinstance(v12, list)
+        and isinstance(v11, list)
+        and len(node.value) == len(v12) == len(v11)
+    ):
         out = []
         for i, (item, x12, x11) in enumerate(zip(node.value, v12, v11)):
             out.extend(_readings(item, x12, x11, f"{path}.{i}" if path else str(i)))
@@ -109,8 +132,9 @@ def _explain(readings: list[_Reading]) -> str:
     return "; ".join(r.phrase() for r in readings)
 
 
-def check_frontmatter(entry: SkillEntry, data: bytes, yaml_version: str = "1.2", *,
-                      pinned: bool = False) -> dict[str, Any]:
+def check_frontmatter(
+    entry: SkillEntry, data: bytes, yaml_version: str = "1.2", *, pinned: bool = False
+) -> dict[str, Any]:
     """Parse the verified SKILL.md bytes (YAML 1.2 core schema; with ``yaml_version="1.1"``, PyYAML's SafeLoader)
     and compare the frontmatter field by field with the entry's. The message names each field and both values with
     their types; when the file and the entry agree under the other reading, it says so, names both readings of
@@ -124,22 +148,31 @@ def check_frontmatter(entry: SkillEntry, data: bytes, yaml_version: str = "1.2",
     other = _OTHER[yaml_version]
     readings = _reading_diffs(data, entry.uri)
     if readings and _mismatch(parse_frontmatter(data, entry.uri, other), entry, other) is None:
-        message += (f"; the file and the entry agree under YAML {other} but not under YAML {yaml_version}: "
-                    + _explain(readings))
+        message += f"; the file and the entry agree under YAML {other} but not under YAML {yaml_version}: " + _explain(
+            readings
+        )
         example = readings[0].quoted()
         publisher = " (as PyYAML, and so FastMCP, does) and should" if other == "1.1" else " and can"
-        hint = (f"{_MISMATCH_HINT} ({_READ_AS[yaml_version]}); the publisher read it as YAML {other}{publisher} "
-                f"quote these values in SKILL.md{f' ({example})' if example else ''}, which every YAML reader reads "
-                "as the same string; ")
+        hint = (
+            f"{_MISMATCH_HINT} ({_READ_AS[yaml_version]}); the publisher read it as YAML {other}{publisher} "
+            f"quote these values in SKILL.md{f' ({example})' if example else ''}, which every YAML reader reads "
+            "as the same string; "
+        )
         if pinned:
-            hint += (f"the lock pins this skill read as YAML {yaml_version}: to accept the YAML {other} reading, pin "
-                     f"it again with --frontmatter-yaml {other}")
+            hint += (
+                f"the lock pins this skill read as YAML {yaml_version}: to accept the YAML {other} reading, pin "
+                f"it again with --frontmatter-yaml {other}"
+            )
         elif other == "1.1":
-            hint += ("to accept this publisher's YAML 1.1 reading, pass --frontmatter-yaml 1.1 "
-                     "(frontmatter_yaml=\"1.1\" in the library)")
+            hint += (
+                "to accept this publisher's YAML 1.1 reading, pass --frontmatter-yaml 1.1 "
+                '(frontmatter_yaml="1.1" in the library)'
+            )
         else:
-            hint += ("to accept its YAML 1.2 reading, load it without --frontmatter-yaml 1.1 "
-                     "(frontmatter_yaml=\"1.2\" in the library)")
+            hint += (
+                "to accept its YAML 1.2 reading, load it without --frontmatter-yaml 1.1 "
+                '(frontmatter_yaml="1.2" in the library)'
+            )
     raise VerificationError("frontmatter-mismatch", entry.uri, message, hint)
 
 
@@ -155,5 +188,7 @@ def frontmatter_note(entry: SkillEntry, data: bytes, yaml_version: str) -> str |
         why = _explain(_reading_diffs(data, entry.uri) or [])
     except VerificationError:
         why = "its frontmatter is not valid YAML 1.2"
-    return ("accepted with its frontmatter read as YAML 1.1 (--frontmatter-yaml 1.1), as its entry reads it; a YAML "
-            f"1.2 host (the reference SDK) refuses it: {why}")
+    return (
+        "accepted with its frontmatter read as YAML 1.1 (--frontmatter-yaml 1.1), as its entry reads it; a YAML "
+        f"1.2 host (the reference SDK) refuses it: {why}"
+    )

@@ -104,11 +104,19 @@ def parse_entry(raw: Any, where: str = "<server>") -> SkillEntry:
             raise VerificationError("bad-manifest", uri, f"resources[{i}] has no 'uri' string")
         digest, size = r.get("digest"), r.get("size")
         if not isinstance(digest, str) or not DIGEST_RULE.fullmatch(digest):
-            raise VerificationError("bad-manifest", uri, f"resources[{i}] ({r['uri']}) has no valid digest",
-                                    "a digest is 'sha256:' and 64 lowercase hex digits")
+            raise VerificationError(
+                "bad-manifest",
+                uri,
+                f"resources[{i}] ({r['uri']}) has no valid digest",
+                "a digest is 'sha256:' and 64 lowercase hex digits",
+            )
         if not _is_int(size) or size < 0:
-            raise VerificationError("bad-manifest", uri, f"resources[{i}] ({r['uri']}) has no valid size",
-                                    "a size is a non-negative integer count of bytes")
+            raise VerificationError(
+                "bad-manifest",
+                uri,
+                f"resources[{i}] ({r['uri']}) has no valid size",
+                "a size is a non-negative integer count of bytes",
+            )
         refs.append(FileRef(r["uri"], digest, size))
     return SkillEntry(uri, fm, tuple(refs), raw)
 
@@ -132,10 +140,14 @@ def check_name(entry: SkillEntry) -> None:
     if not same_name(entry.frontmatter, entry.uri):
         last = last_segment(entry.uri)
         name = entry.frontmatter.get("name", MISSING)
-        raise VerificationError("name-mismatch", entry.uri, f"the entry's frontmatter name is "
-                                f"{describe_value(name)}, but the last segment of its URI is {describe_value(last)}",
-                                "a skill's frontmatter name and the last segment of its URI are one and the same; "
-                                "a host must not load a skill under another name than the one it is served at")
+        raise VerificationError(
+            "name-mismatch",
+            entry.uri,
+            f"the entry's frontmatter name is "
+            f"{describe_value(name)}, but the last segment of its URI is {describe_value(last)}",
+            "a skill's frontmatter name and the last segment of its URI are one and the same; "
+            "a host must not load a skill under another name than the one it is served at",
+        )
 
 
 def check_manifest(entry: SkillEntry) -> None:
@@ -148,42 +160,51 @@ def check_manifest(entry: SkillEntry) -> None:
         return
     n = len(entry.resources)
     if n > MAX_FILES:
-        raise VerificationError("too-many-files", entry.uri,
-                                f"the manifest lists {n} files; SEP-2640 allows {MAX_FILES}, SKILL.md included")
+        raise VerificationError(
+            "too-many-files", entry.uri, f"the manifest lists {n} files; SEP-2640 allows {MAX_FILES}, SKILL.md included"
+        )
     total = entry.total_size
     if total > MAX_BYTES:
-        raise VerificationError("too-large", entry.uri,
-                                f"the manifest adds up to {total} bytes; SEP-2640 allows {MAX_BYTES} (16 MiB)")
+        raise VerificationError(
+            "too-large", entry.uri, f"the manifest adds up to {total} bytes; SEP-2640 allows {MAX_BYTES} (16 MiB)"
+        )
     root_segs = root_segs[:-1]
     seen: set[str] = set()
     for ref in entry.resources:
         s, segs = uri_segments(ref.uri, entry.uri)
         if s != scheme or len(segs) <= len(root_segs) or segs[: len(root_segs)] != root_segs:
-            raise VerificationError("bad-manifest-uri", entry.uri,
-                                    f"the manifest URI {ref.uri!r} is outside the skill root {entry.root!r}")
+            raise VerificationError(
+                "bad-manifest-uri", entry.uri, f"the manifest URI {ref.uri!r} is outside the skill root {entry.root!r}"
+            )
         if ref.uri in seen:
             raise VerificationError("bad-manifest", entry.uri, f"the manifest lists {ref.uri!r} twice")
         seen.add(ref.uri)
     if entry.uri not in seen:
-        raise VerificationError("unlisted-file", entry.uri, f"the manifest does not list {SKILL_FILE} itself",
-                                "a host reads only files its manifest lists, SKILL.md included")
+        raise VerificationError(
+            "unlisted-file",
+            entry.uri,
+            f"the manifest does not list {SKILL_FILE} itself",
+            "a host reads only files its manifest lists, SKILL.md included",
+        )
 
 
 def relative_path(entry: SkillEntry, uri: str) -> str:
     """A manifest URI's path inside the skill root (``references/a.md``), percent-decoded."""
-    rest = uri[len(entry.root) + 1:]
+    rest = uri[len(entry.root) + 1 :]
     return "/".join(unquote(seg) for seg in rest.split("/"))
 
 
 def verify_bytes(ref: FileRef, data: bytes) -> None:
     """Size first (a size mismatch is a digest mismatch, found without hashing), then the sha256 digest."""
     if len(data) != ref.size:
-        raise VerificationError("size-mismatch", ref.uri,
-                                f"served {plural(len(data), 'byte')}; the manifest says {ref.size}")
+        raise VerificationError(
+            "size-mismatch", ref.uri, f"served {plural(len(data), 'byte')}; the manifest says {ref.size}"
+        )
     got = digest(data)
     if got != ref.digest:
-        raise VerificationError("digest-mismatch", ref.uri,
-                                f"served bytes hash to {got}; the manifest says {ref.digest}")
+        raise VerificationError(
+            "digest-mismatch", ref.uri, f"served bytes hash to {got}; the manifest says {ref.digest}"
+        )
 
 
 def file_matches(size: Any, expected: Any, data: bytes) -> bool:

@@ -52,7 +52,7 @@ def split_frontmatter(text: str) -> tuple[str, str]:
     m = FRONTMATTER.match(text)
     if m is None:
         raise ValueError("SKILL.md has no '---' frontmatter block")
-    return m.group(1), text[m.end():]
+    return m.group(1), text[m.end() :]
 
 
 def frontmatter_text(data: bytes, where: str, yaml_version: str = "1.2") -> str:
@@ -90,8 +90,9 @@ def parse_frontmatter(data: bytes, where: str, yaml_version: str = "1.2") -> dic
     except errors as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at frontmatter line {mark.line + 1}" if mark is not None else ""
-        raise VerificationError("bad-frontmatter", where,
-                                f"SKILL.md frontmatter is not valid YAML{version}{at}") from None
+        raise VerificationError(
+            "bad-frontmatter", where, f"SKILL.md frontmatter is not valid YAML{version}{at}"
+        ) from None
     if not isinstance(value, dict):
         raise VerificationError("bad-frontmatter", where, "SKILL.md frontmatter is not a mapping")
     return value
@@ -114,15 +115,20 @@ def refuse_line_breaks(text: str, end: int, where: str) -> None:
     line = text.count("\n", 0, i) + 1
     col = i - (text.rfind("\n", 0, i) + 1) + 1
     ch = m.group()
-    raise VerificationError("frontmatter-ambiguous", where,
-                            f"SKILL.md frontmatter holds U+{ord(ch):04X} {YAML11_ONLY_BREAKS[ch]} at line {line}, "
-                            f"column {col}", "YAML 1.1 readers take it for a line break and YAML 1.2 readers "
-                            "(eemeli/yaml, js-yaml) for text, so hosts would read different frontmatter; write it "
-                            "as an escape in a double-quoted string (\"\\u2028\"), or leave it out")
+    raise VerificationError(
+        "frontmatter-ambiguous",
+        where,
+        f"SKILL.md frontmatter holds U+{ord(ch):04X} {YAML11_ONLY_BREAKS[ch]} at line {line}, column {col}",
+        "YAML 1.1 readers take it for a line break and YAML 1.2 readers "
+        "(eemeli/yaml, js-yaml) for text, so hosts would read different frontmatter; write it "
+        'as an escape in a double-quoted string ("\\u2028"), or leave it out',
+    )
 
 
-_AMBIGUOUS_HINT = ("YAML parsers disagree on such frontmatter (which duplicate wins, what a tag means), so a host "
-                   "could show other text than the one verified; a skill's frontmatter is plain YAML")
+_AMBIGUOUS_HINT = (
+    "YAML parsers disagree on such frontmatter (which duplicate wins, what a tag means), so a host "
+    "could show other text than the one verified; a skill's frontmatter is plain YAML"
+)
 _MERGE = "tag:yaml.org,2002:merge"
 MAX_FRONTMATTER_DEPTH = 64  # far beyond any real frontmatter; keeps the recursive parser and comparisons safe
 
@@ -172,8 +178,11 @@ def refuse_ambiguous(text: str, where: str, parser: Any = yaml.SafeLoader) -> No
                     raise _ambiguous(where, "a mapping or sequence used as a key")
                 stack.append([isinstance(ev, yaml.MappingStartEvent), True, set()])
                 if len(stack) > MAX_FRONTMATTER_DEPTH:
-                    raise VerificationError("bad-frontmatter", where, "SKILL.md frontmatter nests more than "
-                                            f"{MAX_FRONTMATTER_DEPTH} levels deep")
+                    raise VerificationError(
+                        "bad-frontmatter",
+                        where,
+                        f"SKILL.md frontmatter nests more than {MAX_FRONTMATTER_DEPTH} levels deep",
+                    )
             elif is_key:
                 key = _scalarjson_key(loader, ev)
                 if key in frame[2]:  # type: ignore[index]

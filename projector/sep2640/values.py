@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+
 def key_set_diff(a: Any, b: Any, path: str = "") -> list[str]:
     """The keys (dotted paths, sorted) present in one mapping and not the other, at any depth: a null value is a
     value, never the same as an absent key. Mappings nested in both sides, and sequences of the same length, are
@@ -99,8 +100,14 @@ def _text_keys(value: Any) -> Any:
     """``value`` with every mapping key as the text JSON writes for it (``1`` as ``"1"``, ``True`` as ``"true"``, a
     date as its ISO form), so that a mapping whose keys mix types (YAML allows it) can be sorted and shown."""
     if isinstance(value, dict):
-        return {k if isinstance(k, str) else json.dumps(k) if k is None or isinstance(k, (bool, int, float))
-                else str(k): _text_keys(v) for k, v in value.items()}
+        return {
+            k
+            if isinstance(k, str)
+            else json.dumps(k)
+            if k is None or isinstance(k, (bool, int, float))
+            else str(k): _text_keys(v)
+            for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [_text_keys(v) for v in value]
     return value
@@ -120,8 +127,7 @@ def describe_value(value: Any, limit: int = 60) -> str:
     if isinstance(value, float):
         return f"number {value!r}"
     if isinstance(value, str):
-        shown = "".join(("\\" + c) if c in "\\'" else c if c.isprintable() else repr(c)[1:-1]
-                        for c in value[:limit])
+        shown = "".join(("\\" + c) if c in "\\'" else c if c.isprintable() else repr(c)[1:-1] for c in value[:limit])
         return f"string '{shown}{'...' if len(value) > limit else ''}'"
     if isinstance(value, _dt.datetime):
         return f"timestamp {value.isoformat()}"

@@ -85,30 +85,37 @@ def uri_segments(uri: str, where: str) -> tuple[str, list[str]]:
     empty, ``.`` or ``..`` segments (also percent-encoded), backslashes, control characters, queries and fragments;
     and anything longer than :data:`MAX_URI_LENGTH` characters or deeper than :data:`MAX_URI_SEGMENTS` segments."""
     if len(uri) > MAX_URI_LENGTH:
-        raise VerificationError("bad-manifest-uri", clip(where), f"the URI {clip(uri)!r} is {len(uri)} characters "
-                                f"long; at most {MAX_URI_LENGTH} are accepted")
+        raise VerificationError(
+            "bad-manifest-uri",
+            clip(where),
+            f"the URI {clip(uri)!r} is {len(uri)} characters long; at most {MAX_URI_LENGTH} are accepted",
+        )
     m = URI_RULE.match(uri)
     if not m:
         raise VerificationError("bad-manifest-uri", where, f"{uri!r} is not a scheme://path URI")
     scheme, rest = m.group(1), m.group(2)
     if any(c in rest for c in "\\?#") or any(ord(c) < 0x20 or ord(c) == 0x7F for c in rest):
-        raise VerificationError("bad-manifest-uri", where,
-                                f"{uri!r} holds a backslash, a query, a fragment or a control character")
+        raise VerificationError(
+            "bad-manifest-uri", where, f"{uri!r} holds a backslash, a query, a fragment or a control character"
+        )
     lowered = rest.lower()
     for bad in _BAD_ENCODED:
         if bad in lowered:
             raise VerificationError("bad-manifest-uri", where, f"{uri!r} holds a percent-encoded '.', '/', '\\' or NUL")
     segments = rest.split("/")
     if len(segments) > MAX_URI_SEGMENTS:
-        raise VerificationError("bad-manifest-uri", clip(where), f"the URI {clip(uri)!r} has {len(segments)} path "
-                                f"segments; at most {MAX_URI_SEGMENTS} are accepted")
+        raise VerificationError(
+            "bad-manifest-uri",
+            clip(where),
+            f"the URI {clip(uri)!r} has {len(segments)} path segments; at most {MAX_URI_SEGMENTS} are accepted",
+        )
     for seg in segments:
         try:
             decoded = unquote(seg, errors="strict") if "%" in seg else seg
         except UnicodeDecodeError:
-            raise VerificationError("bad-manifest-uri", where, f"{uri!r} percent-encodes bytes that are not UTF-8") \
-                from None
+            raise VerificationError(
+                "bad-manifest-uri", where, f"{uri!r} percent-encodes bytes that are not UTF-8"
+            ) from None
         if bad_segment(seg) or bad_segment(decoded):
-            raise VerificationError("bad-manifest-uri", where,
-                                    f"{uri!r} has an empty, '.' or '..' path segment")
+            raise VerificationError("bad-manifest-uri", where, f"{uri!r} has an empty, '.' or '..' path segment")
     return scheme, segments

@@ -46,6 +46,19 @@ from .gateway import gateway, serve_gateway_async
 from .http import serve_http, serve_http_async
 from .skills import SKILLS_EXTENSION, SkillsExtension, SkillTree
 
-__all__ = ["SKILLS_EXTENSION", "AttachError", "SkillTree", "SkillsExtension", "attach", "attach_async",
-           "bootstrap_name", "build_server", "check_served_workflows", "gateway", "load_workflows",
-           "serve_gateway_async", "serve_http", "serve_http_async"]
+__all__ = [
+    "SKILLS_EXTENSION",
+    "AttachError",
+    "SkillTree",
+    "SkillsExtension",
+    "attach",
+    "attach_async",
+    "bootstrap_name",
+    "build_server",
+    "check_served_workflows",
+    "gateway",
+    "load_workflows",
+    "serve_gateway_async",
+    "serve_http",
+    "serve_http_async",
+]

@@ -66,8 +66,9 @@ def convert_argument(arg: Argument, raw: Any, named: str = "") -> Any:
         return _convert(arg, raw)
     except _Invalid as exc:
         given = f" for {named}" if named else ""
-        raise MCPError(code=INVALID_PARAMS, message=f"Invalid argument {arg.name!r}{given}: {exc}",
-                       data={"argument": arg.name}) from None
+        raise MCPError(
+            code=INVALID_PARAMS, message=f"Invalid argument {arg.name!r}{given}: {exc}", data={"argument": arg.name}
+        ) from None
 
 
 def _convert(arg: Argument, raw: Any) -> Any:
@@ -118,8 +119,11 @@ def _convert_value(arg: Argument, raw: Any) -> Any:
         if isinstance(raw, bool):
             return raw
         raise _bad_argument(arg, raw, "a boolean (true or false)")
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or (arg.type == "integer"
-                                                                        and not isinstance(raw, int)):
+    if (
+        isinstance(raw, bool)
+        or not isinstance(raw, (int, float))
+        or (arg.type == "integer" and not isinstance(raw, int))
+    ):
         raise _bad_argument(arg, raw, "an integer" if arg.type == "integer" else "a number")
     if isinstance(raw, float) and not math.isfinite(raw):
         raise _bad_argument(arg, raw, "a finite number")

@@ -61,15 +61,21 @@ def _unknown_resources(wf: Workflow, resources: Sequence[str], parsed: Sequence[
         for uri in step.resources:
             sample = PLACEHOLDER.sub("x", uri)
             if sample not in resources and not any(t.match(sample) is not None for t in parsed):
-                problems.append(error(where, "unknown-resource",
-                                      f"workflow '{wf.name}', step '{step.name}': the server has no resource or "
-                                      f"template matching '{uri}'",
-                                      ATTACH_RESOURCE_HINT))
+                problems.append(
+                    error(
+                        where,
+                        "unknown-resource",
+                        f"workflow '{wf.name}', step '{step.name}': the server has no resource or "
+                        f"template matching '{uri}'",
+                        ATTACH_RESOURCE_HINT,
+                    )
+                )
     return problems
 
 
-def check_served_workflows(workflows: Sequence[Workflow], tools: dict[str, Any],
-                           resources: Sequence[str] = (), templates: Sequence[str] = ()) -> list[Diagnostic]:
+def check_served_workflows(
+    workflows: Sequence[Workflow], tools: dict[str, Any], resources: Sequence[str] = (), templates: Sequence[str] = ()
+) -> list[Diagnostic]:
     """Every way the steps do not fit the server. ``tools`` maps tool names to their input schemas (dicts), to
     ``mcp_types.Tool`` objects or to model :class:`~projector.model.Tool` objects (then output schemas are checked
     too). The steps are fitted to the tools by the core (:func:`projector.fit.check_workflows`), exactly as ``build``
@@ -84,16 +90,27 @@ def check_served_workflows(workflows: Sequence[Workflow], tools: dict[str, Any],
 def _check_prompt_names(names: Sequence[str], taken: set[str], tree: SkillTree | None = None) -> None:
     """Raise :class:`AttachError` when a new prompt's name is taken, on the server or twice among ``names``, or when
     a served skill names a workflow prompt (``metadata.workflow``) that is neither on the server nor among ``names``."""
-    unoffered = [] if tree is None else fit.check_prompts(
-        ((f"{tree.root}/{s.path}/SKILL.md", s.name, s.entry.get("frontmatter")) for s in tree.skills),
-        set(taken) | set(names))
+    unoffered = (
+        []
+        if tree is None
+        else fit.check_prompts(
+            ((f"{tree.root}/{s.path}/SKILL.md", s.name, s.entry.get("frontmatter")) for s in tree.skills),
+            set(taken) | set(names),
+        )
+    )
     seen: set[str] = set()
     clashes = []
     for name in names:
         if name in taken or name in seen:
-            clashes.append(error(Span("<attach>"), "prompt-collision",
-                                 f"the prompt name '{name}' is taken twice (a workflow, a skill's bootstrap "
-                                 f"prompt, or a prompt already on the server)", "rename the workflow"))
+            clashes.append(
+                error(
+                    Span("<attach>"),
+                    "prompt-collision",
+                    f"the prompt name '{name}' is taken twice (a workflow, a skill's bootstrap "
+                    f"prompt, or a prompt already on the server)",
+                    "rename the workflow",
+                )
+            )
         seen.add(name)
     if clashes or unoffered:
         raise AttachError(clashes + unoffered)
@@ -105,8 +122,13 @@ def _extension(skills: Skills, page_size: int, cache: CacheHint) -> SkillsExtens
     return SkillsExtension(skills, page_size=page_size, cache=cache)
 
 
-def _prompts(adapter: Adapter, wfs: Sequence[Workflow], tree: SkillTree | None, bootstrap_prompts: bool,
-             guard: ReplayGuard | None) -> list[Any]:
+def _prompts(
+    adapter: Adapter,
+    wfs: Sequence[Workflow],
+    tree: SkillTree | None,
+    bootstrap_prompts: bool,
+    guard: ReplayGuard | None,
+) -> list[Any]:
     prompts = [adapter.workflow_prompt(wf, guard) for wf in wfs] if guard is not None else []
     if tree is not None and bootstrap_prompts:
         prompts += [adapter.bootstrap_prompt(s) for s in tree.skills]
@@ -126,16 +148,28 @@ def _seal_with(adapter: Adapter, server: Any, key: str) -> Callable[[], None]:
     try:
         return adapter.set_state_key(server, key)
     except (ValueError, TypeError) as exc:
-        raise AttachError(error(Span("<attach>"), "bad-state-key", f"cannot seal requestState under the given key "
-                                f"(state_key, or ${STATE_KEY_ENV}): {str(exc).split('. Generate')[0]}",
-                                'generate one with: python -c "import secrets; print(secrets.token_hex(32))"')) from None
+        raise AttachError(
+            error(
+                Span("<attach>"),
+                "bad-state-key",
+                f"cannot seal requestState under the given key "
+                f"(state_key, or ${STATE_KEY_ENV}): {str(exc).split('. Generate')[0]}",
+                'generate one with: python -c "import secrets; print(secrets.token_hex(32))"',
+            )
+        ) from None
     except OwnStatePolicy:
-        raise AttachError(error(Span("<attach>"), "own-state-policy", "the server seals requestState under a policy "
-                                "of its own (request_state_security=, with its own keys, expiry, audience, codec or "
-                                f"principal binding), which does not take the given key (state_key, or "
-                                f"${STATE_KEY_ENV}); projector keeps the server's policy and will not replace it",
-                                f"leave the key out (unset ${STATE_KEY_ENV}), or put it in the server's own policy: "
-                                "RequestStateSecurity(keys=[key, ...], ...)")) from None
+        raise AttachError(
+            error(
+                Span("<attach>"),
+                "own-state-policy",
+                "the server seals requestState under a policy "
+                "of its own (request_state_security=, with its own keys, expiry, audience, codec or "
+                f"principal binding), which does not take the given key (state_key, or "
+                f"${STATE_KEY_ENV}); projector keeps the server's policy and will not replace it",
+                f"leave the key out (unset ${STATE_KEY_ENV}), or put it in the server's own policy: "
+                "RequestStateSecurity(keys=[key, ...], ...)",
+            )
+        ) from None
 
 
 def _check_replay(key: str | None, wfs: Sequence[Workflow], guard: ReplayGuard) -> None:
@@ -143,19 +177,36 @@ def _check_replay(key: str | None, wfs: Sequence[Workflow], guard: ReplayGuard) 
     confirmations' yes must then be claimed where all those processes see it, or a replay runs the step again."""
     if key is None or guard.shared or not any(step.confirm for wf in wfs for step in wf.steps):
         return
-    raise AttachError(error(Span("<attach>"), "replay-not-shared", f"a state key (state_key, or ${STATE_KEY_ENV}) "
-                            "makes a confirmation's state valid in every process that holds the key and after a "
-                            "restart, but its yes would be claimed only in this process's memory: the same yes, "
-                            "sent again to another process or after a restart, would run its step again",
-                            f"set ${REPLAY_DB_ENV} to one SQLite file that every process with this key shares (or "
-                            "pass attach(..., replay=SqliteGuard(path)))"))
+    raise AttachError(
+        error(
+            Span("<attach>"),
+            "replay-not-shared",
+            f"a state key (state_key, or ${STATE_KEY_ENV}) "
+            "makes a confirmation's state valid in every process that holds the key and after a "
+            "restart, but its yes would be claimed only in this process's memory: the same yes, "
+            "sent again to another process or after a restart, would run its step again",
+            f"set ${REPLAY_DB_ENV} to one SQLite file that every process with this key shares (or "
+            "pass attach(..., replay=SqliteGuard(path)))",
+        )
+    )
 
 
-def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
-           page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE, workflow_prompts: bool = True,
-           bootstrap_prompts: bool = True, skill_tools: bool = False, state_key: str | None = None,
-           workflow_tools: bool = False, replay: ReplayGuard | None = None, tasks: Any = None,
-           state: str | Path | None = None) -> Any:
+def attach(
+    server: Any,
+    skills: Skills = "generated_skills",
+    workflows: Workflows = "workflows",
+    *,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    cache: CacheHint = DEFAULT_CACHE,
+    workflow_prompts: bool = True,
+    bootstrap_prompts: bool = True,
+    skill_tools: bool = False,
+    state_key: str | None = None,
+    workflow_tools: bool = False,
+    replay: ReplayGuard | None = None,
+    tasks: Any = None,
+    state: str | Path | None = None,
+) -> Any:
     """Add the skills extension, the workflow prompts and the bootstrap prompts to ``server``: an ``mcp``
     ``MCPServer`` or a ``fastmcp.FastMCP`` (any other object is a ``TypeError``).
 
@@ -208,26 +259,52 @@ def attach(server: Any, skills: Skills = "generated_skills", workflows: Workflow
     taken. Nothing is added to the server when it raises.
     """
     adapter = adapters.for_server(server)
-    return adapter.run_sync(lambda: attach_async(server, skills, workflows, page_size=page_size, cache=cache,
-                                                 workflow_prompts=workflow_prompts,
-                                                 bootstrap_prompts=bootstrap_prompts, skill_tools=skill_tools,
-                                                 state_key=state_key, workflow_tools=workflow_tools, replay=replay,
-                                                 tasks=tasks, state=state))
+    return adapter.run_sync(
+        lambda: attach_async(
+            server,
+            skills,
+            workflows,
+            page_size=page_size,
+            cache=cache,
+            workflow_prompts=workflow_prompts,
+            bootstrap_prompts=bootstrap_prompts,
+            skill_tools=skill_tools,
+            state_key=state_key,
+            workflow_tools=workflow_tools,
+            replay=replay,
+            tasks=tasks,
+            state=state,
+        )
+    )
 
 
-async def attach_async(server: Any, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
-                       page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
-                       workflow_prompts: bool = True, bootstrap_prompts: bool = True,
-                       skill_tools: bool = False, state_key: str | None = None,
-                       workflow_tools: bool = False, replay: ReplayGuard | None = None, tasks: Any = None,
-                       state: str | Path | None = None) -> Any:
+async def attach_async(
+    server: Any,
+    skills: Skills = "generated_skills",
+    workflows: Workflows = "workflows",
+    *,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    cache: CacheHint = DEFAULT_CACHE,
+    workflow_prompts: bool = True,
+    bootstrap_prompts: bool = True,
+    skill_tools: bool = False,
+    state_key: str | None = None,
+    workflow_tools: bool = False,
+    replay: ReplayGuard | None = None,
+    tasks: Any = None,
+    state: str | Path | None = None,
+) -> Any:
     """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
     adapter = adapters.for_server(server)
     if state is not None:
         tasks = _durable(tasks, state, workflow_tools)
     if tasks is not None and not workflow_tools:
-        raise serve_error("<attach>", "tasks-without-tools", "attach(tasks=...) runs the workflow tools as tasks, "
-                          "and no workflow tools were asked for", "pass workflow_tools=True too")
+        raise serve_error(
+            "<attach>",
+            "tasks-without-tools",
+            "attach(tasks=...) runs the workflow tools as tasks, and no workflow tools were asked for",
+            "pass workflow_tools=True too",
+        )
     ext = _extension(skills, page_size, cache)
     wfs = load_workflows(workflows) if workflow_prompts or workflow_tools else []
     tree = ext.tree if ext is not None else None
@@ -255,21 +332,39 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
         adapter.add_workflow_tools(server, tools, guard)
         if tasks is not None:
             _add_tasks(adapter, server, tasks, tools, guard, listing.tools)
-    adapter.bind(server, Bound.of(tree, wfs if workflow_prompts and guard is not None else [],
-                                  [wf for wf, _ in tools] if guard is not None else [],
-                                  bootstrap_prompts, skill_tools and tree is not None), served)
+    adapter.bind(
+        server,
+        Bound.of(
+            tree,
+            wfs if workflow_prompts and guard is not None else [],
+            [wf for wf, _ in tools] if guard is not None else [],
+            bootstrap_prompts,
+            skill_tools and tree is not None,
+        ),
+        served,
+    )
     return served
 
 
-def _add_tasks(adapter: Any, server: Any, tasks: Any, tools: Sequence[tuple[Workflow, Any]],
-               guard: ReplayGuard, served: dict[str, Any]) -> None:
+def _add_tasks(
+    adapter: Any,
+    server: Any,
+    tasks: Any,
+    tools: Sequence[tuple[Workflow, Any]],
+    guard: ReplayGuard,
+    served: dict[str, Any],
+) -> None:
     """Each workflow tool as a task too (:mod:`.workflow_task`), run on the server's own host, never interrupted
     mid-step (a cancel stops it before its next step). A durable runner (:mod:`.durable`) wraps the host and the
     guard, and is told which tools may be called again after a crash (read-only or idempotent, as served)."""
     from .workflow_task import workflow_job
 
-    safe = {name for name, t in served.items() if isinstance(getattr(t, "annotations", None), dict)
-            and (t.annotations.get("readOnlyHint") is True or t.annotations.get("idempotentHint") is True)}
+    safe = {
+        name
+        for name, t in served.items()
+        if isinstance(getattr(t, "annotations", None), dict)
+        and (t.annotations.get("readOnlyHint") is True or t.annotations.get("idempotentHint") is True)
+    }
     host, guard = tasks.wrap(lambda: adapter.task_host(server), guard, [wf for wf, _ in tools], safe)
     for wf, spec in tools:
         tasks.support(spec.name, workflow_job(wf, host, guard), interruptible=False)
@@ -282,14 +377,26 @@ def _durable(tasks: Any, state: str | Path, workflow_tools: bool) -> Any:
     from . import durable
 
     if not workflow_tools:
-        raise serve_error("<attach>", "tasks-without-tools", "attach(state=...) keeps the workflow tools' tasks, "
-                          "and no workflow tools were asked for", "pass workflow_tools=True too")
+        raise serve_error(
+            "<attach>",
+            "tasks-without-tools",
+            "attach(state=...) keeps the workflow tools' tasks, and no workflow tools were asked for",
+            "pass workflow_tools=True too",
+        )
     if tasks is not None:
-        raise serve_error("<attach>", "state-and-tasks", "attach(state=...) makes the tasks itself, and tasks= was "
-                          "given too", "pass one of them")
+        raise serve_error(
+            "<attach>",
+            "state-and-tasks",
+            "attach(state=...) makes the tasks itself, and tasks= was given too",
+            "pass one of them",
+        )
     if not durable.available():
-        raise serve_error("<attach>", "state-needs-dbos", f"attach(state=...) runs durable tasks on DBOS, the "
-                          f"{durable.EXTRA} extra, which is not installed", f"pip install '{durable.EXTRA}'")
+        raise serve_error(
+            "<attach>",
+            "state-needs-dbos",
+            f"attach(state=...) runs durable tasks on DBOS, the {durable.EXTRA} extra, which is not installed",
+            f"pip install '{durable.EXTRA}'",
+        )
     return durable.DurableTasks(state)
 
 

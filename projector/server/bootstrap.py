@@ -43,18 +43,22 @@ def render(skill: Skill) -> str:
     parts = [
         f"Use the skill `{skill.name}` ({skill.uri}): {skill.frontmatter['description']}\n\n"
         f"Its SKILL.md and {n} supporting file{'s' * (n != 1)} are inlined below, exactly as resources/read serves "
-        f"them. Each file is a block: a line <file uri=\"...\" mimeType=\"...\" bytes=\"N\">, exactly N bytes of "
+        f'them. Each file is a block: a line <file uri="..." mimeType="..." bytes="N">, exactly N bytes of '
         f"content, then </file>. Follow SKILL.md; where it links to a file, use the block with that file's URI.\n"
     ]
     ordered = [skill.skill_md, *(f for f in skill.files if f.rel != "SKILL.md")]
     for f in ordered:
         text = f.text
         if text is None:
-            parts.append(f'\n<file uri="{f.uri}" mimeType="{f.mime_type}" binary="true">\n'
-                         f"({plural(len(f.data), 'byte')} that are not UTF-8 text; read them with resources/read)\n</file>\n")
+            parts.append(
+                f'\n<file uri="{f.uri}" mimeType="{f.mime_type}" binary="true">\n'
+                f"({plural(len(f.data), 'byte')} that are not UTF-8 text; read them with resources/read)\n</file>\n"
+            )
             continue
-        parts.append(f'\n<file uri="{f.uri}" mimeType="{f.mime_type}" bytes="{len(f.data)}">\n{text}'
-                     f'{"" if text.endswith(chr(10)) or not text else chr(10)}</file>\n')
+        parts.append(
+            f'\n<file uri="{f.uri}" mimeType="{f.mime_type}" bytes="{len(f.data)}">\n{text}'
+            f"{'' if text.endswith(chr(10)) or not text else chr(10)}</file>\n"
+        )
     return "".join(parts)
 
 
@@ -67,11 +71,11 @@ def parse(text: str) -> dict[str, bytes]:
         m = BLOCK_OPEN.search(text, pos)
         if m is None:
             return out
-        start = len(text[:m.end()].encode("utf-8"))
+        start = len(text[: m.end()].encode("utf-8"))
         size = int(m.group(3))
-        body = data[start:start + size]
+        body = data[start : start + size]
         out[m.group(1)] = body
-        pos = len(data[:start + size].decode("utf-8"))
+        pos = len(data[: start + size].decode("utf-8"))
 
 
 def title(skill: Skill) -> str:
@@ -80,8 +84,10 @@ def title(skill: Skill) -> str:
 
 def description(skill: Skill) -> str:
     n = len(skill.files) - 1
-    return (f"{skill.frontmatter['description']} Loads the skill {skill.uri} (SKILL.md and {n} "
-            f"supporting file{'s' * (n != 1)}) into the conversation, for clients without SEP-2640 skills support.")
+    return (
+        f"{skill.frontmatter['description']} Loads the skill {skill.uri} (SKILL.md and {n} "
+        f"supporting file{'s' * (n != 1)}) into the conversation, for clients without SEP-2640 skills support."
+    )
 
 
 def refuse_arguments(name: str, arguments: dict[str, Any] | None) -> None:

@@ -50,8 +50,14 @@ class Bound:
     skill_tools: bool = False
 
     @classmethod
-    def of(cls, tree: SkillTree | None, prompts: Sequence[Workflow], tools: Sequence[Workflow],
-           bootstrap: bool, skill_tools: bool) -> Bound:
+    def of(
+        cls,
+        tree: SkillTree | None,
+        prompts: Sequence[Workflow],
+        tools: Sequence[Workflow],
+        bootstrap: bool,
+        skill_tools: bool,
+    ) -> Bound:
         needs = {wf.name: calls(wf) for wf in (*prompts, *tools)}
         if tree is not None and bootstrap:
             needs.update({bootstrap_name(s): s.tools for s in tree.skills if s.tools is not None})

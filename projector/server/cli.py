@@ -81,89 +81,157 @@ def parser(name: str) -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog=f"project-skill {name}",
         description="Serve the skills (SEP-2640), the workflow prompts and the bootstrap prompts over MCP: on your own "
-                    "server (MODULE:ATTR), or, without one, on the demo server with the demo tools of the shipped "
-                    "examples.",
+        "server (MODULE:ATTR), or, without one, on the demo server with the demo tools of the shipped "
+        "examples.",
         epilog="exit codes: 0 ok, 1 the tree or workflows cannot be served, 2 usage (a TARGET that cannot be "
-               "imported or is not a server included)")
-    ap.add_argument("target", nargs="?", metavar="MODULE:ATTR",
-                    help="your server: MODULE:ATTR or path/to/file.py:ATTR, where ATTR is an MCPServer or a "
-                         "fastmcp.FastMCP, or a factory with no required arguments that returns one (as uvicorn "
-                         "module:app and fastmcp run server.py:mcp take it). The current directory is put first on "
-                         "sys.path before the import, as uvicorn does (for the file form, the file's directory "
-                         "too). The skills and workflows are attached to it and it is run. Without a target, the "
-                         "demo server is served")
+        "imported or is not a server included)",
+    )
+    ap.add_argument(
+        "target",
+        nargs="?",
+        metavar="MODULE:ATTR",
+        help="your server: MODULE:ATTR or path/to/file.py:ATTR, where ATTR is an MCPServer or a "
+        "fastmcp.FastMCP, or a factory with no required arguments that returns one (as uvicorn "
+        "module:app and fastmcp run server.py:mcp take it). The current directory is put first on "
+        "sys.path before the import, as uvicorn does (for the file form, the file's directory "
+        "too). The skills and workflows are attached to it and it is run. Without a target, the "
+        "demo server is served",
+    )
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
-    mode.add_argument("--http", metavar="[HOST:]PORT", type=parse_address,
-                      help=f"serve Streamable HTTP at http://HOST:PORT/mcp (HOST defaults to {DEFAULT_HOST})")
-    ap.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]", type=_allowed_host,
-                    help="HTTP: also accept requests whose Host header is NAME (on any port, or on PORT only), and "
-                         "the origins http(s)://NAME; repeatable. The loopback names and the bound address are "
-                         "always accepted; any other Host is refused with 421")
-    ap.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN", type=_allowed_origin,
-                    help="HTTP: also accept requests sent by a browser page of ORIGIN (e.g. https://app.example.com); "
-                         "repeatable. Any other Origin is refused with 403")
-    ap.add_argument("--upstream", metavar="SERVER",
-                    help="serve in front of another MCP server, of any language, SDK or protocol era: a stdio "
-                         "command line (one argument, split like a shell would) or an http(s)://…/mcp URL. Its "
-                         "tools are passed through unchanged, and every workflow step is checked against them at "
-                         "start-up and calls them. Not with MODULE:ATTR")
-    ap.add_argument("--upstream-timeout", type=float, default=None, metavar="SECONDS",
-                    help="--upstream: how long to wait for its handshake and tools/list at start-up, and for each "
-                         "forwarded tool call (default: 30 at start-up, 60 for a call); past it the start fails, and "
-                         "a call is a tool error")
-    ap.add_argument("--verbose", action="store_true",
-                    help="--upstream: show a stdio upstream's stderr as it comes (by default it is shown only when "
-                         "the upstream fails)")
-    ap.add_argument("--framework", choices=adapters.names(), default=None,
-                    help="the demo's framework: mcp's MCPServer (the default) or FastMCP (needs the "
-                         "project-skill[fastmcp] extra). A target's framework is detected from the object; when "
-                         "given, it must agree")
-    ap.add_argument("--skills", default=None, metavar="DIR",
-                    help="the skills tree, with its skills.json (default: `out` in [tool.project-skill], else "
-                         "generated_skills)")
-    ap.add_argument("--workflows", default=None, metavar="DIR",
-                    help="the workflow files, served as prompts (default: `workflows` in [tool.project-skill], else "
-                         "workflows)")
+    mode.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        type=parse_address,
+        help=f"serve Streamable HTTP at http://HOST:PORT/mcp (HOST defaults to {DEFAULT_HOST})",
+    )
+    ap.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME[:PORT]",
+        type=_allowed_host,
+        help="HTTP: also accept requests whose Host header is NAME (on any port, or on PORT only), and "
+        "the origins http(s)://NAME; repeatable. The loopback names and the bound address are "
+        "always accepted; any other Host is refused with 421",
+    )
+    ap.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        type=_allowed_origin,
+        help="HTTP: also accept requests sent by a browser page of ORIGIN (e.g. https://app.example.com); "
+        "repeatable. Any other Origin is refused with 403",
+    )
+    ap.add_argument(
+        "--upstream",
+        metavar="SERVER",
+        help="serve in front of another MCP server, of any language, SDK or protocol era: a stdio "
+        "command line (one argument, split like a shell would) or an http(s)://…/mcp URL. Its "
+        "tools are passed through unchanged, and every workflow step is checked against them at "
+        "start-up and calls them. Not with MODULE:ATTR",
+    )
+    ap.add_argument(
+        "--upstream-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="--upstream: how long to wait for its handshake and tools/list at start-up, and for each "
+        "forwarded tool call (default: 30 at start-up, 60 for a call); past it the start fails, and "
+        "a call is a tool error",
+    )
+    ap.add_argument(
+        "--verbose",
+        action="store_true",
+        help="--upstream: show a stdio upstream's stderr as it comes (by default it is shown only when "
+        "the upstream fails)",
+    )
+    ap.add_argument(
+        "--framework",
+        choices=adapters.names(),
+        default=None,
+        help="the demo's framework: mcp's MCPServer (the default) or FastMCP (needs the "
+        "project-skill[fastmcp] extra). A target's framework is detected from the object; when "
+        "given, it must agree",
+    )
+    ap.add_argument(
+        "--skills",
+        default=None,
+        metavar="DIR",
+        help="the skills tree, with its skills.json (default: `out` in [tool.project-skill], else generated_skills)",
+    )
+    ap.add_argument(
+        "--workflows",
+        default=None,
+        metavar="DIR",
+        help="the workflow files, served as prompts (default: `workflows` in [tool.project-skill], else workflows)",
+    )
     ap.add_argument("--page-size", type=_positive, default=50, metavar="N", help="skills/list page size (default: 50)")
-    ap.add_argument("--ttl-ms", type=int, default=0, metavar="MS", help="ttlMs on skills/list and skills/get (default 0)")
-    ap.add_argument("--cache-scope", choices=("private", "public"), default="private",
-                    help="cacheScope on skills/list and skills/get (default: private)")
-    ap.add_argument("--skill-tools", action="store_true",
-                    help="also add the read-only tools load_skill(name) and read_skill_file(uri), which return a "
-                         "skill's SKILL.md and its files (the same verified bytes as resources/read), for hosts that "
-                         "call tools but never read resources; refused when the server already has a tool of either "
-                         "name (tool-collision)")
-    ap.add_argument("--workflow-tools", action=argparse.BooleanOptionalAction, default=None,
-                    help="also offer each workflow as a tool of its name, for hosts that only call tools: its input "
-                         "schema is the workflow's arguments, and a call runs the steps on the server as the prompt "
-                         "does (conditions, confirmations) and returns the transcript and the saved results; refused "
-                         "when the server already has a tool of that name (tool-collision). Build with "
-                         "`project-skill build --workflow-tools` so that each SKILL.md names its tool (default: "
-                         "`workflow-tools` in [tool.project-skill], else off)")
-    ap.add_argument("--state", metavar="DIR",
-                    help="with --workflow-tools: run each workflow tool as a durable task too (the Tasks extension), "
-                         "on DBOS (the project-skill[durable] extra), kept in DIR (made if missing, yours only): "
-                         "each step's tool call is checkpointed, and the tasks a killed server left running go on "
-                         "when it starts again on the same DIR. Without the extra, the workflow tools run without "
-                         "tasks, and serve says so at start-up")
+    ap.add_argument(
+        "--ttl-ms", type=int, default=0, metavar="MS", help="ttlMs on skills/list and skills/get (default 0)"
+    )
+    ap.add_argument(
+        "--cache-scope",
+        choices=("private", "public"),
+        default="private",
+        help="cacheScope on skills/list and skills/get (default: private)",
+    )
+    ap.add_argument(
+        "--skill-tools",
+        action="store_true",
+        help="also add the read-only tools load_skill(name) and read_skill_file(uri), which return a "
+        "skill's SKILL.md and its files (the same verified bytes as resources/read), for hosts that "
+        "call tools but never read resources; refused when the server already has a tool of either "
+        "name (tool-collision)",
+    )
+    ap.add_argument(
+        "--workflow-tools",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also offer each workflow as a tool of its name, for hosts that only call tools: its input "
+        "schema is the workflow's arguments, and a call runs the steps on the server as the prompt "
+        "does (conditions, confirmations) and returns the transcript and the saved results; refused "
+        "when the server already has a tool of that name (tool-collision). Build with "
+        "`project-skill build --workflow-tools` so that each SKILL.md names its tool (default: "
+        "`workflow-tools` in [tool.project-skill], else off)",
+    )
+    ap.add_argument(
+        "--state",
+        metavar="DIR",
+        help="with --workflow-tools: run each workflow tool as a durable task too (the Tasks extension), "
+        "on DBOS (the project-skill[durable] extra), kept in DIR (made if missing, yours only): "
+        "each step's tool call is checkpointed, and the tasks a killed server left running go on "
+        "when it starts again on the same DIR. Without the extra, the workflow tools run without "
+        "tasks, and serve says so at start-up",
+    )
     where = ap.add_mutually_exclusive_group()
-    where.add_argument("--config", metavar="FILE",
-                       help="read [tool.project-skill] from FILE instead of the nearest pyproject.toml (its paths are "
-                            "relative to FILE's folder)")
+    where.add_argument(
+        "--config",
+        metavar="FILE",
+        help="read [tool.project-skill] from FILE instead of the nearest pyproject.toml (its paths are "
+        "relative to FILE's folder)",
+    )
     where.add_argument("--no-config", action="store_true", help="read no configuration file")
-    ap.add_argument("--max-line-bytes", type=_positive, default=4 * 1024 * 1024, metavar="N",
-                    help="stdio: answer a longer line with an error instead of reading it (default: 4 MiB)")
+    ap.add_argument(
+        "--max-line-bytes",
+        type=_positive,
+        default=4 * 1024 * 1024,
+        metavar="N",
+        help="stdio: answer a longer line with an error instead of reading it (default: 4 MiB)",
+    )
     return ap
 
 
-MODULE_ATTR = ("project-skill serve MODULE:ATTR (your MCPServer or FastMCP, or a factory with no required "
-               "arguments that returns one, e.g. project-skill serve my_server:mcp)")
+MODULE_ATTR = (
+    "project-skill serve MODULE:ATTR (your MCPServer or FastMCP, or a factory with no required "
+    "arguments that returns one, e.g. project-skill serve my_server:mcp)"
+)
 DEMO_HINTS = {
     ATTACH_HINT: f"the demo serves only its own tools; to serve these workflows with your server's tools, run "
-                 f"{MODULE_ATTR}",
+    f"{MODULE_ATTR}",
     ATTACH_RESOURCE_HINT: f"the demo serves only its own resources; to serve these workflows with your server's "
-                          f"resources, run {MODULE_ATTR}",
+    f"resources, run {MODULE_ATTR}",
 }
 
 
@@ -194,17 +262,33 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
 
         server, framework = load_server(args.target)
         if args.framework is not None and args.framework != framework:
-            raise UsageError(f"{args.target}: --framework {args.framework}, but the target is "
-                             f"{adapters.REGISTRY[framework].a_server}; leave --framework out (it is detected from "
-                             f"the object)")
+            raise UsageError(
+                f"{args.target}: --framework {args.framework}, but the target is "
+                f"{adapters.REGISTRY[framework].a_server}; leave --framework out (it is detected from "
+                f"the object)"
+            )
         try:
-            attach(server, args.skills, args.workflows, page_size=args.page_size, cache=cache,
-                   skill_tools=args.skill_tools, workflow_tools=args.workflow_tools,
-                   replay=replay, state=state)
+            attach(
+                server,
+                args.skills,
+                args.workflows,
+                page_size=args.page_size,
+                cache=cache,
+                skill_tools=args.skill_tools,
+                workflow_tools=args.workflow_tools,
+                replay=replay,
+                state=state,
+            )
         except AttachError as exc:
-            raise AttachError(_on_the_command_line(exc.diagnostics, {
-                ATTACH_HINT: f"register it on {args.target}",
-                ATTACH_RESOURCE_HINT: f"register the resource on {args.target}"})) from None
+            raise AttachError(
+                _on_the_command_line(
+                    exc.diagnostics,
+                    {
+                        ATTACH_HINT: f"register it on {args.target}",
+                        ATTACH_RESOURCE_HINT: f"register the resource on {args.target}",
+                    },
+                )
+            ) from None
         return server, framework
 
     from .demo import demo_server
@@ -214,9 +298,17 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
     if missing is not None:
         raise UsageError(f"--framework {framework} {missing}")
     try:
-        server, _ = demo_server(args.skills, args.workflows, page_size=args.page_size, cache=cache,
-                                framework=framework, skill_tools=args.skill_tools,
-                                workflow_tools=args.workflow_tools, replay=replay, state=state)
+        server, _ = demo_server(
+            args.skills,
+            args.workflows,
+            page_size=args.page_size,
+            cache=cache,
+            framework=framework,
+            skill_tools=args.skill_tools,
+            workflow_tools=args.workflow_tools,
+            replay=replay,
+            state=state,
+        )
     except AttachError as exc:
         raise AttachError(_on_the_command_line(exc.diagnostics, DEMO_HINTS)) from None
     return server, framework
@@ -250,8 +342,9 @@ def configure(args: argparse.Namespace) -> None:
     from .. import config
 
     found = config.load(args.config, disabled=args.no_config)
-    table = argparse.Namespace(out=args.skills, paths=[args.workflows] if args.workflows else [],
-                               workflow_tools=args.workflow_tools)
+    table = argparse.Namespace(
+        out=args.skills, paths=[args.workflows] if args.workflows else [], workflow_tools=args.workflow_tools
+    )
     config.settle(table, found)  # the one rule build follows: given flag, else the table, else the default
     args.skills, args.workflow_tools = table.out, table.workflow_tools
     args.workflows = table.paths[0] if len(table.paths) == 1 else table.paths
@@ -273,8 +366,9 @@ def _serve(name: str, argv: list[str]) -> int:
         else:
             host, port = args.http
             shown = f"[{host}]" if _is_v6(host) else host
-            print(f"project-skill {name}: serving MCP at http://{shown}:{port}/mcp ({what})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"project-skill {name}: serving MCP at http://{shown}:{port}/mcp ({what})", file=sys.stderr, flush=True
+            )
             from .http import serve_http
 
             serve_http(server, host, port, allow_hosts=args.allow_host, allow_origins=args.allow_origin)
@@ -303,27 +397,56 @@ def _serve_upstream(name: str, args: argparse.Namespace) -> int:
     where = "on stdio" if args.http is None else f"at http://{_shown(args.http[0])}:{args.http[1]}/mcp"
 
     def ready(_: Any) -> None:
-        print(f"project-skill {name}: serving MCP {where} (in front of {args.upstream}, {framework})",
-              file=sys.stderr, flush=True)
+        print(
+            f"project-skill {name}: serving MCP {where} (in front of {args.upstream}, {framework})",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    timeouts = ({} if args.upstream_timeout is None
-                else {"start_timeout": args.upstream_timeout, "timeout": args.upstream_timeout})
+    timeouts = (
+        {}
+        if args.upstream_timeout is None
+        else {"start_timeout": args.upstream_timeout, "timeout": args.upstream_timeout}
+    )
     from .replay import from_env
 
     replay = from_env()  # $PROJECT_SKILL_REPLAY_DB, checked now: before anyone can say yes
-    options = dict(framework=framework, verbose=args.verbose, page_size=args.page_size,
-                   cache=CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope), skill_tools=args.skill_tools,
-                   workflow_tools=args.workflow_tools, replay=replay, **timeouts)
+    options = dict(
+        framework=framework,
+        verbose=args.verbose,
+        page_size=args.page_size,
+        cache=CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope),
+        skill_tools=args.skill_tools,
+        workflow_tools=args.workflow_tools,
+        replay=replay,
+        **timeouts,
+    )
     try:
-        anyio.run(lambda: serve_gateway_async(
-            args.upstream, args.skills, args.workflows, http=args.http, allow_hosts=args.allow_host,
-            allow_origins=args.allow_origin, max_line_bytes=args.max_line_bytes, ready=ready, **options))
+        anyio.run(
+            lambda: serve_gateway_async(
+                args.upstream,
+                args.skills,
+                args.workflows,
+                http=args.http,
+                allow_hosts=args.allow_host,
+                allow_origins=args.allow_origin,
+                max_line_bytes=args.max_line_bytes,
+                ready=ready,
+                **options,
+            )
+        )
     except AttachError as exc:
-        raise AttachError(_on_the_command_line(exc.diagnostics, {
-            ATTACH_HINT: f"the upstream {args.upstream} has no such tool; fix the step, or serve an upstream that "
-                         f"has it",
-            ATTACH_RESOURCE_HINT: "the gateway serves none of the upstream's resources; steps that read resources "
-                                  "need MODULE:ATTR"})) from None
+        raise AttachError(
+            _on_the_command_line(
+                exc.diagnostics,
+                {
+                    ATTACH_HINT: f"the upstream {args.upstream} has no such tool; fix the step, or serve an upstream that "
+                    f"has it",
+                    ATTACH_RESOURCE_HINT: "the gateway serves none of the upstream's resources; steps that read resources "
+                    "need MODULE:ATTR",
+                },
+            )
+        ) from None
     except KeyboardInterrupt:  # pragma: no cover
         return EXIT_OK
     return EXIT_OK

@@ -38,18 +38,21 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
 
 from ..errors import printable
-from ..model import Argument, Const, FromArg, FromStep, Source, Step
+from ..model import Argument, FromArg, FromStep, Source, Step
 from ..render import canonical_json
 from .arguments import Missing
 from .runstate import Run, invalid_state, snapshot, too_large
 from .runstate import Answer as Answer, Round as Round, RunState as RunState  # where the adapters and tests find them
 
 ELICITATION_PROTOCOL = "2026-07-28"
-_CANNOT_ASK = ("this client cannot ask a person (it did not declare elicitation, or it speaks a protocol older than "
-               f"{ELICITATION_PROTOCOL})")
+_CANNOT_ASK = (
+    "this client cannot ask a person (it did not declare elicitation, or it speaks a protocol older than "
+    f"{ELICITATION_PROTOCOL})"
+)
 
 
 # ------------------------------------------------------------------------------------------------------- the round
+
 
 def can_elicit(capabilities: Any, protocol_version: str | None) -> bool:
     """Whether a client with these capabilities, on this protocol, can be asked through an ``InputRequiredResult``:
@@ -75,9 +78,12 @@ def input_required(asking: Asking) -> Any:
     from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
 
     return InputRequiredResult(
-        input_requests={key: ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
-                        for key, (message, schema) in asking.requests.items()},
-        request_state=asking.state)
+        input_requests={
+            key: ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+            for key, (message, schema) in asking.requests.items()
+        },
+        request_state=asking.state,
+    )
 
 
 class Pause(Exception):
@@ -89,6 +95,7 @@ class Pause(Exception):
 
 
 # -------------------------------------------------------------------------------------------------- asked inputs
+
 
 def needed_arguments(step: Step) -> list[str]:
     """The prompt arguments a step reads, in order (:meth:`projector.model.Step.arguments_read`, the one rule)."""
@@ -108,8 +115,14 @@ def _fits(arg: Argument, value: Any) -> bool:
 
 
 def _ask_schema(args: list[Argument]) -> dict[str, Any]:
-    props = {a.name: {"type": a.type or "string", "title": a.name,
-                      **({"description": a.description} if a.description else {})} for a in args}
+    props = {
+        a.name: {
+            "type": a.type or "string",
+            "title": a.name,
+            **({"description": a.description} if a.description else {}),
+        }
+        for a in args
+    }
     return {"type": "object", "properties": props, "required": [a.name for a in args]}
 
 
@@ -118,8 +131,11 @@ def ask_inputs(run: Run, n: int, step: Step) -> str | None:
     answers them, else asked (raises :class:`Pause`). Returns why the run stops here (the inputs cannot be asked,
     or the person did not give them), or None when the step can go on."""
     wf = run.wf
-    missing = [a for a in (wf.argument(name) for name in needed_arguments(step))
-               if a is not None and a.ask and a.name not in run.typed]
+    missing = [
+        a
+        for a in (wf.argument(name) for name in needed_arguments(step))
+        if a is not None and a.ask and a.name not in run.typed
+    ]
     if not missing:
         return None
     names = ", ".join(f"`{a.name}`" for a in missing)
@@ -137,12 +153,17 @@ def ask_inputs(run: Run, n: int, step: Step) -> str | None:
             run.take(a, answer.content[a.name])
         return None
     if not run.round.can_ask:
-        return (f"it needs {what}, and {_CANNOT_ASK}. Call the prompt again with "
-                f"{'it' if len(missing) == 1 else 'them'}, asked of the user; never work "
-                f"{'it' if len(missing) == 1 else 'them'} out yourself")
+        return (
+            f"it needs {what}, and {_CANNOT_ASK}. Call the prompt again with "
+            f"{'it' if len(missing) == 1 else 'them'}, asked of the user; never work "
+            f"{'it' if len(missing) == 1 else 'them'} out yourself"
+        )
     total = len(wf.steps)
-    message = (f"Step {n} of {total} of `{wf.name}` (`{step.name}`) needs " + "; ".join(
-        f"`{a.name}`" + (f" ({a.description.strip()})" if a.description.strip() else "") for a in missing) + ".")
+    message = (
+        f"Step {n} of {total} of `{wf.name}` (`{step.name}`) needs "
+        + "; ".join(f"`{a.name}`" + (f" ({a.description.strip()})" if a.description.strip() else "") for a in missing)
+        + "."
+    )
     return _pause(run, n, "ask", (message, _ask_schema(missing)))
 
 
@@ -163,11 +184,11 @@ def _a(kind: str) -> str:
 def _said(answer: Answer | None) -> str:
     if answer is None:
         return "no answer came back"
-    return {"decline": "they declined", "cancel": "they cancelled the question"}.get(answer.action,
-                                                                                      "they answered no")
+    return {"decline": "they declined", "cancel": "they cancelled the question"}.get(answer.action, "they answered no")
 
 
 # -------------------------------------------------------------------------------------------------- confirmation
+
 
 def _label(src: Source, i: int) -> str:
     if isinstance(src, FromArg):
@@ -191,9 +212,17 @@ def shown(run: Run, step: Step) -> str:
 
 
 def confirm_schema(step: Step) -> dict[str, Any]:
-    return {"type": "object", "required": ["confirm"],
-            "properties": {"confirm": {"type": "boolean", "title": "Confirm",
-                                       "description": f"Yes runs the step `{step.name}`; anything else does not."}}}
+    return {
+        "type": "object",
+        "required": ["confirm"],
+        "properties": {
+            "confirm": {
+                "type": "boolean",
+                "title": "Confirm",
+                "description": f"Yes runs the step `{step.name}`; anything else does not.",
+            }
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -214,15 +243,19 @@ async def confirmation(run: Run, n: int, step: Step) -> Decision:
         answer = run.round.answers.get(f"confirm-{n}")
         if answer is not None and answer.action == "accept" and answer.content.get("confirm") is True:
             if run.round.guard is None:  # a prompt made without attach(): a yes that cannot be claimed runs nothing
-                raise MCPError(code=INTERNAL_ERROR, message="no replay guard to claim the confirmation in; nothing "
-                               "was run")
+                raise MCPError(
+                    code=INTERNAL_ERROR, message="no replay guard to claim the confirmation in; nothing was run"
+                )
             if not await run.round.guard.claim(run.token):
                 raise invalid_state("its confirmation was answered before, and its step has run")
             return Decision(True, f"{message} (a person answered yes)")
-        return Decision(False, f"the person did not confirm it (\"{message}\"): {_said(answer)}")
+        return Decision(False, f'the person did not confirm it ("{message}"): {_said(answer)}')
     if not run.round.can_ask:
-        return Decision(False, f"it needs a person's confirmation (\"{message}\"), and {_CANNOT_ASK}; the step never "
-                               "runs unconfirmed", can_ask=False)
+        return Decision(
+            False,
+            f'it needs a person\'s confirmation ("{message}"), and {_CANNOT_ASK}; the step never runs unconfirmed',
+            can_ask=False,
+        )
     values = shown(run, step)
     text = f"{message}\n\n{values}" if values else message
     return Decision(False, _pause(run, n, "confirm", (text, confirm_schema(step))), can_ask=False)

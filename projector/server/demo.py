@@ -57,38 +57,81 @@ REFUND_WINDOW_DAYS = 30
 POLICY_CEILING = 1000.0
 
 ORDERS: dict[str, dict[str, Any]] = {
-    "A1001": {"id": "A1001", "customer": "Ada Lovelace", "placed_on": "2025-06-20", "status": "delivered",
-              "region": "eu", "final_sale": False, "total": 129.0,
-              "items": [{"sku": "KB-01", "name": "Mechanical keyboard", "quantity": 1, "price": 89.0},
-                        {"sku": "CB-USB", "name": "USB-C cable", "quantity": 2, "price": 20.0}]},
-    "A1002": {"id": "A1002", "customer": "Grace Hopper", "placed_on": "2025-06-25", "status": "delivered",
-              "region": "us", "final_sale": True, "total": 59.0,
-              "items": [{"sku": "HS-05", "name": "Headset (clearance)", "quantity": 1, "price": 59.0}]},
-    "A1003": {"id": "A1003", "customer": "Alan Turing", "placed_on": "2025-04-02", "status": "delivered",
-              "region": "uk", "final_sale": False, "total": 249.0,
-              "items": [{"sku": "MN-27", "name": "27-inch monitor", "quantity": 1, "price": 249.0}]},
-    "A1004": {"id": "A1004", "customer": "Hedy Lamarr", "placed_on": "2025-06-10", "status": "refunded",
-              "region": "eu", "final_sale": False, "total": 35.5,
-              "items": [{"sku": "MS-02", "name": "Wireless mouse", "quantity": 1, "price": 35.5}]},
-    "A1005": {"id": "A1005", "customer": "Katherine Johnson", "placed_on": "2025-06-28", "status": "delivered",
-              "region": "us", "final_sale": False, "total": 1899.0,
-              "items": [{"sku": "WS-99", "name": "Workstation", "quantity": 1, "price": 1899.0}]},
+    "A1001": {
+        "id": "A1001",
+        "customer": "Ada Lovelace",
+        "placed_on": "2025-06-20",
+        "status": "delivered",
+        "region": "eu",
+        "final_sale": False,
+        "total": 129.0,
+        "items": [
+            {"sku": "KB-01", "name": "Mechanical keyboard", "quantity": 1, "price": 89.0},
+            {"sku": "CB-USB", "name": "USB-C cable", "quantity": 2, "price": 20.0},
+        ],
+    },
+    "A1002": {
+        "id": "A1002",
+        "customer": "Grace Hopper",
+        "placed_on": "2025-06-25",
+        "status": "delivered",
+        "region": "us",
+        "final_sale": True,
+        "total": 59.0,
+        "items": [{"sku": "HS-05", "name": "Headset (clearance)", "quantity": 1, "price": 59.0}],
+    },
+    "A1003": {
+        "id": "A1003",
+        "customer": "Alan Turing",
+        "placed_on": "2025-04-02",
+        "status": "delivered",
+        "region": "uk",
+        "final_sale": False,
+        "total": 249.0,
+        "items": [{"sku": "MN-27", "name": "27-inch monitor", "quantity": 1, "price": 249.0}],
+    },
+    "A1004": {
+        "id": "A1004",
+        "customer": "Hedy Lamarr",
+        "placed_on": "2025-06-10",
+        "status": "refunded",
+        "region": "eu",
+        "final_sale": False,
+        "total": 35.5,
+        "items": [{"sku": "MS-02", "name": "Wireless mouse", "quantity": 1, "price": 35.5}],
+    },
+    "A1005": {
+        "id": "A1005",
+        "customer": "Katherine Johnson",
+        "placed_on": "2025-06-28",
+        "status": "delivered",
+        "region": "us",
+        "final_sale": False,
+        "total": 1899.0,
+        "items": [{"sku": "WS-99", "name": "Workstation", "quantity": 1, "price": 1899.0}],
+    },
 }
 
 POLICIES: dict[str, str] = {
-    "eu": ("# Refund policy: European Union\n\n"
-           "- Delivered orders can be refunded within 30 days of purchase (EU 14-day withdrawal right included).\n"
-           "- Final-sale items cannot be refunded.\n"
-           f"- Refunds above {POLICY_CEILING:.2f} need a supervisor's approval.\n"
-           "- Refunds go to the original payment method within 14 days.\n"),
-    "uk": ("# Refund policy: United Kingdom\n\n"
-           "- Delivered orders can be refunded within 30 days of purchase.\n"
-           "- Final-sale items cannot be refunded.\n"
-           f"- Refunds above {POLICY_CEILING:.2f} need a supervisor's approval.\n"),
-    "us": ("# Refund policy: United States\n\n"
-           "- Delivered orders can be refunded within 30 days of purchase.\n"
-           "- Final-sale (clearance) items cannot be refunded.\n"
-           f"- Refunds above {POLICY_CEILING:.2f} need a supervisor's approval.\n"),
+    "eu": (
+        "# Refund policy: European Union\n\n"
+        "- Delivered orders can be refunded within 30 days of purchase (EU 14-day withdrawal right included).\n"
+        "- Final-sale items cannot be refunded.\n"
+        f"- Refunds above {POLICY_CEILING:.2f} need a supervisor's approval.\n"
+        "- Refunds go to the original payment method within 14 days.\n"
+    ),
+    "uk": (
+        "# Refund policy: United Kingdom\n\n"
+        "- Delivered orders can be refunded within 30 days of purchase.\n"
+        "- Final-sale items cannot be refunded.\n"
+        f"- Refunds above {POLICY_CEILING:.2f} need a supervisor's approval.\n"
+    ),
+    "us": (
+        "# Refund policy: United States\n\n"
+        "- Delivered orders can be refunded within 30 days of purchase.\n"
+        "- Final-sale (clearance) items cannot be refunded.\n"
+        f"- Refunds above {POLICY_CEILING:.2f} need a supervisor's approval.\n"
+    ),
 }
 
 
@@ -155,8 +198,12 @@ class RefundStore:
         if not 0 < amount <= record["total"]:
             raise DemoError(f"the amount {amount} must be more than 0 and at most the order total {record['total']}")
         record["status"] = "refunded"
-        refund = {"refund_id": f"R{len(self.refunds) + 1:04d}", "order_id": order_id, "amount": amount,
-                  "status": "issued"}
+        refund = {
+            "refund_id": f"R{len(self.refunds) + 1:04d}",
+            "order_id": order_id,
+            "amount": amount,
+            "status": "issued",
+        }
         self.refunds.append(refund)
         self._keep()
         return copy.deepcopy(refund)
@@ -207,8 +254,12 @@ class DemoDatabase:
         self.conn = _connect()
         self.conn.executescript(sql)
         self.conn.execute("PRAGMA query_only = ON")
-        self.schema = ";\n\n".join(row[0] for row in self.conn.execute(
-            "SELECT sql FROM sqlite_master WHERE type = 'table' ORDER BY name")) + ";\n"
+        self.schema = (
+            ";\n\n".join(
+                row[0] for row in self.conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            )
+            + ";\n"
+        )
         self._builtin = _connect()  # no tables: where the checked printf calls the built-in one
         self._refusal: str | None = None
         for name in ("printf", "format"):
@@ -326,8 +377,9 @@ def _take_rows(cur: sqlite3.Cursor) -> tuple[list[list[Any]], str | None]:
         row = [_cell(v) for v in raw]
         size += len(json.dumps(row, ensure_ascii=False).encode("utf-8")) + 1
         if size > MAX_BYTES:
-            return rows, (f"truncated: the rows would take more than {MAX_BYTES} bytes; only the first "
-                          f"{len(rows)} are shown")
+            return rows, (
+                f"truncated: the rows would take more than {MAX_BYTES} bytes; only the first {len(rows)} are shown"
+            )
         rows.append(row)
     return rows, None
 
@@ -352,8 +404,9 @@ async def _crash_test(point: str, subject: Any) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def add_demo_tools(server: Any, store: RefundStore | None = None,
-                   db: DemoDatabase | None = None) -> tuple[RefundStore, DemoDatabase]:
+def add_demo_tools(
+    server: Any, store: RefundStore | None = None, db: DemoDatabase | None = None
+) -> tuple[RefundStore, DemoDatabase]:
     """Register the demo tools and resources on ``server`` (an MCPServer, a FastMCP: any framework of
     :mod:`projector.server.adapters`); returns the store and database they use."""
     store = store or RefundStore()
@@ -395,18 +448,37 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
         adapter.add_tool(server, fn, **kwargs)
 
     add(get_order, name="get_order", description="Look up an order by id.", annotations=read_only)
-    add(check_eligibility, name="check_eligibility",
-        description="Decide whether an order can be refunded under the policy.", annotations=read_only)
-    add(issue_refund, name="issue_refund", description="Refund an order to the original payment method.",
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
-    add(list_refunds, name="list_refunds", description="List the refunds issued so far, oldest first.",
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
-    add(greet, name="greet", description="Return a friendly greeting for a name.",
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
-    add(query, name="query",
+    add(
+        check_eligibility,
+        name="check_eligibility",
+        description="Decide whether an order can be refunded under the policy.",
+        annotations=read_only,
+    )
+    add(
+        issue_refund,
+        name="issue_refund",
+        description="Refund an order to the original payment method.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True),
+    )
+    add(
+        list_refunds,
+        name="list_refunds",
+        description="List the refunds issued so far, oldest first.",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    )
+    add(
+        greet,
+        name="greet",
+        description="Return a friendly greeting for a name.",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    )
+    add(
+        query,
+        name="query",
         description="Run one read-only SQL SELECT statement against the embedded SQLite demo database "
-                    "and return the rows.",
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
+        "and return the rows.",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
+    )
 
     def schema() -> str:
         return db.schema
@@ -414,26 +486,48 @@ def add_demo_tools(server: Any, store: RefundStore | None = None,
     async def refund_policy(region: str) -> str:
         await _crash_test("before:refund_policy", region)
         if region not in POLICIES:
-            raise ResourceNotFoundError(f"no refund policy for region {region!r}; regions: "
-                                        f"{', '.join(sorted(POLICIES))}")
+            raise ResourceNotFoundError(
+                f"no refund policy for region {region!r}; regions: {', '.join(sorted(POLICIES))}"
+            )
         return POLICIES[region]
 
-    adapter.add_resource(server, "sqlite://demo/schema", schema, name="demo-schema", mime_type="application/sql",
-                         description="The demo shop database's schema (CREATE TABLE statements).")
-    adapter.add_resource(server, "docs://refund-policy/{region}", refund_policy, name="refund-policy",
-                         mime_type="text/markdown", description="The refund policy of a region (eu, uk, us).")
+    adapter.add_resource(
+        server,
+        "sqlite://demo/schema",
+        schema,
+        name="demo-schema",
+        mime_type="application/sql",
+        description="The demo shop database's schema (CREATE TABLE statements).",
+    )
+    adapter.add_resource(
+        server,
+        "docs://refund-policy/{region}",
+        refund_policy,
+        name="refund-policy",
+        mime_type="text/markdown",
+        description="The refund policy of a region (eu, uk, us).",
+    )
     return store, db
 
 
-INSTRUCTIONS = ("Demo server for projector: the shipped example skills (SEP-2640), their workflows as prompts, and "
-                "real demo tools.")
+INSTRUCTIONS = (
+    "Demo server for projector: the shipped example skills (SEP-2640), their workflows as prompts, and real demo tools."
+)
 
 
-def demo_server(skills: str | Path | None = "generated_skills", workflows: str | Path | None = "workflows", *,
-                page_size: int = DEFAULT_PAGE_SIZE, cache: CacheHint = DEFAULT_CACHE,
-                name: str = "projector-demo", framework: str = adapters.DEFAULT,
-                skill_tools: bool = False, workflow_tools: bool = False,
-                replay: ReplayGuard | None = None, state: str | Path | None = None) -> tuple[Any, RefundStore]:
+def demo_server(
+    skills: str | Path | None = "generated_skills",
+    workflows: str | Path | None = "workflows",
+    *,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    cache: CacheHint = DEFAULT_CACHE,
+    name: str = "projector-demo",
+    framework: str = adapters.DEFAULT,
+    skill_tools: bool = False,
+    workflow_tools: bool = False,
+    replay: ReplayGuard | None = None,
+    state: str | Path | None = None,
+) -> tuple[Any, RefundStore]:
     """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`.
 
     ``framework`` names one of :func:`projector.server.adapters.names`: ``"fastmcp"`` builds the same demo on a
@@ -444,14 +538,24 @@ def demo_server(skills: str | Path | None = "generated_skills", workflows: str |
     """
     if framework not in adapters.REGISTRY:
         raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(adapters.names())}")
-    server = adapters.get(framework).make_server(name, version=__version__, instructions=INSTRUCTIONS,
-                                                 page_size=page_size)
+    server = adapters.get(framework).make_server(
+        name, version=__version__, instructions=INSTRUCTIONS, page_size=page_size
+    )
     shop = None
     if state is not None:
         from .durable import _state_dir
 
         shop = RefundStore(path=_state_dir(state) / "demo-shop.json")
     store, _ = add_demo_tools(server, shop)
-    attach(server, skills, workflows, page_size=page_size, cache=cache, skill_tools=skill_tools,
-           workflow_tools=workflow_tools, replay=replay, state=state)
+    attach(
+        server,
+        skills,
+        workflows,
+        page_size=page_size,
+        cache=cache,
+        skill_tools=skill_tools,
+        workflow_tools=workflow_tools,
+        replay=replay,
+        state=state,
+    )
     return server, store

@@ -90,7 +90,7 @@ class _PrintfScan:
 
     def _width(self) -> tuple[list[int], bool]:
         j = self.digits(self.i)
-        sizes = [int(self.fmt[self.i:j])]
+        sizes = [int(self.fmt[self.i : j])]
         if self.at(j) not in (".", "l"):
             self.i = j
             return sizes, True
@@ -111,7 +111,7 @@ class _PrintfScan:
             self.i += 1
         else:
             j = self.digits(self.i)
-            sizes = [int(self.fmt[self.i:j] or "0")]
+            sizes = [int(self.fmt[self.i : j] or "0")]
             self.i = j
         if self.at(self.i) == "l":
             self.i -= 1

@@ -37,8 +37,10 @@ from .tasks import Call, Done, Failure, NeedInput, Tasks
 from .taskstore import SqliteStore
 
 EXTRA = "project-skill[durable]"
-NO_TASKS = (f"workflow tools run without tasks: --state needs DBOS, the {EXTRA} extra (pip install "
-            f"'{EXTRA}'), and it is not installed")
+NO_TASKS = (
+    f"workflow tools run without tasks: --state needs DBOS, the {EXTRA} extra (pip install "
+    f"'{EXTRA}'), and it is not installed"
+)
 STATE_HINT = "give a folder of your own (made if missing) that neither its group nor others can write"
 _ENGINE: DurableTasks | None = None  # DBOS is one per process: the engine its recovered rounds run on
 
@@ -56,15 +58,23 @@ def _state_dir(path: str | Path) -> Path:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         info = folder.stat()
     except OSError as exc:
-        raise AttachError(error(Span(str(folder)), "state-dir", f"the state folder cannot be used: {exc}",
-                                STATE_HINT)) from None
+        raise AttachError(
+            error(Span(str(folder)), "state-dir", f"the state folder cannot be used: {exc}", STATE_HINT)
+        ) from None
     if not stat.S_ISDIR(info.st_mode) or info.st_mode & 0o022 or info.st_uid != os.getuid():
-        raise AttachError(error(Span(str(folder)), "state-dir", "the state folder is not a folder of your own that "
-                                "only you can write", STATE_HINT))
+        raise AttachError(
+            error(
+                Span(str(folder)),
+                "state-dir",
+                "the state folder is not a folder of your own that only you can write",
+                STATE_HINT,
+            )
+        )
     return folder
 
 
 # ------------------------------------------------------------------------------------------------ the in-flight rule
+
 
 class InFlight(BaseException):  # noqa: N818 - a BaseException, so that no step's ``except Exception`` catches it
     """A tool call that was in flight when the process died, and whose tool may not be called again unasked."""
@@ -178,6 +188,7 @@ class DurableGuard(ReplayGuard):
 
 # ---------------------------------------------------------------------------------------------------- the engine
 
+
 def _retry_question(wf: Workflow | None, tool: str, arguments: Any, state: Any) -> tuple[int, dict[str, Any]]:
     """The step the in-flight call was (the first step at or after the round's start that calls ``tool``), and the
     question asked about it."""
@@ -192,10 +203,12 @@ def _retry_question(wf: Workflow | None, tool: str, arguments: Any, state: Any) 
     n = next((i for i, s in enumerate(steps, 1) if i >= first and s.tool == tool), first)
     step = steps[n - 1] if 0 < n <= len(steps) else None
     where = f"Step {n} of {len(steps)} of `{wf.name}` (`{step.name}`)" if wf is not None and step else f"Step {n}"
-    message = (f"{where} was calling the tool `{tool}` when the server stopped, so whether that call took effect is "
-               f"not known; `{tool}` is neither read-only nor idempotent, so it is not called again unless you say "
-               f"so. It was called with:\n{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}\n\n"
-               f"Retry step {n} (tool {tool})?")
+    message = (
+        f"{where} was calling the tool `{tool}` when the server stopped, so whether that call took effect is "
+        f"not known; `{tool}` is neither read-only nor idempotent, so it is not called again unless you say "
+        f"so. It was called with:\n{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}\n\n"
+        f"Retry step {n} (tool {tool})?"
+    )
     schema = confirm.confirm_schema(step) if step is not None else {"type": "object"}
     return n, elicitation(message, schema)
 
@@ -206,9 +219,14 @@ class DurableTasks(Tasks):
     def __init__(self, state_dir: str | Path, **kwargs: Any):
         folder = _state_dir(state_dir)
         if _ENGINE is not None and _ENGINE._launched:
-            raise AttachError(error(Span(str(folder)), "state-in-use", f"this process already runs durable tasks "
-                                    f"(on {_ENGINE.folder}); DBOS runs one engine per process",
-                                    "serve each state folder from its own process"))
+            raise AttachError(
+                error(
+                    Span(str(folder)),
+                    "state-in-use",
+                    f"this process already runs durable tasks (on {_ENGINE.folder}); DBOS runs one engine per process",
+                    "serve each state folder from its own process",
+                )
+            )
         super().__init__(SqliteStore(folder / "tasks.db"), **kwargs)
         self.folder = folder
         self.markers = _Markers(folder / "tasks.db")
@@ -216,8 +234,9 @@ class DurableTasks(Tasks):
         self.workflows: dict[str, Workflow] = {}
         self._launched = False
 
-    def wrap(self, host: Callable[[], Any], guard: ReplayGuard, wfs: Sequence[Workflow],
-             retry_safe: Collection[str]) -> tuple[Callable[[], Any], ReplayGuard]:
+    def wrap(
+        self, host: Callable[[], Any], guard: ReplayGuard, wfs: Sequence[Workflow], retry_safe: Collection[str]
+    ) -> tuple[Callable[[], Any], ReplayGuard]:
         self.retry_safe |= set(retry_safe)
         self.workflows.update({wf.name: wf for wf in wfs})
         return (lambda: DurableHost(host(), self)), DurableGuard(guard)
@@ -233,13 +252,25 @@ class DurableTasks(Tasks):
 
         _ENGINE = self
         try:
-            DBOS(config={"name": "projector", "system_database_url": f"sqlite:///{self.folder / 'dbos.sqlite'}",
-                         "application_version": f"projector-{__version__}", "log_level": "WARNING"})
+            DBOS(
+                config={
+                    "name": "projector",
+                    "system_database_url": f"sqlite:///{self.folder / 'dbos.sqlite'}",
+                    "application_version": f"projector-{__version__}",
+                    "log_level": "WARNING",
+                }
+            )
             DBOS.launch()
         except Exception as exc:
             _ENGINE = None
-            raise AttachError(error(Span(str(self.folder / "dbos.sqlite")), "state-db", f"DBOS cannot start on "
-                                    f"the state folder: {exc}"[:500], STATE_HINT)) from None
+            raise AttachError(
+                error(
+                    Span(str(self.folder / "dbos.sqlite")),
+                    "state-db",
+                    f"DBOS cannot start on the state folder: {exc}"[:500],
+                    STATE_HINT,
+                )
+            ) from None
         self._launched = True
 
     def close(self) -> None:
@@ -262,8 +293,10 @@ class DurableTasks(Tasks):
         with SetWorkflowID(f"{task_id}.{rec.round}"):  # the round's DBOS workflow, which a cancel names
             if not isinstance(retry, dict):
                 await DBOS.start_workflow_async(_round, task_id, tool, arguments, answers, state)
-            elif any(isinstance(a, dict) and a.get("action") == "accept" and (a.get("content") or {}).get("confirm")
-                     is True for a in answers.values()):  # yes: the round again from the in-flight step
+            elif any(
+                isinstance(a, dict) and a.get("action") == "accept" and (a.get("content") or {}).get("confirm") is True
+                for a in answers.values()
+            ):  # yes: the round again from the in-flight step
                 await DBOS.fork_workflow_async(retry["workflow"], int(retry["step"]))
             else:
                 await self._settle(task_id, Done(_not_retried(retry)))
@@ -290,9 +323,14 @@ def shutdown() -> None:
 def _not_retried(retry: dict[str, Any]) -> dict[str, Any]:
     from .workflow_task import result
 
-    return result([f"Stopped at step {retry.get('n')}: the tool `{retry.get('tool')}` was in flight when the server "
-                   "stopped, and the person chose not to call it again. Whether that call took effect is not known; "
-                   "tell the user, and check before doing it by hand."], is_error=True)
+    return result(
+        [
+            f"Stopped at step {retry.get('n')}: the tool `{retry.get('tool')}` was in flight when the server "
+            "stopped, and the person chose not to call it again. Whether that call took effect is not known; "
+            "tell the user, and check before doing it by hand."
+        ],
+        is_error=True,
+    )
 
 
 async def _round_body(task_id: str, tool: str, arguments: dict[str, Any], answers: dict[str, Any], state: Any) -> None:
@@ -311,15 +349,17 @@ async def _round_body(task_id: str, tool: str, arguments: dict[str, Any], answer
         outcome = await support.job(call)
     except InFlight as flight:
         n, question = _retry_question(engine.workflows.get(tool), flight.tool, flight.arguments, state)
-        outcome = NeedInput({f"retry-{n}": question},
-                            {"retry": {"workflow": DBOS.workflow_id, "step": flight.step_id, "n": n,
-                                       "tool": flight.tool}})
+        outcome = NeedInput(
+            {f"retry-{n}": question},
+            {"retry": {"workflow": DBOS.workflow_id, "step": flight.step_id, "n": n, "tool": flight.tool}},
+        )
     except asyncio.CancelledError:
         return
     except Failure as exc:
         outcome = exc
     except Exception as exc:  # a job's crash is the task's failure, never the server's
         outcome = Failure(-32603, f"the task failed: {type(exc).__name__}: {exc}"[:500])
+
     async def settle() -> None:
         await engine._settle(task_id, outcome)
 

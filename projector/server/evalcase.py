@@ -46,8 +46,12 @@ def example(schema: Any, depth: int = 0) -> Any:
     kind = schema.get("type")
     if kind == "object" or isinstance(schema.get("properties"), dict):
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        return {name: example(sub, depth + 1) if isinstance(sub, dict) and sub.get("type") in ("object", "array")
-                else _scalar(name, sub) for name, sub in props.items()}
+        return {
+            name: example(sub, depth + 1)
+            if isinstance(sub, dict) and sub.get("type") in ("object", "array")
+            else _scalar(name, sub)
+            for name, sub in props.items()
+        }
     if kind == "array":
         return []
     return _scalar("value", schema)
@@ -84,7 +88,8 @@ def _placeholder(uri: str) -> Any:
         return f"The resource {uri} of this eval case ({json.dumps(values, sort_keys=True)})."
 
     read.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=str) for n in names], return_annotation=str)
+        [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=str) for n in names], return_annotation=str
+    )
     read.__annotations__ = {**{n: str for n in names}, "return": str}
     return read
 
@@ -110,13 +115,19 @@ def server() -> Any:
         value = stated[min(n, len(stated) - 1)] if stated else example(schemas.get(name))
         text = json.dumps(value, sort_keys=True)
         structured = value if isinstance(value, dict) else None
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                    structured_content=structured)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured)
 
     adapter = adapters.get("mcp")
-    made = adapter.forwarding_server("projector-eval-case", [t.model_copy(update={"output_schema": None})
-                                                             for t in tools], forward, CaseGone)
+    made = adapter.forwarding_server(
+        "projector-eval-case", [t.model_copy(update={"output_schema": None}) for t in tools], forward, CaseGone
+    )
     for uri in sorted(set(spec.get("resources") or [])):
-        adapter.add_resource(made, uri, _placeholder(uri), name=uri, mime_type="text/plain",
-                             description="A placeholder of this eval case.")
+        adapter.add_resource(
+            made,
+            uri,
+            _placeholder(uri),
+            name=uri,
+            mime_type="text/plain",
+            description="A placeholder of this eval case.",
+        )
     return made

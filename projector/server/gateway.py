@@ -133,8 +133,7 @@ class Upstream:
         note = self.remote.server_note()
         if note and not self._told:  # once on the gateway's stderr, where its operator sees it
             self._told = True
-            print(f"project-skill serve: the upstream {printable(self.spec)} failed{note}", file=sys.stderr,
-                  flush=True)
+            print(f"project-skill serve: the upstream {printable(self.spec)} failed{note}", file=sys.stderr, flush=True)
         return UpstreamGone(f"the upstream server did not answer tools/call {name}: {_describe(exc)}{note}")
 
 
@@ -146,20 +145,35 @@ async def _tools(connection: Upstream, spec: str, start_timeout: float) -> list[
         with anyio.fail_after(start_timeout):
             return await connection.tools()
     except TimeoutError:
-        raise ServerError("server-error", spec, f"the upstream server did not answer tools/list within "
-                          f"{start_timeout:g} s{connection.remote.server_note()}") from None
+        raise ServerError(
+            "server-error",
+            spec,
+            f"the upstream server did not answer tools/list within "
+            f"{start_timeout:g} s{connection.remote.server_note()}",
+        ) from None
     except ServerError:
         raise
     except Exception as exc:
-        raise ServerError("server-error", spec, f"the upstream server's tools/list failed: {_describe(exc)}"
-                          f"{connection.remote.server_note()}") from None
+        raise ServerError(
+            "server-error",
+            spec,
+            f"the upstream server's tools/list failed: {_describe(exc)}{connection.remote.server_note()}",
+        ) from None
 
 
 @asynccontextmanager
-async def gateway(upstream: str, skills: Skills = "generated_skills", workflows: Workflows = "workflows", *,
-                  framework: str = adapters.DEFAULT, name: str = "projector-gateway", verbose: bool = False,
-                  start_timeout: float = START_TIMEOUT, timeout: float = CALL_TIMEOUT,
-                  **attach_options: Any) -> AsyncIterator[Any]:
+async def gateway(
+    upstream: str,
+    skills: Skills = "generated_skills",
+    workflows: Workflows = "workflows",
+    *,
+    framework: str = adapters.DEFAULT,
+    name: str = "projector-gateway",
+    verbose: bool = False,
+    start_timeout: float = START_TIMEOUT,
+    timeout: float = CALL_TIMEOUT,
+    **attach_options: Any,
+) -> AsyncIterator[Any]:
     """Connect to ``upstream`` (a stdio command line or an ``http(s)://`` URL), build a ``framework`` server
     (``"mcp"`` or ``"fastmcp"``) whose tools forward to the upstream's, :func:`~projector.server.attach` ``skills``
     and ``workflows`` to it (``attach_options`` are attach's: ``page_size``, ``cache``, ``skill_tools``,
@@ -178,8 +192,9 @@ async def gateway(upstream: str, skills: Skills = "generated_skills", workflows:
     remote.message_handler = connection.on_message
     async with remote:
         tools = await _tools(connection, upstream, start_timeout)
-        server = adapters.get(framework).forwarding_server(name, tools, connection.call, UpstreamGone,
-                                                           visible=connection.visible)
+        server = adapters.get(framework).forwarding_server(
+            name, tools, connection.call, UpstreamGone, visible=connection.visible
+        )
         await attach_async(server, skills, workflows, **attach_options)
         failed: Exception | None = None  # the caller's, raised as it came, not in a task group's ExceptionGroup
         async with anyio.create_task_group() as tg:
@@ -194,10 +209,18 @@ async def gateway(upstream: str, skills: Skills = "generated_skills", workflows:
             raise failed
 
 
-async def serve_gateway_async(upstream: str, skills: Skills = "generated_skills", workflows: Workflows = "workflows",
-                              *, http: tuple[str, int] | None = None, allow_hosts: Any = (), allow_origins: Any = (),
-                              max_line_bytes: int | None = None, ready: Callable[[Any], None] | None = None,
-                              **options: Any) -> None:
+async def serve_gateway_async(
+    upstream: str,
+    skills: Skills = "generated_skills",
+    workflows: Workflows = "workflows",
+    *,
+    http: tuple[str, int] | None = None,
+    allow_hosts: Any = (),
+    allow_origins: Any = (),
+    max_line_bytes: int | None = None,
+    ready: Callable[[Any], None] | None = None,
+    **options: Any,
+) -> None:
     """:func:`gateway`, served on stdio (the default) or Streamable HTTP at ``http=(host, port)``, until the input
     ends or the process is stopped. ``ready(server)`` is called once the server is attached, before it serves."""
     async with gateway(upstream, skills, workflows, **options) as server:

@@ -88,8 +88,9 @@ def _bound_name(host: str) -> str | None:
     return f"[{ip.compressed}]" if ip.version == 6 else str(ip)
 
 
-def transport_security(host: str, allow_hosts: Sequence[str] = (),
-                       allow_origins: Sequence[str] = ()) -> TransportSecuritySettings:
+def transport_security(
+    host: str, allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = ()
+) -> TransportSecuritySettings:
     """The one allow-list of the HTTP front (see the module docstring), as mcp's settings. ``allow_hosts`` entries
     are ``NAME`` (any port) or ``NAME:PORT``; ``allow_origins`` entries are origins. A ValueError names a malformed
     entry."""
@@ -106,8 +107,11 @@ def transport_security(host: str, allow_hosts: Sequence[str] = (),
         for scheme in ("http", "https"):
             origins += [f"{scheme}://{exact}"] + ([f"{scheme}://{name}:*"] if port is None else [])
     origins += [parse_origin(o) for o in allow_origins]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=list(dict.fromkeys(hosts)),
-                                     allowed_origins=list(dict.fromkeys(origins)))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys(hosts)),
+        allowed_origins=list(dict.fromkeys(origins)),
+    )
 
 
 class HostOriginGuard:
@@ -134,6 +138,7 @@ class HostOriginGuard:
 
 
 # ------------------------------------------------------------------------------------------- file descriptors
+
 
 def raise_nofile_limit() -> int:
     """Raise the soft RLIMIT_NOFILE to the hard limit where the platform allows; the soft limit in force after."""
@@ -232,9 +237,18 @@ def _preload() -> None:
 
 # ------------------------------------------------------------------------------------------------------ serve
 
-async def serve_http_async(server: Any, host: str = "127.0.0.1", port: int = 8000, *, path: str = "/mcp",
-                           allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = (),
-                           max_connections: int | None = None, stateless: bool = True) -> None:
+
+async def serve_http_async(
+    server: Any,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    path: str = "/mcp",
+    allow_hosts: Sequence[str] = (),
+    allow_origins: Sequence[str] = (),
+    max_connections: int | None = None,
+    stateless: bool = True,
+) -> None:
     """Serve ``server`` (an mcp ``MCPServer`` or a ``fastmcp.FastMCP``) over Streamable HTTP at
     ``http://host:port/path`` behind the Host/Origin allow-list and the connection bound of the module docstring."""
     from .adapters import for_server
@@ -245,8 +259,16 @@ async def serve_http_async(server: Any, host: str = "127.0.0.1", port: int = 800
     install_loop_guard()
     _preload()
     options: dict[str, Any] = {"http": bounded_protocol(limit), "limit_concurrency": limit + 1}
-    await adapter.serve_http(server, host=host, port=port, path=path, stateless=stateless, security=settings,
-                             guard=HostOriginGuard, options=options)
+    await adapter.serve_http(
+        server,
+        host=host,
+        port=port,
+        path=path,
+        stateless=stateless,
+        security=settings,
+        guard=HostOriginGuard,
+        options=options,
+    )
 
 
 def serve_http(server: Any, host: str = "127.0.0.1", port: int = 8000, **kwargs: Any) -> None:

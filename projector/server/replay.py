@@ -36,8 +36,10 @@ from .errors import AttachError
 
 CLAIM_SECONDS = 86_400.0
 REPLAY_DB_ENV = "PROJECT_SKILL_REPLAY_DB"
-REPLAY_DB_HINT = (f"set ${REPLAY_DB_ENV} to an absolute path in a folder of your own that neither its group nor "
-                  "others can write (the file is made there, mode 0600, when it is missing)")
+REPLAY_DB_HINT = (
+    f"set ${REPLAY_DB_ENV} to an absolute path in a folder of your own that neither its group nor "
+    "others can write (the file is made there, mode 0600, when it is missing)"
+)
 
 
 class ReplayGuard(ABC):
@@ -108,12 +110,24 @@ class SqliteGuard(ReplayGuard):
             finally:
                 db.close()
         except _Unusable as exc:
-            raise AttachError(error(Span(self.path), "replay-db", f"the replay database cannot be used: {exc}; "
-                                    "a confirmation's yes could not be claimed, so nothing is served",
-                                    REPLAY_DB_HINT)) from None
+            raise AttachError(
+                error(
+                    Span(self.path),
+                    "replay-db",
+                    f"the replay database cannot be used: {exc}; "
+                    "a confirmation's yes could not be claimed, so nothing is served",
+                    REPLAY_DB_HINT,
+                )
+            ) from None
         except sqlite3.Error as exc:
-            raise AttachError(error(Span(self.path), "replay-db", f"the replay database cannot be used: {exc}; "
-                                    "nothing is served", REPLAY_DB_HINT)) from None
+            raise AttachError(
+                error(
+                    Span(self.path),
+                    "replay-db",
+                    f"the replay database cannot be used: {exc}; nothing is served",
+                    REPLAY_DB_HINT,
+                )
+            ) from None
 
     def _connect(self) -> sqlite3.Connection:
         _check(self.path)
@@ -181,8 +195,11 @@ def _make(path: str) -> None:
 
 def _unavailable(path: str, why: str) -> MCPError:
     """The replay guard cannot be used: the step is not run (a yes that cannot be claimed is not acted on)."""
-    return MCPError(code=INTERNAL_ERROR, message=f"the confirmation cannot be checked for a replay: the replay "
-                    f"database ({path}) cannot be used: {why}; nothing was run")
+    return MCPError(
+        code=INTERNAL_ERROR,
+        message=f"the confirmation cannot be checked for a replay: the replay "
+        f"database ({path}) cannot be used: {why}; nothing was run",
+    )
 
 
 def from_env() -> ReplayGuard:

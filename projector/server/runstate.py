@@ -47,6 +47,7 @@ _RETRY_OVERHEAD = 16 * 1024
 
 # ------------------------------------------------------------------------------------------------------- the round
 
+
 @dataclass(frozen=True)
 class Answer:
     """One answer of the client's ``inputResponses``: an elicitation result's ``action`` and ``content``."""
@@ -82,6 +83,7 @@ class Round:
 
 
 # -------------------------------------------------------------------------------------------------------- the host
+
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -122,11 +124,19 @@ class Turn:
 
 # ---------------------------------------------------------------------------------------------------------- the run
 
+
 class Run:
     """One run of a workflow: what it was given, what its steps saved or skipped, and its transcript so far."""
 
-    def __init__(self, wf: Workflow, given: dict[str, str], typed: dict[str, Any], host: WorkflowHost,
-                 round: Round | None = None, sent_bytes: int = 0):
+    def __init__(
+        self,
+        wf: Workflow,
+        given: dict[str, str],
+        typed: dict[str, Any],
+        host: WorkflowHost,
+        round: Round | None = None,
+        sent_bytes: int = 0,
+    ):
         self.wf = wf
         self.given = given  # each argument's canonical text, for {placeholders}
         self.typed = typed  # converted to each argument's type
@@ -205,9 +215,13 @@ class Run:
 
 # -------------------------------------------------------------------------------------------------------- the state
 
+
 def invalid_state(why: str) -> MCPError:
-    return MCPError(code=INVALID_PARAMS, message=f"Invalid requestState: {why}; nothing was run",
-                    data={"reason": "invalid_request_state"})
+    return MCPError(
+        code=INVALID_PARAMS,
+        message=f"Invalid requestState: {why}; nothing was run",
+        data={"reason": "invalid_request_state"},
+    )
 
 
 # A turn as the state carries it: [role, text], or the number of the step whose result the turn shows.
@@ -233,12 +247,25 @@ class RunState:
     def dumps(self, wf: Workflow) -> str:
         # The workflow's digest binds the state to the definition it paused on: after a redeploy that changed the
         # workflow, a yes given to its old step N must not run whatever step N is now.
-        return json.dumps({"v": STATE_VERSION, "workflow": wf.name, "definition": workflow_digest(wf),
-                           "step": self.step, "waits": self.waits, "token": self.token,
-                           "values": {str(n): v for n, v in self.values.items()}, "bound": self.bound,
-                           "skipped": self.skipped, "skipped_count": self.skipped_count, "asked": self.asked,
-                           "turns": [t if isinstance(t, int) else list(t) for t in self.turns]},
-                          sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(
+            {
+                "v": STATE_VERSION,
+                "workflow": wf.name,
+                "definition": workflow_digest(wf),
+                "step": self.step,
+                "waits": self.waits,
+                "token": self.token,
+                "values": {str(n): v for n, v in self.values.items()},
+                "bound": self.bound,
+                "skipped": self.skipped,
+                "skipped_count": self.skipped_count,
+                "asked": self.asked,
+                "turns": [t if isinstance(t, int) else list(t) for t in self.turns],
+            },
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
 
     @classmethod
     def loads(cls, text: str, wf: Workflow) -> RunState:
@@ -256,8 +283,17 @@ class RunState:
             values = {_step_number(k, wf): v for k, v in dict(data["values"]).items()}
             bound = {str(b): _known(n, values) for b, n in dict(data["bound"]).items()}
             turns = [_known(t, values) if isinstance(t, int) else _role_text(t) for t in data["turns"]]
-            return cls(step, data["waits"], str(data["token"]), values, bound, dict(data["skipped"]),
-                       int(data["skipped_count"]), dict(data["asked"]), turns)
+            return cls(
+                step,
+                data["waits"],
+                str(data["token"]),
+                values,
+                bound,
+                dict(data["skipped"]),
+                int(data["skipped_count"]),
+                dict(data["asked"]),
+                turns,
+            )
         except (ValueError, KeyError, TypeError):
             raise invalid_state("it is not the state of a paused run of this workflow") from None
 
@@ -285,8 +321,9 @@ def _role_text(turn: Any) -> tuple[str, str]:
 def snapshot(run: Run, n: int, waits: str) -> RunState:
     """The state of ``run`` paused before step ``n``, with a new one-time token."""
     turns: list[StateTurn] = [run.result_turns.get(i, (t.role, t.text)) for i, t in enumerate(run.turns)]
-    return RunState(n, waits, secrets.token_hex(16), run.values, run.bound, run.skipped, run.skipped_count, run.asked,
-                    turns)
+    return RunState(
+        n, waits, secrets.token_hex(16), run.values, run.bound, run.skipped, run.skipped_count, run.asked, turns
+    )
 
 
 def retry_bytes(state: str, sent_bytes: int) -> int:
@@ -302,5 +339,7 @@ def too_large(run: Run, state: str) -> str | None:
     size = retry_bytes(state, run.sent_bytes)
     if size <= MAX_RETRY_BYTES:
         return None
-    return (f"a person's answer must come back with the run's state, and with the results so far that retry would be "
-            f"about {size:,} bytes, over the {MAX_RETRY_BYTES:,} bytes (4 MiB) a server takes in one message")
+    return (
+        f"a person's answer must come back with the run's state, and with the results so far that retry would be "
+        f"about {size:,} bytes, over the {MAX_RETRY_BYTES:,} bytes (4 MiB) a server takes in one message"
+    )

@@ -43,8 +43,9 @@ TOOL_NAMES = (LOAD_SKILL, READ_SKILL_FILE)
 MAX_LISTED = 40  # skills named in a tool description
 MAX_LINE = 160  # characters per skill line of a description
 MAX_SHOWN = 20  # names or URIs quoted in one refusal
-ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                                    open_world_hint=False)
+ANNOTATIONS = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 NOT_SERVED = "not a file of a skill this server serves"
 
 
@@ -77,8 +78,10 @@ class SkillTools:
         if skill is None:
             found = self._by_name.get(name, [])
             if len(found) > 1:
-                raise Refusal(f"the name {name!r} is shared by {len(found)} skills; give one path: "
-                              + _shown([s.path for s in found]))
+                raise Refusal(
+                    f"the name {name!r} is shared by {len(found)} skills; give one path: "
+                    + _shown([s.path for s in found])
+                )
             skill = found[0] if found else None
         if skill is None:
             keys = [s.path for s in self.tree.skills]
@@ -100,13 +103,18 @@ class SkillTools:
             near = sorted(f.uri for f in self.tree.files.values() if uri and f.rel == uri.lstrip("./"))
             hint = f"; did you mean {_shown(near)}?" if near else ""
             raise Refusal(f"{why}: give the full skill:// URI, skill://<skill>/<path in the skill>{hint}")
-        rest = uri[len(SCHEME):]
+        rest = uri[len(SCHEME) :]
         skill = next((s for s in self.tree.skills if rest.startswith(s.path + "/")), None)
-        dots = " URIs are matched exactly as the manifest lists them; '.' and '..' segments are not resolved." \
-            if any(p in (".", "..") for p in rest.split("/")) else ""
+        dots = (
+            " URIs are matched exactly as the manifest lists them; '.' and '..' segments are not resolved."
+            if any(p in (".", "..") for p in rest.split("/"))
+            else ""
+        )
         if skill is None:
-            raise Refusal(f"{why}: no served skill has that path.{dots} The skills: "
-                          f"{_shown([s.directory + '/' for s in self.tree.skills])}")
+            raise Refusal(
+                f"{why}: no served skill has that path.{dots} The skills: "
+                f"{_shown([s.directory + '/' for s in self.tree.skills])}"
+            )
         raise Refusal(f"{why}: the skill {skill.path} lists only {_shown([f.uri for f in skill.files])}.{dots}")
 
     @staticmethod
@@ -115,8 +123,9 @@ class SkillTools:
         text = f.text
         if text is not None:
             return [types.TextContent(type="text", text=text)]
-        blob = types.BlobResourceContents(uri=f.uri, mime_type=f.mime_type,
-                                          blob=base64.b64encode(f.data).decode("ascii"))
+        blob = types.BlobResourceContents(
+            uri=f.uri, mime_type=f.mime_type, blob=base64.b64encode(f.data).decode("ascii")
+        )
         return [types.EmbeddedResource(type="resource", resource=blob)]
 
     # ---------------------------------------------------------------------------------------------- descriptions
@@ -126,36 +135,47 @@ class SkillTools:
         for s in self.tree.skills[:MAX_LISTED]:
             first = (s.frontmatter["description"].strip().splitlines() or [""])[0].strip()
             line = f"- {s.path}: {first}"
-            lines.append(line if len(line) <= MAX_LINE else line[:MAX_LINE - 1] + "…")
+            lines.append(line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + "…")
         more = len(self.tree.skills) - MAX_LISTED
         if more > 0:
             lines.append(f"(and {more} more, not listed here; {LOAD_SKILL} loads any of them by name)")
         return "\n".join(lines)
 
     def load_description(self) -> str:
-        return (f"Load an Agent Skill that this server serves: returns the skill's {SKILL_FILE} (Markdown "
-                f"instructions, with YAML frontmatter). Call it when the task matches a skill below, then follow it; "
-                f"read the files it links to with {READ_SKILL_FILE}. Skills ({len(self.tree.skills)}):\n"
-                + self._listing())
+        return (
+            f"Load an Agent Skill that this server serves: returns the skill's {SKILL_FILE} (Markdown "
+            f"instructions, with YAML frontmatter). Call it when the task matches a skill below, then follow it; "
+            f"read the files it links to with {READ_SKILL_FILE}. Skills ({len(self.tree.skills)}):\n" + self._listing()
+        )
 
     def read_description(self) -> str:
-        example = next((f.uri for f in self.tree.files.values() if f.rel != SKILL_FILE),
-                       self.tree.skills[0].uri if self.tree.skills else f"{SCHEME}<skill>/{SKILL_FILE}")
-        return (f"Read a file of an Agent Skill that this server serves, by its skill:// URI: "
-                f"skill://<skill>/<path of the file inside the skill>, for a file that the skill's {SKILL_FILE} "
-                f"links to (e.g. {example}). Returns the file's text (a file that is not UTF-8 comes back as an "
-                f"embedded resource, base64). Only the files listed in the server's skills manifest are served. "
-                f"Skills ({len(self.tree.skills)}):\n" + self._listing())
+        example = next(
+            (f.uri for f in self.tree.files.values() if f.rel != SKILL_FILE),
+            self.tree.skills[0].uri if self.tree.skills else f"{SCHEME}<skill>/{SKILL_FILE}",
+        )
+        return (
+            f"Read a file of an Agent Skill that this server serves, by its skill:// URI: "
+            f"skill://<skill>/<path of the file inside the skill>, for a file that the skill's {SKILL_FILE} "
+            f"links to (e.g. {example}). Returns the file's text (a file that is not UTF-8 comes back as an "
+            f"embedded resource, base64). Only the files listed in the server's skills manifest are served. "
+            f"Skills ({len(self.tree.skills)}):\n" + self._listing()
+        )
 
 
 def check_names(tree: SkillTree | None, taken: Collection[str]) -> None:
     """Raise :class:`AttachError` when the skill tools cannot be added: no tree, or a tool name already taken."""
     if tree is None:
         raise AttachError("skill_tools=True needs a skills tree: pass attach(skills=...), or leave skill_tools off")
-    clashes = [error(Span("<attach>"), "tool-collision",
-                     f"the server already has a tool named '{name}', which skill_tools=True adds",
-                     "rename that tool, or leave skill_tools off (serve: drop --skill-tools)")
-               for name in TOOL_NAMES if name in taken]
+    clashes = [
+        error(
+            Span("<attach>"),
+            "tool-collision",
+            f"the server already has a tool named '{name}', which skill_tools=True adds",
+            "rename that tool, or leave skill_tools off (serve: drop --skill-tools)",
+        )
+        for name in TOOL_NAMES
+        if name in taken
+    ]
     if clashes:
         raise AttachError(clashes)
 
@@ -166,6 +186,7 @@ URI_HELP = "The file's skill:// URI: skill://<skill>/<path inside the skill>, e.
 
 def functions(tools: SkillTools, refused: type[Exception]) -> tuple[object, object]:
     """The two tool functions, raising ``refused`` (the framework's tool error) for a :class:`Refusal`."""
+
     async def load_skill(name: Annotated[str, Field(description=NAME_HELP)]) -> list[types.ContentBlock]:
         try:
             return tools.content(tools.load_skill(name))
@@ -187,8 +208,15 @@ def add_to_mcpserver(server: object, tree: SkillTree) -> SkillTools:
 
     tools = SkillTools(tree)
     load, read = functions(tools, ToolError)
-    for fn, name, description in ((load, LOAD_SKILL, tools.load_description()),
-                                  (read, READ_SKILL_FILE, tools.read_description())):
-        server.add_tool(fn, name=name, description=description, annotations=ANNOTATIONS,  # type: ignore[attr-defined]
-                        structured_output=False)
+    for fn, name, description in (
+        (load, LOAD_SKILL, tools.load_description()),
+        (read, READ_SKILL_FILE, tools.read_description()),
+    ):
+        server.add_tool(
+            fn,
+            name=name,
+            description=description,
+            annotations=ANNOTATIONS,  # type: ignore[attr-defined]
+            structured_output=False,
+        )
     return tools

@@ -40,6 +40,7 @@ from mcp_types import INVALID_PARAMS, RequestParams
 
 from ..sep2640 import EXTENSION_ID, SCHEME
 from .errors import AttachError
+
 # The tree is framework-free (projector.server.tree); its names are here too, for the adapters and the skill tools.
 from .tree import DIRECTORY_MIME, MIME_TYPES, Skill, SkillFile, SkillTree, mime_type
 
@@ -61,6 +62,7 @@ def served_tree(tree: SkillTree) -> SkillTree:
 
 # ---------------------------------------------------------------------------------------------------------- cursors
 
+
 def encode_cursor(scope: str, last: str) -> str:
     """An opaque cursor: which listing it belongs to and the last URI sent. Clients must not parse it."""
     raw = json.dumps([scope, last], separators=(",", ":")).encode("utf-8")
@@ -72,30 +74,38 @@ def decode_cursor(cursor: str, scope: str) -> str:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         value = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")).decode("utf-8"))
-        if (isinstance(value, list) and len(value) == 2 and value[0] == scope and isinstance(value[1], str)
-                and encode_cursor(scope, value[1]) == cursor):
+        if (
+            isinstance(value, list)
+            and len(value) == 2
+            and value[0] == scope
+            and isinstance(value[1], str)
+            and encode_cursor(scope, value[1]) == cursor
+        ):
             return value[1]
     except (UnicodeError, ValueError, binascii.Error):
         pass
     raise MCPError(code=INVALID_PARAMS, message="Invalid cursor", data={"cursor": cursor})
 
 
-def _page(items: Sequence[Any], positions: dict[str, int], key: Any, cursor: str | None, scope: str,
-          size: int) -> tuple[list[Any], str | None]:
+def _page(
+    items: Sequence[Any], positions: dict[str, int], key: Any, cursor: str | None, scope: str, size: int
+) -> tuple[list[Any], str | None]:
     start = 0
     if cursor is not None:
         last = decode_cursor(cursor, scope)
         index = positions.get(last)
         if index is None:
-            raise MCPError(code=INVALID_PARAMS, message="Invalid cursor: it names nothing in this listing",
-                           data={"cursor": cursor})
+            raise MCPError(
+                code=INVALID_PARAMS, message="Invalid cursor: it names nothing in this listing", data={"cursor": cursor}
+            )
         start = index + 1
-    page = list(items[start:start + size])
+    page = list(items[start : start + size])
     more = start + size < len(items)
     return page, (encode_cursor(scope, key(page[-1])) if more and page else None)
 
 
 # ---------------------------------------------------------------------------------------------------- the extension
+
 
 class SkillsListParams(RequestParams):
     cursor: str | None = None
@@ -124,8 +134,13 @@ class SkillsExtension(Extension):
 
     identifier = SKILLS_EXTENSION
 
-    def __init__(self, tree: SkillTree | str | Path = "generated_skills", *, page_size: int = DEFAULT_PAGE_SIZE,
-                 cache: CacheHint = DEFAULT_CACHE):
+    def __init__(
+        self,
+        tree: SkillTree | str | Path = "generated_skills",
+        *,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        cache: CacheHint = DEFAULT_CACHE,
+    ):
         if not isinstance(page_size, int) or page_size < 1:
             raise AttachError(f"the page size must be a positive integer, not {page_size!r}")
         self.tree = tree if isinstance(tree, SkillTree) else SkillTree.load(tree)
@@ -147,9 +162,17 @@ class SkillsExtension(Extension):
         out = []
         for s in self.tree.skills:
             text = s.skill_md.text
-            out.append(ResourceBinding(FunctionResource.from_function(
-                fn=lambda text=text: text, uri=s.uri, name=s.frontmatter["name"],
-                description=s.frontmatter["description"], mime_type="text/markdown")))
+            out.append(
+                ResourceBinding(
+                    FunctionResource.from_function(
+                        fn=lambda text=text: text,
+                        uri=s.uri,
+                        name=s.frontmatter["name"],
+                        description=s.frontmatter["description"],
+                        mime_type="text/markdown",
+                    )
+                )
+            )
         return out
 
     def templates(self) -> list[tuple[str, str, str, Any]]:
@@ -166,11 +189,15 @@ class SkillsExtension(Extension):
         its files matches a template the backend lists. Each function looks the URI up in memory; anything not in
         the manifest, or not of the template's type, is unknown.
         """
-        out = [(f"{SCHEME}{{+path}}{suffix}", f"skill-file{suffix.replace('.', '-')}", mime,
-                self._path_reader(suffix)) for suffix, mime in self.tree.typed.items()]
+        out = [
+            (f"{SCHEME}{{+path}}{suffix}", f"skill-file{suffix.replace('.', '-')}", mime, self._path_reader(suffix))
+            for suffix, mime in self.tree.typed.items()
+        ]
         out.append((SCHEME + "{+path}", "skill-file", "text/plain", self._path_reader("")))
-        out += [(t, name, mime, self._segment_reader(suffix, depth))
-                for t, name, mime, suffix, depth in self.tree.segment_templates()]
+        out += [
+            (t, name, mime, self._segment_reader(suffix, depth))
+            for t, name, mime, suffix, depth in self.tree.segment_templates()
+        ]
         return out
 
     def _path_reader(self, suffix: str) -> Any:
@@ -180,6 +207,7 @@ class SkillsExtension(Extension):
             if f is None:
                 raise ResourceNotFoundError(f"Unknown resource: {uri}")
             return f.content
+
         return read
 
     def _segment_reader(self, suffix: str, depth: int) -> Any:
@@ -196,7 +224,8 @@ class SkillsExtension(Extension):
 
         # MCPServer wants the template's variables as the function's parameters (and pydantic, their types)
         read.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=str) for n in names])
+            [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=str) for n in names]
+        )
         read.__annotations__ = {n: str for n in names}
         read.__name__ = f"read_skill_file_{depth}"
         return read
@@ -208,8 +237,9 @@ class SkillsExtension(Extension):
 
     async def _list(self, ctx: ServerRequestContext[Any, Any], params: SkillsListParams) -> dict[str, Any]:
         tree = served_tree(self.tree)
-        page, nxt = _page(tree.skills, tree.positions["skills/list"], lambda s: s.uri, params.cursor,
-                          "skills/list", self.page_size)
+        page, nxt = _page(
+            tree.skills, tree.positions["skills/list"], lambda s: s.uri, params.cursor, "skills/list", self.page_size
+        )
         result: dict[str, Any] = {"skills": [copy.deepcopy(s.entry) for s in page]}
         if nxt is not None:
             result["nextCursor"] = nxt
@@ -229,8 +259,14 @@ class SkillsExtension(Extension):
         if kids is None:
             what = "a file, not a directory" if uri in tree.files else "not a skill directory this server serves"
             raise _invalid(f"Not a directory: {uri} is {what}", uri)
-        page, nxt = _page(kids, tree.positions["dir:" + key], lambda c: c["uri"], params.cursor,
-                          "dir:" + uri.rstrip("/"), self.page_size)
+        page, nxt = _page(
+            kids,
+            tree.positions["dir:" + key],
+            lambda c: c["uri"],
+            params.cursor,
+            "dir:" + uri.rstrip("/"),
+            self.page_size,
+        )
         result: dict[str, Any] = {"resources": [dict(c) for c in page]}
         if nxt is not None:
             result["nextCursor"] = nxt
@@ -261,7 +297,24 @@ def legacy_extensions_middleware(identifier: str, settings: dict[str, Any]) -> A
     return middleware
 
 
-__all__ = ["CALLER_TREE", "DEFAULT_CACHE", "DEFAULT_PAGE_SIZE", "DIRECTORY_MIME", "MIME_TYPES", "SKILLS_EXTENSION",
-           "TEMPLATE_DESCRIPTION", "DirectoryReadParams", "Skill", "SkillFile", "SkillTree", "SkillsExtension",
-           "SkillsGetParams", "SkillsListParams", "decode_cursor", "encode_cursor", "legacy_extensions_middleware",
-           "mime_type", "served_tree"]
+__all__ = [
+    "CALLER_TREE",
+    "DEFAULT_CACHE",
+    "DEFAULT_PAGE_SIZE",
+    "DIRECTORY_MIME",
+    "MIME_TYPES",
+    "SKILLS_EXTENSION",
+    "TEMPLATE_DESCRIPTION",
+    "DirectoryReadParams",
+    "Skill",
+    "SkillFile",
+    "SkillTree",
+    "SkillsExtension",
+    "SkillsGetParams",
+    "SkillsListParams",
+    "decode_cursor",
+    "encode_cursor",
+    "legacy_extensions_middleware",
+    "mime_type",
+    "served_tree",
+]

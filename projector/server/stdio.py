@@ -169,8 +169,11 @@ class _Lines:
                 await self._drain()  # the SDK stops at end of input: first let it answer what it has read
                 raise StopAsyncIteration
             if too_long:
-                await self._answer(self.oversized_id, types.INVALID_REQUEST,
-                                   f"Invalid Request: the line is longer than {self.limit} bytes")
+                await self._answer(
+                    self.oversized_id,
+                    types.INVALID_REQUEST,
+                    f"Invalid Request: the line is longer than {self.limit} bytes",
+                )
                 continue
             verdict, message = _classify(line)
             if isinstance(verdict, str):

@@ -33,8 +33,10 @@ from typing import Any
 
 from ..errors import UsageError
 
-USAGE = ("MODULE:ATTR or path/to/file.py:ATTR (a server object, mcp's MCPServer or a fastmcp.FastMCP, or a factory "
-         "with no required arguments that returns one)")
+USAGE = (
+    "MODULE:ATTR or path/to/file.py:ATTR (a server object, mcp's MCPServer or a fastmcp.FastMCP, or a factory "
+    "with no required arguments that returns one)"
+)
 
 
 def _fail(target: str, problem: str) -> UsageError:
@@ -120,8 +122,10 @@ def import_target(target: str, module: str) -> ModuleType:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
-            raise _fail(target, f"no module named '{exc.name}' (looked in the current directory, {os.getcwd()}, "
-                                f"and on sys.path)") from None
+            raise _fail(
+                target,
+                f"no module named '{exc.name}' (looked in the current directory, {os.getcwd()}, and on sys.path)",
+            ) from None
         raise _fail(target, f"importing {module} raised {_raised(exc)}") from None
     except KeyboardInterrupt:
         raise
@@ -136,8 +140,11 @@ def _attribute(target: str, loaded: ModuleType, module: str, attr: str) -> Any:
         if not hasattr(obj, part):
             names = [n for n in dir(obj) if not n.startswith("_")]
             close = difflib.get_close_matches(part, names, n=1)
-            raise _fail(target, f"{'module ' if where == module else ''}{where} has no attribute '{part}'" + (f"; did you mean '{close[0]}'?" if close
-                                                                       else ""))
+            raise _fail(
+                target,
+                f"{'module ' if where == module else ''}{where} has no attribute '{part}'"
+                + (f"; did you mean '{close[0]}'?" if close else ""),
+            )
         obj = getattr(obj, part)
         where = f"{where}:{part}" if where == module else f"{where}.{part}"
     return obj
@@ -161,8 +168,11 @@ def _required(fn: Any) -> list[str] | None:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
-    return [p.name for p in sig.parameters.values() if p.default is p.empty
-            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [
+        p.name
+        for p in sig.parameters.values()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
 
 
 def load_server(target: str) -> tuple[Any, str]:
@@ -179,13 +189,19 @@ def _load_server(target: str) -> tuple[Any, str]:
     if framework is not None:
         return obj, framework
     if not callable(obj):
-        raise _fail(target, f"{module}:{attr} is of type {_kind(obj)}; expected a server (mcp's MCPServer or a "
-                            f"fastmcp.FastMCP) or a factory with no required arguments that returns one")
+        raise _fail(
+            target,
+            f"{module}:{attr} is of type {_kind(obj)}; expected a server (mcp's MCPServer or a "
+            f"fastmcp.FastMCP) or a factory with no required arguments that returns one",
+        )
     required = _required(obj)
     if required:
-        raise _fail(target, f"{module}:{attr} is a factory with required arguments ({', '.join(required)}); serve "
-                            f"calls it with none. Write a module whose factory calls it, for example "
-                            f"`def make(): return {attr.rpartition('.')[2]}(...)`, and serve that module's make")
+        raise _fail(
+            target,
+            f"{module}:{attr} is a factory with required arguments ({', '.join(required)}); serve "
+            f"calls it with none. Write a module whose factory calls it, for example "
+            f"`def make(): return {attr.rpartition('.')[2]}(...)`, and serve that module's make",
+        )
     try:
         made = obj()
         if inspect.isawaitable(made):
@@ -201,6 +217,9 @@ def _load_server(target: str) -> tuple[Any, str]:
         raise _fail(target, f"calling {module}:{attr}() raised {_raised(exc)}") from None
     framework = _framework(made)
     if framework is None:
-        raise _fail(target, f"{module}:{attr}() returned a value of type {_kind(made)}, not a server (mcp's MCPServer or a "
-                            f"fastmcp.FastMCP)")
+        raise _fail(
+            target,
+            f"{module}:{attr}() returned a value of type {_kind(made)}, not a server (mcp's MCPServer or a "
+            f"fastmcp.FastMCP)",
+        )
     return made, framework

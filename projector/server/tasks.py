@@ -45,6 +45,7 @@ TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 # ---------------------------------------------------------------------------------------------------------- a job
 
+
 @dataclass(frozen=True)
 class Call:
     """One round of a job: the tool's arguments, the answers to the previous round's requests (by the job's own
@@ -99,6 +100,7 @@ class TaskSupport:
 
 
 # -------------------------------------------------------------------------------------------------------- the store
+
 
 @dataclass
 class TaskRecord:
@@ -155,13 +157,20 @@ def _copy(value: Any) -> Any:
 
 # ------------------------------------------------------------------------------------------------------------ wire
 
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _envelope(rec: TaskRecord) -> dict[str, Any]:
-    return {"taskId": rec.task_id, "status": rec.status, "createdAt": rec.created_at,
-            "lastUpdatedAt": rec.updated_at, "ttlMs": rec.ttl_ms, "pollIntervalMs": rec.poll_ms}
+    return {
+        "taskId": rec.task_id,
+        "status": rec.status,
+        "createdAt": rec.created_at,
+        "lastUpdatedAt": rec.updated_at,
+        "ttlMs": rec.ttl_ms,
+        "pollIntervalMs": rec.poll_ms,
+    }
 
 
 def created(rec: TaskRecord) -> dict[str, Any]:
@@ -196,9 +205,11 @@ def declared(meta: Mapping[str, Any] | None, session_capabilities: Any = None) -
 
 
 def missing_capability() -> MCPError:
-    return MCPError(code=MISSING_CLIENT_CAPABILITY,
-                    message=f"this request needs the client to declare the {TASKS_EXTENSION} extension",
-                    data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+    return MCPError(
+        code=MISSING_CLIENT_CAPABILITY,
+        message=f"this request needs the client to declare the {TASKS_EXTENSION} extension",
+        data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+    )
 
 
 def check_name_header(headers: Mapping[str, str] | None, task_id: str) -> None:
@@ -216,6 +227,7 @@ def unknown_task(task_id: str) -> MCPError:
 
 # ------------------------------------------------------------------------------------------------------ the runner
 
+
 async def _gone(call: Call) -> Done:
     """The job of a task whose tool this server no longer runs as a task (a store kept from another deployment)."""
     raise Failure(INTERNAL_ERROR, "this server no longer runs the task's tool as a task; nothing more was run")
@@ -224,8 +236,7 @@ async def _gone(call: Call) -> Done:
 class Tasks:
     """The tasks of one server: which tools run as tasks, where tasks are kept, and the rounds running now."""
 
-    def __init__(self, store: TaskStore | None = None, *, ttl_ms: int = DEFAULT_TTL_MS,
-                 poll_ms: int = DEFAULT_POLL_MS):
+    def __init__(self, store: TaskStore | None = None, *, ttl_ms: int = DEFAULT_TTL_MS, poll_ms: int = DEFAULT_POLL_MS):
         self.store = store if store is not None else MemoryStore()
         self.ttl_ms, self.poll_ms = ttl_ms, poll_ms
         self.supports: dict[str, TaskSupport] = {}
@@ -240,17 +251,27 @@ class Tasks:
     def ready(self) -> None:
         """Every tool is supported and served: a durable runner starts (and recovers its rounds) here."""
 
-    def support(self, tool: str, job: Job, *, required: bool = False, interruptible: bool = True,
-                gather: Gather | None = None) -> None:
+    def support(
+        self, tool: str, job: Job, *, required: bool = False, interruptible: bool = True, gather: Gather | None = None
+    ) -> None:
         self.supports[tool] = TaskSupport(job, required, interruptible, gather)
 
-    async def start(self, tool: str, arguments: Mapping[str, Any] | None, answers: Mapping[str, Any] | None = None
-                    ) -> dict[str, Any]:
+    async def start(
+        self, tool: str, arguments: Mapping[str, Any] | None, answers: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
         """Make a task for a call of ``tool`` and start its first round; the ``CreateTaskResult``."""
         now = _now()
-        rec = TaskRecord(task_id=secrets.token_urlsafe(18), tool=tool, arguments=dict(arguments or {}),
-                         status="working", created_at=now, updated_at=now, expires=time.time() + self.ttl_ms / 1000,
-                         ttl_ms=self.ttl_ms, poll_ms=self.poll_ms)
+        rec = TaskRecord(
+            task_id=secrets.token_urlsafe(18),
+            tool=tool,
+            arguments=dict(arguments or {}),
+            status="working",
+            created_at=now,
+            updated_at=now,
+            expires=time.time() + self.ttl_ms / 1000,
+            ttl_ms=self.ttl_ms,
+            poll_ms=self.poll_ms,
+        )
         await self.store.put(rec)
         await self._begin(rec, dict(answers or {}))
         return created(rec)

@@ -78,11 +78,21 @@ def method_handlers(tasks: Tasks) -> list[tuple[str, type[BaseModel], Callable[[
         gate(ctx, params)
         return WireResult(**await tasks.cancel(params.task_id))
 
-    return [("tasks/get", TaskParams, get), ("tasks/update", UpdateParams, update), ("tasks/cancel", TaskParams, cancel)]
+    return [
+        ("tasks/get", TaskParams, get),
+        ("tasks/update", UpdateParams, update),
+        ("tasks/cancel", TaskParams, cancel),
+    ]
 
 
-async def intercept(tasks: Tasks, ctx: Any, name: str, arguments: Mapping[str, Any] | None,
-                    input_responses: Mapping[str, Any] | None, call_next: Callable[[], Awaitable[Any]]) -> Any:
+async def intercept(
+    tasks: Tasks,
+    ctx: Any,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    input_responses: Mapping[str, Any] | None,
+    call_next: Callable[[], Awaitable[Any]],
+) -> Any:
     """A ``tools/call``: a task for a tool that supports one when the client declared the extension; the plain call
     otherwise, or -32021 for a tool that runs only as a task. A legacy ``task`` param changes nothing."""
     support = tasks.supports.get(name)

@@ -35,8 +35,9 @@ class SqliteStore(TaskStore):
             with self._connect() as db:
                 db.execute("CREATE TABLE IF NOT EXISTS tasks (task_id TEXT PRIMARY KEY, record TEXT NOT NULL)")
         except (_Unusable, sqlite3.Error) as exc:
-            raise AttachError(error(Span(self.path), "tasks-db", f"the tasks database cannot be used: {exc}",
-                                    TASKS_DB_HINT)) from None
+            raise AttachError(
+                error(Span(self.path), "tasks-db", f"the tasks database cannot be used: {exc}", TASKS_DB_HINT)
+            ) from None
 
     def _connect(self) -> sqlite3.Connection:
         _check(self.path)
@@ -46,8 +47,10 @@ class SqliteStore(TaskStore):
         db = self._connect()
         try:
             with db:
-                db.execute("INSERT OR REPLACE INTO tasks (task_id, record) VALUES (?, ?)",
-                           (record.task_id, json.dumps(record.to_json(), sort_keys=True)))
+                db.execute(
+                    "INSERT OR REPLACE INTO tasks (task_id, record) VALUES (?, ?)",
+                    (record.task_id, json.dumps(record.to_json(), sort_keys=True)),
+                )
         finally:
             db.close()
 

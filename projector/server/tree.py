@@ -22,9 +22,24 @@ from ..bounded import BadJSON, Unreadable, loads, read_regular
 from ..errors import plural
 from ..ownership import disk_path
 from ..naming import NAME_RULE, RESERVED, RESERVED_WORDS, SEGMENT_RULE
-from ..sep2640 import (INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, SCHEME, SKILL_FILE, VerificationError, bad_segment,
-                       check_manifest, digest, file_matches, frontmatter_diff, last_segment, parse_entry,
-                       parse_frontmatter, same_name, skill_path_of)
+from ..sep2640 import (
+    INDEX_FILE,
+    MAX_BYTES,
+    MAX_INDEX_BYTES,
+    SCHEME,
+    SKILL_FILE,
+    VerificationError,
+    bad_segment,
+    check_manifest,
+    digest,
+    file_matches,
+    frontmatter_diff,
+    last_segment,
+    parse_entry,
+    parse_frontmatter,
+    same_name,
+    skill_path_of,
+)
 from ..texts import TOOLS_KEY
 from .errors import AttachError, serve_error
 
@@ -160,8 +175,11 @@ class SkillTree:
         object.__setattr__(self, "by_uri", {s.uri: s for s in self.skills})
         # a file listed by a percent-encoded URI, by its decoded one too: the URI a template matcher that decodes
         # its variables (MCPServer's) puts together
-        object.__setattr__(self, "decoded", {f.uri[: len(f.uri) - len(f.rel)] + f.path: f
-                                             for f in self.files.values() if f.path != f.rel})
+        object.__setattr__(
+            self,
+            "decoded",
+            {f.uri[: len(f.uri) - len(f.rel)] + f.path: f for f in self.files.values() if f.path != f.rel},
+        )
         typed = {}
         for f in self.files.values():
             suffix = PurePosixPath(f.rel).suffix
@@ -204,14 +222,21 @@ class SkillTree:
             if f.rel == SKILL_FILE:
                 continue  # a listed resource of its own
             suffix = PurePosixPath(f.rel).suffix
-            depth = f.uri[len(SCHEME):].count("/") + 1
+            depth = f.uri[len(SCHEME) :].count("/") + 1
             if depth <= MAX_TEMPLATE_DEPTH:  # deeper files stay readable through the {+path} templates only
                 wanted.add((suffix if suffix in typed else "", depth))
         out = []
         for suffix, depth in sorted(wanted, key=lambda w: (w[0] == "", w[0], w[1])):
             segments = "/".join(f"{{p{i}}}" for i in range(1, depth + 1))
-            out.append((f"{SCHEME}{segments}{suffix}", f"skill-file{suffix.replace('.', '-')}-{depth}",
-                        typed.get(suffix, "text/plain"), suffix, depth))
+            out.append(
+                (
+                    f"{SCHEME}{segments}{suffix}",
+                    f"skill-file{suffix.replace('.', '-')}-{depth}",
+                    typed.get(suffix, "text/plain"),
+                    suffix,
+                    depth,
+                )
+            )
         return out
 
     def template_file(self, uri: str, suffix: str) -> SkillFile | None:
@@ -231,8 +256,12 @@ class SkillTree:
         try:
             raw = read_regular(index_path, MAX_INDEX_BYTES)
         except Unreadable as exc:
-            raise serve_error(where, "no-index", f"cannot read the skills index: {exc}",
-                              "point --skills at a folder written by `project-skill build`") from None
+            raise serve_error(
+                where,
+                "no-index",
+                f"cannot read the skills index: {exc}",
+                "point --skills at a folder written by `project-skill build`",
+            ) from None
         try:
             manifest = loads(raw)
         except BadJSON as exc:
@@ -284,8 +313,11 @@ def _skill_path(entry: Any, where: str) -> tuple[str, str]:
         raise serve_error(where, "bad-entry", f"the skill path {path!r} in {uri} is not lowercase slug segments")
     device = next((p for p in path.split("/") if p in RESERVED), None)
     if device is not None:  # as build refuses it (reserved-name): a folder no Windows checkout can hold
-        raise serve_error(where, "bad-entry", f"the skill path {path!r} in {uri} holds {device!r}, a Windows device "
-                          f"name ({RESERVED_WORDS})")
+        raise serve_error(
+            where,
+            "bad-entry",
+            f"the skill path {path!r} in {uri} holds {device!r}, a Windows device name ({RESERVED_WORDS})",
+        )
     name = path.rsplit("/", 1)[-1]
     if not NAME_RULE.fullmatch(name):
         raise serve_error(where, "bad-entry", f"the skill name {name!r} breaks the Agent Skills name rule")
@@ -299,17 +331,29 @@ def _read_file(real_root: Path, disk: Path, ruri: str, budget: int, where: str) 
         real = disk.resolve(strict=True)
         real.relative_to(real_root)
     except (OSError, ValueError):
-        raise serve_error(where, "missing-file", f"{ruri}: {disk.as_posix()} does not exist inside the tree",
-                          "rebuild the tree with `project-skill build`") from None
+        raise serve_error(
+            where,
+            "missing-file",
+            f"{ruri}: {disk.as_posix()} does not exist inside the tree",
+            "rebuild the tree with `project-skill build`",
+        ) from None
     if real != disk:  # the build writes no link: one in the tree (a checkout can hold any) is not followed
-        raise serve_error(where, "missing-file", f"{ruri}: {disk.as_posix()} is reached through a symbolic link, "
-                          "which is not followed", "rebuild the tree with `project-skill build`")
+        raise serve_error(
+            where,
+            "missing-file",
+            f"{ruri}: {disk.as_posix()} is reached through a symbolic link, which is not followed",
+            "rebuild the tree with `project-skill build`",
+        )
     try:
         return read_regular(disk, budget)
     except Unreadable as exc:
-        raise serve_error(where, "missing-file", f"{ruri}: cannot read {disk.as_posix()}: {exc}",
-                          f"a skill is regular files of at most {MAX_BYTES} bytes in all (SEP-2640); rebuild "
-                          "the tree with `project-skill build`") from None
+        raise serve_error(
+            where,
+            "missing-file",
+            f"{ruri}: cannot read {disk.as_posix()}: {exc}",
+            f"a skill is regular files of at most {MAX_BYTES} bytes in all (SEP-2640); rebuild "
+            "the tree with `project-skill build`",
+        ) from None
 
 
 def _load_files(real_root: Path, uri: str, path: str, resources: list[Any], where: str) -> list[SkillFile]:
@@ -324,23 +368,27 @@ def _load_files(real_root: Path, uri: str, path: str, resources: list[Any], wher
         if not isinstance(r, dict) or not isinstance(r.get("uri"), str):
             raise serve_error(where, "bad-entry", f"{uri}: every resource needs a string 'uri'")
         ruri = r["uri"]
-        rel = ruri[len(base):] if ruri.startswith(base) else ""
+        rel = ruri[len(base) :] if ruri.startswith(base) else ""
         # A percent-encoded name (FastMCP and the TypeScript SDK v2 serve ``my%20notes.md``) is on disk decoded, as
         # ``remote load --out`` wrote it: served under the URI as listed, read from the decoded name.
         on_disk = rel.split("/") if rel and _check_rel(rel) else disk_path(rel) if rel else None
         if on_disk is None:
-            raise serve_error(where, "foreign-file", f"{uri}: the resource {ruri!r} is not a plain path inside the "
-                              f"skill ({base}...)")
+            raise serve_error(
+                where, "foreign-file", f"{uri}: the resource {ruri!r} is not a plain path inside the skill ({base}...)"
+            )
         if ruri in seen or "/".join(on_disk) in seen:
             raise serve_error(where, "bad-entry", f"{uri}: {ruri} is listed twice")
         seen.update((ruri, "/".join(on_disk)))
         data = _read_file(real_root, skill_dir.joinpath(*on_disk), ruri, budget, where)
         budget -= len(data)
         if not file_matches(r.get("size"), r.get("digest"), data):
-            raise serve_error(where, "digest-mismatch",
-                              f"{ruri}: the file on disk ({plural(len(data), 'byte')}, {digest(data)}) does not match "
-                              f"the manifest ({r.get('size')} bytes, {r.get('digest')}); refusing to serve the tree",
-                              "rebuild the tree with `project-skill build`, or restore the committed files")
+            raise serve_error(
+                where,
+                "digest-mismatch",
+                f"{ruri}: the file on disk ({plural(len(data), 'byte')}, {digest(data)}) does not match "
+                f"the manifest ({r.get('size')} bytes, {r.get('digest')}); refusing to serve the tree",
+                "rebuild the tree with `project-skill build`, or restore the committed files",
+            )
         loaded.append(SkillFile(ruri, rel, data, mime_type(rel, data)))
     return loaded
 
@@ -357,13 +405,17 @@ def _check_skill_md(uri: str, data: bytes, frontmatter: Any, where: str) -> None
         code = "bad-skill-md" if exc.code == "bad-frontmatter" else exc.code
         raise serve_error(where, code, f"{uri}: {exc.message}", exc.hint) from None
     if not isinstance(frontmatter, dict) or any(frontmatter_diff(fm, frontmatter)):
-        raise serve_error(where, "frontmatter-mismatch",
-                          f"{uri}: the entry's frontmatter differs from the one in SKILL.md",
-                          "rebuild the tree with `project-skill build`")
+        raise serve_error(
+            where,
+            "frontmatter-mismatch",
+            f"{uri}: the entry's frontmatter differs from the one in SKILL.md",
+            "rebuild the tree with `project-skill build`",
+        )
     description = fm.get("description")
     if not same_name(fm, uri) or not isinstance(description, str) or not description:
-        raise serve_error(where, "bad-skill-md", f"{uri}: the frontmatter needs name '{last_segment(uri)}' and a "
-                          "description")
+        raise serve_error(
+            where, "bad-skill-md", f"{uri}: the frontmatter needs name '{last_segment(uri)}' and a description"
+        )
 
 
 def _load_skill(real_root: Path, entry: Any, where: str) -> Skill:
@@ -403,8 +455,11 @@ def _directories(skills: list[Skill]) -> dict[str, tuple[dict[str, str], ...]]:
             for depth, part in enumerate(parts):
                 uri = f"{parent}/{part}"
                 last = depth == len(parts) - 1
-                node = ({"uri": uri, "name": part, "mimeType": f.mime_type} if last else
-                        {"uri": uri, "name": part, "mimeType": DIRECTORY_MIME})
+                node = (
+                    {"uri": uri, "name": part, "mimeType": f.mime_type}
+                    if last
+                    else {"uri": uri, "name": part, "mimeType": DIRECTORY_MIME}
+                )
                 children.setdefault(parent, {})[part] = node
                 if not last:
                     children.setdefault(uri, {})

@@ -39,7 +39,6 @@ from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 
 from ..conditions import Check, failure_text, first_failure, statement
 from ..errors import plural
-from ..fit import wraps_result
 from ..model import PLACEHOLDER, Step, Workflow
 from . import confirm
 from .arguments import Missing, canonical_text, convert_argument
@@ -57,6 +56,7 @@ def _fence(value: Any) -> str:
 
 
 # ------------------------------------------------------------------------------------------------------ results
+
 
 def tool_result_value(result: CallToolResult, output_schema: dict[str, Any] | None) -> Any:
     """The value a step saves, by the one rule of :func:`projector.results.saved_value`: structured content when
@@ -88,6 +88,7 @@ def _uri_value(value: Any) -> str:
 
 # ----------------------------------------------------------------------------------------------------------- prompt
 
+
 def _user(text: str) -> Turn:
     return Turn("user", text)
 
@@ -114,13 +115,22 @@ class PromptSpec:
 
 
 def prompt_spec(wf: Workflow) -> PromptSpec:
-    args = tuple(PromptArgumentSpec(name=a.name, required=a.required,
-                                    description=(f"{a.description} ({a.type})" if a.description and a.type
-                                                 else a.description or (f"({a.type})" if a.type else None)))
-                 for a in wf.arguments)
+    args = tuple(
+        PromptArgumentSpec(
+            name=a.name,
+            required=a.required,
+            description=(
+                f"{a.description} ({a.type})"
+                if a.description and a.type
+                else a.description or (f"({a.type})" if a.type else None)
+            ),
+        )
+        for a in wf.arguments
+    )
     n = len(wf.steps)
-    description = (f"{wf.description} Runs the workflow's {n} step{'s' * (n != 1)} on the server and returns "
-                   f"the transcript.")
+    description = (
+        f"{wf.description} Runs the workflow's {n} step{'s' * (n != 1)} on the server and returns the transcript."
+    )
     return PromptSpec(name=wf.name, title=wf.title, description=description, arguments=args)
 
 
@@ -147,19 +157,29 @@ def check_arguments(wf: Workflow, arguments: dict[str, Any], surface: str = "pro
     declared = {a.name: a for a in wf.arguments}
     unknown = sorted(set(arguments) - set(declared))
     if unknown:
-        raise MCPError(code=INVALID_PARAMS, message=f"Unknown argument {unknown[0]!r} for {named}; "
-                       f"it takes {', '.join(repr(a) for a in declared) or 'no arguments'}",
-                       data={"argument": unknown[0]})
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"Unknown argument {unknown[0]!r} for {named}; "
+            f"it takes {', '.join(repr(a) for a in declared) or 'no arguments'}",
+            data={"argument": unknown[0]},
+        )
     missing = [a.name for a in wf.arguments if a.required and a.name not in arguments]
     if missing:
-        raise MCPError(code=INVALID_PARAMS, message=f"Missing required argument {missing[0]!r} for {named}",
-                       data={"argument": missing[0]})
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"Missing required argument {missing[0]!r} for {named}",
+            data={"argument": missing[0]},
+        )
     return {name: convert_argument(declared[name], raw, named) for name, raw in arguments.items()}
 
 
-async def run_workflow(wf: Workflow, arguments: dict[str, Any], host: WorkflowHost,
-                       round: confirm.Round | None = None,
-                       saved: dict[str, Any] | None = None) -> list[Turn] | confirm.Asking:
+async def run_workflow(
+    wf: Workflow,
+    arguments: dict[str, Any],
+    host: WorkflowHost,
+    round: confirm.Round | None = None,
+    saved: dict[str, Any] | None = None,
+) -> list[Turn] | confirm.Asking:
     """Run ``wf`` on ``host``'s server and return the transcript: every step in order (:func:`run_step`), until
     one stops the run, then the closing turn. Or, when a step needs a person (``confirm:``, an ``ask: true`` input)
     and ``round`` says the client can ask, the questions and the state to resume from (:mod:`.confirm`); the
@@ -168,8 +188,14 @@ async def run_workflow(wf: Workflow, arguments: dict[str, Any], host: WorkflowHo
     steps saved by the end of the run (those of earlier rounds too): a workflow tool's structured result."""
     typed = check_arguments(wf, arguments)
     # what a {placeholder} gets: the canonical text of the value the conditions check, the text itself for strings
-    run = Run(wf, {name: canonical_text(value) for name, value in typed.items()}, typed, host, round,
-              sent_bytes=len(json.dumps(arguments, default=str)))
+    run = Run(
+        wf,
+        {name: canonical_text(value) for name, value in typed.items()},
+        typed,
+        host,
+        round,
+        sent_bytes=len(json.dumps(arguments, default=str)),
+    )
     if run.round.state is not None:
         first = _resume(run)
     else:
@@ -225,8 +251,10 @@ def _opening(wf: Workflow, typed: dict[str, Any]) -> list[Turn]:
 def _done(wf: Workflow, skipped: int) -> Turn:
     total = len(wf.steps)
     if skipped:
-        return _assistant(f"Done: {total - skipped} of the {total} steps of `{wf.name}` ran on the server; {skipped} "
-                          f"{'was' if skipped == 1 else 'were'} skipped.")
+        return _assistant(
+            f"Done: {total - skipped} of the {total} steps of `{wf.name}` ran on the server; {skipped} "
+            f"{'was' if skipped == 1 else 'were'} skipped."
+        )
     return _assistant(f"Done: all {total} step{'s' * (total != 1)} of `{wf.name}` ran on the server.")
 
 
@@ -291,8 +319,10 @@ def _needs_person(wf: Workflow, n: int, step: Step, why: str) -> Turn:
     rest = len(wf.steps) - n
     action = f"did not call `{step.tool}`" if step.tool else "did not read the step's resources"
     tail = f", and the {rest} later step{'s' * (rest != 1)} did not run" if rest else ""
-    return _user(f"Stopped before step {n} of {len(wf.steps)} (`{step.name}`): {why}. The server {action}{tail}; "
-                 "tell the user why the workflow stopped.")
+    return _user(
+        f"Stopped before step {n} of {len(wf.steps)} (`{step.name}`): {why}. The server {action}{tail}; "
+        "tell the user why the workflow stopped."
+    )
 
 
 def _tool_params(run: Run, n: int, step: Step, tool: ToolSpec | None) -> dict[str, Any] | None:
@@ -375,12 +405,16 @@ def _remaining(wf: Workflow, n: int) -> str:
 
 
 def _hand_over(wf: Workflow, n: int, step: Step, param: str, why: Missing) -> Turn:
-    target = (f"the tool `{step.tool}` requires `{param}`" if step.tool is not None
-              else f"the resource URI needs `{{{param}}}`")
+    target = (
+        f"the tool `{step.tool}` requires `{param}`"
+        if step.tool is not None
+        else f"the resource URI needs `{{{param}}}`"
+    )
     return _user(
         f"Stopped before step {n} of {len(wf.steps)} (`{step.name}`): {target}, and it has no value: {why.reason}.\n\n"
         f"Over to you. Work out `{param}` (ask the user if you cannot), then carry on yourself with the results "
-        f"above and these steps:\n{_remaining(wf, n)}")
+        f"above and these steps:\n{_remaining(wf, n)}"
+    )
 
 
 def _stopped(wf: Workflow, n: int, step: Step, found: Check) -> Turn:
@@ -388,21 +422,25 @@ def _stopped(wf: Workflow, n: int, step: Step, found: Check) -> Turn:
     rest = len(wf.steps) - n
     action = f"did not call `{step.tool}`" if step.tool else "did not read the step's resources"
     tail = f", and the {rest} later step{'s' * (rest != 1)} did not run" if rest else ""
-    return _user(f"Stopped before step {n} of {len(wf.steps)} (`{step.name}`): {failure_text(found)}. The "
-                       f"server {action}{tail}; tell the user why the workflow stopped.")
+    return _user(
+        f"Stopped before step {n} of {len(wf.steps)} (`{step.name}`): {failure_text(found)}. The "
+        f"server {action}{tail}; tell the user why the workflow stopped."
+    )
 
 
 def _skipped(run: Run, n: int, step: Step, found: Check) -> str:
     wf = run.wf
     readers = run.readers(step.bind) if step.bind else []
-    users = [f"{i} (`{wf.steps[i - 1].name}`)" for i in readers[bisect_right(readers, n):]]
-    later = (f" Step{'s' * (len(users) != 1)} {', '.join(users)} will not have `{step.bind}`." if users else "")
+    users = [f"{i} (`{wf.steps[i - 1].name}`)" for i in readers[bisect_right(readers, n) :]]
+    later = f" Step{'s' * (len(users) != 1)} {', '.join(users)} will not have `{step.bind}`." if users else ""
     return f"Skipped: {failure_text(found)}.{later} Going on with the next step."
 
 
 def _failed(wf: Workflow, n: int, step: Step, what: str) -> Turn:
     rest = len(wf.steps) - n
     tail = f" The {rest} later step{'s' * (rest != 1)} did not run." if rest else ""
-    return _user(f"Error: the workflow `{wf.name}` stopped at step {n} of {len(wf.steps)} (`{step.name}`): "
-                       f"{what}.{tail} Tell the user what failed; do not retry a tool that changes data without "
-                       f"asking.")
+    return _user(
+        f"Error: the workflow `{wf.name}` stopped at step {n} of {len(wf.steps)} (`{step.name}`): "
+        f"{what}.{tail} Tell the user what failed; do not retry a tool that changes data without "
+        f"asking."
+    )

@@ -61,8 +61,7 @@ def elicitation(message: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": schema}}
 
 
-def result(texts: Sequence[str], structured: dict[str, Any] | None = None, *, is_error: bool = False
-           ) -> dict[str, Any]:
+def result(texts: Sequence[str], structured: dict[str, Any] | None = None, *, is_error: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {"content": [{"type": "text", "text": t} for t in texts]}
     if structured is not None:
         out["structuredContent"] = structured
@@ -75,8 +74,9 @@ def workflow_job(wf: Workflow, host: Callable[[], WorkflowHost], guard: ReplayGu
     """The job of ``wf``'s tool: ``host()`` makes the server's host for a round."""
 
     async def job(call: Call) -> Done | NeedInput:
-        rnd = confirm.Round.of(can_ask=True, state=call.state, responses=call.answers if call.state else None,
-                               guard=guard)
+        rnd = confirm.Round.of(
+            can_ask=True, state=call.state, responses=call.answers if call.state else None, guard=guard
+        )
         try:
             outcome = await call_workflow(wf, call.arguments, TaskHost(host(), call.cancelled), rnd)
         except BadArguments as exc:

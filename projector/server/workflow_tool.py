@@ -74,6 +74,7 @@ class BadArguments(Exception):
 
 # --------------------------------------------------------------------------------------------------- the listing
 
+
 def input_schema(wf: Workflow) -> dict[str, Any]:
     """The workflow's arguments as a JSON Schema object: types, descriptions, required; nothing else accepted."""
     props: dict[str, Any] = {}
@@ -81,8 +82,9 @@ def input_schema(wf: Workflow) -> dict[str, Any]:
         prop: dict[str, Any] = {"type": a.type or "string"}
         description = a.description.strip()
         if a.ask:
-            description = (description + ". " if description else "") + ("Leave it out to have the server ask the "
-                                                                           "person when a step first needs it.")
+            description = (description + ". " if description else "") + (
+                "Leave it out to have the server ask the person when a step first needs it."
+            )
         if description:
             prop["description"] = description
         props[a.name] = prop
@@ -97,10 +99,17 @@ def input_schema(wf: Workflow) -> dict[str, Any]:
 def output_schema(wf: Workflow) -> dict[str, Any]:
     """``{"results": {bind: value}}``: each binding a step may save, any JSON value; a binding whose step did not
     run is absent."""
-    binds = {s.bind: {"description": f"The result of step {n} `{s.name}` (the tool `{s.tool}`)."}
-             for n, s in enumerate(wf.steps, 1) if s.bind}
-    results = {"type": "object", "description": "The results the steps saved, by the name each is saved under.",
-               "properties": binds, "additionalProperties": False}
+    binds = {
+        s.bind: {"description": f"The result of step {n} `{s.name}` (the tool `{s.tool}`)."}
+        for n, s in enumerate(wf.steps, 1)
+        if s.bind
+    }
+    results = {
+        "type": "object",
+        "description": "The results the steps saved, by the name each is saved under.",
+        "properties": binds,
+        "additionalProperties": False,
+    }
     return {"type": "object", "properties": {"results": results}, "required": ["results"]}
 
 
@@ -125,26 +134,39 @@ def annotations(wf: Workflow, server_tools: Mapping[str, Tool]) -> ToolAnnotatio
     hints = [t.annotations if isinstance(t.annotations, dict) else {} for t in tools]
     read_only = all(h.get("readOnlyHint") is True for h in hints)
     return ToolAnnotations(
-        title=wf.title, read_only_hint=read_only, destructive_hint=any(t.destructive for t in tools),
+        title=wf.title,
+        read_only_hint=read_only,
+        destructive_hint=any(t.destructive for t in tools),
         idempotent_hint=all(h.get("readOnlyHint") is True or h.get("idempotentHint") is True for h in hints),
-        open_world_hint=any(h.get("openWorldHint") is not False for h in hints))
+        open_world_hint=any(h.get("openWorldHint") is not False for h in hints),
+    )
 
 
 def description(wf: Workflow) -> str:
     n = len(wf.steps)
-    text = (f"{wf.description.strip()} Runs the workflow's {n} step{'s' * (n != 1)} on the server, in order, and "
-            "returns the transcript; the results the steps saved are in the structured result.")
+    text = (
+        f"{wf.description.strip()} Runs the workflow's {n} step{'s' * (n != 1)} on the server, in order, and "
+        "returns the transcript; the results the steps saved are in the structured result."
+    )
     if any(s.confirm is not None for s in wf.steps) or any(a.ask for a in wf.arguments):
-        text += (" A step that needs a person (a confirmation, or an input left out) asks them through the client; "
-                 "a client that cannot ask gets a transcript that stops before that step.")
+        text += (
+            " A step that needs a person (a confirmation, or an input left out) asks them through the client; "
+            "a client that cannot ask gets a transcript that stops before that step."
+        )
     return text
 
 
 def tool_spec(wf: Workflow, server_tools: Mapping[str, Tool]) -> WorkflowToolSpec:
     """``wf``'s tool; ``server_tools``: the server's own tools by name, as :func:`projector.fit.from_listing` reads
     them."""
-    return WorkflowToolSpec(name=wf.name, title=wf.title, description=description(wf), input_schema=input_schema(wf),
-                            output_schema=output_schema(wf), annotations=annotations(wf, server_tools))
+    return WorkflowToolSpec(
+        name=wf.name,
+        title=wf.title,
+        description=description(wf),
+        input_schema=input_schema(wf),
+        output_schema=output_schema(wf),
+        annotations=annotations(wf, server_tools),
+    )
 
 
 def check_names(wfs: Sequence[Workflow], taken: Collection[str]) -> None:
@@ -155,10 +177,14 @@ def check_names(wfs: Sequence[Workflow], taken: Collection[str]) -> None:
     for wf in wfs:
         if wf.name in taken or wf.name in seen:
             where = "another workflow's" if wf.name in seen else "a tool already on the server"
-            clashes.append(error(wf.span if wf.span.line else Span(wf.source), "tool-collision",
-                                 f"the workflow '{wf.name}' cannot be offered as a tool: its name is {where}",
-                                 "rename the workflow or that tool, or leave workflow_tools off (serve: drop "
-                                 "--workflow-tools)"))
+            clashes.append(
+                error(
+                    wf.span if wf.span.line else Span(wf.source),
+                    "tool-collision",
+                    f"the workflow '{wf.name}' cannot be offered as a tool: its name is {where}",
+                    "rename the workflow or that tool, or leave workflow_tools off (serve: drop --workflow-tools)",
+                )
+            )
         seen.add(wf.name)
     if clashes:
         raise AttachError(clashes)
@@ -174,19 +200,26 @@ def check_named(tree: Any, offered: Collection[str]) -> None:
         meta = s.frontmatter.get("metadata") if isinstance(s.frontmatter, dict) else None
         named = meta.get("workflow-tool") if isinstance(meta, dict) else None
         if isinstance(named, str) and named not in offered:
-            missing.append(error(Span(f"{tree.root}/{s.path}/SKILL.md"), "missing-workflow-tool",
-                                 f"skill '{s.name}' names the workflow tool '{named}' (its metadata.workflow-tool), "
-                                 "which this server does not offer; its SKILL.md would send a model looking for it",
-                                 "serve the workflows as tools too (attach(workflow_tools=True), serve "
-                                 "--workflow-tools), or build the skills without --workflow-tools"))
+            missing.append(
+                error(
+                    Span(f"{tree.root}/{s.path}/SKILL.md"),
+                    "missing-workflow-tool",
+                    f"skill '{s.name}' names the workflow tool '{named}' (its metadata.workflow-tool), "
+                    "which this server does not offer; its SKILL.md would send a model looking for it",
+                    "serve the workflows as tools too (attach(workflow_tools=True), serve "
+                    "--workflow-tools), or build the skills without --workflow-tools",
+                )
+            )
     if missing:
         raise AttachError(missing)
 
 
 # ------------------------------------------------------------------------------------------------------ the call
 
-async def call_workflow(wf: Workflow, arguments: Mapping[str, Any] | None, host: WorkflowHost,
-                        round: confirm.Round | None = None) -> Outcome | confirm.Asking:
+
+async def call_workflow(
+    wf: Workflow, arguments: Mapping[str, Any] | None, host: WorkflowHost, round: confirm.Round | None = None
+) -> Outcome | confirm.Asking:
     """Run ``wf`` for one ``tools/call``: its transcript and saved results, or the questions to ask (as for the
     prompt). Raises :class:`BadArguments` for arguments that do not fit; a ``requestState`` that does not verify is
     the runner's -32602."""

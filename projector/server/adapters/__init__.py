@@ -49,12 +49,28 @@ class Entry:
 
 
 # The order is the order of every --framework choice; the first is the default.
-REGISTRY: dict[str, Entry] = {e.name: e for e in (
-    Entry("mcp", "projector.server.adapters.mcp", requires="mcp", label="mcp's MCPServer",
-          a_server="an mcp MCPServer", server_class="mcp.server.mcpserver.MCPServer"),
-    Entry("fastmcp", "projector.server.adapters.fastmcp", requires="fastmcp", label="FastMCP",
-          a_server="a FastMCP server", server_class="fastmcp.FastMCP", extra="fastmcp"),
-)}
+REGISTRY: dict[str, Entry] = {
+    e.name: e
+    for e in (
+        Entry(
+            "mcp",
+            "projector.server.adapters.mcp",
+            requires="mcp",
+            label="mcp's MCPServer",
+            a_server="an mcp MCPServer",
+            server_class="mcp.server.mcpserver.MCPServer",
+        ),
+        Entry(
+            "fastmcp",
+            "projector.server.adapters.fastmcp",
+            requires="fastmcp",
+            label="FastMCP",
+            a_server="a FastMCP server",
+            server_class="fastmcp.FastMCP",
+            extra="fastmcp",
+        ),
+    )
+}
 DEFAULT = next(iter(REGISTRY))
 
 

@@ -101,8 +101,9 @@ class Adapter(ABC):
         framework, once per request, which tools the caller sees. A framework that cannot (this default) serves every
         caller everything, as servers did before skills were bound to their tools."""
 
-    def add_workflow_tools(self, server: Any, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
-                           replay: ReplayGuard) -> None:
+    def add_workflow_tools(
+        self, server: Any, tools: Sequence[tuple[Workflow, WorkflowToolSpec]], replay: ReplayGuard
+    ) -> None:
         """Add each workflow as a tool (:mod:`projector.server.workflow_tool`): the spec's name, schemas and
         annotations, and a call that runs :func:`~projector.server.workflow_tool.call_workflow` with the request's
         host and round, claiming each yes in ``replay``. Names are already checked. A framework that cannot (this
@@ -126,15 +127,25 @@ class Adapter(ABC):
         return host
 
     @abstractmethod
-    def add_tool(self, server: Any, fn: Callable[..., Any], *, name: str, description: str, annotations: Any,
-                 text_only: bool = False, host: bool = False) -> None:
+    def add_tool(
+        self,
+        server: Any,
+        fn: Callable[..., Any],
+        *,
+        name: str,
+        description: str,
+        annotations: Any,
+        text_only: bool = False,
+        host: bool = False,
+    ) -> None:
         """Add ``fn`` as a tool. ``text_only``: its result is text content, with no output schema. ``host``: ``fn``
         takes the request's :class:`~projector.server.workflow.WorkflowHost` as its first argument, and the tool's
         parameters are the rest of ``fn``'s."""
 
     @abstractmethod
-    def add_resource(self, server: Any, uri: str, fn: Callable[..., Any], *, name: str, mime_type: str,
-                     description: str) -> None:
+    def add_resource(
+        self, server: Any, uri: str, fn: Callable[..., Any], *, name: str, mime_type: str, description: str
+    ) -> None:
         """Add ``fn`` as the resource ``uri``, or as a resource template when ``uri`` has ``{variables}``."""
 
     @abstractmethod
@@ -145,8 +156,9 @@ class Adapter(ABC):
     def run_stdio(self, server: Any, max_line_bytes: int | None = None) -> None:
         """Serve on this process's stdin and stdout until the input ends."""
 
-    def forwarding_server(self, name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any],
-                          gone: type[Exception]) -> Any:
+    def forwarding_server(
+        self, name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any], gone: type[Exception]
+    ) -> Any:
         """A new server of this framework whose tools are ``tools`` (``mcp_types.Tool``, as an upstream lists them),
         each call handed to ``forward(name, arguments)`` and its ``CallToolResult`` returned as it came; ``gone``
         (raised by ``forward`` when the upstream cannot answer) becomes a tool error. The gateway's server
@@ -166,8 +178,18 @@ class Adapter(ABC):
         raise TypeError(f"projector's verifying client cannot connect to a {self.name} server in process")
 
     @abstractmethod
-    async def serve_http(self, server: Any, *, host: str, port: int, path: str, stateless: bool, security: Any,
-                         guard: Any, options: dict[str, Any]) -> None:
+    async def serve_http(
+        self,
+        server: Any,
+        *,
+        host: str,
+        port: int,
+        path: str,
+        stateless: bool,
+        security: Any,
+        guard: Any,
+        options: dict[str, Any],
+    ) -> None:
         """Serve Streamable HTTP behind ``guard`` (:class:`projector.server.http.HostOriginGuard`, with
         ``security``), with the uvicorn ``options`` of :mod:`projector.server.http`."""
 
@@ -228,21 +250,31 @@ def _default_policy(boundary: Any, name: str) -> bool:
 
     policy = _policy(boundary)
     default_ttl = inspect.signature(RequestStateSecurity.ephemeral).parameters["ttl"].default
-    return (type(policy) is RequestStateSecurity and type(policy.codec) is AESGCMRequestStateCodec
-            and len(getattr(policy.codec, "_ring", ())) == 1 and policy.ttl == default_ttl
-            and policy.audience is None and policy.bind_principal is authenticated_principal
-            and getattr(boundary, "_audience", None) == name)
+    return (
+        type(policy) is RequestStateSecurity
+        and type(policy.codec) is AESGCMRequestStateCodec
+        and len(getattr(policy.codec, "_ring", ())) == 1
+        and policy.ttl == default_ttl
+        and policy.audience is None
+        and policy.bind_principal is authenticated_principal
+        and getattr(boundary, "_audience", None) == name
+    )
 
 
-def with_host(fn: Callable[..., Awaitable[Any]], host: Callable[[dict[str, Any]], WorkflowHost],
-              extra: Sequence[inspect.Parameter] = ()) -> Callable[..., Awaitable[Any]]:
+def with_host(
+    fn: Callable[..., Awaitable[Any]],
+    host: Callable[[dict[str, Any]], WorkflowHost],
+    extra: Sequence[inspect.Parameter] = (),
+) -> Callable[..., Awaitable[Any]]:
     """A tool function whose parameters are ``fn``'s after the first (plus ``extra``, which a framework fills in),
     and which calls ``fn`` with ``host(kwargs)`` first (``host`` takes out what ``extra`` put in). The annotations
     are resolved, so a framework reads the same parameter types as on ``fn``: the ``host=True`` of
     :meth:`Adapter.add_tool`."""
     hints = typing.get_type_hints(fn)
-    params = [p.replace(annotation=hints.get(p.name, p.annotation))
-              for p in list(inspect.signature(fn).parameters.values())[1:]] + list(extra)
+    params = [
+        p.replace(annotation=hints.get(p.name, p.annotation))
+        for p in list(inspect.signature(fn).parameters.values())[1:]
+    ] + list(extra)
     returns = hints.get("return", inspect.Signature.empty)
 
     async def tool(**kwargs: Any) -> Any:

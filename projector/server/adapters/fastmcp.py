@@ -79,6 +79,7 @@ T = TypeVar("T")
 
 # ------------------------------------------------------------------------------------------------------ skills
 
+
 class TreeFileResource(SkillFileResource):
     """One file of the tree, read from memory."""
 
@@ -127,24 +128,39 @@ class TreeProvider(SkillManifestProvider):
         for skill in tree.skills:
             self._manifests[skill.path] = SkillManifest(
                 frontmatter=SkillFrontmatter.model_validate(skill.frontmatter),
-                files={f.path: FastMCPSkillFile(digest=digest(f.data), size=len(f.data))
-                       for f in skill.files})
+                files={f.path: FastMCPSkillFile(digest=digest(f.data), size=len(f.data)) for f in skill.files},
+            )
             for f in skill.files:
                 is_md = f.rel == SKILL_FILE
                 res = TreeFileResource(
-                    uri=AnyUrl(f.uri), name=skill.frontmatter["name"] if is_md else f"{skill.path}/{f.rel}",
-                    description=skill.frontmatter["description"] if is_md else None, mime_type=f.mime_type,
-                    provider=self, skill_path=skill.path, file_path=f.path,
-                    file=self._manifests[skill.path].files[f.path])
+                    uri=AnyUrl(f.uri),
+                    name=skill.frontmatter["name"] if is_md else f"{skill.path}/{f.rel}",
+                    description=skill.frontmatter["description"] if is_md else None,
+                    mime_type=f.mime_type,
+                    provider=self,
+                    skill_path=skill.path,
+                    file_path=f.path,
+                    file=self._manifests[skill.path].files[f.path],
+                )
                 self._files[f.uri] = res
                 if is_md:
                     self._listed.append(res)
         self._templates = [
-            TreeFileTemplate(uri_template=t, name=name, mime_type=mime, provider=self, suffix=suffix,
-                             description=TEMPLATE_DESCRIPTION,
-                             parameters={"type": "object", "required": [f"p{i}" for i in range(1, depth + 1)],
-                                         "properties": {f"p{i}": {"type": "string"} for i in range(1, depth + 1)}})
-            for t, name, mime, suffix, depth in tree.segment_templates()]
+            TreeFileTemplate(
+                uri_template=t,
+                name=name,
+                mime_type=mime,
+                provider=self,
+                suffix=suffix,
+                description=TEMPLATE_DESCRIPTION,
+                parameters={
+                    "type": "object",
+                    "required": [f"p{i}" for i in range(1, depth + 1)],
+                    "properties": {f"p{i}": {"type": "string"} for i in range(1, depth + 1)},
+                },
+            )
+            for t, name, mime, suffix, depth in tree.segment_templates()
+        ]
 
     def required_extensions(self) -> Sequence[Any]:
         return ()  # attach() registers TreeSkillsExtension explicitly
@@ -181,9 +197,11 @@ class TreeSkillsExtension(FastMCPSkillsExtension):
         self.cache = cache
         self.page_size = page_size
         # resources/directory/read: MCPServer's extension's handler (on the caller's tree: .fastmcp_bound)
-        self.read_directory = next(b.handler for b in MCPSkillsExtension(tree, page_size=page_size,
-                                                                         cache=cache).methods()
-                                    if b.method == "resources/directory/read")
+        self.read_directory = next(
+            b.handler
+            for b in MCPSkillsExtension(tree, page_size=page_size, cache=cache).methods()
+            if b.method == "resources/directory/read"
+        )
 
     def clone(self) -> TreeSkillsExtension:
         return TreeSkillsExtension(self.tree, self.provider, page_size=self.page_size, cache=self.cache)
@@ -194,15 +212,24 @@ class TreeSkillsExtension(FastMCPSkillsExtension):
     def methods(self) -> Sequence[MethodBinding]:
         # protocol_versions=None: served on every protocol version, as on MCPServer (FastMCP's own bindings admit
         # only 2026-07-28, which shuts out handshake-era clients such as the TypeScript SDK 1.x)
-        own = [MethodBinding(method=b.method, params_type=b.params_type, handler=self._stamped(b.handler))
-               for b in super().methods()]
-        return (*own, MethodBinding(method="resources/directory/read", params_type=DirectoryReadParams,
-                                    handler=lambda ctx, params: self.read_directory(ctx, params)))
+        own = [
+            MethodBinding(method=b.method, params_type=b.params_type, handler=self._stamped(b.handler))
+            for b in super().methods()
+        ]
+        return (
+            *own,
+            MethodBinding(
+                method="resources/directory/read",
+                params_type=DirectoryReadParams,
+                handler=lambda ctx, params: self.read_directory(ctx, params),
+            ),
+        )
 
     def _stamped(self, handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
         async def stamped(ctx: Any, params: Any) -> Any:
             result = await handler(ctx, params)
             return result.model_copy(update={"ttl_ms": self.cache.ttl_ms, "cache_scope": self.cache.scope})
+
         return stamped
 
 
@@ -218,8 +245,11 @@ class LegacyExtensionsMiddleware(Middleware):
         result = await call_next(context)
         if result is None:
             return None
-        data = result.model_dump(by_alias=True, mode="json", exclude_none=True) if isinstance(result, BaseModel) \
+        data = (
+            result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if isinstance(result, BaseModel)
             else dict(result)
+        )
         caps = dict(data.get("capabilities") or {})
         exts = dict(caps.get("extensions") or {})
         exts.setdefault(SKILLS_EXTENSION, dict(self.settings))
@@ -228,6 +258,7 @@ class LegacyExtensionsMiddleware(Middleware):
 
 
 # ------------------------------------------------------------------------------------------------------ prompts
+
 
 class FastMCPHost(WorkflowHost):
     """The runner on a FastMCP server, through the request's FastMCP ``Context``."""
@@ -268,16 +299,19 @@ class FastMCPWorkflowPrompt(FastMCPPrompt):
     @classmethod
     def for_workflow(cls, wf: Workflow, replay: ReplayGuard | None = None) -> FastMCPWorkflowPrompt:
         spec = prompt_spec(wf)
-        args = [FastMCPPromptArgument(name=a.name, description=a.description, required=bool(a.required))
-                for a in spec.arguments]
+        args = [
+            FastMCPPromptArgument(name=a.name, description=a.description, required=bool(a.required))
+            for a in spec.arguments
+        ]
         return cls(name=spec.name, description=spec.description, arguments=args, workflow=wf, replay=replay)
 
     async def render(self, arguments: dict[str, Any] | None = None) -> Any:  # type: ignore[override]
         ctx = get_context()
         rc = ctx.request_context
         can_ask = rc is not None and confirm.can_elicit(rc.session.client_capabilities, rc.protocol_version)
-        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses,
-                               guard=self.replay)
+        rnd = confirm.Round.of(
+            can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses, guard=self.replay
+        )
         result = await run_workflow(self.workflow, arguments or {}, FastMCPHost(ctx), rnd)
         if isinstance(result, confirm.Asking):
             return confirm.input_required(result)  # FastMCP passes it through (InputRequiredPromptResult)
@@ -294,8 +328,13 @@ class FastMCPBootstrapPrompt(FastMCPPrompt):
 
     @classmethod
     def for_skill(cls, skill: Any) -> FastMCPBootstrapPrompt:
-        return cls(name=bootstrap.bootstrap_name(skill), title=bootstrap.title(skill),
-                   description=bootstrap.description(skill), arguments=[], skill=skill)
+        return cls(
+            name=bootstrap.bootstrap_name(skill),
+            title=bootstrap.title(skill),
+            description=bootstrap.description(skill),
+            arguments=[],
+            skill=skill,
+        )
 
     async def render(self, arguments: dict[str, Any] | None = None) -> list[FastMCPMessage]:  # type: ignore[override]
         bootstrap.refuse_arguments(self.name, arguments)
@@ -307,6 +346,7 @@ class FastMCPBootstrapPrompt(FastMCPPrompt):
 
 # ------------------------------------------------------------------------------------------------------ tools
 
+
 class FastMCPWorkflowTool(FastMCPTool):
     """A workflow as a FastMCP tool, run on the server by the same runner and the same call as on ``MCPServer``
     (:mod:`projector.server.workflow_tool`), without FastMCP's ``_meta.fastmcp`` block."""
@@ -316,20 +356,31 @@ class FastMCPWorkflowTool(FastMCPTool):
 
     @classmethod
     def for_workflow(cls, wf: Workflow, spec: WorkflowToolSpec, replay: ReplayGuard) -> FastMCPWorkflowTool:
-        return cls(name=spec.name, title=spec.title, description=spec.description, parameters=spec.input_schema,
-                   output_schema=spec.output_schema, annotations=spec.annotations, workflow=wf, replay=replay)
+        return cls(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            parameters=spec.input_schema,
+            output_schema=spec.output_schema,
+            annotations=spec.annotations,
+            workflow=wf,
+            replay=replay,
+        )
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         ctx = get_context()
         rc = ctx.request_context
         can_ask = rc is not None and confirm.can_elicit(rc.session.client_capabilities, rc.protocol_version)
-        rnd = confirm.Round.of(can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses,
-                               guard=self.replay)
+        rnd = confirm.Round.of(
+            can_ask=can_ask, state=ctx.request_state, responses=ctx.input_responses, guard=self.replay
+        )
         outcome = await fastmcp_refusals.call(self.workflow, arguments, FastMCPHost(ctx), rnd)  # refusals: -32602
         if isinstance(outcome, confirm.Asking):
             return InputRequiredToolResult(confirm.input_required(outcome))
-        return ToolResult(content=[mcp_types.TextContent(type="text", text=t) for t in outcome.texts()],
-                          structured_content=outcome.structured())
+        return ToolResult(
+            content=[mcp_types.TextContent(type="text", text=t) for t in outcome.texts()],
+            structured_content=outcome.structured(),
+        )
 
     def to_mcp_tool(self, **overrides: Any) -> mcp_types.Tool:
         # the title as declared (FastMCP would make one from the name), as on MCPServer
@@ -337,6 +388,7 @@ class FastMCPWorkflowTool(FastMCPTool):
 
 
 # ------------------------------------------------------------------------------------------------------ attach
+
 
 def run_sync(fn: Callable[[], Awaitable[T]]) -> T:
     """Run ``fn()`` to completion from synchronous code, whether or not this thread runs an event loop: inside a
@@ -372,8 +424,7 @@ async def in_process_http(server: FastMCP) -> AsyncIterator[Any]:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    app = server.http_app(path=IN_PROCESS_PATH, stateless_http=True, json_response=True,
-                          host_origin_protection=False)
+    app = server.http_app(path=IN_PROCESS_PATH, stateless_http=True, json_response=True, host_origin_protection=False)
     async with app.lifespan(app):
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=IN_PROCESS_URL) as http:
             async with streamable_http_client(IN_PROCESS_URL + IN_PROCESS_PATH, http_client=http) as streams:
@@ -398,10 +449,12 @@ class FastMCPAdapter(Adapter):
 
     async def listing(self, server: FastMCP) -> Listing:
         # the tools as tools/list shows them (input and output schemas, annotations), as on MCPServer
-        return Listing(tools={t.name: fit.from_listing(t.to_mcp_tool()) for t in await server.list_tools()},
-                       templates=[t.uri_template for t in await server.list_resource_templates()],
-                       resources=[str(r.uri) for r in await server.list_resources()],
-                       prompts={p.name for p in await server.list_prompts()})
+        return Listing(
+            tools={t.name: fit.from_listing(t.to_mcp_tool()) for t in await server.list_tools()},
+            templates=[t.uri_template for t in await server.list_resource_templates()],
+            resources=[str(r.uri) for r in await server.list_resources()],
+            prompts={p.name for p in await server.list_prompts()},
+        )
 
     def add_extension(self, server: FastMCP, ext: MCPSkillsExtension, listing: Listing) -> TreeSkillsExtension:
         provider = TreeProvider(ext.tree)
@@ -434,21 +487,37 @@ class FastMCPAdapter(Adapter):
     def bind(self, server: FastMCP, bound: Any, served: Any = None) -> None:
         bind_to_caller(server, bound, served)
 
-    def add_workflow_tools(self, server: FastMCP, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
-                           replay: ReplayGuard) -> None:
+    def add_workflow_tools(
+        self, server: FastMCP, tools: Sequence[tuple[Workflow, WorkflowToolSpec]], replay: ReplayGuard
+    ) -> None:
         fastmcp_refusals.install(server)  # a refused retry stays a protocol error, as on MCPServer
         for wf, spec in tools:
             server.add_tool(FastMCPWorkflowTool.for_workflow(wf, spec, replay))
 
-    def add_tool(self, server: FastMCP, fn: Callable[..., Any], *, name: str, description: str, annotations: Any,
-                 text_only: bool = False, host: bool = False) -> None:
+    def add_tool(
+        self,
+        server: FastMCP,
+        fn: Callable[..., Any],
+        *,
+        name: str,
+        description: str,
+        annotations: Any,
+        text_only: bool = False,
+        host: bool = False,
+    ) -> None:
         if host:
             fn = with_host(fn, lambda kwargs: FastMCPHost(get_context()))
-        server.tool(fn, name=name, description=description, annotations=annotations,
-                    **({"output_schema": None} if text_only else {}))
+        server.tool(
+            fn,
+            name=name,
+            description=description,
+            annotations=annotations,
+            **({"output_schema": None} if text_only else {}),
+        )
 
-    def add_resource(self, server: Any, uri: str, fn: Callable[..., Any], *, name: str, mime_type: str,
-                     description: str) -> None:
+    def add_resource(
+        self, server: Any, uri: str, fn: Callable[..., Any], *, name: str, mime_type: str, description: str
+    ) -> None:
         server.resource(uri, name=name, mime_type=mime_type, description=description)(fn)
 
     def make_server(self, name: str, *, version: str, instructions: str, page_size: int) -> FastMCP:
@@ -460,8 +529,14 @@ class FastMCPAdapter(Adapter):
     async def serve_stdio_async(self, server: FastMCP, max_line_bytes: int | None = None) -> None:
         await server.run_stdio_async(show_banner=False)
 
-    def forwarding_server(self, name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any],
-                          gone: type[Exception], visible: Callable[[], Any] | None = None) -> FastMCP:
+    def forwarding_server(
+        self,
+        name: str,
+        tools: Sequence[Any],
+        forward: Callable[[str, dict[str, Any]], Any],
+        gone: type[Exception],
+        visible: Callable[[], Any] | None = None,
+    ) -> FastMCP:
         from .fastmcp_forward import forwarding_server
 
         return forwarding_server(name, tools, forward, gone, visible)
@@ -469,13 +544,31 @@ class FastMCPAdapter(Adapter):
     def in_process(self, server: FastMCP) -> Any:
         return in_process_http(server)
 
-    async def serve_http(self, server: FastMCP, *, host: str, port: int, path: str, stateless: bool, security: Any,
-                         guard: Any, options: dict[str, Any]) -> None:
+    async def serve_http(
+        self,
+        server: FastMCP,
+        *,
+        host: str,
+        port: int,
+        path: str,
+        stateless: bool,
+        security: Any,
+        guard: Any,
+        options: dict[str, Any],
+    ) -> None:
         from starlette.middleware import Middleware as ASGIMiddleware
 
-        await server.run_http_async(show_banner=False, transport="http", host=host, port=port, path=path,
-                                    stateless_http=stateless, host_origin_protection=False,
-                                    middleware=[ASGIMiddleware(guard, settings=security)], uvicorn_config=options)
+        await server.run_http_async(
+            show_banner=False,
+            transport="http",
+            host=host,
+            port=port,
+            path=path,
+            stateless_http=stateless,
+            host_origin_protection=False,
+            middleware=[ASGIMiddleware(guard, settings=security)],
+            uvicorn_config=options,
+        )
 
 
 ADAPTER = FastMCPAdapter()

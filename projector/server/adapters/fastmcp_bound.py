@@ -139,22 +139,26 @@ class SkillTool(FunctionTool):
         return super().to_mcp_tool(**{**overrides, "_meta": None})
 
 
-
 def add_skill_tools(server: FastMCP, tree: SkillTree) -> SkillTools:
     """Register the two skill tools on ``server`` (its names already checked by ``check_names``). A refusal is
     FastMCP's ``ToolError``, which reaches the client as an ``isError`` result even when details are masked."""
     tools = SkillTools(tree)
     load, read = functions(tools, ToolError)
-    for fn, name, description in ((load, LOAD_SKILL, tools.load_description()),
-                                  (read, READ_SKILL_FILE, tools.read_description())):
-        server.add_tool(SkillTool.from_function(fn, name=name, description=description, annotations=ANNOTATIONS,
-                                                output_schema=None))
+    for fn, name, description in (
+        (load, LOAD_SKILL, tools.load_description()),
+        (read, READ_SKILL_FILE, tools.read_description()),
+    ):
+        server.add_tool(
+            SkillTool.from_function(fn, name=name, description=description, annotations=ANNOTATIONS, output_schema=None)
+        )
     return tools
 
 
-def caller_handler(server: FastMCP, bound: Bound,
-                   handler: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+def caller_handler(
+    server: FastMCP, bound: Bound, handler: Callable[..., Awaitable[Any]]
+) -> Callable[..., Awaitable[Any]]:
     """``handler`` (``resources/directory/read``) on the tree this request's caller is served."""
+
     async def handler_for_caller(ctx: Any, params: Any) -> Any:
         tree = bound.tree_for(await visible_tools(server))
         token = CALLER_TREE.set((bound.tree, tree)) if tree is not None and bound.tree is not None else None
@@ -163,6 +167,7 @@ def caller_handler(server: FastMCP, bound: Bound,
         finally:
             if token is not None:
                 CALLER_TREE.reset(token)
+
     return handler_for_caller
 
 

@@ -10,8 +10,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 
-def forwarding_server(name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any],
-                      gone: type[Exception], visible: Callable[[], Any] | None = None) -> Any:
+def forwarding_server(
+    name: str,
+    tools: Sequence[Any],
+    forward: Callable[[str, dict[str, Any]], Any],
+    gone: type[Exception],
+    visible: Callable[[], Any] | None = None,
+) -> Any:
     """A ``fastmcp.FastMCP`` with one forwarding tool per upstream tool, and a middleware that lists only those
     ``visible()`` names."""
     from fastmcp import FastMCP
@@ -25,8 +30,12 @@ def forwarding_server(name: str, tools: Sequence[Any], forward: Callable[[str, d
                 result = await forward(self.name, arguments)
             except gone as exc:
                 raise ToolError(str(exc)) from None
-            return ToolResult(content=result.content, structured_content=result.structured_content,
-                              meta=result.meta, is_error=bool(result.is_error))
+            return ToolResult(
+                content=result.content,
+                structured_content=result.structured_content,
+                meta=result.meta,
+                is_error=bool(result.is_error),
+            )
 
     forwarded = frozenset(t.name for t in tools)
 
@@ -40,7 +49,16 @@ def forwarding_server(name: str, tools: Sequence[Any], forward: Callable[[str, d
     if visible is not None:
         server.add_middleware(ListedOnly())
     for t in tools:
-        server.add_tool(ForwardingTool(name=t.name, title=t.title, description=t.description,
-                                       parameters=t.input_schema, output_schema=t.output_schema,
-                                       annotations=t.annotations, icons=t.icons, meta=t.meta))
+        server.add_tool(
+            ForwardingTool(
+                name=t.name,
+                title=t.title,
+                description=t.description,
+                parameters=t.input_schema,
+                output_schema=t.output_schema,
+                annotations=t.annotations,
+                icons=t.icons,
+                meta=t.meta,
+            )
+        )
     return server

@@ -50,8 +50,9 @@ def install(server: FastMCP) -> None:
         server.middleware.insert(0, RefusalsMiddleware())
 
 
-async def call(wf: Any, arguments: Mapping[str, Any] | None, host: WorkflowHost,
-               round: confirm.Round) -> Outcome | confirm.Asking:
+async def call(
+    wf: Any, arguments: Mapping[str, Any] | None, host: WorkflowHost, round: confirm.Round
+) -> Outcome | confirm.Asking:
     """:func:`~projector.server.workflow_tool.call_workflow`, its bad arguments a ``ToolError`` and its protocol
     errors :class:`Refused`."""
     try:

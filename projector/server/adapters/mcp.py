@@ -36,8 +36,15 @@ from .. import bootstrap, confirm
 from ..errors import AttachError
 from ..replay import ReplayGuard
 from ..skill_tools import SkillTools, add_to_mcpserver
-from ..skills import (DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SKILLS_EXTENSION, Skill, SkillsExtension, SkillTree,
-                      legacy_extensions_middleware)
+from ..skills import (
+    DEFAULT_CACHE,
+    DEFAULT_PAGE_SIZE,
+    SKILLS_EXTENSION,
+    Skill,
+    SkillsExtension,
+    SkillTree,
+    legacy_extensions_middleware,
+)
 from ..workflow import ToolSpec, Turn, WorkflowHost, prompt_spec, run_workflow
 from ..workflow_tool import BadArguments, WorkflowToolSpec, call_workflow
 from .base import Adapter, Listing, seal_with, with_host
@@ -78,19 +85,34 @@ class WorkflowPrompt(Prompt):
     def for_workflow(cls, wf: Workflow, replay: ReplayGuard | None = None) -> WorkflowPrompt:
         spec = prompt_spec(wf)
         args = [PromptArgument(name=a.name, required=a.required, description=a.description) for a in spec.arguments]
-        return cls(name=spec.name, title=spec.title, description=spec.description, arguments=args, fn=_unused,
-                   workflow=wf, replay=replay)
+        return cls(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            arguments=args,
+            fn=_unused,
+            workflow=wf,
+            replay=replay,
+        )
 
     async def render(self, arguments: dict[str, Any] | None, context: Context) -> Any:  # type: ignore[override]
-        rnd = confirm.Round.of(can_ask=confirm.can_elicit(context.client_capabilities, context.protocol_version),
-                               state=context.request_state, responses=context.input_responses, guard=self.replay)
+        rnd = confirm.Round.of(
+            can_ask=confirm.can_elicit(context.client_capabilities, context.protocol_version),
+            state=context.request_state,
+            responses=context.input_responses,
+            guard=self.replay,
+        )
         result = await run_workflow(self.workflow, arguments or {}, MCPServerHost(context), rnd)
         return confirm.input_required(result) if isinstance(result, confirm.Asking) else messages(result)
 
 
 def _round(context: Context, replay: ReplayGuard | None) -> confirm.Round:
-    return confirm.Round.of(can_ask=confirm.can_elicit(context.client_capabilities, context.protocol_version),
-                            state=context.request_state, responses=context.input_responses, guard=replay)
+    return confirm.Round.of(
+        can_ask=confirm.can_elicit(context.client_capabilities, context.protocol_version),
+        state=context.request_state,
+        responses=context.input_responses,
+        guard=replay,
+    )
 
 
 class WorkflowTool(MCPServerTool):
@@ -102,19 +124,31 @@ class WorkflowTool(MCPServerTool):
 
     @classmethod
     def for_workflow(cls, wf: Workflow, spec: WorkflowToolSpec, replay: ReplayGuard) -> WorkflowTool:
-        return cls(fn=_unused, name=spec.name, title=spec.title, description=spec.description,
-                   parameters=spec.input_schema, is_async=True, annotations=spec.annotations, workflow=wf,
-                   fn_metadata=FuncMetadata(arg_model=ArgModelBase, output_schema=spec.output_schema), replay=replay)
+        return cls(
+            fn=_unused,
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            parameters=spec.input_schema,
+            is_async=True,
+            annotations=spec.annotations,
+            workflow=wf,
+            fn_metadata=FuncMetadata(arg_model=ArgModelBase, output_schema=spec.output_schema),
+            replay=replay,
+        )
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         try:
-            outcome = await call_workflow(self.workflow, arguments, MCPServerHost(context), _round(context, self.replay))
+            outcome = await call_workflow(
+                self.workflow, arguments, MCPServerHost(context), _round(context, self.replay)
+            )
         except BadArguments as exc:
             raise MCPToolError(str(exc)) from None
         if isinstance(outcome, confirm.Asking):
             return confirm.input_required(outcome)
-        return CallToolResult(content=[TextContent(type="text", text=t) for t in outcome.texts()],
-                              structured_content=outcome.structured())
+        return CallToolResult(
+            content=[TextContent(type="text", text=t) for t in outcome.texts()], structured_content=outcome.structured()
+        )
 
 
 class BootstrapPrompt(Prompt):
@@ -124,8 +158,14 @@ class BootstrapPrompt(Prompt):
 
     @classmethod
     def for_skill(cls, skill: Skill) -> BootstrapPrompt:
-        return cls(name=bootstrap.bootstrap_name(skill), fn=_unused, arguments=[], skill=skill,
-                   title=bootstrap.title(skill), description=bootstrap.description(skill))
+        return cls(
+            name=bootstrap.bootstrap_name(skill),
+            fn=_unused,
+            arguments=[],
+            skill=skill,
+            title=bootstrap.title(skill),
+            description=bootstrap.description(skill),
+        )
 
     async def render(self, arguments: dict[str, Any] | None, context: Any) -> list[Message]:  # type: ignore[override]
         bootstrap.refuse_arguments(self.name, arguments)
@@ -177,8 +217,10 @@ def _register_extension(server: MCPServer, ext: SkillsExtension) -> None:
         raise AttachError("this server already has a different skills extension; pass that one as attach(skills=...)")
     apply = getattr(server, "_apply_extension", None)
     if apply is None:  # pragma: no cover - a future mcp without the private hook
-        raise AttachError("this mcp version cannot add an extension to a built server; build it with "
-                          "MCPServer(..., extensions=[SkillsExtension(dir)]) and pass that extension to attach()")
+        raise AttachError(
+            "this mcp version cannot add an extension to a built server; build it with "
+            "MCPServer(..., extensions=[SkillsExtension(dir)]) and pass that extension to attach()"
+        )
     apply(ext)
 
 
@@ -217,18 +259,24 @@ class MCPAdapter(Adapter):
     async def listing(self, server: MCPServer) -> Listing:
         from ... import fit
 
-        return Listing(tools={t.name: fit.from_listing(t) for t in await server.list_tools()},
-                       templates=[t.uri_template for t in await server.list_resource_templates()],
-                       resources=[str(r.uri) for r in await server.list_resources()],
-                       prompts={p.name for p in await server.list_prompts()})
+        return Listing(
+            tools={t.name: fit.from_listing(t) for t in await server.list_tools()},
+            templates=[t.uri_template for t in await server.list_resource_templates()],
+            resources=[str(r.uri) for r in await server.list_resources()],
+            prompts={p.name for p in await server.list_prompts()},
+        )
 
     def add_extension(self, server: MCPServer, ext: SkillsExtension, listing: Listing) -> SkillsExtension:
         _register_extension(server, ext)
         for uri_template, name, mime, fn in ext.templates():
             if uri_template not in listing.templates:
-                server.resource(uri_template, name=name, mime_type=mime,
-                                description="A supporting file of a served skill: listed in skills/list, "
-                                            "read here, not in resources/list.")(fn)
+                server.resource(
+                    uri_template,
+                    name=name,
+                    mime_type=mime,
+                    description="A supporting file of a served skill: listed in skills/list, "
+                    "read here, not in resources/list.",
+                )(fn)
         if not any(getattr(m, "projector_legacy_extension", None) == SKILLS_EXTENSION for m in server.middleware):
             server.middleware.append(legacy_extensions_middleware(SKILLS_EXTENSION, ext.settings()))
         return ext
@@ -256,24 +304,40 @@ class MCPAdapter(Adapter):
 
         bind(server, bound)
 
-    def add_workflow_tools(self, server: MCPServer, tools: Sequence[tuple[Workflow, WorkflowToolSpec]],
-                           replay: ReplayGuard) -> None:
+    def add_workflow_tools(
+        self, server: MCPServer, tools: Sequence[tuple[Workflow, WorkflowToolSpec]], replay: ReplayGuard
+    ) -> None:
         # MCPServer adds tools from functions only, and a function's signature cannot carry a workflow's arguments
         # (any name, a schema of their own), so the tool object is put in the server's tool manager, where
         # add_tool() puts the ones it makes.
         for wf, spec in tools:
             server._tool_manager._tools[spec.name] = WorkflowTool.for_workflow(wf, spec, replay)
 
-    def add_tool(self, server: MCPServer, fn: Callable[..., Any], *, name: str, description: str, annotations: Any,
-                 text_only: bool = False, host: bool = False) -> None:
+    def add_tool(
+        self,
+        server: MCPServer,
+        fn: Callable[..., Any],
+        *,
+        name: str,
+        description: str,
+        annotations: Any,
+        text_only: bool = False,
+        host: bool = False,
+    ) -> None:
         if host:
             ctx = inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=Context)
             fn = with_host(fn, lambda kwargs: MCPServerHost(kwargs.pop(_CTX)), [ctx])
-        server.add_tool(fn, name=name, description=description, annotations=annotations,
-                        **({"structured_output": False} if text_only else {}))
+        server.add_tool(
+            fn,
+            name=name,
+            description=description,
+            annotations=annotations,
+            **({"structured_output": False} if text_only else {}),
+        )
 
-    def add_resource(self, server: Any, uri: str, fn: Callable[..., Any], *, name: str, mime_type: str,
-                     description: str) -> None:
+    def add_resource(
+        self, server: Any, uri: str, fn: Callable[..., Any], *, name: str, mime_type: str, description: str
+    ) -> None:
         server.resource(uri, name=name, mime_type=mime_type, description=description)(fn)
 
     def make_server(self, name: str, *, version: str, instructions: str, page_size: int) -> MCPServer:
@@ -294,8 +358,14 @@ class MCPAdapter(Adapter):
 
         await (serve_stdio(server) if max_line_bytes is None else serve_stdio(server, max_line_bytes))
 
-    def forwarding_server(self, name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any],
-                          gone: type[Exception], visible: Callable[[], Any] | None = None) -> MCPServer:
+    def forwarding_server(
+        self,
+        name: str,
+        tools: Sequence[Any],
+        forward: Callable[[str, dict[str, Any]], Any],
+        gone: type[Exception],
+        visible: Callable[[], Any] | None = None,
+    ) -> MCPServer:
         """An ``MCPServer`` built with one forwarding tool per upstream tool (its ``tools=`` argument: public API),
         and a middleware that lists only those ``visible()`` names."""
         from mcp.server.mcpserver import MCPServer
@@ -319,10 +389,22 @@ class MCPAdapter(Adapter):
                 except gone as exc:
                     raise ToolError(str(exc)) from None
 
-        made = [ForwardingTool(fn=_forwarded, name=t.name, title=t.title, description=t.description or "",
-                               parameters=t.input_schema, fn_metadata=func_metadata(_forwarded), is_async=True,
-                               annotations=t.annotations, icons=t.icons, meta=t.meta,
-                               upstream_output_schema=t.output_schema) for t in tools]
+        made = [
+            ForwardingTool(
+                fn=_forwarded,
+                name=t.name,
+                title=t.title,
+                description=t.description or "",
+                parameters=t.input_schema,
+                fn_metadata=func_metadata(_forwarded),
+                is_async=True,
+                annotations=t.annotations,
+                icons=t.icons,
+                meta=t.meta,
+                upstream_output_schema=t.output_schema,
+            )
+            for t in tools
+        ]
         server = MCPServer(name, tools=made)
         if visible is not None:
             server.middleware.append(listed_only(frozenset(t.name for t in tools), visible))
@@ -331,23 +413,42 @@ class MCPAdapter(Adapter):
     def in_process(self, server: MCPServer) -> MCPServer:
         return server  # mcp.Client connects to an MCPServer in process
 
-    async def serve_http(self, server: MCPServer, *, host: str, port: int, path: str, stateless: bool, security: Any,
-                         guard: Any, options: dict[str, Any]) -> None:
+    async def serve_http(
+        self,
+        server: MCPServer,
+        *,
+        host: str,
+        port: int,
+        path: str,
+        stateless: bool,
+        security: Any,
+        guard: Any,
+        options: dict[str, Any],
+    ) -> None:
         import uvicorn
 
-        app = server.streamable_http_app(streamable_http_path=path, stateless_http=stateless,
-                                         transport_security=security, host=host)
-        config = uvicorn.Config(guard(app, security), host=host, port=port,
-                                log_level=server.settings.log_level.lower(), **options)
+        app = server.streamable_http_app(
+            streamable_http_path=path, stateless_http=stateless, transport_security=security, host=host
+        )
+        config = uvicorn.Config(
+            guard(app, security), host=host, port=port, log_level=server.settings.log_level.lower(), **options
+        )
         await uvicorn.Server(config).serve()
 
 
 ADAPTER = MCPAdapter()
 
 
-def build_server(name: str = "projector", skills: str | Path | SkillTree = "generated_skills",
-                 workflows: Any = "workflows", *, tools: Sequence[Any] = (), page_size: int = DEFAULT_PAGE_SIZE,
-                 cache: CacheHint = DEFAULT_CACHE, **server_kwargs: Any) -> MCPServer:
+def build_server(
+    name: str = "projector",
+    skills: str | Path | SkillTree = "generated_skills",
+    workflows: Any = "workflows",
+    *,
+    tools: Sequence[Any] = (),
+    page_size: int = DEFAULT_PAGE_SIZE,
+    cache: CacheHint = DEFAULT_CACHE,
+    **server_kwargs: Any,
+) -> MCPServer:
     """An MCPServer built with the skills extension (public API only), with ``tools`` (functions) and then
     :func:`projector.server.attach`'s prompts added. For more control build the server yourself and call
     :func:`~projector.server.attach`."""

@@ -24,8 +24,19 @@ from ..skill_tools import LOAD_SKILL, TOOL_NAMES, Refusal, SkillTools
 from ..skills import CALLER_TREE
 
 _PROBING: ContextVar[bool] = ContextVar("projector_probing_tools", default=False)
-METHODS = frozenset({"tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/read",
-                     "resources/directory/read", "skills/list", "skills/get"})
+METHODS = frozenset(
+    {
+        "tools/list",
+        "tools/call",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/read",
+        "resources/directory/read",
+        "skills/list",
+        "skills/get",
+    }
+)
 
 
 def _dump(result: Any) -> Any:
@@ -98,8 +109,9 @@ class BoundMiddleware:
         if method == "resources/read" and isinstance(uri, str) and self.bound.hides_uri(uri, tree):
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown resource: {uri}", data={"uri": uri})
         if method == "tools/call" and name in hidden:
-            return _dump(CallToolResult(content=[TextContent(type="text", text=f"Unknown tool: {name}")],
-                                        is_error=True))
+            return _dump(
+                CallToolResult(content=[TextContent(type="text", text=f"Unknown tool: {name}")], is_error=True)
+            )
         if method == "tools/call" and self.bound.skill_tools and name in TOOL_NAMES and tree is not self.bound.tree:
             answer = _skill_call(SkillTools(tree), name, params.get("arguments"))
             if answer:
@@ -113,8 +125,12 @@ class BoundMiddleware:
         if method == "prompts/list" and hidden:
             return {**result, "prompts": [p for p in result.get("prompts", []) if p.get("name") not in hidden]}
         if method == "resources/list" and tree is not self.bound.tree:
-            return {**result, "resources": [r for r in result.get("resources", [])
-                                            if not self.bound.hides_uri(str(r.get("uri")), tree)]}
+            return {
+                **result,
+                "resources": [
+                    r for r in result.get("resources", []) if not self.bound.hides_uri(str(r.get("uri")), tree)
+                ],
+            }
         if method != "tools/list":
             return result
         drop = set(hidden)

@@ -33,8 +33,9 @@ class MCPTasksExtension(Extension):
         return [MethodBinding(method, params, handler) for method, params, handler in method_handlers(self.tasks)]
 
     async def intercept_tool_call(self, params: Any, ctx: Any, call_next: Any) -> Any:
-        return await intercept(self.tasks, ctx, params.name, params.arguments, params.input_responses,
-                               lambda: call_next(ctx))
+        return await intercept(
+            self.tasks, ctx, params.name, params.arguments, params.input_responses, lambda: call_next(ctx)
+        )
 
 
 def add_tasks(server: MCPServer, tasks: Tasks) -> None:
@@ -45,8 +46,10 @@ def add_tasks(server: MCPServer, tasks: Tasks) -> None:
         raise AttachError("this server already has a Tasks extension of its own")
     apply, install = getattr(server, "_apply_extension", None), getattr(server, "_install_extension_interceptor", None)
     if apply is None or install is None:  # pragma: no cover - a future mcp without the private hooks
-        raise AttachError("this mcp version cannot add an extension to a built server; build it with "
-                          "MCPServer(..., extensions=[MCPTasksExtension(tasks)])")
+        raise AttachError(
+            "this mcp version cannot add an extension to a built server; build it with "
+            "MCPServer(..., extensions=[MCPTasksExtension(tasks)])"
+        )
     apply(MCPTasksExtension(tasks))
     install()
 
