@@ -140,7 +140,7 @@ def test_write_floor_writes_the_builds_own_tree(workgen, bench_modules, tmp_path
     for case in floors.SCRIPTS:
         subprocess.run(floors.argv(case, tmp_path / "wf", out, blob, target), check=True, timeout=120)
     assert floors.tree_files(target) == floors.tree_files(out)  # the same folders, names and bytes
-    assert len(floors.tree_files(out)) == 31  # 15 bundles of 2 files, and skills.json
+    assert len(floors.tree_files(out)) == 61  # 15 bundles of 2 files, their 2 derived eval files each, skills.json
 
 
 def _result(build: float, check: float, start: float, parse: float, write: float, cold: float, imports: float,

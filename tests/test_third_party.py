@@ -254,8 +254,9 @@ async def read_back(transport, work: Path, repo: Path) -> None:
         listed = await client.list_skills()
         assert [e.uri for e in listed] == ["skill://review-staged/SKILL.md"]
         skill = await client.read_skill(listed[0].uri)  # verifies each file's size and digest against skills/get
+        # every file of the bundle; the derived evals beside it are not served
         assert dict(skill.files) == {p.relative_to(built).as_posix(): p.read_bytes()
-                                     for p in sorted(built.rglob("*")) if p.is_file()}
+                                     for p in sorted(built.rglob("*")) if p.is_file() and "evals" not in p.parts}
         contents = await client.read_resource("skill://review-staged/SKILL.md")
         assert contents[0].text.encode("utf-8") == (built / "SKILL.md").read_bytes()
 
