@@ -248,7 +248,7 @@ async def attach_async(server: Any, skills: Skills = "generated_skills", workflo
             _add_tasks(adapter, server, tasks, tools, guard)
     adapter.bind(server, Bound.of(tree, wfs if workflow_prompts and guard is not None else [],
                                   [wf for wf, _ in tools] if guard is not None else [],
-                                  bootstrap_prompts, skill_tools and tree is not None), served)
+                                  bootstrap_prompts, skill_tools and tree is not None, has=listing.tools), served)
     return served
 
 
