@@ -234,7 +234,8 @@ LAYOUT_PROSE: dict[str, str] = {
         "`metadata.workflow-digest` is the bundle's version stamp, the SHA-256 of the workflow's canonical JSON: it "
         "changes exactly when the workflow does, so a host or a pin can tell what changed. `metadata.tools` names the "
         "tools the steps call, sorted and separated by spaces (empty for a skill that only reads resources): a server "
-        "that serves the skill hides it from a caller that cannot see one of them. A workflow's own "
+        "that serves the skill and has one of them hides it from a caller that cannot see that one (a tool the "
+        "server does not have is served elsewhere, and hides nothing). A workflow's own "
         "`license`, `compatibility` and `metadata` would come after the description, in that order. "
         "The frontmatter is dumped by a YAML library with a fixed key order, and `skills.json` carries it parsed back "
         "from these bytes, so a client can compare the two."),
