@@ -7,12 +7,13 @@ unknown to ``skills/get``, ``resources/read``, ``resources/directory/read`` and 
 own answer for that caller, its ``tools/list`` for the request (FastMCP's visibility, tags and authorization;
 MCPServer's tool list and middleware): each adapter asks it once per request and hands the names here.
 
-"Has": the tools the server listed when ``attach`` ran (a listing outside any request, which sees every tool
-registered and enabled then), together with every tool any caller's ``tools/list`` has shown since. The set only
-grows, and only by the tools a skill or prompt calls, so it is bounded by the tree. A tool the server does not have
-does not hide anything: the skill's tools are served elsewhere (a pure skills catalog such as ``serve --skills DIR``
-of a tree ``remote load`` fetched, or a host whose tools live on another server). A tool registered after ``attach``
-and disabled for every caller so far is not yet known to be the server's; the first caller shown it makes it so.
+"Has": the tools registered on the server when ``attach`` ran, whoever may see them (the adapter's
+``registered_tools``: MCPServer's listing; on FastMCP its providers' tools, disabled and authorization-bound ones
+included), together with every tool any caller's ``tools/list`` has shown since. The set only grows, and only by the
+tools a skill or prompt calls, so it is bounded by the tree. A tool the server does not have does not hide anything:
+the skill's tools are served elsewhere (a pure skills catalog such as ``serve --skills DIR`` of a tree ``remote load``
+fetched, or a host whose tools live on another server). A tool registered after ``attach`` is not known to be the
+server's until a caller is shown it.
 
 A second rule: with the skill tools on, a client that declared the skills extension itself reads skills through it,
 so ``load_skill`` and ``read_skill_file`` are not offered to it twice.
@@ -63,7 +64,7 @@ class Bound:
     @classmethod
     def of(cls, tree: SkillTree | None, prompts: Sequence[Workflow], tools: Sequence[Workflow],
            bootstrap: bool, skill_tools: bool, *, has: Collection[str]) -> Bound:
-        """``has``: the tools the server listed when ``attach`` ran."""
+        """``has``: the tools registered on the server when ``attach`` ran."""
         needs = {wf.name: calls(wf) for wf in (*prompts, *tools)}
         if tree is not None and bootstrap:
             needs.update({bootstrap_name(s): s.tools for s in tree.skills if s.tools is not None})

@@ -325,3 +325,33 @@ async def test_a_tool_added_after_attach_counts_once_a_caller_is_shown_it(cli, t
         after = await catalog(client.session, manifest)
     assert set(before["listed"]) == set(shown["listed"]) == set(manifest)
     assert set(after["listed"]) == set(manifest) - refunds
+
+
+@pytest.mark.parametrize("how", ["disabled", "authorized"])
+async def test_fastmcp_a_tool_no_caller_is_shown_at_attach_still_hides_its_skills(how, cli, tmp_path):
+    """FastMCP's own listing at attach leaves out a disabled tool, and one whose ``auth`` the (absent) caller
+    fails; the server has them all the same, so a caller not shown issue_refund is not served the skills that call
+    it, even before any caller has been shown it. Enabled again, the skills are back."""
+    from fastmcp.server.auth import require_scopes
+
+    skills, manifest = skills_only(cli, tmp_path)
+    refunds = {u for u, e in manifest.items() if "issue_refund" in e["frontmatter"]["metadata"]["tools"].split()}
+    server = FastMCP("refunds")
+
+    @server.tool(auth=require_scopes("refunds") if how == "authorized" else None)
+    def issue_refund(order_id: str, amount: float) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    if how == "disabled":
+        server.disable(names={"issue_refund"}, components={"tool"})
+    attach(server, skills, None)
+    async with FastMCPClient(server) as client:
+        seen = await catalog(client.session, manifest)
+        if how == "disabled":
+            server.enable(names={"issue_refund"}, components={"tool"})
+            again = await catalog(client.session, manifest)
+            assert set(again["listed"]) == set(manifest)
+    assert refunds and "issue_refund" not in seen["tools"]
+    assert set(seen["listed"]) == set(manifest) - refunds
+    assert {u for u, got in seen["got"].items() if got is None} == refunds
