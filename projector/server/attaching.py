@@ -309,6 +309,7 @@ async def attach_async(
     wfs = load_workflows(workflows) if workflow_prompts or workflow_tools else []
     tree = ext.tree if ext is not None else None
     listing = await adapter.listing(server)
+    has = await adapter.registered_tools(server, listing)
     _check(listing, wfs, tree, skill_tools)
     tools = _workflow_tools(wfs, listing, skill_tools) if workflow_tools else []
     if tree is not None:
@@ -340,6 +341,7 @@ async def attach_async(
             [wf for wf, _ in tools] if guard is not None else [],
             bootstrap_prompts,
             skill_tools and tree is not None,
+            has=has,
         ),
         served,
     )

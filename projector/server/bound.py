@@ -1,11 +1,19 @@
 """Skills bound to their tools: what a caller is served, given the tools its framework lets it see.
 
 Each skill states the tools its steps call (``metadata.tools``, :attr:`~projector.server.tree.Skill.tools`). Per
-request, a skill that calls a tool the caller cannot see is not there: not in ``skills/list``, unknown to
-``skills/get``, ``resources/read``, ``resources/directory/read`` and ``read_skill_file``, not named by ``load_skill``;
-and its workflow prompt, bootstrap prompt and workflow tool are absent. "Can see" is the framework's own answer for
-that caller, its ``tools/list`` for the request (FastMCP's visibility, tags and authorization; MCPServer's tool list
-and middleware): each adapter asks it once per request and hands the names here.
+request, a skill that calls a tool this server has and the caller cannot see is not there: not in ``skills/list``,
+unknown to ``skills/get``, ``resources/read``, ``resources/directory/read`` and ``read_skill_file``, not named by
+``load_skill``; and its workflow prompt, bootstrap prompt and workflow tool are absent. "Can see" is the framework's
+own answer for that caller, its ``tools/list`` for the request (FastMCP's visibility, tags and authorization;
+MCPServer's tool list and middleware): each adapter asks it once per request and hands the names here.
+
+"Has": the tools registered on the server when ``attach`` ran, whoever may see them (the adapter's
+``registered_tools``: MCPServer's listing; on FastMCP its providers' tools, disabled and authorization-bound ones
+included), together with every tool any caller's ``tools/list`` has shown since. The set only grows, and only by the
+tools a skill or prompt calls, so it is bounded by the tree. A tool the server does not have does not hide anything:
+the skill's tools are served elsewhere (a pure skills catalog such as ``serve --skills DIR`` of a tree ``remote load``
+fetched, or a host whose tools live on another server). A tool registered after ``attach`` is not known to be the
+server's until a caller is shown it.
 
 A second rule: with the skill tools on, a client that declared the skills extension itself reads skills through it,
 so ``load_skill`` and ``read_skill_file`` are not offered to it twice.
@@ -43,11 +51,15 @@ class Bound:
 
     ``tree``: the served skills (None: prompts only). ``needs``: each workflow prompt, bootstrap prompt and workflow
     tool by name, and the tools it calls. ``skill_tools``: whether ``load_skill`` and ``read_skill_file`` are served.
+    ``called``: every tool a skill or a prompt calls. ``has``: those of them the server is known to have (it grows
+    as callers are shown more of them).
     """
 
     tree: SkillTree | None
     needs: dict[str, frozenset[str]] = field(default_factory=dict)
     skill_tools: bool = False
+    called: frozenset[str] = frozenset()
+    has: set[str] = field(default_factory=set, compare=False)
 
     @classmethod
     def of(
@@ -57,11 +69,22 @@ class Bound:
         tools: Sequence[Workflow],
         bootstrap: bool,
         skill_tools: bool,
+        *,
+        has: Collection[str],
     ) -> Bound:
+        """``has``: the tools registered on the server when ``attach`` ran."""
         needs = {wf.name: calls(wf) for wf in (*prompts, *tools)}
         if tree is not None and bootstrap:
             needs.update({bootstrap_name(s): s.tools for s in tree.skills if s.tools is not None})
-        return cls(tree, needs, skill_tools)
+        skills = tree.skills if tree is not None else ()
+        called = frozenset().union(*needs.values(), *(s.tools for s in skills if s.tools is not None))
+        return cls(tree, needs, skill_tools, called, set(called.intersection(has)))
+
+    def known(self, visible: Collection[str] | None) -> frozenset[str]:
+        """The called tools this server has, once the ones a caller who sees ``visible`` is shown are added."""
+        if visible is not None:
+            self.has.update(self.called.intersection(visible))
+        return frozenset(self.has)
 
     @property
     def tool_names(self) -> frozenset[str]:
@@ -69,14 +92,16 @@ class Bound:
         return frozenset(self.needs) | (frozenset(TOOL_NAMES) if self.skill_tools else frozenset())
 
     def hidden(self, visible: Collection[str] | None) -> frozenset[str]:
-        """The prompt and tool names a caller who sees the tools ``visible`` (None: every tool) is not offered."""
+        """The prompt and tool names a caller who sees the tools ``visible`` (None: every tool) is not offered: those
+        that call a tool the server has and the caller cannot see."""
         if visible is None:
             return frozenset()
-        seen = set(visible)
-        return frozenset(name for name, tools in self.needs.items() if not tools <= seen)
+        has, seen = self.known(visible), frozenset(visible)
+        return frozenset(name for name, tools in self.needs.items() if not tools & has <= seen)
 
     def tree_for(self, visible: Collection[str] | None) -> SkillTree | None:
-        return None if self.tree is None else self.tree.for_caller(visible)
+        """The tree a caller who sees the tools ``visible`` (None: every tool) is served."""
+        return None if self.tree is None else self.tree.for_caller(visible, self.known(visible))
 
     def hides_uri(self, uri: str, served: SkillTree | None) -> bool:
         """Whether ``uri`` (a file or directory of the whole tree) is left out of ``served``, a caller's tree."""

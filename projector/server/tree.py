@@ -141,10 +141,15 @@ class Skill:
         value = metadata.get(TOOLS_KEY) if isinstance(metadata, dict) else None
         return frozenset(value.split()) if isinstance(value, str) else None
 
-    def usable(self, visible: Collection[str] | None) -> bool:
-        """Whether a caller who sees the tools ``visible`` (None: every tool) can carry the skill out."""
+    def usable(self, visible: Collection[str] | None, has: Collection[str]) -> bool:
+        """Whether a caller who sees the tools ``visible`` (None: every tool), on a server that has the tools
+        ``has``, can carry the skill out: every tool it calls that the server has is one the caller sees. A tool
+        the server does not have at all does not count: it is served elsewhere (a skills catalog, a host whose
+        tools live on another server)."""
         tools = self.tools
-        return visible is None or tools is None or tools <= set(visible)
+        if visible is None or tools is None:
+            return True
+        return tools & frozenset(has) <= frozenset(visible)
 
 
 # The deepest supporting file that gets a level-1 template of its own (one ``{pN}`` per segment). A verifying client
@@ -194,11 +199,13 @@ class SkillTree:
     def skill(self, uri: str) -> Skill | None:
         return self.by_uri.get(uri)
 
-    def for_caller(self, visible: Collection[str] | None) -> SkillTree:
-        """The tree as a caller who sees the tools ``visible`` (None: every tool) is served it: without the skills
-        that call a tool it cannot see (:meth:`Skill.usable`), their files and directories. The whole tree when it
-        loses nothing; the same object for the same hidden skills (the last :data:`MAX_VIEWS` kept)."""
-        hidden = frozenset(s.path for s in self.skills if not s.usable(visible))
+    def for_caller(self, visible: Collection[str] | None, has: Collection[str]) -> SkillTree:
+        """The tree as a caller who sees the tools ``visible`` (None: every tool) is served it by a server that has
+        the tools ``has``: without the skills that call a tool the server has and the caller cannot see
+        (:meth:`Skill.usable`), their files and directories. The whole tree when it loses nothing; the same object
+        for the same hidden skills (the last :data:`MAX_VIEWS` kept)."""
+        has = frozenset(has)
+        hidden = frozenset(s.path for s in self.skills if not s.usable(visible, has))
         if not hidden:
             return self
         view = self.views.get(hidden)

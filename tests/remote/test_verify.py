@@ -1187,7 +1187,9 @@ async def test_list_reads_no_file():
     assert [e.uri for e in entries] == [f"{SCHEME}{n}/SKILL.md" for n in (
         "code-mode", "hello-world", "refund-flow-approved", "refund-flow-gated", "refund-flow")]  # sorted by path: "-" before "/"
     assert rec.reads == []
-    assert set(rec.methods()) <= {"server/discover", "initialize", "notifications/initialized", "skills/list"}
+    # tools/list: the server's own, asked through its middleware once per request (skills bound to their tools)
+    assert set(rec.methods()) <= {"server/discover", "initialize", "notifications/initialized", "skills/list",
+                                  "tools/list"}
 
 
 @pytest.mark.anyio

@@ -40,12 +40,12 @@ async def call(session: Any, method: str, params: dict[str, Any] | None = None) 
                                       RAW)
 
 
-async def catalog(session: Any) -> dict[str, Any]:
+async def catalog(session: Any, manifest: dict[str, Any] = MANIFEST) -> dict[str, Any]:
     """What a caller sees: skills/list, every skills/get and resources/read of the whole manifest (None: refused as
     unknown, -32602), the prompts and the tools."""
     listed = {e["uri"]: e for e in (await call(session, "skills/list"))["skills"]}
     got, read = {}, {}
-    for uri, entry in MANIFEST.items():
+    for uri, entry in manifest.items():
         try:
             got[uri] = (await call(session, "skills/get", {"uri": uri}))["skill"]
         except MCPError as exc:
@@ -240,3 +240,118 @@ async def test_the_three_callers_of_the_docs_table_on_fastmcps_own_skills_provid
     assert "issue_refund" not in theirs["B tools"]
     assert mine["A"] == mine["C"] == set(MANIFEST) and mine["B"] == OTHERS
     assert "load_skill" in mine["B tools"] and "load_skill" not in mine["C tools"]
+
+
+# ------------------------------------------------------------------------------ tools the server does not have
+
+
+def skills_only(cli: Any, tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """The workflows built with ``--skills-only`` (their SKILL.md names no prompt, ``metadata.tools`` as ever), and
+    their manifest by URI."""
+    out = tmp_path / "catalog"
+    assert cli("build", str(WORKFLOWS), "--skills-only", "--out", str(out)).code == 0
+    return out, {e["uri"]: e for e in json.loads((out / "skills.json").read_text("utf-8"))["skills"]}
+
+
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+async def test_a_skills_catalog_without_their_tools_serves_every_skill(framework, cli, tmp_path):
+    """A pure skills catalog (as ``serve --skills DIR``): the server has none of the tools the skills call, which
+    live on another server. Every skill is listed, got and read, with its bootstrap prompt and in load_skill."""
+    skills, manifest = skills_only(cli, tmp_path)
+    assert all(e["frontmatter"]["metadata"]["tools"] for e in manifest.values())
+    server: Any = MCPServer("catalog") if framework == "mcp" else FastMCP("catalog")
+    attach(server, skills, None, skill_tools=True)
+    client = Client(server) if framework == "mcp" else FastMCPClient(server)
+    async with client:
+        seen = await catalog(client.session, manifest)
+    assert set(seen["listed"]) == set(manifest) and None not in seen["got"].values()
+    files = {r["uri"]: r for e in manifest.values() for r in e["resources"]}
+    assert set(seen["read"]) == set(files) and None not in seen["read"].values()
+    assert {"skill." + uri.split("/")[2] for uri in manifest} <= seen["prompts"]
+    load = seen["tools"]["load_skill"]["description"]
+    assert all(f"- {uri.split('/')[2]}:" in load for uri in manifest)
+
+
+def add_refund_tool(server: MCPServer, hidden: list[bool]) -> None:
+    """Give ``server`` issue_refund, and a middleware that does not show it while ``hidden[0]``."""
+
+    @server.tool()
+    def issue_refund(order_id: str, amount: float) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    async def not_shown(ctx: Any, call_next: Any) -> Any:
+        result = await call_next(ctx)
+        if ctx.method == "tools/list" and hidden[0]:
+            result = {**result, "tools": [t for t in result["tools"] if t["name"] != "issue_refund"]}
+        return result
+
+    server.middleware.append(not_shown)
+
+
+async def test_only_a_tool_the_server_has_and_the_caller_cannot_see_hides_a_skill(cli, tmp_path):
+    """The refund skills call issue_refund, which this server has, and two tools it does not have: they are
+    served to a caller shown issue_refund, and hidden from one not shown it; the other skills, whose tools are all
+    elsewhere, are served to both."""
+    skills, manifest = skills_only(cli, tmp_path)
+    refunds = {u for u, e in manifest.items() if "issue_refund" in e["frontmatter"]["metadata"]["tools"].split()}
+    server, hidden = MCPServer("refunds"), [False]
+    add_refund_tool(server, hidden)  # get_order and check_eligibility live elsewhere
+    attach(server, skills, None)
+    async with Client(server) as client:
+        shown = await catalog(client.session, manifest)
+        hidden[0] = True
+        not_shown = await catalog(client.session, manifest)
+    assert refunds and set(shown["listed"]) == set(manifest) and None not in shown["got"].values()
+    assert set(not_shown["listed"]) == set(manifest) - refunds
+    assert {u for u, got in not_shown["got"].items() if got is None} == refunds
+    assert {"skill." + u.split("/")[2] for u in refunds} <= shown["prompts"] - not_shown["prompts"]
+
+
+async def test_a_tool_added_after_attach_counts_once_a_caller_is_shown_it(cli, tmp_path):
+    """The server "has" the tools it listed at attach time and every tool a caller has been shown since: a tool
+    registered after attach and shown to no caller yet hides nothing; once one caller is shown it, a caller who
+    is not loses the skills that call it."""
+    skills, manifest = skills_only(cli, tmp_path)
+    refunds = {u for u, e in manifest.items() if "issue_refund" in e["frontmatter"]["metadata"]["tools"].split()}
+    server, hidden = MCPServer("late"), [True]
+    attach(server, skills, None)
+    add_refund_tool(server, hidden)
+    async with Client(server) as client:
+        before = await catalog(client.session, manifest)
+        hidden[0] = False
+        shown = await catalog(client.session, manifest)
+        hidden[0] = True
+        after = await catalog(client.session, manifest)
+    assert set(before["listed"]) == set(shown["listed"]) == set(manifest)
+    assert set(after["listed"]) == set(manifest) - refunds
+
+
+@pytest.mark.parametrize("how", ["disabled", "authorized"])
+async def test_fastmcp_a_tool_no_caller_is_shown_at_attach_still_hides_its_skills(how, cli, tmp_path):
+    """FastMCP's own listing at attach leaves out a disabled tool, and one whose ``auth`` the (absent) caller
+    fails; the server has them all the same, so a caller not shown issue_refund is not served the skills that call
+    it, even before any caller has been shown it. Enabled again, the skills are back."""
+    from fastmcp.server.auth import require_scopes
+
+    skills, manifest = skills_only(cli, tmp_path)
+    refunds = {u for u, e in manifest.items() if "issue_refund" in e["frontmatter"]["metadata"]["tools"].split()}
+    server = FastMCP("refunds")
+
+    @server.tool(auth=require_scopes("refunds") if how == "authorized" else None)
+    def issue_refund(order_id: str, amount: float) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    if how == "disabled":
+        server.disable(names={"issue_refund"}, components={"tool"})
+    attach(server, skills, None)
+    async with FastMCPClient(server) as client:
+        seen = await catalog(client.session, manifest)
+        if how == "disabled":
+            server.enable(names={"issue_refund"}, components={"tool"})
+            again = await catalog(client.session, manifest)
+            assert set(again["listed"]) == set(manifest)
+    assert refunds and "issue_refund" not in seen["tools"]
+    assert set(seen["listed"]) == set(manifest) - refunds
+    assert {u for u, got in seen["got"].items() if got is None} == refunds

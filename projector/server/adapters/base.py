@@ -67,6 +67,11 @@ class Adapter(ABC):
     @abstractmethod
     async def listing(self, server: Any) -> Listing: ...
 
+    async def registered_tools(self, server: Any, listing: Listing) -> set[str]:
+        """The names of every tool ``server`` has, whoever may see them (:mod:`projector.server.bound`): by default
+        the ones ``listing`` shows; a framework whose listing leaves out disabled or unauthorized tools adds them."""
+        return set(listing.tools)
+
     @abstractmethod
     def add_extension(self, server: Any, ext: SkillsExtension, listing: Listing) -> Any:
         """Serve ``ext``'s tree (SEP-2640) on ``server``; returns the extension as the framework holds it."""

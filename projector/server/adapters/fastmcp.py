@@ -456,6 +456,11 @@ class FastMCPAdapter(Adapter):
             prompts={p.name for p in await server.list_prompts()},
         )
 
+    async def registered_tools(self, server: FastMCP, listing: Listing) -> set[str]:
+        # FastMCP.list_tools() leaves out the disabled tools and those whose auth the caller (none here) fails; the
+        # providers' own listing (AggregateProvider's, which FastMCP's filters) has them all
+        return set(listing.tools) | {t.name for t in await super(FastMCP, server).list_tools()}
+
     def add_extension(self, server: FastMCP, ext: MCPSkillsExtension, listing: Listing) -> TreeSkillsExtension:
         provider = TreeProvider(ext.tree)
         served = TreeSkillsExtension(ext.tree, provider, page_size=ext.page_size, cache=ext.cache)
