@@ -247,6 +247,7 @@ def test_a_kill_at_any_step_leaves_a_complete_tree_and_the_next_run_finishes(tmp
     capsys.readouterr()
 
 
+@pytest.mark.slow  # it counts what the kill tests (slow) did
 def test_kill_points_are_counted():
     """Runs last in this module (pytest keeps file order): the total the note quotes."""
     if not KILL_POINTS:
