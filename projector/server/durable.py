@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 import stat
 from collections.abc import Callable, Collection, Sequence
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import disk
 from ..errors import Span, error
 from ..model import Workflow
 from .errors import AttachError
@@ -56,12 +56,12 @@ def _state_dir(path: str | Path) -> Path:
     folder = Path(path).expanduser().absolute()
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = folder.stat()
+        info = folder.lstat()  # a link is refused, not followed: the tool did not make it
     except OSError as exc:
         raise AttachError(
             error(Span(str(folder)), "state-dir", f"the state folder cannot be used: {exc}", STATE_HINT)
         ) from None
-    if not stat.S_ISDIR(info.st_mode) or info.st_mode & 0o022 or info.st_uid != os.getuid():
+    if not stat.S_ISDIR(info.st_mode) or disk.not_own(info) is not None:  # the one rule, as for the replay database
         raise AttachError(
             error(
                 Span(str(folder)),
