@@ -8,7 +8,6 @@ over untouched.
 
 from __future__ import annotations
 
-import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -338,6 +337,8 @@ def compare(
             if diff:
                 lines.append(printable(f"a/{rel} is not what the build writes: {why}") + "\n")
         elif diff:
+            import difflib  # here: only a stale file's diff needs it, not the start-up of every build and check
+
             lines.extend(
                 _diff_line(line)
                 for line in difflib.unified_diff(
