@@ -274,6 +274,8 @@ class DurableTasks(Tasks):
 
         _ENGINE = self
         try:
+            if self.lease is not None:
+                self.lease.beat()  # before any round runs here: this process is alive
             DBOS(
                 config={
                     "name": "projector",
@@ -304,11 +306,13 @@ class DurableTasks(Tasks):
         global _ENGINE
         from dbos import DBOS
 
+        if self.lease is not None:
+            self.lease.halt()
         if self._launched:
             DBOS.destroy(workflow_completion_timeout_sec=0)
             self._launched = False
         if self.lease is not None:
-            self.lease.stop()  # after DBOS: its rounds left pending are another live process's to take up
+            self.lease.forget()  # after DBOS: its rounds left pending are another live process's to take up
         if _ENGINE is self:
             _ENGINE = None
 

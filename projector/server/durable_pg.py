@@ -269,8 +269,7 @@ class Lease:
         return dead
 
     def start(self) -> None:
-        """Beat now, then every third of the lease, in a thread of its own; a failed beat is tried again next."""
-        self.beat()
+        """Beat every third of the lease, in a thread of its own; a failed beat is tried again next."""
         self._thread = threading.Thread(target=self._run, name="projector-lease", daemon=True)
         self._thread.start()
 
@@ -282,11 +281,14 @@ class Lease:
             except Exception:  # noqa: BLE001, S112 - the database is away for now: the next beat tries again
                 continue
 
-    def stop(self) -> None:
-        """Stop beating and forget this process: its rounds, if any are left, are taken over after the lease."""
+    def halt(self) -> None:
+        """Stop beating and taking over (before DBOS stops: a take-over needs it)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(TIMEOUT_SECONDS * 2)
+
+    def forget(self) -> None:
+        """Mark this process gone: its rounds, if any are left, are taken over by a live process at its next beat."""
         try:
             self.pg.execute(f"UPDATE {SCHEMA}.executors SET beat = 'epoch' WHERE executor_id = %s", (self.executor_id,))
         except Exception:  # noqa: BLE001, S110 - the database is away: the lease runs out by itself

@@ -88,14 +88,31 @@ def cluster() -> Iterator[str]:
         shutil.chown(pwfile, "postgres")
     options = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
     try:
-        _run([str(bindir / "initdb"), "-D", str(data), "-U", "projector", "--pwfile", str(pwfile),
-              "--auth-local=trust", "--auth-host=scram-sha-256", "--no-sync", "-E", "UTF8"])
+        _run(
+            [
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "projector",
+                "--pwfile",
+                str(pwfile),
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ]
+        )
         _run([str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(home / "log"), "-w", "start"])
         yield f"postgresql://projector:{PASSWORD}@127.0.0.1:{port}"
     finally:
         if (data / "postmaster.pid").exists():
-            subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
-                           capture_output=True, timeout=120)
+            subprocess.run(
+                _as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+                capture_output=True,
+                timeout=120,
+            )
         shutil.rmtree(home, ignore_errors=True)
 
 
@@ -126,9 +143,26 @@ def serving(url: str, folder: Path, crash: str | None = None) -> Iterator[tuple[
     env["PROJECT_SKILL_DEMO_SHOP"] = str(folder / "demo-shop.json")
     if crash is not None:
         env["PROJECT_SKILL_DEMO_CRASH"] = crash
-    proc = subprocess.Popen([sys.executable, "-m", "projector.server", "--skills", str(SKILLS), "--workflows",
-                             str(WORKFLOWS), "--workflow-tools", "--state", url, "--http", f"127.0.0.1:{port}"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "projector.server",
+            "--skills",
+            str(SKILLS),
+            "--workflows",
+            str(WORKFLOWS),
+            "--workflow-tools",
+            "--state",
+            url,
+            "--http",
+            f"127.0.0.1:{port}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -220,20 +254,33 @@ async def test_a_confirmation_asked_on_a_killed_process_is_answered_on_the_other
 async def test_a_prompts_yes_is_claimed_in_postgres_so_another_process_refuses_it_again(database, tmp_path):
     """With a state key and no $PROJECT_SKILL_REPLAY_DB, the processes on one Postgres state share the claims."""
     env = {k: v for k, v in os.environ.items() if k != "PROJECT_SKILL_REPLAY_DB"}
-    env.update({"PROJECT_SKILL_STATE_KEY": secrets.token_hex(32), "PROJECT_SKILL_STATE_LEASE": LEASE,
-                "PROJECT_SKILL_DEMO_SHOP": str(tmp_path / "demo-shop.json")})
+    env.update(
+        {
+            "PROJECT_SKILL_STATE_KEY": secrets.token_hex(32),
+            "PROJECT_SKILL_STATE_LEASE": LEASE,
+            "PROJECT_SKILL_DEMO_SHOP": str(tmp_path / "demo-shop.json"),
+        }
+    )
     flags = ("--workflow-tools", "--state", database)
     (a, port_a), (b, port_b) = confirm.start(env, "mcp", *flags), confirm.start(env, "mcp", *flags)
     try:
-        async with Client(f"http://127.0.0.1:{port_a}/mcp", cache=None, elicitation_callback=confirm.answer("yes")) as c:
+        async with Client(
+            f"http://127.0.0.1:{port_a}/mcp", cache=None, elicitation_callback=confirm.answer("yes")
+        ) as c:
             first = await confirm.first_round(c)
-            done = await c.session.get_prompt(confirm.PROMPT, ARGS, input_responses=confirm.YES,
-                                              request_state=first.request_state)
+            done = await c.session.get_prompt(
+                confirm.PROMPT, ARGS, input_responses=confirm.YES, request_state=first.request_state
+            )
         assert done.messages[-1].content.text.startswith("Done")
         async with Client(f"http://127.0.0.1:{port_b}/mcp", cache=None) as c:
             with pytest.raises(MCPError) as refused:
-                await c.session.get_prompt(confirm.PROMPT, ARGS, input_responses=confirm.YES,
-                                           request_state=first.request_state, allow_input_required=True)
+                await c.session.get_prompt(
+                    confirm.PROMPT,
+                    ARGS,
+                    input_responses=confirm.YES,
+                    request_state=first.request_state,
+                    allow_input_required=True,
+                )
         assert refused.value.error.code == -32602 and "answered before" in refused.value.error.message
     finally:
         stop(a)
@@ -245,7 +292,9 @@ async def test_a_prompts_yes_is_claimed_in_postgres_so_another_process_refuses_i
 
 
 @pytest.mark.parametrize("url", ["mysql://me:hunter2@127.0.0.1/shop", "sqlite:///tmp/x.db"])
-def test_a_state_url_that_is_not_postgres_is_refused_naming_the_forms_and_hiding_the_password(url, tmp_path, monkeypatch):
+def test_a_state_url_that_is_not_postgres_is_refused_naming_the_forms_and_hiding_the_password(
+    url, tmp_path, monkeypatch
+):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(AttachError) as refused:
         state_shop(url)
