@@ -14,6 +14,9 @@ database in ``DIR/dbos.sqlite`` and the tasks (their status, the runner's state,
   and asks the person "retry step N (tool X)?": a yes forks the round's DBOS workflow at that step (the earlier
   steps' outputs are reused, the tool is called once more); a no ends the task without calling it.
 
+With a Postgres URL instead of a folder (``--state postgresql://...``), DBOS's system database, the tasks, the
+markers and the claims are in that database, shared by several processes (:mod:`projector.server.durable_pg`).
+
 DBOS is the optional extra ``project-skill[durable]``: :func:`available` says whether it is installed.
 """
 
@@ -302,7 +305,8 @@ class DurableTasks(Tasks):
         self._launched = True
 
     def close(self) -> None:
-        """Stop DBOS (its rounds still running are taken up at the next start on the folder)."""
+        """Stop DBOS (its rounds still running are taken up at the next start on the folder, or by a live process on
+        the same Postgres database)."""
         global _ENGINE
         from dbos import DBOS
 
