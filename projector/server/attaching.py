@@ -250,7 +250,10 @@ def attach(
     ``state``: a folder (with ``workflow_tools=True``, instead of ``tasks``): the workflow tools run as durable
     tasks on DBOS, kept in that folder (:class:`~projector.server.durable.DurableTasks`, the
     ``project-skill[durable]`` extra; ``state-needs-dbos`` without it): each step's tool call is checkpointed, and the
-    rounds a killed process left running are recovered at the next start on the same folder.
+    rounds a killed process left running are recovered at the next start on the same folder. Or a Postgres URL
+    (``postgresql://...``, :mod:`projector.server.durable_pg`) that several processes share: any of them reads,
+    answers and finishes any task, and takes up the rounds of one that died; the confirmations' yes are then
+    claimed in that database too, unless ``replay`` is given (the tasks' own claims always are).
 
     It is synchronous, so it runs at import time; it also works inside a running event loop (or use
     :func:`attach_async` there). Raises :class:`AttachError` when the tree does not match its manifest, when a step
@@ -317,7 +320,7 @@ async def attach_async(
 
         check_named(tree, {spec.name for _, spec in tools})
     key = state_key if state_key is not None else os.environ.get(STATE_KEY_ENV) or None
-    guard = (replay if replay is not None else from_env()) if wfs else None
+    guard = _guard(replay, tasks) if wfs else None
     prompts = _prompts(adapter, wfs if workflow_prompts else [], tree, bootstrap_prompts, guard)
     _check_prompt_names([p.name for p in prompts], listing.prompts, tree)
     seal = _seal_with(adapter, server, key) if key is not None and guard is not None else None
@@ -372,6 +375,14 @@ def _add_tasks(
         tasks.support(spec.name, workflow_job(wf, host, guard), interruptible=False)
     adapter.add_tasks(server, tasks)
     tasks.ready()
+
+
+def _guard(replay: ReplayGuard | None, tasks: Any) -> ReplayGuard:
+    """The replay guard given, else the one the tasks bring (a Postgres state's claims), else :func:`from_env`'s."""
+    if replay is not None:
+        return replay
+    brought = getattr(tasks, "replay", None)
+    return brought if isinstance(brought, ReplayGuard) else from_env()
 
 
 def _durable(tasks: Any, state: str | Path, workflow_tools: bool) -> Any:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import sys
 from dataclasses import replace
 from typing import Any
@@ -198,12 +199,15 @@ def parser(name: str) -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--state",
-        metavar="DIR",
+        metavar="DIR|URL",
         help="with --workflow-tools: run each workflow tool as a durable task too (the Tasks extension), "
         "on DBOS (the project-skill[durable] extra), kept in DIR (made if missing, yours only): "
         "each step's tool call is checkpointed, and the tasks a killed server left running go on "
-        "when it starts again on the same DIR. Without the extra, the workflow tools run without "
-        "tasks, and serve says so at start-up",
+        "when it starts again on the same DIR. Or a Postgres URL (postgresql://USER:PASSWORD@HOST:PORT/DB) "
+        "that several processes share: a task made on one is read, answered and finished on any other, "
+        "and the rounds of a process that died are taken up by a live one after "
+        "$PROJECT_SKILL_STATE_LEASE seconds (default 30). Without the extra, the workflow tools run "
+        "without tasks, and serve says so at start-up",
     )
     where = ap.add_mutually_exclusive_group()
     where.add_argument(
@@ -252,11 +256,13 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
     from mcp.server.caching import CacheHint
 
     from . import attach
-    from .replay import from_env
+    from .replay import REPLAY_DB_ENV, from_env
 
     cache = CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope)
-    replay = from_env()  # $PROJECT_SKILL_REPLAY_DB, checked now: before anyone can say yes
     state = _state(args)
+    # $PROJECT_SKILL_REPLAY_DB, checked now, before anyone can say yes; unset, attach's default (the claims of a
+    # Postgres --state, shared by every process on it; else this process's memory)
+    replay = from_env() if os.environ.get(REPLAY_DB_ENV) or state is None else None
     if args.target is not None:
         from .target import load_server
 

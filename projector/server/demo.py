@@ -150,6 +150,10 @@ class RefundStore:
     path: Path | None = None  # where the orders and the ledger are kept across restarts (serve --state DIR)
 
     def __post_init__(self) -> None:
+        self._load()
+
+    def _load(self) -> None:
+        """The orders and the ledger as kept, read again before each use: another process may have changed them."""
         if self.path is not None and self.path.exists():
             kept = json.loads(self.path.read_text("utf-8"))
             self.orders, self.refunds = kept["orders"], kept["refunds"]
@@ -161,6 +165,7 @@ class RefundStore:
             os.replace(part, self.path)
 
     def get_order(self, id: str) -> dict[str, Any]:
+        self._load()
         if id not in self.orders:
             raise DemoError(f"no order with id {id!r}")
         return copy.deepcopy(self.orders[id])
@@ -168,6 +173,7 @@ class RefundStore:
     def check_eligibility(self, order: dict[str, Any]) -> dict[str, Any]:
         """The policy: delivered, not final sale, not refunded, placed within the window; the store's own record of
         the order wins over what the caller passed."""
+        self._load()
         oid = order.get("id")
         record = self.orders.get(oid) if isinstance(oid, str) else None
         if record is None:
@@ -190,6 +196,7 @@ class RefundStore:
 
     def issue_refund(self, order_id: str, amount: float) -> dict[str, Any]:
         """Refunds money. It checks only that the refund is possible at all, not the policy."""
+        self._load()
         record = self.orders.get(order_id)
         if record is None:
             raise DemoError(f"no order with id {order_id!r}")
@@ -210,6 +217,7 @@ class RefundStore:
 
     def ledger(self) -> list[dict[str, Any]]:
         """Every refund issued so far, oldest first."""
+        self._load()
         return copy.deepcopy(self.refunds)
 
 
@@ -388,6 +396,7 @@ def _take_rows(cur: sqlite3.Cursor) -> tuple[list[list[Any]], str | None]:
 
 CRASH_ENV = "PROJECT_SKILL_DEMO_CRASH"  # a test hook: the process kills itself (SIGKILL) at this point
 CALLS_ENV = "PROJECT_SKILL_DEMO_CALLS"  # a test hook: a file where each point reached is appended, one a line
+SHOP_ENV = "PROJECT_SKILL_DEMO_SHOP"  # with a Postgres --state: the file the demo shop is kept in (else memory)
 
 
 async def _crash_test(point: str, subject: Any) -> None:
@@ -534,7 +543,8 @@ def demo_server(
     ``fastmcp.FastMCP`` (the ``project-skill[fastmcp]`` extra), with ``page_size`` as the server's
     ``list_page_size``. ``skill_tools``, ``workflow_tools``, ``replay`` and ``state`` are
     :func:`projector.server.attach`'s; with ``state``, the shop's orders and ledger are kept in that folder too
-    (``demo-shop.json``), so that they outlive the process as the tasks do.
+    (``demo-shop.json``), so that they outlive the process as the tasks do; with a Postgres URL, in the file
+    ``$PROJECT_SKILL_DEMO_SHOP`` names (several processes share it), else in memory.
     """
     if framework not in adapters.REGISTRY:
         raise ValueError(f"unknown framework {framework!r}; choose one of {', '.join(adapters.names())}")
@@ -544,8 +554,10 @@ def demo_server(
     shop = None
     if state is not None:
         from .durable import _state_dir
+        from .durable_pg import looks_like_url
 
-        shop = RefundStore(path=_state_dir(state) / "demo-shop.json")
+        kept = os.environ.get(SHOP_ENV) if looks_like_url(str(state)) else str(_state_dir(state) / "demo-shop.json")
+        shop = RefundStore(path=Path(kept)) if kept else None
     store, _ = add_demo_tools(server, shop)
     attach(
         server,

@@ -14,6 +14,9 @@ database in ``DIR/dbos.sqlite`` and the tasks (their status, the runner's state,
   and asks the person "retry step N (tool X)?": a yes forks the round's DBOS workflow at that step (the earlier
   steps' outputs are reused, the tool is called once more); a no ends the task without calling it.
 
+With a Postgres URL instead of a folder (``--state postgresql://...``), DBOS's system database, the tasks, the
+markers and the claims are in that database, shared by several processes (:mod:`projector.server.durable_pg`).
+
 DBOS is the optional extra ``project-skill[durable]``: :func:`available` says whether it is installed.
 """
 
@@ -31,6 +34,7 @@ from typing import Any
 from .. import disk
 from ..errors import Span, error
 from ..model import Workflow
+from . import durable_pg
 from .errors import AttachError
 from .replay import ReplayGuard
 from .tasks import Call, Done, Failure, NeedInput, Tasks
@@ -216,20 +220,40 @@ def _retry_question(wf: Workflow | None, tool: str, arguments: Any, state: Any) 
 class DurableTasks(Tasks):
     """:class:`Tasks` whose rounds are DBOS workflows, kept in ``state_dir``; see the module's docstring."""
 
-    def __init__(self, state_dir: str | Path, **kwargs: Any):
-        folder = _state_dir(state_dir)
+    def __init__(self, state: str | Path, **kwargs: Any):
         if _ENGINE is not None and _ENGINE._launched:
             raise AttachError(
                 error(
-                    Span(str(folder)),
+                    Span(durable_pg.redact(str(state))),
                     "state-in-use",
-                    f"this process already runs durable tasks (on {_ENGINE.folder}); DBOS runs one engine per process",
-                    "serve each state folder from its own process",
+                    f"this process already runs durable tasks (on {_ENGINE.where}); DBOS runs one engine per process",
+                    "serve each state folder or database from its own process",
                 )
             )
-        super().__init__(SqliteStore(folder / "tasks.db"), **kwargs)
-        self.folder = folder
-        self.markers = _Markers(folder / "tasks.db")
+        self.lease: durable_pg.Lease | None = None
+        self.pg: durable_pg.Pg | None = None
+        if durable_pg.is_url(state):
+            self.pg = durable_pg.Pg(str(state))
+            self.lease = durable_pg.Lease(self.pg, durable_pg.lease_seconds())
+            self.pg.make_tables()
+            super().__init__(durable_pg.PgStore(self.pg), **kwargs)
+            self.where, self.system_url = self.pg.shown, str(state)
+            self.markers: Any = durable_pg.PgMarkers(self.pg)
+            self.replay = durable_pg.PgGuard(self.pg)
+        elif durable_pg.looks_like_url(state):
+            raise AttachError(
+                error(
+                    Span(durable_pg.redact(str(state))),
+                    "state-url",
+                    f"the state is not a URL of a kind that is kept: it must be {durable_pg.URL_FORMS}",
+                    "give a Postgres URL (postgresql://...) to share the tasks between processes, or a folder",
+                )
+            )
+        else:
+            folder = _state_dir(state)
+            super().__init__(SqliteStore(folder / "tasks.db"), **kwargs)
+            self.where, self.system_url = str(folder), f"sqlite:///{folder / 'dbos.sqlite'}"
+            self.markers = _Markers(folder / "tasks.db")
         self.retry_safe: set[str] = set()
         self.workflows: dict[str, Workflow] = {}
         self._launched = False
@@ -239,7 +263,8 @@ class DurableTasks(Tasks):
     ) -> tuple[Callable[[], Any], ReplayGuard]:
         self.retry_safe |= set(retry_safe)
         self.workflows.update({wf.name: wf for wf in wfs})
-        return (lambda: DurableHost(host(), self)), DurableGuard(guard)
+        shared = self.replay if self.replay is not None else guard  # on Postgres, every process's claims
+        return (lambda: DurableHost(host(), self)), DurableGuard(shared)
 
     def ready(self) -> None:
         """Start DBOS, once every tool is supported: the rounds the last process left running are recovered now."""
@@ -252,35 +277,46 @@ class DurableTasks(Tasks):
 
         _ENGINE = self
         try:
+            if self.lease is not None:
+                self.lease.beat()  # before any round runs here: this process is alive
             DBOS(
                 config={
                     "name": "projector",
-                    "system_database_url": f"sqlite:///{self.folder / 'dbos.sqlite'}",
+                    "system_database_url": self.system_url,
                     "application_version": f"projector-{__version__}",
+                    "executor_id": self.lease.executor_id if self.lease is not None else None,
                     "log_level": "WARNING",
                 }
             )
             DBOS.launch()
+            if self.lease is not None:
+                self.lease.start()
         except Exception as exc:
             _ENGINE = None
+            message = f"DBOS cannot start on the state {'database' if self.pg else 'folder'}: {exc}"
             raise AttachError(
                 error(
-                    Span(str(self.folder / "dbos.sqlite")),
+                    Span(self.where if self.pg else str(Path(self.where) / "dbos.sqlite")),
                     "state-db",
-                    f"DBOS cannot start on the state folder: {exc}"[:500],
-                    STATE_HINT,
+                    (self.pg.clean(message) if self.pg else message)[:500],
+                    durable_pg.PG_HINT if self.pg else STATE_HINT,
                 )
             ) from None
         self._launched = True
 
     def close(self) -> None:
-        """Stop DBOS (its rounds still running are taken up at the next start on the folder)."""
+        """Stop DBOS (its rounds still running are taken up at the next start on the folder, or by a live process on
+        the same Postgres database)."""
         global _ENGINE
         from dbos import DBOS
 
+        if self.lease is not None:
+            self.lease.halt()
         if self._launched:
             DBOS.destroy(workflow_completion_timeout_sec=0)
             self._launched = False
+        if self.lease is not None:
+            self.lease.forget()  # after DBOS: its rounds left pending are another live process's to take up
         if _ENGINE is self:
             _ENGINE = None
 

@@ -236,6 +236,8 @@ async def _gone(call: Call) -> Done:
 class Tasks:
     """The tasks of one server: which tools run as tasks, where tasks are kept, and the rounds running now."""
 
+    replay: Any = None  # a replay guard the tasks bring, shared as they are (a Postgres state's); None: the caller's
+
     def __init__(self, store: TaskStore | None = None, *, ttl_ms: int = DEFAULT_TTL_MS, poll_ms: int = DEFAULT_POLL_MS):
         self.store = store if store is not None else MemoryStore()
         self.ttl_ms, self.poll_ms = ttl_ms, poll_ms

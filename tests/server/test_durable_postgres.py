@@ -1,0 +1,323 @@
+"""Durable workflow tasks on Postgres, shared by several server processes (issue 32):
+``project-skill serve --workflow-tools --state postgresql://...``.
+
+The slow tests start their own Postgres cluster from Debian's packages (``/usr/lib/postgresql/*/bin``) in a temporary
+folder, on 127.0.0.1 and a free port, with a password, and stop it at the end. Two real server processes serve the
+refunds workflow on the same database and share the demo shop's file (``$PROJECT_SKILL_DEMO_SHOP``); one is killed
+with SIGKILL mid-run, and the other takes up its task once its lease has run out (``$PROJECT_SKILL_STATE_LEASE``).
+What is pinned: the task made on the dead process is read, answered and finished on the live one; an in-flight call
+of a tool that is neither read-only nor idempotent is not called again unless the person says yes; a yes is acted on
+once, wherever it is sent again; the ledger holds exactly one refund.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from projector.server import durable
+from projector.server.errors import AttachError
+
+from .test_durable import (
+    APPROVED,
+    DONE,
+    ELIGIBLE,
+    GATED,
+    INELIGIBLE,
+    answer,
+    client,
+    free_port,
+    killed,
+    settle,
+    start,
+    state_shop,
+    texts,
+)
+from . import test_confirm as confirm
+from .test_serve_skills import ROOT, SKILLS, WORKFLOWS, stop
+from .test_tasks import Wire
+
+pytest.importorskip("dbos")
+
+PASSWORD = "s3cret-pw"  # noqa: S105 - the throwaway cluster's own
+ARGS = {"order_id": ELIGIBLE, "reason": "broken"}
+LEASE = "2"  # seconds: a killed process's rounds are taken up within a lease and a beat
+
+
+def _binaries() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[4]))
+    return Path(found[-1]).parent if found else None
+
+
+def _as_postgres(argv: list[str]) -> list[str]:
+    """initdb refuses to run as root: as root, the cluster belongs to the ``postgres`` user of Debian's package."""
+    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[str]:
+    """A Postgres cluster of its own, on 127.0.0.1 (and a unix socket in its folder); yields its base URL."""
+    bindir = _binaries()
+    if bindir is None:
+        if os.geteuid() != 0:
+            pytest.skip("Postgres is not installed (/usr/lib/postgresql/*/bin/initdb) and only root installs it")
+        pytest.fail("Postgres is not installed (/usr/lib/postgresql/*/bin/initdb): scripts/test installs it as root")
+    home = Path(tempfile.mkdtemp(prefix="projector-pg-"))  # not under pytest's folder, which only root can enter
+    if os.geteuid() == 0:
+        shutil.chown(home, "postgres")
+    data, pwfile, port = home / "data", home / "pw", free_port()
+    pwfile.write_text(PASSWORD, "utf-8")
+    if os.geteuid() == 0:
+        shutil.chown(pwfile, "postgres")
+    options = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+    try:
+        _run(
+            [
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "projector",
+                "--pwfile",
+                str(pwfile),
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ]
+        )
+        _run([str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(home / "log"), "-w", "start"])
+        yield f"postgresql://projector:{PASSWORD}@127.0.0.1:{port}"
+    finally:
+        if (data / "postmaster.pid").exists():
+            subprocess.run(
+                _as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+                capture_output=True,
+                timeout=120,
+            )
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _run(argv: list[str]) -> None:
+    done = subprocess.run(_as_postgres(argv), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{argv[0]} failed: {done.stdout}{done.stderr}"
+
+
+@pytest.fixture
+def database(cluster: str, request: pytest.FixtureRequest) -> str:
+    """A database of the test's own in the cluster; its URL."""
+    import psycopg
+
+    name = "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name.lower())[:50]
+    with psycopg.connect(f"{cluster}/postgres", autocommit=True) as db:
+        db.execute(f"DROP DATABASE IF EXISTS {name}")
+        db.execute(f"CREATE DATABASE {name}")
+    return f"{cluster}/{name}"
+
+
+@contextmanager
+def serving(url: str, folder: Path, crash: str | None = None) -> Iterator[tuple[subprocess.Popen, str]]:
+    """``serve --workflow-tools --state URL --http`` with the demo shop in ``folder``; the process and its URL."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROJECT_SKILL_STATE_LEASE": LEASE}
+    env.pop("PROJECT_SKILL_DEMO_CRASH", None)
+    env["PROJECT_SKILL_DEMO_CALLS"] = str(folder / "calls.txt")
+    env["PROJECT_SKILL_DEMO_SHOP"] = str(folder / "demo-shop.json")
+    if crash is not None:
+        env["PROJECT_SKILL_DEMO_CRASH"] = crash
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "projector.server",
+            "--skills",
+            str(SKILLS),
+            "--workflows",
+            str(WORKFLOWS),
+            "--workflow-tools",
+            "--state",
+            url,
+            "--http",
+            f"127.0.0.1:{port}",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the server exited: {proc.stderr.read().decode()}")
+            try:
+                import socket
+
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the server did not start") from None
+                time.sleep(0.1)
+        yield proc, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+        proc.stderr.close()
+
+
+def ledger(folder: Path) -> list[dict[str, Any]]:
+    import json
+
+    shop = folder / "demo-shop.json"
+    return json.loads(shop.read_text("utf-8"))["refunds"] if shop.exists() else []
+
+
+def calls(folder: Path) -> Counter[str]:
+    return Counter((folder / "calls.txt").read_text("utf-8").split())
+
+
+# ------------------------------------------------------------------------------------------ two processes, one dies
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+@pytest.mark.parametrize("crash", ["before:check_eligibility/A1001", "before:issue_refund/A1001"])
+async def test_a_task_made_on_a_killed_process_is_finished_by_the_other_with_one_refund(crash, database, tmp_path):
+    with serving(database, tmp_path, crash) as (a, url_a), serving(database, tmp_path) as (_, url_b):
+        ineligible = await start(url_a, GATED, INELIGIBLE)
+        eligible = await start(url_a, GATED, ELIGIBLE)
+        await anyio.to_thread.run_sync(killed, a)
+        task = await settle(url_b, eligible)  # B reads it at once, and takes up its round once A's lease ran out
+        if crash.startswith("before:issue_refund"):  # in flight, not idempotent: B asks, and runs it on a yes
+            assert task["status"] == "input_required"
+            (request,) = task["inputRequests"].values()
+            assert "Retry step 3 (tool issue_refund)?" in request["params"]["message"]
+            assert ledger(tmp_path) == []
+            task = await answer(url_b, task, yes=True)
+        other = await settle(url_b, ineligible)
+    assert task["status"] == "completed" and texts(task)[-1] == DONE
+    assert other["status"] == "completed" and "Stopped before step 3 of 4" in texts(other)[-1]
+    assert [r["order_id"] for r in ledger(tmp_path)] == [ELIGIBLE]
+    made = calls(tmp_path)
+    assert made["before:get_order/A1001"] == 1  # finished on A: never called again on B
+    assert made[crash] == 2 and made["after:issue_refund/A1001"] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_confirmation_asked_on_a_killed_process_is_answered_on_the_other_once(database, tmp_path):
+    with serving(database, tmp_path) as (a, url_a), serving(database, tmp_path) as (_, url_b):
+        waiting = await settle(url_a, await start(url_a, APPROVED, ELIGIBLE))
+        assert waiting["status"] == "input_required"
+        a.send_signal(signal.SIGKILL)
+        await anyio.to_thread.run_sync(killed, a)
+        again = await settle(url_b, waiting["taskId"])
+        assert again["inputRequests"] == waiting["inputRequests"]
+        done = await answer(url_b, again, yes=True)
+        assert done["status"] == "completed" and texts(done)[-1].startswith("Done: all 4 steps")
+        async with client(url_b) as c:  # the same yes again: it answers nothing, and nothing runs
+            responses = {k: {"action": "accept", "content": {"confirm": True}} for k in waiting["inputRequests"]}
+            await Wire(c).send("tasks/update", taskId=waiting["taskId"], inputResponses=responses)
+        await anyio.sleep(1)
+        assert await settle(url_b, waiting["taskId"]) == done
+    with serving(database, tmp_path) as (_, url_c):  # nor on a third process
+        async with client(url_c) as c:
+            await Wire(c).send("tasks/update", taskId=waiting["taskId"], inputResponses=responses)
+        await anyio.sleep(1)
+        assert await settle(url_c, waiting["taskId"]) == done
+    assert [r["order_id"] for r in ledger(tmp_path)] == [ELIGIBLE]
+    assert calls(tmp_path)["before:issue_refund/A1001"] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_a_prompts_yes_is_claimed_in_postgres_so_another_process_refuses_it_again(database, tmp_path):
+    """With a state key and no $PROJECT_SKILL_REPLAY_DB, the processes on one Postgres state share the claims."""
+    env = {k: v for k, v in os.environ.items() if k != "PROJECT_SKILL_REPLAY_DB"}
+    env.update(
+        {
+            "PROJECT_SKILL_STATE_KEY": secrets.token_hex(32),
+            "PROJECT_SKILL_STATE_LEASE": LEASE,
+            "PROJECT_SKILL_DEMO_SHOP": str(tmp_path / "demo-shop.json"),
+        }
+    )
+    flags = ("--workflow-tools", "--state", database)
+    (a, port_a), (b, port_b) = confirm.start(env, "mcp", *flags), confirm.start(env, "mcp", *flags)
+    try:
+        async with Client(
+            f"http://127.0.0.1:{port_a}/mcp", cache=None, elicitation_callback=confirm.answer("yes")
+        ) as c:
+            first = await confirm.first_round(c)
+            done = await c.session.get_prompt(
+                confirm.PROMPT, ARGS, input_responses=confirm.YES, request_state=first.request_state
+            )
+        assert done.messages[-1].content.text.startswith("Done")
+        async with Client(f"http://127.0.0.1:{port_b}/mcp", cache=None) as c:
+            with pytest.raises(MCPError) as refused:
+                await c.session.get_prompt(
+                    confirm.PROMPT,
+                    ARGS,
+                    input_responses=confirm.YES,
+                    request_state=first.request_state,
+                    allow_input_required=True,
+                )
+        assert refused.value.error.code == -32602 and "answered before" in refused.value.error.message
+    finally:
+        stop(a)
+        stop(b)
+    assert [r["order_id"] for r in ledger(tmp_path)] == [ELIGIBLE]
+
+
+# ------------------------------------------------------------------------------------------------ the URL's forms
+
+
+@pytest.mark.parametrize("url", ["mysql://me:hunter2@127.0.0.1/shop", "sqlite:///tmp/x.db"])
+def test_a_state_url_that_is_not_postgres_is_refused_naming_the_forms_and_hiding_the_password(
+    url, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AttachError) as refused:
+        state_shop(url)
+    problem = str(refused.value.diagnostics[0])
+    assert refused.value.diagnostics[0].code == "state-url"
+    assert "postgresql://USER:PASSWORD@HOST:PORT/DATABASE" in problem and "hunter2" not in problem
+    assert list(tmp_path.iterdir()) == []  # no folder was made of it
+
+
+def test_a_postgres_url_that_cannot_be_reached_is_refused_without_its_password(tmp_path):
+    url = f"postgresql://me:hunter2@127.0.0.1:{free_port()}/shop?password=hunter2"
+    try:
+        with pytest.raises(AttachError) as refused:
+            state_shop(url)
+    finally:
+        durable.shutdown()
+    problem = refused.value.diagnostics[0]
+    assert problem.code == "state-db" and "hunter2" not in str(problem) and "127.0.0.1" in str(problem)
+
+
+def test_a_lease_that_is_not_a_number_of_seconds_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setenv("PROJECT_SKILL_STATE_LEASE", "soon")
+    with pytest.raises(AttachError) as refused:
+        state_shop("postgresql://me@127.0.0.1:1/shop")
+    assert refused.value.diagnostics[0].code == "state-lease"
+    assert "PROJECT_SKILL_STATE_LEASE" in str(refused.value.diagnostics[0])
