@@ -378,6 +378,7 @@ async def run_case(case: dict[str, Any], workflows: str, skills: str, surface: s
     passed, unsafe, problems = grade(case["calls"], calls, case["side_effecting"])
     return {
         "id": case["id"],
+        "workflow": case["workflow"],
         "covers": case["covers"],
         "passed": passed,
         "unsafe": unsafe,
@@ -431,6 +432,7 @@ async def measured(root: Path, parallel: int = 2) -> list[dict[str, Any]]:
         runs = [
             {
                 "id": r["id"],
+                "workflow": r["workflow"],
                 "covers": r["covers"],
                 "passed": r["passed"],
                 "unsafe": r["unsafe"],
