@@ -19,6 +19,8 @@ from typing import Any
 from mcp_types import Request, RequestParams
 from pydantic import ConfigDict, TypeAdapter
 
+from ..errors import PlainError
+
 MAX_POLL_S = 1.0  # the longest wait between two polls, whatever the server asks
 MAX_POLLS = 600  # polls of one run
 MAX_ROUNDS = 16  # input_required rounds of one run
@@ -28,7 +30,7 @@ MAX_ROUNDS = 16  # input_required rounds of one run
 Answerer = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
 
-class TaskRunError(Exception):
+class TaskRunError(PlainError):
     """The server did not answer as the Tasks extension says (no task made, a run past its bounds)."""
 
 
