@@ -101,7 +101,7 @@ def section(data: dict[str, Any]) -> str:
 
 Every eval case that `project-skill build` derives from the shipped workflows ([Evals](evals.md): each `when:`
 holding and failing, each confirmation's yes, no and silence, each asked input given and refused) ran against the
-real server, on five surfaces: the workflow prompt (`prompts/get`; for a workflow with conditions, its gated
+real server, on each surface: the workflow prompt (`prompts/get`; for a workflow with conditions, its gated
 prompt), the workflow tool (`tools/call`, `serve --workflow-tools`), the workflow tool as an MCP task (`serve
 --workflow-tools --tasks`: a task-augmented `tools/call`, `tasks/get` until the task asks or ends, the answers
 through `tasks/update`), the skill, read from the server and followed step by step by the simulated model and
