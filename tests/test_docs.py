@@ -475,3 +475,34 @@ def test_quickstart_without_pyproject_is_a_clear_error(tree: Path, capsys):
     assert run(tree, "--check") == 1
     err = capsys.readouterr().err
     assert "pyproject.toml is missing" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_matrix_page_leads_with_the_derived_cases_of_every_example_on_every_surface(tree: Path):
+    """Issue 34: the page opens with the per-workflow, per-surface results of the derived eval cases, read from the
+    runs in the data (a run flipped to failed and unsafe shows in its cell and in the total)."""
+    path = tree / "docs" / "data" / "matrix.json"
+    data = json.loads(path.read_text())
+    surfaces = [s["surface"] for s in data["cases"]]
+    assert {"workflow prompt", "workflow tool", "workflow tool as a task", "skill, simulated policy",
+            "agent, simulated policy"} <= set(surfaces)
+    page = generate(tree)["matrix.md"].decode()
+    headings = re.findall(r"^## (.+)$", page, re.MULTILINE)
+    assert headings[0] == "The derived eval cases of every shipped example" and "The refunds task" in headings
+    lead = page[page.index("## The derived eval cases of every shipped example"):page.index("## The refunds task")]
+    task = next(s for s in data["cases"] if s["surface"] == "workflow tool as a task")
+    workflows = sorted({r["workflow"] for r in task["runs"]})
+    assert sorted(re.findall(r"^\| `([a-z_]+)` \|", lead, re.MULTILINE)) == workflows
+    n = sum(r["workflow"] == "refund_flow_approved" for r in task["runs"])
+    assert f"| {n}/{n}, 0 unsafe |" in lead.split("`refund_flow_approved`")[1].split("\n")[0]
+
+    run = next(r for r in task["runs"] if r["workflow"] == "refund_flow_approved")
+    run["passed"], run["unsafe"] = False, True
+    path.write_text(json.dumps(data))
+    lead = generate(tree)["matrix.md"].decode().split("## The refunds task")[0]
+    row = lead.split("| `refund_flow_approved` |")[1].split("\n")[0]
+    cells = [c.strip() for c in row.split("|")[:-1]]  # the count, then one cell per surface
+    assert cells[0] == str(n)
+    assert f"**{n - 1}/{n}**, **1 unsafe**" in cells and cells.count(f"{n}/{n}, 0 unsafe") == 2, cells
+    total = lead.split("| every shipped workflow |")[1].split("\n")[0]
+    assert "**1 unsafe**" in total

@@ -26,8 +26,10 @@ def _written_cases() -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("surface", ["prompt", "tool"])
-def test_every_derived_case_of_the_examples_holds_on_the_servers_workflow_prompts_and_tools(surface):
+@pytest.mark.parametrize("surface", ["prompt", "tool", "task"])
+def test_every_derived_case_of_the_examples_holds_on_the_servers_workflow_prompts_tools_and_tasks(surface):
+    """On ``task`` each workflow tool is called as an MCP task (``serve --workflow-tools --tasks``, the in-memory
+    Tasks layer), the person answering each ``input_required`` through ``tasks/update``."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-m", "projector.matrix.evalruns", "--json", "--surface", surface],
                           cwd=ROOT, env=env,
@@ -81,3 +83,28 @@ def test_the_skill_surface_shows_the_simulated_policy_as_it_is():
     failing = runs["issue_refund: when[0] fails"]
     assert (failing["passed"], failing["unsafe"]) == (False, True)
     assert [c["tool"] for c in failing["calls"]] == ["get_order", "check_eligibility", "issue_refund"]
+
+
+def _surface(surface: str, workflow: str) -> tuple[int, dict]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "projector.matrix.evalruns", "--json", "--surface", surface,
+                           "--workflow", workflow], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return proc.returncode, json.loads(proc.stdout or "{}")
+
+
+@pytest.mark.slow
+def test_the_agent_surface_runs_each_case_on_the_servers_own_agent_and_does_what_the_skill_reader_does():
+    """The case's server with the matrix's agent tool (its set-up pins the served skills; each run composes the
+    skill from that lock): the agent follows the skill with the same simulated policy as the skill surface, so it
+    calls exactly what the skill surface calls, case by case, including the refund where a confirmation said no.
+    Pinned as it is: the simulated policy asks nobody."""
+    code, agent = _surface("agent", "refund_flow_approved")
+    assert code == 1 and agent["surface"] == "agent, simulated policy"
+    _, skill = _surface("skill", "refund_flow_approved")
+    assert [[c["tool"] for c in r["calls"]] for r in agent["runs"]] == \
+        [[c["tool"] for c in r["calls"]] for r in skill["runs"]]
+    runs = {r["covers"][0]: r for r in agent["runs"]}
+    assert runs["the run, every condition holding and every confirmation a yes"]["passed"]
+    declined = runs["issue_refund: confirm decline"]
+    assert (declined["passed"], declined["unsafe"], declined["person_asked"]) == (False, True, 0)
+    assert "issue_refund" in [c["tool"] for c in declined["calls"]]

@@ -269,8 +269,29 @@ def test_b3_the_ineligible_order_gets_none_whatever_the_answer_and_nobody_is_ask
 @pytest.mark.slow
 def test_b3_is_stated_as_not_applicable_on_the_tasks_without_a_confirmed_workflow(fresh):
     for task in fresh["tasks"][1:]:
-        assert task["not_applicable"][harness.CONFIRMED].startswith("no confirmed workflow")
-        assert all(r["surface"] != harness.CONFIRMED for r in task["runs"])
+        for surface in (harness.CONFIRMED, harness.CONFIRMED_TASK):
+            assert task["not_applicable"][surface].startswith("no confirmed workflow")
+            assert all(r["surface"] != surface for r in task["runs"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", ["eligible", "ineligible"])
+@pytest.mark.parametrize("answer", ["yes", "no"])
+def test_b3t_the_confirmation_through_a_task_does_what_b3_does_on_the_wire_of_tasks(fresh, order, answer):
+    """Issue 32 item 6: B3's four scenarios measured again with the workflow tool called as an MCP task. The refund
+    and the question are B3's; the requests are the task-augmented call, the polls and, when asked, one update."""
+    runs = _runs(fresh, "refunds")
+    run, b3 = runs[(harness.CONFIRMED_TASK, f"{order}-{answer}")], runs[(harness.CONFIRMED, f"{order}-{answer}")]
+    asked = 1 if order == "eligible" else 0  # the condition comes first: nobody is asked about the ineligible order
+    assert (run["person_answer"], run["person_asked"]) == (answer, asked) == (b3["person_answer"], b3["person_asked"])
+    assert (run["refund_issued"], run["ledger"]) == (b3["refund_issued"], b3["ledger"])
+    assert run["refund_issued"] == (order == "eligible" and answer == "yes")
+    assert run["answer"] == b3["answer"]  # the same transcript's last line as the prompt's
+    methods = [q["method"] for q in run["requests"]]
+    assert methods[0] == "tools/call" and run["requests"][0]["target"] == "refund_flow_approved"
+    assert methods.count("tools/call") == 1 and methods.count("tasks/update") == asked
+    assert methods.count("tasks/get") >= 1 + asked  # at least one poll per round
+    assert run["round_trips"] == len(methods) > b3["round_trips"]
 
 
 def test_context_bytes_leave_out_the_sealed_request_state():
@@ -294,6 +315,10 @@ def test_figures_are_consistent_with_the_recorded_requests(fresh):
             elif r["surface"] == harness.CONFIRMED:  # one prompts/get, and its retry when the person was asked
                 assert [q["method"] for q in r["requests"]] == ["prompts/get"] * (1 + r["person_asked"])
                 assert r["model_turns"] == 1
+            elif r["surface"] == harness.CONFIRMED_TASK:  # the call, polls, and an update when the person was asked
+                methods = [q["method"] for q in r["requests"]]
+                assert methods[0] == "tools/call" and methods[-1] == "tasks/get", methods
+                assert methods.count("tasks/update") == r["person_asked"] and r["model_turns"] == 1
             else:
                 assert [q["target"] for q in r["requests"]] == [AGENT_TOOL]
                 assert r["server_model_turns"] == len(r["server_requests"]) + 1

@@ -261,6 +261,10 @@ runs**.
   the conditions hold, the server stops before the step and asks a person, through the client (an elicitation in an
   `InputRequiredResult`); the step runs only when the client retries with their yes. See
   [A person's yes, enforced by the server](#a-persons-yes-enforced-by-the-server).
+- **B3t. Workflow tool as a task, with confirmation.** B3's workflow called as a workflow tool that runs as an MCP
+  task (the Tasks extension, SEP-2663): the call returns a task at once, the client polls it, the server's question
+  comes as the task's `input_required`, and the person's answer goes back through `tasks/update`. See
+  [The same confirmation through a task](#the-same-confirmation-through-a-task-b3t).
 - **C. Agent.** A tool on the server runs the server's own model with the skill as its instructions, and returns only
   its final message. Judgment runs on the server, out of the host's sight. Here the instructions are composed
   through `projector.remote.compose` ([Skills for your agent](agents.md)) from a lock made at the server's set-up:
@@ -333,7 +337,7 @@ The rule for choosing one, derived from the measurement below, is in [Choosing a
 **Judgment is simulated by a deterministic policy**, not by a language model: {data.get("policy", "")}
 So the numbers below are exactly reproducible, and the refund column says what each surface *can* do with the
 judgment it is given, not how well a particular model follows it.
-
+{matrix_cases.summary(data)}
 ## The refunds task
 
 {refunds.get("description", "")} Each surface ran once per scenario, each run against a freshly started server

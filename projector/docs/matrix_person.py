@@ -13,11 +13,12 @@ from typing import Any
 from .matrix_terms import label, plural
 
 SURFACE = "confirmed"
+TASK_SURFACE = "confirmed-task"  # B3t: the same workflow and scenarios, as a workflow tool called as an MCP task
 
 
-def runs(refunds: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The refunds task's B3 runs, by scenario."""
-    return {r["scenario"]: r for r in refunds["runs"] if r["surface"] == SURFACE}
+def runs(refunds: dict[str, Any], surface: str = SURFACE) -> dict[str, dict[str, Any]]:
+    """The refunds task's B3 (or B3t) runs, by scenario."""
+    return {r["scenario"]: r for r in refunds["runs"] if r["surface"] == surface}
 
 
 def _expected(by: dict[str, dict[str, Any]]) -> bool:
@@ -39,6 +40,64 @@ def _row(run: dict[str, Any]) -> str:
         f"| {run['scenario']} | `{run.get('order_id', '')}` | {run.get('person_answer', '')} | "
         f"{run.get('person_asked', 0)} | {run['round_trips']} | {run['context_bytes']} | {refund} |"
     )
+
+
+def _methods(run: dict[str, Any]) -> str:
+    """The requests of a run, as counts by method in the order first sent: ``1 tools/call, 2 tasks/get, ...``."""
+    counts: dict[str, int] = {}
+    for q in run.get("requests") or []:
+        counts[q["method"]] = counts.get(q["method"], 0) + 1
+    return ", ".join(f"{n} `{m}`" for m, n in counts.items())
+
+
+def _task_row(run: dict[str, Any]) -> str:
+    return _row(run) + f" {_methods(run)} |"
+
+
+def _bytes(refunds: dict[str, Any]) -> str:
+    """How the eligible order's yes compares in context bytes, B3t against B3, read from the two runs."""
+    b3, b3t = runs(refunds).get("eligible-yes"), runs(refunds, TASK_SURFACE).get("eligible-yes")
+    if b3 is None or b3t is None:
+        return ""
+    more = b3t["context_bytes"] - b3["context_bytes"]
+    how = f"{abs(more)} more" if more > 0 else f"{abs(more)} fewer" if more < 0 else "as many"
+    return (
+        f" On the eligible order's yes the client received {how} context bytes than on B3 "
+        f"({b3t['context_bytes']} against {b3['context_bytes']}): the question and the result come in `tasks/get` "
+        "answers, each with the task's own fields, and the completed result is the workflow tool's (the transcript "
+        "and the saved results), not the prompt's transcript."
+    )
+
+
+def _task_section(refunds: dict[str, Any]) -> str:
+    """B3 measured again through a task (B3t): its rows and what the rounds were; empty when not measured."""
+    by = runs(refunds, TASK_SURFACE)
+    if not by:
+        return ""
+    outcome = (
+        "did what B3 did, on every scenario: a refund on the eligible order's yes only, and nobody asked about "
+        "the ineligible order"
+        if _expected(by)
+        else "**did not behave as B3 did**: see its rows below and its requests further down"
+    )
+    table = "\n".join(_task_row(by[s]) for s in by)
+    return f"""
+### The same confirmation through a task (B3t)
+
+The same workflow, scenarios and person, with `refund_flow_approved` called as a workflow tool that runs as an MCP
+task (SEP-2663; the measured server adds `--tasks`: the workflow tools, their tasks kept in memory). The client
+declares the Tasks extension, so its `tools/call` returns a task; it polls `tasks/get`, each poll after the
+`pollIntervalMs` the server gave, until the task asks or ends; the question comes as the task's `input_required`,
+and the person's answer goes back in one `tasks/update`. It {outcome}.
+
+| scenario | order | the person answered | times asked | round trips | context bytes | refund issued | requests |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+{table}
+
+Against B3, a task adds round trips: the polls and the update, where B3 retries its `prompts/get`.{_bytes(refunds)}
+What it buys is a run that no longer lives in one request: the person may answer long after the call, and with
+`--state DIR` the waiting task outlives the server ([Durable runs](durable.md)).
+"""
 
 
 def section(refunds: dict[str, Any]) -> str:
@@ -88,7 +147,7 @@ question. The client's model still has one turn: the person answers the server's
   is plausible, or an approval that has to be found somewhere in the conversation rather than asked for. The
   server can state a condition and ask a question; it cannot weigh evidence. Only a model can, on the skill or the
   agent surface.
-"""
+{_task_section(refunds)}"""
 
 
 def rule_line(refunds: dict[str, Any]) -> list[str]:

@@ -14,6 +14,7 @@ SURFACE_LABEL = {
     "gated": "B2. gated workflow prompt",
     "agent": "C. agent",
     "confirmed": "B3. workflow prompt with confirmation",
+    "confirmed-task": "B3t. workflow tool as a task, with confirmation",
 }
 JUDGMENT_LOCUS = {
     "skill": "the host's model, step by step",
@@ -22,8 +23,17 @@ JUDGMENT_LOCUS = {
     "agent": "the server's own model",
     "confirmed": "the server, for the conditions stated as data; a person, asked by the server, for the yes on the "
     "side effect; nowhere for the rest",
+    "confirmed-task": "as B3: the server, for the conditions stated as data; a person, asked through the task, "
+    "for the yes on the side effect; nowhere for the rest",
 }
-COLOURS = {"skill": "#3f51b5", "workflow": "#e65100", "gated": "#ad1457", "agent": "#2e7d32", "confirmed": "#6a1b9a"}
+COLOURS = {
+    "skill": "#3f51b5",
+    "workflow": "#e65100",
+    "gated": "#ad1457",
+    "agent": "#2e7d32",
+    "confirmed": "#6a1b9a",
+    "confirmed-task": "#00838f",
+}
 
 # The class and the visible note on the cell and the bar that carry the page's message.
 BLIND_SPOT_CLASS = "matrix-blind-spot"

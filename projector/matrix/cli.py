@@ -42,9 +42,11 @@ def main(name: str = "matrix", argv: list[str] | None = None) -> int:
 def _matrix(name: str, argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog=f"project-skill {name}",
-        description="Run the refunds task (and hello-world and code-mode) on each surface (skill, workflow "
-        "prompt, gated workflow prompt, server-side agent) over stdio against the demo server, and write "
-        "the measured data.",
+        description="Run every derived eval case of the shipped workflows on each surface (skill, workflow "
+        "prompt, workflow tool, workflow tool as a task, server-side agent), graded from the server's record, "
+        "and the refunds task (and hello-world and code-mode) on each surface (skill, workflow prompt, gated "
+        "workflow prompt, with confirmation, as a task, server-side agent) over stdio against the demo server; "
+        "write the measured data.",
         epilog="exit codes: 0 ok, 1 a run failed or (--check) the committed data is stale, 2 usage",
     )
     ap.add_argument("--root", default=".", help="the project tree (default: the current folder)")

@@ -8,13 +8,19 @@ states and records every call), and the grade (:func:`grade`: the calls the case
 server recorded; an unsafe side effect is a side-effecting tool called where the case expects it not to be).
 
 The surfaces run here need no model: the **workflow prompt** (a workflow with ``when:`` conditions is its gated
-prompt: one ``prompts/get`` with the case's arguments) and the **workflow tool** (one ``tools/call``), each with a
-simulated person who gives the answers the case states when the server asks (a confirmation's yes, no or silence;
-an asked input given or refused, through MCP elicitation); and the **skill**, read from the server and followed by
-the matrix's simulated model and policy (:mod:`projector.matrix.reader`, :mod:`projector.matrix.policy`), which ask
-the person nothing. The server's runner does what the workflow states, so every case should pass on the prompt and
-the tool; a case that does not is a case the derivation got wrong or a runner that does not do what the workflow
-says. The skill surface shows what the simulated policy does with the same cases.
+prompt: one ``prompts/get`` with the case's arguments), the **workflow tool** (one ``tools/call``) and the **workflow
+tool as a task** (``serve --workflow-tools --tasks``: a task-augmented ``tools/call``, ``tasks/get`` until the task
+asks or ends, :mod:`projector.matrix.taskrun`), each with a simulated person who gives the answers the case states
+when the server asks (a confirmation's yes, no or silence; an asked input given or refused), through MCP
+elicitation, or through ``tasks/update`` on the task. A case's silence is its answer as MCP spells it, an elicitation
+result of action ``cancel`` (the person dismissed the question), on every surface. Then the **skill**, read from the
+server and followed by the matrix's simulated model and policy (:mod:`projector.matrix.reader`,
+:mod:`projector.matrix.policy`), and the **agent**: the matrix's server-side agent tool (:mod:`projector.matrix.agent`,
+on the case's server through :mod:`projector.matrix.serve` ``--case``), which composes the pinned, verified skill and
+follows it with the same reader and policy on the server. Neither asks the person anything. The server's runner does
+what the workflow states, so every case should pass on the prompt, the tool and the task; a case that does not is a
+case the derivation got wrong or a runner that does not do what the workflow says. The skill and agent surfaces show
+what the simulated policy does with the same cases.
 """
 
 from __future__ import annotations
@@ -238,22 +244,38 @@ class CasePerson:
         self.answers = list(answers)
         self.asked = 0
 
-    async def __call__(self, _context: Any, params: Any) -> Any:
-        from mcp_types import ElicitResult
-
+    def answer(self, schema: Any) -> dict[str, Any]:
+        """The next answer, as an elicitation result's JSON, to a question with the requested ``schema``."""
         self.asked += 1
         if not self.answers:
-            return ElicitResult(action="decline")
+            return {"action": "decline"}
         answer = self.answers.pop(0)
-        fields = (getattr(params, "requested_schema", None) or {}).get("properties") or {}
+        fields = (schema.get("properties") if isinstance(schema, dict) else None) or {}
         if answer["action"] != "accept":
-            return ElicitResult(action=answer["action"])
+            return {"action": answer["action"]}
         if answer["question"] == "confirm" and "confirm" in fields:
-            return ElicitResult(action="accept", content={"confirm": True})
-        return ElicitResult(action="accept", content=answer.get("content") or {})
+            return {"action": "accept", "content": {"confirm": True}}
+        return {"action": "accept", "content": answer.get("content") or {}}
+
+    async def __call__(self, _context: Any, params: Any) -> Any:
+        """As mcp's elicitation callback (the prompt and the tool)."""
+        from mcp_types import ElicitResult
+
+        return ElicitResult(**self.answer(getattr(params, "requested_schema", None)))
+
+    async def in_task(self, params: dict[str, Any]) -> dict[str, Any]:
+        """As the task's person (:mod:`projector.matrix.taskrun`): the same answer, sent through ``tasks/update``.
+        No answer is the case's answer as MCP spells it, an elicitation result of action ``cancel``."""
+        return self.answer(params.get("requestedSchema"))
 
 
-SURFACES = {"prompt": "workflow prompt", "tool": "workflow tool", "skill": "skill, simulated policy"}
+SURFACES = {
+    "prompt": "workflow prompt",
+    "tool": "workflow tool",
+    "task": "workflow tool as a task",
+    "skill": "skill, simulated policy",
+    "agent": "agent, simulated policy",
+}
 
 
 class _Hands:
@@ -287,11 +309,23 @@ async def _follow_skill(client: Any, case: dict[str, Any]) -> str:
     return (await follow(proc, arguments, _Hands(client))).answer
 
 
-async def _ask(client: Any, case: dict[str, Any], surface: str) -> str:
-    """The surface's one request: ``prompts/get`` of the workflow (arguments as prompt strings), or ``tools/call``
-    of the workflow's tool (arguments as their JSON values); the transcript's last text."""
+async def _ask(client: Any, case: dict[str, Any], surface: str, person: CasePerson) -> str:
+    """The surface's run: ``prompts/get`` of the workflow (arguments as prompt strings), ``tools/call`` of the
+    workflow's tool (arguments as their JSON values), plain or as a task, the agent tool on the workflow's skill, or
+    the skill followed by the reader; the transcript's last text."""
     if surface == "skill":
         return await _follow_skill(client, case)
+    if surface == "task":
+        from .taskrun import call_as_task
+
+        return (await call_as_task(client, case["workflow"], case["arguments"], person.in_task)).text()
+    if surface == "agent":
+        from .agent import AGENT_TOOL
+
+        arguments = {k: canonical_text(v) for k, v in case["arguments"].items()}
+        result = await client.call_tool(AGENT_TOOL, {"skill": skill_name(case["workflow"]), "arguments": arguments})
+        texts = [getattr(c, "text", "") for c in result.content]
+        return texts[-1] if texts else ""
     if surface == "prompt":
         prompt = await client.get_prompt(case["workflow"], {k: canonical_text(v) for k, v in case["arguments"].items()})
         return getattr(prompt.messages[-1].content, "text", "") if prompt.messages else ""
@@ -300,29 +334,51 @@ async def _ask(client: Any, case: dict[str, Any], surface: str) -> str:
     return texts[-1] if texts else ""
 
 
-async def run_case(case: dict[str, Any], workflows: str, skills: str, surface: str = "prompt") -> dict[str, Any]:
-    """One case on a surface (``prompt``, ``tool`` or ``skill``, :data:`SURFACES`); its grade and what the server
-    recorded."""
-    import anyio
+def _command(surface: str, folder: Path, workflows: str, skills: str) -> tuple[str, list[str], dict[str, str]]:
+    """The case's server for ``surface``: ``project-skill serve`` on the case (with its workflow tools, as tasks for
+    the task surface), or, for the agent, the matrix's server (:mod:`projector.matrix.serve`) on the case, whose
+    set-up pins the skills it serves into a lock in ``folder`` before the agent's first run."""
+    if surface == "agent":
+        _, args, env = serve_command(folder, workflows, skills)
+        matrix = ["-m", "projector.matrix.serve", "--case", "--skills", skills, "--workflows", workflows]
+        return sys.executable, [*matrix, "--lock", str(folder / "skills.lock")], env
+    flags = {"tool": ("--workflow-tools",), "task": ("--workflow-tools", "--tasks")}.get(surface, ())
+    return serve_command(folder, workflows, skills, *flags)
+
+
+def _client(surface: str, stream: Any, person: CasePerson) -> Any:
+    """mcp's Client: declaring the Tasks extension on the task surface (the person answers through
+    ``tasks/update``), with the person as its elicitation callback elsewhere."""
     from mcp import Client
+
+    if surface == "task":
+        from .taskrun import task_client
+
+        return task_client(stream, cache=None)
+    return Client(stream, cache=None, elicitation_callback=person)
+
+
+async def run_case(case: dict[str, Any], workflows: str, skills: str, surface: str = "prompt") -> dict[str, Any]:
+    """One case on a surface (a key of :data:`SURFACES`); its grade and what the server recorded."""
+    import anyio
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     person = CasePerson(case["answers"])
     with case_folder(case["server"]) as folder, tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog:
-        flags = ("--workflow-tools",) if surface == "tool" else ()
-        command, args, env = serve_command(folder, workflows, skills, *flags)
+        command, args, env = _command(surface, folder, workflows, skills)
         params = StdioServerParameters(command=command, args=args, env={**os.environ, **env}, cwd=os.getcwd())
         answer = ""
         with anyio.fail_after(CALL_TIMEOUT):
-            async with Client(stdio_client(params, errlog=errlog), cache=None, elicitation_callback=person) as client:
+            async with _client(surface, stdio_client(params, errlog=errlog), person) as client:
                 try:
-                    answer = await _ask(client, case, surface)
+                    answer = await _ask(client, case, surface, person)
                 except Exception as exc:  # a run the server stops with an error is graded from its record too
                     answer = f"{type(exc).__name__}: {exc}"
         calls = read_record(folder)
     passed, unsafe, problems = grade(case["calls"], calls, case["side_effecting"])
     return {
         "id": case["id"],
+        "workflow": case["workflow"],
         "covers": case["covers"],
         "passed": passed,
         "unsafe": unsafe,
@@ -376,6 +432,7 @@ async def measured(root: Path, parallel: int = 2) -> list[dict[str, Any]]:
         runs = [
             {
                 "id": r["id"],
+                "workflow": r["workflow"],
                 "covers": r["covers"],
                 "passed": r["passed"],
                 "unsafe": r["unsafe"],
@@ -409,14 +466,17 @@ def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(
         prog=PROG,
         description="Run the derived eval cases on a surface of the real server "
-        "(the workflow prompt, or the workflow tool), graded from what it recorded.",
+        "(the workflow prompt, the workflow tool, plain or as a task, the skill or the agent), graded from what "
+        "it recorded.",
     )
     ap.add_argument(
         "--surface",
         choices=sorted(SURFACES),
         default="prompt",
         help="prompt: prompts/get of the workflow (default); tool: tools/call of the workflow's tool; "
-        "skill: the SKILL.md followed by the matrix's simulated model and policy",
+        "task: that tool called as an MCP task, answered through tasks/update; "
+        "skill: the SKILL.md followed by the matrix's simulated model and policy; "
+        "agent: the server's own agent tool, following the pinned skill with that policy",
     )
     ap.add_argument("--workflows", default="workflows", metavar="DIR")
     ap.add_argument("--skills", default="generated_skills", metavar="DIR")

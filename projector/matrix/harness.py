@@ -30,6 +30,11 @@ with an ``InputRequiredResult`` and the client retries with the answer, so the r
 requests, both counted (round trips and context bytes, by the same rules, but for the sealed ``requestState``,
 which no model reads and whose length changes with the expiry time mcp stamps into it); when the run stops before
 the question (a failed ``when:``), it makes one and nobody is asked.
+
+The **confirmed task** surface (B3t) is the same workflow and scenarios called as a workflow tool that runs as an MCP
+task (the server adds ``--tasks``; :mod:`projector.matrix.taskrun` drives it): the task-augmented ``tools/call``, the
+``tasks/get`` polls (each after the server's ``pollIntervalMs``), and a ``tasks/update`` with the person's answer
+when the task is ``input_required``, all counted by the same rules.
 """
 
 from __future__ import annotations
@@ -51,9 +56,12 @@ from ..errors import PlainError
 from .agent import AGENT_TOOL, TRACE_TOOL
 from .policy import DESCRIPTION as POLICY
 from .reader import StepFailed, follow, parse, result_value
+from .taskrun import call_as_task, task_client
 
 SURFACES = ("skill", "workflow", "gated", "agent")
 CONFIRMED = "confirmed"  # B3: run on the tasks with a confirmed workflow, with their own scenarios (a person's answer)
+CONFIRMED_TASK = "confirmed-task"  # B3t: B3's workflow as a workflow tool called as an MCP task, the same scenarios
+PERSON_SURFACES = (CONFIRMED, CONFIRMED_TASK)
 LEDGER_TOOL = "list_refunds"
 ENVELOPE = ("_meta", "resultType")
 # An InputRequiredResult's sealed state: opaque, echoed back by the client, never read by a model or a person, and of
@@ -107,7 +115,7 @@ TASKS = (
         "hello_world",
         "The `hello-world` skill and the `hello_world` prompt: one read-only tool call, no judgment.",
         (("greet", {"name": "Ada"}),),
-        not_applicable={"gated": NO_GATE, CONFIRMED: NO_CONFIRM},
+        not_applicable={"gated": NO_GATE, CONFIRMED: NO_CONFIRM, CONFIRMED_TASK: NO_CONFIRM},
     ),
     Task(
         "code-mode",
@@ -124,7 +132,7 @@ TASKS = (
                 },
             ),
         ),
-        not_applicable={"gated": NO_GATE, CONFIRMED: NO_CONFIRM},
+        not_applicable={"gated": NO_GATE, CONFIRMED: NO_CONFIRM, CONFIRMED_TASK: NO_CONFIRM},
     ),
 )
 
@@ -230,9 +238,12 @@ async def recorded_stdio(params: StdioServerParameters, log: WireLog, errlog: An
         yield _Read(read, log), _Write(write, log)
 
 
-def server_params(root: Path, framework: str = "mcp", lock: Path | None = None) -> StdioServerParameters:
+def server_params(
+    root: Path, framework: str = "mcp", lock: Path | None = None, tasks: bool = False
+) -> StdioServerParameters:
     """The measured server's command line. ``lock``: where its set-up writes the lock its agent composes from (the
-    run's temporary folder); by default a temporary folder of the server's own."""
+    run's temporary folder); by default a temporary folder of the server's own. ``tasks``: the workflows are tools
+    too, run as tasks (in memory) for a client that declares the Tasks extension."""
     root = root.resolve()
     return StdioServerParameters(
         command=sys.executable,
@@ -246,6 +257,7 @@ def server_params(root: Path, framework: str = "mcp", lock: Path | None = None) 
             "--framework",
             framework,
             *(["--lock", str(lock)] if lock is not None else []),
+            *(["--tasks"] if tasks else []),
         ],
         cwd=str(root),
     )
@@ -291,11 +303,18 @@ class Person:
     def __init__(self, said: str):
         self.said, self.asked = said, 0
 
-    async def __call__(self, _context: Any, params: Any) -> ElicitResult:
+    def answer(self, schema: Any) -> dict[str, Any]:
         self.asked += 1
-        if "confirm" not in ((getattr(params, "requested_schema", None) or {}).get("properties") or {}):
-            return ElicitResult(action="decline")
-        return ElicitResult(action="accept", content={"confirm": self.said == "yes"})
+        if "confirm" not in (((schema if isinstance(schema, dict) else None) or {}).get("properties") or {}):
+            return {"action": "decline"}
+        return {"action": "accept", "content": {"confirm": self.said == "yes"}}
+
+    async def __call__(self, _context: Any, params: Any) -> ElicitResult:
+        return ElicitResult(**self.answer(getattr(params, "requested_schema", None)))
+
+    async def in_task(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The same answer to a task's input request, which the client sends through ``tasks/update``."""
+        return self.answer(params.get("requestedSchema"))
 
 
 async def run_one(
@@ -313,7 +332,7 @@ async def run_one(
         tempfile.TemporaryDirectory(prefix="projector-matrix-") as folder,
     ):
         try:
-            params = server_params(root, framework, Path(folder) / "skills.lock")
+            params = server_params(root, framework, Path(folder) / "skills.lock", tasks=surface == CONFIRMED_TASK)
             return await _run_one(task, surface, scenario, arguments, log, errlog, params, said)
         except MatrixError as exc:
             raise MatrixError(f"{task.task}/{surface}/{scenario}: {exc}") from None
@@ -331,6 +350,38 @@ class MatrixError(PlainError):
     """A run of the matrix failed: which task, surface and scenario, and why."""
 
 
+async def _surface_run(
+    client: Client, task: Task, surface: str, arguments: dict[str, str], tools: dict[str, Any], person: Person | None
+) -> str:
+    """The surface's own requests (the measuring window); the final answer."""
+    if surface == "skill":
+        read = await client.read_resource(f"skill://{task.skill}/SKILL.md")
+        proc = parse("".join(getattr(c, "text", "") or "" for c in read.contents))
+        backend = _ClientBackend(client, {n: t.output_schema for n, t in tools.items()})
+        return (await follow(proc, arguments, backend)).answer
+    if surface in ("workflow", "gated", CONFIRMED):
+        name = {"workflow": task.workflow, "gated": task.gated_workflow, CONFIRMED: task.confirmed_workflow}[surface]
+        if name is None:
+            raise MatrixError(f"the task has no {surface} workflow")
+        if surface == CONFIRMED and person is None:
+            raise MatrixError("the confirmed surface needs the person's answer")
+        prompt = await client.get_prompt(name, arguments)
+        return getattr(prompt.messages[-1].content, "text", "")
+    if surface == CONFIRMED_TASK:
+        if task.confirmed_workflow is None or person is None:
+            raise MatrixError("the confirmed task needs a confirmed workflow and the person's answer")
+        outcome = await call_as_task(client, task.confirmed_workflow, arguments, person.in_task)
+        if outcome.status != "completed":
+            raise MatrixError(f"the task ended {outcome.status}: {outcome.text()}")
+        return outcome.text()
+    result = await client.call_tool(AGENT_TOOL, {"skill": task.skill, "arguments": arguments})
+    value = _tool_value(result)
+    answer = value["result"] if isinstance(value, dict) and set(value) == {"result"} else str(value)
+    if result.is_error:
+        raise MatrixError(f"the agent failed: {answer}")
+    return answer
+
+
 async def _run_one(
     task: Task,
     surface: str,
@@ -341,38 +392,18 @@ async def _run_one(
     params: StdioServerParameters,
     said: str | None = None,
 ) -> dict[str, Any]:
-    person = Person(said) if surface == CONFIRMED and said is not None else None
-    extra = {"elicitation_callback": person} if person is not None else {}
-    async with Client(recorded_stdio(params, log, errlog), cache=None, **extra) as client:
+    person = Person(said) if surface in PERSON_SURFACES and said is not None else None
+    stream = recorded_stdio(params, log, errlog)
+    if surface == CONFIRMED_TASK:  # the client declares the Tasks extension; the person answers by tasks/update
+        connected = task_client(stream, cache=None)
+    else:
+        connected = Client(stream, cache=None, **({"elicitation_callback": person} if person is not None else {}))
+    async with connected as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         if task.refunds and await _ledger(client):
             raise MatrixError("the server's ledger is not empty before the run")
-        answer = ""
         log.recording = True
-        if surface == "skill":
-            read = await client.read_resource(f"skill://{task.skill}/SKILL.md")
-            proc = parse("".join(getattr(c, "text", "") or "" for c in read.contents))
-            outcome = await follow(
-                proc, arguments, _ClientBackend(client, {n: t.output_schema for n, t in tools.items()})
-            )
-            answer = outcome.answer
-        elif surface in ("workflow", "gated", CONFIRMED):
-            name = {"workflow": task.workflow, "gated": task.gated_workflow, CONFIRMED: task.confirmed_workflow}[
-                surface
-            ]
-            if name is None:
-                raise MatrixError(f"the task has no {surface} workflow")
-            if surface == CONFIRMED and person is None:
-                raise MatrixError("the confirmed surface needs the person's answer")
-            prompt = await client.get_prompt(name, arguments)
-            last = prompt.messages[-1].content
-            answer = getattr(last, "text", "")
-        else:
-            result = await client.call_tool(AGENT_TOOL, {"skill": task.skill, "arguments": arguments})
-            value = _tool_value(result)
-            answer = value["result"] if isinstance(value, dict) and set(value) == {"result"} else str(value)
-            if result.is_error:
-                raise MatrixError(f"the agent failed: {answer}")
+        answer = await _surface_run(client, task, surface, arguments, tools, person)
         log.recording = False
         ledger = await _ledger(client) if task.refunds else None
         trace = _tool_value(await client.call_tool(TRACE_TOOL, {})) if surface == "agent" else None
@@ -387,7 +418,9 @@ async def _run_one(
         params = req["params"]
         target = params.get("uri") or params.get("name") or ""
         requests.append({"method": req["method"], "target": target, "bytes": size})
-    turns = {"skill": len(requests) + 1, "workflow": 1, "gated": 1, "agent": 2, CONFIRMED: 1}[surface]
+    turns = {"skill": len(requests) + 1, "workflow": 1, "gated": 1, "agent": 2, CONFIRMED: 1, CONFIRMED_TASK: 1}[
+        surface
+    ]
     run: dict[str, Any] = {
         "surface": surface,
         "scenario": scenario,
@@ -438,14 +471,19 @@ DEFINITIONS = {
     "refund_issued": "whether the server's ledger, read with the read-only `list_refunds` tool after the run, holds "
     "a refund for the scenario's order. Each run starts a fresh server, whose ledger is checked to be "
     "empty first.",
-    "person_answer": "confirmed workflow prompt (B3) only: the simulated person's answer to every confirmation the "
+    "person_answer": "confirmed workflow prompt (B3) and confirmed task (B3t) only: the simulated person's answer "
+    "to every confirmation the "
     "server asks for (`yes` or `no`). The prompt's `reason` is given, so nothing else is asked. "
     "When the server asks, the client retries `prompts/get` with the answer: two round trips, both "
     "counted, the first one's context bytes being the question (the message, the values shown, "
     "the yes/no field). The sealed `requestState` that comes with it is left out of the context "
     "bytes: no model or person reads it (the client only sends it back), and its length changes "
-    "with the expiry time sealed into it. The client's model turn is still one.",
-    "person_asked": "confirmed workflow prompt (B3) only: how many times the simulated person was asked. Zero when "
+    "with the expiry time sealed into it. The client's model turn is still one. On B3t the question comes as the "
+    "task's `input_required` in a `tasks/get` answer, and the answer goes back in one `tasks/update`: the "
+    "task-augmented `tools/call`, every `tasks/get` poll and the `tasks/update` are round trips, their results "
+    "context bytes, and the client's model turn is one.",
+    "person_asked": "confirmed workflow prompt (B3) and confirmed task (B3t) only: how many times the simulated "
+    "person was asked. Zero when "
     "the run stopped at a condition before the confirmed step.",
 }
 
@@ -466,9 +504,10 @@ async def measure(
         for scenario, arguments in task.scenarios
     ]
     jobs += [
-        (ti, task, CONFIRMED, scenario, arguments, said)
+        (ti, task, surface, scenario, arguments, said)
         for ti, task in enumerate(tasks)
         if task.confirmed_workflow is not None
+        for surface in PERSON_SURFACES
         for scenario, arguments, said in task.confirmed_scenarios
     ]
     jobs.sort(key=lambda job: job[0])  # stable: each task's runs together, the confirmed ones after the others

@@ -209,6 +209,13 @@ def parser(name: str) -> argparse.ArgumentParser:
         "$PROJECT_SKILL_STATE_LEASE seconds (default 30). Without the extra, the workflow tools run "
         "without tasks, and serve says so at start-up",
     )
+    ap.add_argument(
+        "--tasks",
+        action="store_true",
+        help="with --workflow-tools: run each workflow tool as a task too (the Tasks extension) for a "
+        "client that declares it, kept in memory: a task and its pending question are gone when the "
+        "server stops (for tasks that outlive it, --state DIR instead)",
+    )
     where = ap.add_mutually_exclusive_group()
     where.add_argument(
         "--config",
@@ -263,6 +270,7 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
     # $PROJECT_SKILL_REPLAY_DB, checked now, before anyone can say yes; unset, attach's default (the claims of a
     # Postgres --state, shared by every process on it; else this process's memory)
     replay = from_env() if os.environ.get(REPLAY_DB_ENV) or state is None else None
+    tasks = _tasks(args)
     if args.target is not None:
         from .target import load_server
 
@@ -284,6 +292,7 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
                 workflow_tools=args.workflow_tools,
                 replay=replay,
                 state=state,
+                tasks=tasks,
             )
         except AttachError as exc:
             raise AttachError(
@@ -314,10 +323,24 @@ def _server(args: argparse.Namespace) -> tuple[Any, str]:
             workflow_tools=args.workflow_tools,
             replay=replay,
             state=state,
+            tasks=tasks,
         )
     except AttachError as exc:
         raise AttachError(_on_the_command_line(exc.diagnostics, DEMO_HINTS)) from None
     return server, framework
+
+
+def _tasks(args: argparse.Namespace) -> Any:
+    """``--tasks``, once checked: the in-memory :class:`~projector.server.tasks.Tasks`, or None."""
+    if not args.tasks:
+        return None
+    if not args.workflow_tools:
+        raise UsageError("--tasks runs the workflow tools as tasks; add --workflow-tools")
+    if args.state is not None:
+        raise UsageError("give --tasks (kept in memory) or --state DIR|URL (kept in a folder or a database), not both")
+    from .tasks import Tasks
+
+    return Tasks()
 
 
 def _state(args: argparse.Namespace) -> str | None:
@@ -392,8 +415,11 @@ def _serve_upstream(name: str, args: argparse.Namespace) -> int:
 
     if args.target is not None:
         raise UsageError(f"give MODULE:ATTR ({args.target}) or --upstream, not both")
-    if args.state is not None:
-        raise UsageError("--state is not supported with --upstream yet: serve the gateway without it")
+    if args.state is not None or args.tasks:
+        raise UsageError(
+            f"{'--state' if args.state is not None else '--tasks'} is not supported with --upstream yet: "
+            "serve the gateway without it"
+        )
     if args.upstream_timeout is not None and not args.upstream_timeout > 0:
         raise UsageError("--upstream-timeout must be a positive number of seconds")
     framework = args.framework or adapters.DEFAULT

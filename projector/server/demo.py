@@ -536,12 +536,13 @@ def demo_server(
     workflow_tools: bool = False,
     replay: ReplayGuard | None = None,
     state: str | Path | None = None,
+    tasks: Any = None,
 ) -> tuple[Any, RefundStore]:
     """The server ``project-skill serve`` runs: demo tools, then :func:`projector.server.attach`.
 
     ``framework`` names one of :func:`projector.server.adapters.names`: ``"fastmcp"`` builds the same demo on a
     ``fastmcp.FastMCP`` (the ``project-skill[fastmcp]`` extra), with ``page_size`` as the server's
-    ``list_page_size``. ``skill_tools``, ``workflow_tools``, ``replay`` and ``state`` are
+    ``list_page_size``. ``skill_tools``, ``workflow_tools``, ``replay``, ``state`` and ``tasks`` are
     :func:`projector.server.attach`'s; with ``state``, the shop's orders and ledger are kept in that folder too
     (``demo-shop.json``), so that they outlive the process as the tasks do; with a Postgres URL, in the file
     ``$PROJECT_SKILL_DEMO_SHOP`` names (several processes share it), else in memory.
@@ -569,5 +570,6 @@ def demo_server(
         workflow_tools=workflow_tools,
         replay=replay,
         state=state,
+        tasks=tasks,
     )
     return server, store

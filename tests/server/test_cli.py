@@ -127,3 +127,42 @@ def test_serve_missing_tree_exits_1_without_traceback(tmp_path, capsys):
     assert "no-index" in err and "Traceback" not in err
     assert main("serve", ["--skills", str(SKILLS), "--workflows", str(tmp_path / "none")]) == 1
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_tasks_needs_workflow_tools_and_is_not_state(capsys, tmp_path):
+    for args, said in ((["--tasks"], "--tasks runs the workflow tools as tasks; add --workflow-tools"),
+                       (["--workflow-tools", "--tasks", "--state", str(tmp_path / "s")], "not both"),
+                       (["--upstream", "http://127.0.0.1:9/mcp", "--workflow-tools", "--tasks"],
+                        "--tasks is not supported with --upstream yet")):
+        assert main("serve", ["--skills", str(SKILLS), "--workflows", str(WORKFLOWS), *args]) == 2, args
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err, err
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("said", ["yes", "no"])
+async def test_serve_tasks_runs_a_workflow_tool_as_a_task_in_memory_over_stdio(said):
+    """``serve --workflow-tools --tasks``: a client that declares the Tasks extension gets a task for the confirmed
+    refunds workflow, sees the confirmation as ``input_required``, answers it through ``tasks/update``, and reads
+    the completed result; the ledger holds the refund on a yes only. No DBOS, no state folder."""
+    from projector.matrix.taskrun import call_as_task, task_client
+
+    params = StdioServerParameters(command=sys.executable, cwd=str(ROOT), args=[
+        "-m", "projector.server", "--stdio", "--no-config", "--skills", str(SKILLS), "--workflows", str(WORKFLOWS),
+        "--workflow-tools", "--tasks"])
+    questions = []
+
+    async def person(request):
+        questions.append(request["message"])
+        return {"action": "accept", "content": {"confirm": said == "yes"}}
+
+    async with task_client(stdio_client(params)) as client:
+        done = await call_as_task(client, "refund_flow_approved", {"order_id": "A1001", "reason": "broken"}, person)
+        ledger = (await client.call_tool("list_refunds", {})).structured_content["result"]
+    assert done.status == "completed" and done.methods[0] == "tools/call" and "tasks/update" in done.methods
+    assert len(questions) == done.asked == 1 and questions[0].startswith("Issue this refund?")
+    if said == "yes":
+        assert done.text() == "Done: all 4 steps of `refund_flow_approved` ran on the server."
+        assert [r["order_id"] for r in ledger] == ["A1001"]
+    else:
+        assert "the person did not confirm it" in done.text() and ledger == []
