@@ -12,7 +12,8 @@ moves the target and its floor alike:
 The floors are bench/floors.py's scripts (the standard library and PyYAML only); the workflow sets are
 bench/workgen.py's (seeded, deterministic). Every command is timed by hyperfine (Debian's package: ``apt-get install
 -y hyperfine``), a fresh process each run, round-robin over the cases so that a change of load hits them all;
-the time of a case is the median of all its runs. Then cProfile says where a serial fresh build of 1,000 spends its
+the time of a case is the median of all its runs. The package's bytecode is compiled first (``compileall``), as an
+installed package has it. Then cProfile says where a serial fresh build of 1,000 spends its
 time, by stage and by function; ``--before DIR`` profiles another checkout's ``projector`` the same way (a worktree
 of an older commit) for the before-and-after note.
 
@@ -51,6 +52,13 @@ def project_skill() -> list[str]:
     """The console script next to this interpreter, as users run it; else ``python -m projector.cli``."""
     script = Path(PY).with_name("project-skill")
     return [str(script)] if script.exists() else [PY, "-m", "projector.cli"]
+
+
+def compile_bytecode(package: Path) -> None:
+    """Write current bytecode for every module of ``package``, as pip does at install: without it, a checkout run
+    under ``PYTHONDONTWRITEBYTECODE`` (or one whose modules changed since their bytecode) compiles every such module
+    from source on every run, which a user's installed package never does."""
+    subprocess.run([PY, "-m", "compileall", "-q", str(package)], check=True, capture_output=True, timeout=600)
 
 
 def hyperfine(argv: list[str], runs: int, prepare: list[str] | None, report: Path, warmup: int = 1) -> dict[str, Any]:
@@ -211,8 +219,9 @@ def render_md(res: dict[str, Any]) -> str:
              "apt-get install -y hyperfine                    # the timing tool (Debian's package)",
              ".venv/bin/python bench/bench.py                 # the full run",
              ".venv/bin/python bench/bench.py --quick         # a smoke test", "```", "",
-             "Each time is the median of every run of its case: a fresh process each, timed by hyperfine, the cases "
-             "taken round-robin so that a change of machine load hits them all. The targets are ratios to floors "
+             "Each time is the median of every run of its case: a fresh process each, timed by hyperfine, with the "
+             "package's bytecode compiled first as an installed package has it, the cases taken round-robin so that "
+             "a change of machine load hits them all. The targets are ratios to floors "
              "measured in the same run (bench/floors.py). On a shared VM one run moves by 10-20 %: read the "
              "verdicts with the load average beside them.", "", "## Machine", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in m.items()]
@@ -260,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes = args.sizes or ([12, 60] if args.quick else [1000, 10000])
     rounds, runs = args.rounds or (1 if args.quick else 3), args.runs or (1 if args.quick else 3)
     res: dict[str, Any] = {"machine": machine(), "rounds": rounds, "runs_per_round": runs}
+    compile_bytecode(ROOT / "projector")
+    if args.before:
+        compile_bytecode(args.before.resolve() / "projector")
     with tempfile.TemporaryDirectory(prefix="projector-bench-") as tmp:
         work = Path(tmp)
         res["cold"] = measure(cold_cases(), rounds, runs * 3, work)

@@ -120,19 +120,26 @@ class ResultNames:
 
     def __init__(self) -> None:
         self._trie: dict[str, Any] = {}  # token -> {gap -> {token -> ...}}; "" -> the least bind ending there
+        self._added: list[tuple[str, str]] = []  # not in the trie yet: most checks never look a name up
 
     def add(self, name: str, bind: str) -> None:
-        key = _name_key(name)
-        if key is None:
-            return
-        node = self._trie
-        for part in key:
-            node = node.setdefault(part, {})
-        node[""] = min(node.get("", bind), bind)  # same words, same places in every text: the least bind wins
+        self._added.append((name, bind))
+
+    def _grow(self) -> None:
+        for name, bind in self._added:
+            key = _name_key(name)
+            if key is None:
+                continue
+            node = self._trie
+            for part in key:
+                node = node.setdefault(part, {})
+            node[""] = min(node.get("", bind), bind)  # same words, same places in every text: the least bind wins
+        self._added.clear()
 
     def named(self, text: str, after: int = 0) -> str | None:
         """The bind named in ``text``: the first one named at or after the offset ``after``, else the first one
         named; a tie goes to the least bind. Each name counts at its first place in the text only."""
+        self._grow()
         words = list(_TOKEN.finditer(text))
         gaps = [_SEPARATORS.sub(" ", text[a.end() : b.start()]) for a, b in zip(words, words[1:])]
         first: dict[int, tuple[int, str]] = {}  # id of the name's node -> (start, bind)

@@ -284,10 +284,10 @@ def canonical(value: Any) -> Any:
             if not (additive and v == default):
                 node[name] = v if type(v) in _LEAVES else canonical(v)
         return node
-    if isinstance(value, (tuple, list)):
-        return [canonical(v) for v in value]
+    if isinstance(value, (tuple, list)):  # a leaf taken as it is here, not by a call: most items are leaves
+        return [v if type(v) in _LEAVES else canonical(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): canonical(v) for k, v in value.items()}
+        return {str(k): v if type(v) in _LEAVES else canonical(v) for k, v in value.items()}
     return value
 
 

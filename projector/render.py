@@ -433,13 +433,21 @@ def _confirm_view(wf: Workflow, step: Step) -> dict[str, Any] | None:
 def _shown(wf: Workflow) -> Workflow:
     """``wf`` with every multi-line text the templates print made :func:`inert` (the frontmatter keeps the
     description as written: YAML quotes it)."""
-    return dataclasses.replace(
-        wf,
-        description=inert(wf.description),
-        arguments=tuple(dataclasses.replace(a, description=inert(a.description)) for a in wf.arguments),
-        instructions=tuple(dataclasses.replace(i, text=inert(i.text)) for i in wf.instructions),
-        tools=tuple(dataclasses.replace(t, description=inert(t.description)) for t in wf.tools),
-    )
+    arguments = tuple(_inert_in(a, "description") for a in wf.arguments)
+    instructions = tuple(_inert_in(i, "text") for i in wf.instructions)
+    tools = tuple(_inert_in(t, "description") for t in wf.tools)
+    shown = _inert_in(wf, "description")
+    if (arguments, instructions, tools) == (wf.arguments, wf.instructions, wf.tools):
+        return shown
+    return dataclasses.replace(shown, arguments=arguments, instructions=instructions, tools=tools)
+
+
+def _inert_in(item: Any, name: str) -> Any:
+    """``item`` with its text field ``name`` made :func:`inert`; ``item`` itself when that changes nothing (most
+    texts: a copy of a frozen dataclass is slow)."""
+    text = getattr(item, name)
+    made = inert(text)
+    return item if made == text else dataclasses.replace(item, **{name: made})
 
 
 def workflow_digest(wf: Workflow) -> str:

@@ -127,6 +127,19 @@ def bench_modules():
         sys.path.remove(str(ROOT / "bench"))
 
 
+def test_bench_times_the_package_with_its_bytecode_compiled(bench_modules, tmp_path: Path) -> None:
+    """A checkout run under PYTHONDONTWRITEBYTECODE, or one edited since its bytecode was written, would compile
+    its modules from source on every timed run; an installed package never does. The bench compiles them first."""
+    bench, _floors = bench_modules
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    sources = [package / "__init__.py", package / "mod.py", package / "sub" / "__init__.py"]
+    for source in sources:
+        source.write_text("VALUE = 1\n", "utf-8")
+    bench.compile_bytecode(package)
+    assert all(Path(importlib.util.cache_from_source(str(source))).is_file() for source in sources)
+
+
 def test_write_floor_writes_the_builds_own_tree(workgen, bench_modules, tmp_path: Path) -> None:
     import subprocess
 
