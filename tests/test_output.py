@@ -7,17 +7,21 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES
 
 from projector import output
 from projector.builder import WorkflowBuilder
 from projector.errors import BuildError, LoadError
 
-WF = ("name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\n"
-      "steps:\n  - name: s\n    tool: t\n")
+WF = (
+    "name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\n"
+    "steps:\n  - name: s\n    tool: t\n"
+)
 
 
 def _wf(name: str = "alpha"):
@@ -54,8 +58,7 @@ def test_a_file_that_does_not_load_is_a_load_error_not_a_build_error(tmp_path):
 
 def test_default_jobs(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
-    assert [output.default_jobs(n) for n in (0, 1, 199, 200, 299, 300, 650, 1000, 10**6)] == \
-        [1, 1, 1, 2, 2, 3, 6, 8, 8]
+    assert [output.default_jobs(n) for n in (0, 1, 199, 200, 299, 300, 650, 1000, 10**6)] == [1, 1, 1, 2, 2, 3, 6, 8, 8]
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert [output.default_jobs(n) for n in (199, 200, 10**6)] == [1, 2, 2]
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
@@ -114,8 +117,13 @@ def test_the_previous_index_is_read_as_utf8_whatever_the_locale(tmp_path):
     (out / "gone").mkdir()
     (out / "gone" / "SKILL.md").write_text("old")
     index = json.loads((out / "skills.json").read_text("utf-8"))
-    index["skills"].append({"uri": "skill://gone/SKILL.md", "description": "caf\u00e9 \u2014 d\u00e9j\u00e0 vu",
-                            "resources": [_recorded("gone/SKILL.md", b"old")]})
+    index["skills"].append(
+        {
+            "uri": "skill://gone/SKILL.md",
+            "description": "caf\u00e9 \u2014 d\u00e9j\u00e0 vu",
+            "resources": [_recorded("gone/SKILL.md", b"old")],
+        }
+    )
     (out / "skills.json").write_text(json.dumps(index, ensure_ascii=False), "utf-8")
     before = locale.setlocale(locale.LC_CTYPE)
     try:
@@ -183,8 +191,9 @@ def test_a_bundle_over_the_limits_is_a_build_error_in_both_entry_points(tmp_path
 
 
 def test_a_build_with_warnings_is_not_an_error(tmp_path):
-    (tmp_path / "a.yaml").write_text(WF.format("alpha").replace("readOnlyHint: true", "destructiveHint: true")
-                                     + "    guidance: Only if asked.\n")
+    (tmp_path / "a.yaml").write_text(
+        WF.format("alpha").replace("readOnlyHint: true", "destructiveHint: true") + "    guidance: Only if asked.\n"
+    )
     build = output.compile_paths([str(tmp_path)])
     assert [d.code for d in build.diagnostics] == ["gate-on-side-effect"]
 
@@ -350,8 +359,9 @@ def test_workers_are_forked_and_die_with_the_build(tmp_path, monkeypatch):
     real = concurrent.futures.ProcessPoolExecutor
 
     def pool(*args, **kwargs):
-        started.append((args, kwargs["mp_context"].get_start_method(), kwargs.get("initializer"),
-                        kwargs.get("initargs")))
+        started.append(
+            (args, kwargs["mp_context"].get_start_method(), kwargs.get("initializer"), kwargs.get("initargs"))
+        )
         return real(*args, **kwargs)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", pool)
@@ -380,9 +390,11 @@ def _tree(out: Path) -> dict[str, bytes]:
 
 
 def _conflict(out: str, name: str, why: str, hint: str) -> str:
-    return (f"{name}:1:7: error[output-conflict]: the skill '{Path(name).stem}' goes to {out}/{Path(name).stem}/, but "
-            f"{out}/{Path(name).stem} is already there and is not a bundle this tool wrote ({why})\n"
-            f"  hint: {hint}; nothing was written\n")
+    return (
+        f"{name}:1:7: error[output-conflict]: the skill '{Path(name).stem}' goes to {out}/{Path(name).stem}/, but "
+        f"{out}/{Path(name).stem} is already there and is not a bundle this tool wrote ({why})\n"
+        f"  hint: {hint}; nothing was written\n"
+    )
 
 
 # ------------------------------------------------------------------------------------------ output-conflict's why
@@ -391,12 +403,20 @@ UNREAD_HINT = "restore out/skills.json as the build wrote it, or move that folde
 UNLISTED_HINT = "rename the workflow, or move that folder away"
 
 
-@pytest.mark.parametrize("index, why, hint", [
-    ("{", "the previous skills.json, which would list it, is not read: not JSON: Expecting property name enclosed "
-          "in double quotes", UNREAD_HINT),
-    ("[1]", "the previous skills.json, which would list it, is not read: it is not a skills index", UNREAD_HINT),
-    ('{"skills": []}', "the previous skills.json does not list it", UNLISTED_HINT),
-], ids=["not JSON", "not an index", "lists nothing"])
+@pytest.mark.parametrize(
+    "index, why, hint",
+    [
+        (
+            "{",
+            "the previous skills.json, which would list it, is not read: not JSON: Expecting property name enclosed "
+            "in double quotes",
+            UNREAD_HINT,
+        ),
+        ("[1]", "the previous skills.json, which would list it, is not read: it is not a skills index", UNREAD_HINT),
+        ('{"skills": []}', "the previous skills.json does not list it", UNLISTED_HINT),
+    ],
+    ids=["not JSON", "not an index", "lists nothing"],
+)
 def test_a_conflict_says_whether_the_previous_index_was_read(cli, tmp_path, monkeypatch, index, why, hint):
     """Over an unreadable skills.json the conflict says why it was not read, and how to restore it; over one that
     lists nothing, that it does not list the folder (conflicts' ``unread``, as write passes it on)."""
@@ -407,12 +427,16 @@ def test_a_conflict_says_whether_the_previous_index_was_read(cli, tmp_path, monk
     before = _tree(Path("out"))
     run = cli("build", "wf", "--out", "out", "--no-cache")
     assert run.code == 1 and run.out == ""
-    assert run.err == (_conflict("out", "wf/alpha.yaml", why, hint) + _conflict("out", "wf/beta.yaml", why, hint)
-                       + "error: 2 problems; nothing was written\n")
+    assert run.err == (
+        _conflict("out", "wf/alpha.yaml", why, hint)
+        + _conflict("out", "wf/beta.yaml", why, hint)
+        + "error: 2 problems; nothing was written\n"
+    )
     assert _tree(Path("out")) == before
 
 
 # ------------------------------------------------------------------------------- how much of the old index is read
+
 
 def test_the_previous_index_is_read_up_to_twice_the_new_one(cli, tmp_path, monkeypatch):
     """A build reads back a previous skills.json of up to max(MAX_INDEX_BYTES, twice the one it derives) bytes. With
@@ -435,11 +459,15 @@ def test_the_previous_index_is_read_up_to_twice_the_new_one(cli, tmp_path, monke
     run = cli("build", "wf", "--out", "out", "--no-cache")
     why = f"the previous skills.json, which would list it, is not read: it is {limit + 1} bytes, over the limit of {limit}"
     assert run.code == 1
-    assert run.err == (_conflict("out", "wf/alpha.yaml", why, UNREAD_HINT)
-                       + _conflict("out", "wf/beta.yaml", why, UNREAD_HINT) + "error: 2 problems; nothing was written\n")
+    assert run.err == (
+        _conflict("out", "wf/alpha.yaml", why, UNREAD_HINT)
+        + _conflict("out", "wf/beta.yaml", why, UNREAD_HINT)
+        + "error: 2 problems; nothing was written\n"
+    )
 
 
 # ------------------------------------------------------------------------------- a linked folder inside a bundle
+
 
 def test_a_linked_folder_in_a_bundle_is_one_extra_entry_not_entered(cli, tmp_path, monkeypatch):
     """check lists a symlink to a folder as one extra path (it does not walk into it), and build removes the link,
@@ -454,18 +482,24 @@ def test_a_linked_folder_in_a_bundle_is_one_extra_entry_not_entered(cli, tmp_pat
     Path("out/alpha/linked").symlink_to(elsewhere, target_is_directory=True)
     run = cli("check", "wf", "--out", "out", "--no-cache")
     assert run.code == 1
-    assert run.out == ("extra: out/alpha/linked\n"
-                       "out is out of date (0 stale, 0 missing, 1 extra); run: project-skill build wf --out out "
-                       "--no-cache\n")
+    assert run.out == (
+        "extra: out/alpha/linked\n"
+        "out is out of date (0 stale, 0 missing, 1 extra); run: project-skill build wf --out out "
+        "--no-cache\n"
+    )
     run = cli("build", "wf", "--out", "out", "--no-cache")
     assert run.code == 0 and run.out.splitlines()[-1] == "wrote out: 2 skills; 0 warnings, 0 notes"
     assert not Path("out/alpha/linked").is_symlink() and not Path("out/alpha/linked").exists()
-    assert sorted(p.relative_to(elsewhere).as_posix() for p in elsewhere.rglob("*")) == ["deeper", "deeper/g.md",
-                                                                                          "f.md"]
+    assert sorted(p.relative_to(elsewhere).as_posix() for p in elsewhere.rglob("*")) == [
+        "deeper",
+        "deeper/g.md",
+        "f.md",
+    ]
     assert cli("check", "wf", "--out", "out", "--no-cache").code == 0
 
 
 # --------------------------------------------------------------------- a file that cannot be read, beside its entry
+
 
 def test_a_built_file_that_is_now_a_link_outside_is_refused_unread(cli, tmp_path, monkeypatch):
     """A workflow that was built and is now a link outside the folder is refused unread (outside-root)."""
@@ -478,13 +512,16 @@ def test_a_built_file_that_is_now_a_link_outside_is_refused_unread(cli, tmp_path
     Path("wf/beta.yaml").symlink_to(outside)
     run = cli("build", "wf", "--out", "out")
     assert run.code == 1 and run.out == ""
-    assert run.err == ("wf/beta.yaml: error[outside-root]: the file is a link to a file outside every folder "
-                       "being compiled; it was not read\n"
-                       "  hint: name the file on the command line to compile it anyway, or copy it into the "
-                       "folder\nerror: 1 problem; nothing was written\n")
+    assert run.err == (
+        "wf/beta.yaml: error[outside-root]: the file is a link to a file outside every folder "
+        "being compiled; it was not read\n"
+        "  hint: name the file on the command line to compile it anyway, or copy it into the "
+        "folder\nerror: 1 problem; nothing was written\n"
+    )
 
 
 # ------------------------------------------------------------------ a parallel build and the default start method
+
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and forkserver")
 def test_a_parallel_build_forks_whatever_the_default_start_method(cli, tmp_path, monkeypatch):
@@ -522,3 +559,58 @@ def test_build_and_check_write_nothing_but_the_output_tree(cli, tmp_path, monkey
     left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if not p.is_dir())
     assert [p for p in left if ".projector_cache" in p] == []
     assert [p for p in left if not p.startswith(("generated_skills/", "many_skills/"))] == sorted({**small, **large})
+
+
+# ------------------------------------------------------------------------------------ workers die with it
+
+WORKER = """
+import os, sys, time
+from projector import output
+
+def hang(chunk, *options):
+    open(os.path.join(sys.argv[1], str(os.getpid())), "w").close()
+    time.sleep(600)
+
+output._compile_chunk = hang
+from projector.cli import main
+main(["build", sys.argv[2], "--out", os.path.join(sys.argv[1], "out"), "--jobs", "2", "--no-cache"])
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().split(b") ", 1)[1][:1] != b"Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_workers_die_when_the_build_is_killed(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", WORKER, str(pids), str(EXAMPLES)], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60  # a bound on waiting, not a timed assertion
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        workers = [int(p.name) for p in pids.iterdir()]
+        assert len(workers) == 2 and all(_alive(w) for w in workers), "the workers did not start"
+        proc.kill()
+        proc.wait(30)
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline + 60:
+            time.sleep(0.05)
+        assert not any(_alive(w) for w in workers), "a worker outlived its killed parent"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in pids.iterdir():
+            try:
+                os.kill(int(p.name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
