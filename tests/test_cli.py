@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
 from conftest import EXAMPLES, GENERATED, ROOT, snapshot_tree
 from projector import __version__
+from projector import cli as cli_module
 
 GATE_WF = """name: {name}
 description: d
@@ -28,8 +32,10 @@ def test_build_writes_the_committed_tree(cli, tmp_path):
     assert snapshot_tree(tmp_path / "out") == snapshot_tree(GENERATED)
     assert "refund-flow: skill://refund-flow/SKILL.md" in run.out
     assert "1 warning" in run.out
-    assert "workflows/refunds.yaml:52:15: warning[gate-on-side-effect]" in cli(
-        "build", "workflows", "--out", str(tmp_path / "x"), cwd=ROOT).err
+    assert (
+        "workflows/refunds.yaml:52:15: warning[gate-on-side-effect]"
+        in cli("build", "workflows", "--out", str(tmp_path / "x"), cwd=ROOT).err
+    )
 
 
 def test_default_paths_and_check_on_committed_tree(cli):
@@ -59,8 +65,14 @@ def test_check_reports_stale_missing_and_extra_with_a_diff(cli, tmp_path):
 
 
 def test_build_prunes_only_its_own_bundles(cli, tree, tmp_path):
-    root = tree({"wf/a.yaml": GATE_WF.format(name="alpha"), "wf/b.yaml": GATE_WF.format(name="beta"),
-                 "out/README.txt": "mine", "out/notes/keep.md": "keep"})
+    root = tree(
+        {
+            "wf/a.yaml": GATE_WF.format(name="alpha"),
+            "wf/b.yaml": GATE_WF.format(name="beta"),
+            "out/README.txt": "mine",
+            "out/notes/keep.md": "keep",
+        }
+    )
     out = root / "out"
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
     assert (out / "beta" / "SKILL.md").exists()
@@ -159,7 +171,9 @@ def test_format_json_reports_errors_too(cli, tree):
 def test_format_github_annotations(cli, tmp_path):
     run = cli("check", "workflows", "--format", "github", cwd=ROOT)
     notice, line = run.out.splitlines()[:2]
-    assert notice.startswith("::notice file=workflows/refunds-gated.yaml,line=55,col=15,title=guidance-on-side-effect::")
+    assert notice.startswith(
+        "::notice file=workflows/refunds-gated.yaml,line=55,col=15,title=guidance-on-side-effect::"
+    )
     assert line.startswith("::warning file=workflows/refunds.yaml,line=52,col=15,title=gate-on-side-effect::")
 
 
@@ -194,3 +208,88 @@ def test_version_and_help(cli):
     assert run.code == 0 and __version__ in run.out
     run = cli("--help")
     assert run.code == 0 and "build" in run.out and "check" in run.out and "exit codes" in run.out
+
+
+# ------------------------------------------------------------ the one-command parser
+
+# ``project-skill COMMAND ...`` is parsed by a parser that holds only that command (``projector.cli.parser`` with
+# ``only``): it must give what the full parser gives, to the byte, for every command line that starts with a
+# command: the namespace, the help, every error and its exit status. And ``--no-cache`` (there is no cache) is
+# still parsed, hidden from the help.
+
+LINES = [
+    ["build"],
+    ["check"],
+    ["build", "w", "--out", "o", "--jobs", "2", "--strict", "--format", "json"],
+    ["check", "a", "b", "--uri-prefix", "x/y", "--skills-only", "--no-cache", "--tools-from", "t.json"],
+    ["build", "--help"],
+    ["check", "-h"],
+    ["schema", "--help"],
+    ["tools", "--help"],
+    ["init", "--help"],
+    ["check", "--bogus"],
+    ["build", "--jobs", "many"],
+    ["check", "--format", "xml"],
+    ["check", "--version"],
+    ["build", "--out"],
+    ["check", "--", "--out"],
+    ["check", "--no-c"],
+    ["check", "--form", "json"],
+    ["schema"],
+    ["schema", "extra"],
+    ["tools"],
+    ["tools", "srv", "--out", "a", "--check", "b"],
+    ["tools", "srv", "--check", "f.json"],
+    ["init"],
+    ["init", "n"],
+    ["init", "n", "--tools-from", "t.json"],
+    ["init", "n", "--tools-from", "t.json", "--tool", "a", "--tool", "b", "--out", "x.yaml"],
+    ["build", "-h", "--bogus"],
+    ["check", "ünïcode", "--out", "\u2028"],
+    ["build", "check"],
+    ["check", "build"],
+]
+
+
+def _parse(ap, argv: list[str]) -> tuple[object, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            ns = vars(ap.parse_args(argv))
+            got: object = {k: (v.__name__ if callable(v) else v) for k, v in ns.items()}
+        except SystemExit as exc:
+            got = ("exit", exc.code)
+    return got, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("argv", LINES, ids=[" ".join(a) for a in LINES])
+def test_the_one_command_parser_parses_as_the_full_one(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    full = _parse(cli_module.parser(), argv)
+    one = _parse(cli_module.parser(argv[0]), argv)
+    assert one == full
+    assert full[0] != {} and (full[1] or full[2] or isinstance(full[0], dict))
+
+
+def test_no_command_prints_the_help_with_every_command_and_exits_2(cli) -> None:
+    run = cli()
+    assert run.code == 2
+    assert all(name in run.out for name in [*cli_module.COMMANDS, *cli_module.LAZY_COMMANDS])
+
+
+def test_no_cache_is_accepted_for_old_ci_lines_and_changes_nothing(cli, tmp_path: Path) -> None:
+    """There is no build cache: --no-cache, which CI lines of earlier versions pass, still runs and changes nothing,
+    and --help no longer offers it."""
+    for command in ("build", "check"):
+        shown = cli(command, "--help")
+        assert shown.code == 0 and "--no-cache" not in shown.out and "cache" not in shown.out
+    out = (tmp_path / "out").as_posix()
+    plain, flagged = (
+        cli("build", "workflows", "--out", out, cwd=ROOT),
+        cli("build", "workflows", "--out", out, "--no-cache", cwd=ROOT),
+    )
+    assert (plain.code, flagged.code) == (0, 0) and flagged.out == plain.out.replace("wrote", "up to date:")
+    assert (
+        cli("check", "workflows", "--out", out, "--no-cache", cwd=ROOT).out
+        == cli("check", "workflows", "--out", out, cwd=ROOT).out
+    )
