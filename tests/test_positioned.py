@@ -1,7 +1,7 @@
 """YAML with positions (projector/positioned.py), piece by piece: the position arithmetic, the helpers the
 messages are built from, the resolve cache, and the fallbacks for what the parsers never say on real input.
 
-tests/test_bad_input_messages.py pins what a user reads for each hostile input, word for word; this file pins the
+tests/test_load.py pins what a user reads for each hostile input, word for word; this file pins the
 parts under those messages with exact values, so that a wrong position or a wrong tag shows up here first.
 """
 
