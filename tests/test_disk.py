@@ -160,7 +160,7 @@ def test_stale_staging_folders_are_removed_and_others_kept(cli, tmp_path):
 def test_an_interrupted_two_rename_swap_is_restored_before_anything_else(cli, tmp_path, command):
     """A kill between the two renames leaves no folder and the old tree under .out.old-*. The next run must put
     it back first; main's build instead wrote a fresh tree and dropped the user's files."""
-    from remote.test_remote_output import skill
+    from remote.test_output import skill
 
     from projector.remote.output import write_bundles
 
@@ -813,7 +813,7 @@ def build_after_a_killed_swap(base: Path) -> Callable[[], None]:
 
 
 def remote_load(base: Path) -> Callable[[], None]:
-    from remote.test_remote_output import skill
+    from remote.test_output import skill
 
     from projector.remote.output import write_bundles
 
