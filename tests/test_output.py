@@ -836,7 +836,7 @@ def test_serve_refuses_a_skill_md_that_is_not_a_regular_file_naming_it(out, tmp_
             f"error[missing-file]: skill://hello-world/SKILL.md: cannot read {skill.as_posix()}: "
             "it is a FIFO, not a regular file"
         ) in done.stdout
-    else:  # the link leads out of the tree; one inside it is refused too (tests/server/test_serve_skill_paths.py)
+    else:  # the link leads out of the tree; one inside it is refused too (tests/server/test_tree.py)
         assert f"error[missing-file]: skill://hello-world/SKILL.md: {skill.as_posix()} " in done.stdout
 
 
