@@ -429,7 +429,7 @@ def test_text_without_format_characters_is_untouched():
     wf, diags = parse(FLOW.format(**PLAIN), "f.yaml")
     assert diags == []
     # emoji, accents and right-to-left scripts themselves are fine everywhere but in the workflow's name, which names
-    # the MCP prompt (ASCII: bad-workflow-name, tests/test_init.py)
+    # the MCP prompt (ASCII: bad-workflow-name, tests/test_scaffold.py)
     texts = {k: v + (" \u05e9\u05dc\u05d5\u05dd caf\u00e9 \U0001f600" if k != "name" else "") for k, v in PLAIN.items()}
     texts["const"] = '"c \u05e9\u05dc\u05d5\u05dd"'
     wf, diags = parse(FLOW.format(**texts), "f.yaml")
