@@ -20,7 +20,7 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from projector import naming
+from projector import model, naming
 from projector.errors import BuildError, ProjectorError, Span
 from projector.texts import invisible_problem
 from projector.yaml12 import reads_differently
@@ -884,3 +884,52 @@ def test_what_the_loader_says_about_each_hostile_snippet(name, snap):
     if wf is not None and not any(d.severity == "error" for d in diags):
         diags = diags + compile_workflows([wf]).diagnostics
     assert report(diags) == snap(name=name)
+
+
+# ---------------------------------------------------------------------- confirm: on a step and ask: on an argument (issue 22)
+
+APPROVED = ROOT / "workflows" / "refunds-approved.yaml"
+
+
+def test_confirm_and_ask_load_into_the_model():
+    wf = load_file(APPROVED)
+    refund = next(s for s in wf.steps if s.name == "issue_refund")
+    assert refund.confirm is not None
+    assert refund.confirm.message == "Issue this refund? It cannot be undone."
+    assert refund.confirm.show == (
+        model.FromStep("order", "id"),
+        model.FromStep("order", "total"),
+        model.FromArg("reason"),
+    )
+    assert wf.argument("reason").ask is True and wf.argument("order_id").ask is False
+
+
+def test_on_fail_skip_goes_with_confirm_alone():
+    src = b"""name: w
+description: d
+tools: [{name: t, annotations: {destructiveHint: true}}]
+steps:
+  - name: s
+    tool: t
+    confirm: {message: Go?}
+    on_fail: skip
+"""
+    wf, diags = parse(src, "w.yaml")
+    assert wf is not None and not [d for d in diags if d.severity == "error"], diags
+
+
+def test_confirm_show_field_is_fitted_to_the_output_schema():
+    src = b"""name: w
+description: d
+tools:
+  - {name: get, annotations: {readOnlyHint: true}, output_schema: {type: object, properties: {total: {type: number}}, additionalProperties: false}}
+  - {name: pay, annotations: {destructiveHint: true}}
+steps:
+  - {name: a, tool: get, bind: order}
+  - name: b
+    tool: pay
+    confirm: {message: Pay?, show: [{step: order, field: totl}]}
+"""
+    _wf, diags = parse(src, "w.yaml")
+    found = [d for d in diags if d.severity == "error"]
+    assert found and "confirm.show" in found[0].message, diags

@@ -1148,3 +1148,18 @@ def test_the_builder_refuses_a_reserved_metadata_key():
     assert [d.code for d in e.value.diagnostics] == ["reserved-metadata-key"]
     with pytest.raises(TypeError):
         WorkflowBuilder("w", "d", metadata={"n": 1})  # type: ignore[dict-item]
+
+
+# ---------------------------------------------------------------------- confirm: on a step and ask: on an argument (issue 22)
+
+APPROVED = EXAMPLES / "refunds-approved.yaml"
+
+
+def test_the_skill_states_the_confirmation_before_the_call_and_the_asked_input():
+    text = project(load_file(APPROVED)).files["SKILL.md"].decode()
+    confirmation = text.index("**Confirmation:** just before you call `issue_refund`, ask the user this question")
+    assert confirmation < text.index("Call the tool `issue_refund`")
+    assert "Call `issue_refund` only on an explicit yes." in text
+    assert "stop the procedure here, and tell the user that it was not confirmed." in text
+    assert "- the field `total` of `order` (step 1)" in text
+    assert "ask the user for it when a step first needs it; never work it out yourself" in text
