@@ -1163,3 +1163,32 @@ def test_the_skill_states_the_confirmation_before_the_call_and_the_asked_input()
     assert "stop the procedure here, and tell the user that it was not confirmed." in text
     assert "- the field `total` of `order` (step 1)" in text
     assert "ask the user for it when a step first needs it; never work it out yourself" in text
+
+
+# ---------------------------------------------------------------------- a tool parameter's default (tests/server/test_workflow.py runs both surfaces)
+
+
+def test_the_skill_shows_the_default_as_json_and_only_for_an_optional_parameter():
+    schema = {
+        "type": "object",
+        "required": ["mode"],
+        "properties": {
+            "mode": {"type": "string", "default": "fast"},
+            "label": {"type": "string", "default": 'a "b"'},
+            "depth": {"type": "integer"},
+        },
+    }
+    wf = (
+        WorkflowBuilder("defaults", "Defaults.")
+        .argument("mode", type="string")
+        .argument("label", type="string")
+        .argument("depth", type="integer")
+        .tool("t", "A tool.", input_schema=schema, annotations={"readOnlyHint": True})
+        .step("s", tool="t", args={"mode": arg("mode"), "label": arg("label"), "depth": arg("depth")})
+        .build()
+    )
+    md = project(wf).files["SKILL.md"].decode("utf-8")
+    assert '- `label`: the input `label`; if the user gave none, leave it out (the tool uses `"a \\"b\\""`)' in md
+    # required by the tool: the server hands over, so there is nothing to leave out; no default: unchanged.
+    assert "- `mode`: the input `mode`; if the user gave none, a value you work out yourself" in md
+    assert "- `depth`: the input `depth`; if the user gave none, a value you work out yourself" in md
