@@ -180,7 +180,7 @@ def one_skills_directories() -> dict[str, list[dict[str, str]]]:
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_the_inspector_cli_in_modern_mode_reads_every_directory(peers, http_urls, framework, transport, tmp_path):
+def test_the_inspector_cli_in_modern_mode_reads_the_directories(peers, http_urls, framework, transport, tmp_path):
     """Every directory over HTTP, where one server answers every run. Over stdio each Inspector run starts its own
     server, and the directories it would read are the ones the HTTP run of the same framework read from the same
     code: one skill's two (its own and a nested one) show that the Inspector and the stdio server understand each
