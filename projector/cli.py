@@ -451,7 +451,7 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line. With ``only`` (one of :data:`COMMANDS`), the top-level parser with that one command: what
     parses a command line that starts with it, the same to the byte, without building the ten other commands'
     parsers (milliseconds of every cold start). The top level names its commands only in its own --help and in the
-    error for an unknown command, which such a line never reaches (tests/test_cli_parser.py compares the two on
+    error for an unknown command, which such a line never reaches (tests/test_cli.py compares the two on
     every command's errors and help)."""
     ap = argparse.ArgumentParser(
         prog="project-skill",

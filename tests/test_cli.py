@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from conftest import EXAMPLES, GENERATED, ROOT, snapshot_tree
 from projector import __version__
+from projector import cli as cli_module
 
 GATE_WF = """name: {name}
 description: d
@@ -28,8 +35,10 @@ def test_build_writes_the_committed_tree(cli, tmp_path):
     assert snapshot_tree(tmp_path / "out") == snapshot_tree(GENERATED)
     assert "refund-flow: skill://refund-flow/SKILL.md" in run.out
     assert "1 warning" in run.out
-    assert "workflows/refunds.yaml:52:15: warning[gate-on-side-effect]" in cli(
-        "build", "workflows", "--out", str(tmp_path / "x"), cwd=ROOT).err
+    assert (
+        "workflows/refunds.yaml:52:15: warning[gate-on-side-effect]"
+        in cli("build", "workflows", "--out", str(tmp_path / "x"), cwd=ROOT).err
+    )
 
 
 def test_default_paths_and_check_on_committed_tree(cli):
@@ -59,8 +68,14 @@ def test_check_reports_stale_missing_and_extra_with_a_diff(cli, tmp_path):
 
 
 def test_build_prunes_only_its_own_bundles(cli, tree, tmp_path):
-    root = tree({"wf/a.yaml": GATE_WF.format(name="alpha"), "wf/b.yaml": GATE_WF.format(name="beta"),
-                 "out/README.txt": "mine", "out/notes/keep.md": "keep"})
+    root = tree(
+        {
+            "wf/a.yaml": GATE_WF.format(name="alpha"),
+            "wf/b.yaml": GATE_WF.format(name="beta"),
+            "out/README.txt": "mine",
+            "out/notes/keep.md": "keep",
+        }
+    )
     out = root / "out"
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
     assert (out / "beta" / "SKILL.md").exists()
@@ -159,7 +174,9 @@ def test_format_json_reports_errors_too(cli, tree):
 def test_format_github_annotations(cli, tmp_path):
     run = cli("check", "workflows", "--format", "github", cwd=ROOT)
     notice, line = run.out.splitlines()[:2]
-    assert notice.startswith("::notice file=workflows/refunds-gated.yaml,line=55,col=15,title=guidance-on-side-effect::")
+    assert notice.startswith(
+        "::notice file=workflows/refunds-gated.yaml,line=55,col=15,title=guidance-on-side-effect::"
+    )
     assert line.startswith("::warning file=workflows/refunds.yaml,line=52,col=15,title=gate-on-side-effect::")
 
 
@@ -194,3 +211,271 @@ def test_version_and_help(cli):
     assert run.code == 0 and __version__ in run.out
     run = cli("--help")
     assert run.code == 0 and "build" in run.out and "check" in run.out and "exit codes" in run.out
+
+
+# ------------------------------------------------------------ the one-command parser
+
+# ``project-skill COMMAND ...`` is parsed by a parser that holds only that command (``projector.cli.parser`` with
+# ``only``): it must give what the full parser gives, to the byte, for every command line that starts with a
+# command: the namespace, the help, every error and its exit status. And ``--no-cache`` (there is no cache) is
+# still parsed, hidden from the help.
+
+LINES = [
+    ["build"],
+    ["check"],
+    ["build", "w", "--out", "o", "--jobs", "2", "--strict", "--format", "json"],
+    ["check", "a", "b", "--uri-prefix", "x/y", "--skills-only", "--no-cache", "--tools-from", "t.json"],
+    ["build", "--help"],
+    ["check", "-h"],
+    ["schema", "--help"],
+    ["tools", "--help"],
+    ["init", "--help"],
+    ["check", "--bogus"],
+    ["build", "--jobs", "many"],
+    ["check", "--format", "xml"],
+    ["check", "--version"],
+    ["build", "--out"],
+    ["check", "--", "--out"],
+    ["check", "--no-c"],
+    ["check", "--form", "json"],
+    ["schema"],
+    ["schema", "extra"],
+    ["tools"],
+    ["tools", "srv", "--out", "a", "--check", "b"],
+    ["tools", "srv", "--check", "f.json"],
+    ["init"],
+    ["init", "n"],
+    ["init", "n", "--tools-from", "t.json"],
+    ["init", "n", "--tools-from", "t.json", "--tool", "a", "--tool", "b", "--out", "x.yaml"],
+    ["build", "-h", "--bogus"],
+    ["check", "ünïcode", "--out", "\u2028"],
+    ["build", "check"],
+    ["check", "build"],
+]
+
+
+def _parse(ap, argv: list[str]) -> tuple[object, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            ns = vars(ap.parse_args(argv))
+            got: object = {k: (v.__name__ if callable(v) else v) for k, v in ns.items()}
+        except SystemExit as exc:
+            got = ("exit", exc.code)
+    return got, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("argv", LINES, ids=[" ".join(a) for a in LINES])
+def test_the_one_command_parser_parses_as_the_full_one(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    full = _parse(cli_module.parser(), argv)
+    one = _parse(cli_module.parser(argv[0]), argv)
+    assert one == full
+    assert full[0] != {} and (full[1] or full[2] or isinstance(full[0], dict))
+
+
+def test_no_command_prints_the_help_with_every_command_and_exits_2(cli) -> None:
+    run = cli()
+    assert run.code == 2
+    assert all(name in run.out for name in [*cli_module.COMMANDS, *cli_module.LAZY_COMMANDS])
+
+
+def test_no_cache_is_accepted_for_old_ci_lines_and_changes_nothing(cli, tmp_path: Path) -> None:
+    """There is no build cache: --no-cache, which CI lines of earlier versions pass, still runs and changes nothing,
+    and --help no longer offers it."""
+    for command in ("build", "check"):
+        shown = cli(command, "--help")
+        assert shown.code == 0 and "--no-cache" not in shown.out and "cache" not in shown.out
+    out = (tmp_path / "out").as_posix()
+    plain, flagged = (
+        cli("build", "workflows", "--out", out, cwd=ROOT),
+        cli("build", "workflows", "--out", out, "--no-cache", cwd=ROOT),
+    )
+    assert (plain.code, flagged.code) == (0, 0) and flagged.out == plain.out.replace("wrote", "up to date:")
+    assert (
+        cli("check", "workflows", "--out", out, "--no-cache", cwd=ROOT).out
+        == cli("check", "workflows", "--out", out, cwd=ROOT).out
+    )
+
+
+# ---------------------------------------------------------------------- the bad-input corpus
+
+# The bad-input corpus: one file (or folder) per class of mistake. Each declares its expected error on its first
+# line (``# expect: CODE LINE:COL``). Every case must exit 1, name the position, print no traceback, and leave an
+# existing output tree exactly as it was. A folder case may hold ``_out/``: hand-written files put into that output
+# tree before the case is built (for mistakes that need one, like ``output-conflict``).
+#
+# A mistake that is a warning, not an error, declares ``# expect: warning CODE LINE:COL``: a plain ``build`` reports
+# it there and writes the skills (exit 0); ``build --strict`` and ``check --strict`` report it there, exit 1, and
+# leave an existing output tree exactly as it was. It must be the case's only unacknowledged warning, so that
+# ``--strict`` fails on that code alone.
+
+CORPUS = ROOT / "tests" / "bad_inputs"
+CASES = sorted(p for p in CORPUS.iterdir() if not p.name.startswith(".") and (p.suffix == ".yaml" or p.is_dir()))
+EXPECT = re.compile(rb"# expect: (?:(warning) )?(\S+)(?: (\d+):(\d+))?")
+
+
+def _expect(case: Path) -> re.Match[bytes]:
+    first = sorted(case.glob("*.yaml"))[0] if case.is_dir() else case
+    m = EXPECT.match(first.read_bytes())
+    assert m, f"{first} lacks an '# expect:' line"
+    return m
+
+
+def expectation(case: Path) -> tuple[str, int | None, int | None]:
+    _warning, code, line, col = _expect(case).groups()
+    return code.decode(), int(line) if line else None, int(col) if col else None
+
+
+def is_warning(case: Path) -> bool:
+    """Whether the case expects a warning (``# expect: warning CODE LINE:COL``), which only ``--strict`` refuses."""
+    return _expect(case).group(1) is not None
+
+
+def test_corpus_has_every_class():
+    names = {p.stem if p.is_file() else p.name for p in CASES}
+    required = {
+        "malformed-yaml",
+        "duplicate-key",
+        "alias",
+        "unknown-key",
+        "wrong-type",
+        "forward-binding",
+        "unknown-binding",
+        "undeclared-argument",
+        "unknown-tool",
+        "empty-slug",
+        "slug-collision",
+        "name-over-64",
+        "description-over-1024",
+        "non-utf8",
+        "nul-byte",
+        "crlf-input",
+        "resource-step-args",
+        "output-conflict",
+        "when-unknown-operator",
+        "when-multiple-operators",
+        "when-missing-operator",
+        "when-operator-needs-list",
+        "when-bad-on-fail",
+        "when-on-fail-without-when",
+        "when-forward-binding",
+        "when-undeclared-argument",
+        "when-bad-field-path",
+        "missing-parameter",
+        "unknown-parameter",
+        "parameter-type",
+        "bad-field-path",
+        "bad-input-schema",
+        "yaml-tag",
+        "yaml-tag-collection",
+        "bad-number",
+        "bad-number-huge-integer",
+        "too-deep",
+        "control-character",
+        "line-break",
+        "outside-root",
+        "placeholder-description",
+        "reserved-name",
+        "control-character-bidi",
+        "ambiguous-scalar",
+        "unstructured-result",
+        "misspelled-parameter",
+        "near-miss-top-level-key",
+        "yaml-syntax-tab",
+        "yaml-syntax-colon",
+        "yaml-syntax-indentation",
+        "yaml-syntax-quote",
+        "reserved-metadata-key",
+        "compatibility-too-long",
+        "empty-field",
+        "allowed-tools-ignored",
+        "ask-on-required",
+        "empty-confirm-message",
+        "confirm-undeclared-argument",
+        "confirm-on-read-only",
+        "dead-condition-json-text",
+        "dead-condition-boolean",
+        "dead-condition-number",
+        "bad-workflow-name",
+    }
+    assert required <= names
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if expectation(c)[0] != "ok" and not is_warning(c)], ids=lambda p: p.name
+)
+def test_bad_input_is_refused_with_position_and_nothing_written(case, cli, tmp_path):
+    out = tmp_path / "out"
+    assert cli("build", str(ROOT / "workflows"), "--out", str(out)).code == 0
+    if (case / "_out").is_dir():
+        shutil.copytree(case / "_out", out, dirs_exist_ok=True)
+    before = snapshot_tree(out)
+    code, line, col = expectation(case)
+    display = case.relative_to(ROOT).as_posix()
+    run = cli("build", display, "--out", str(out), cwd=ROOT)
+    assert run.code == 1
+    assert f"error[{code}]" in run.err
+    target = sorted(case.glob("*.yaml"))[-1].relative_to(ROOT).as_posix() if case.is_dir() else display
+    where = f"{target}:{line}:{col}" if line is not None else target  # a problem of the file as a whole
+    assert f"{where}: error[{code}]" in run.err, run.err
+    assert "Traceback" not in run.err + run.out
+    assert snapshot_tree(out) == before
+    # check reports the same problem and exits 1 too
+    assert cli("check", display, "--out", str(out), cwd=ROOT).code == 1
+
+
+@pytest.mark.slow
+def test_bad_input_in_a_real_process_prints_no_traceback(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "projector.cli", "build", "tests/bad_inputs", "--out", str(tmp_path / "o")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "o").exists()
+    # all files' problems come back in one run (a warning case's is not among them: errors stop before projection)
+    for case in CASES:
+        code, _, _ = expectation(case)
+        if code != "ok" and not is_warning(case) and not (case / "_out").is_dir():
+            assert f"error[{code}]" in proc.stderr, code
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if is_warning(c)], ids=lambda p: p.name)
+def test_warning_case_is_refused_under_strict_with_position_and_nothing_written(case, cli, tmp_path):
+    code, line, col = expectation(case)
+    display = case.relative_to(ROOT).as_posix()
+    target = sorted(case.glob("*.yaml"))[-1].relative_to(ROOT).as_posix() if case.is_dir() else display
+    where = f"{target}:{line}:{col}: warning[{code}]"
+    plain = cli("build", display, "--out", str(tmp_path / "plain"), cwd=ROOT)
+    assert plain.code == 0, plain.err
+    assert where in plain.err, plain.err
+    assert plain.err.count("warning[") == 1  # the only warning: --strict below fails on this code alone
+    # check: the tree the plain build wrote is up to date, and only --strict fails, on the warning
+    assert cli("check", display, "--out", str(tmp_path / "plain"), cwd=ROOT).code == 0
+    checked = cli("check", "--strict", display, "--out", str(tmp_path / "plain"), cwd=ROOT)
+    assert checked.code == 1 and where in checked.err, checked.err
+    # build --strict: refused, and an existing (different) tree is left exactly as it was
+    out = tmp_path / "out"
+    assert cli("build", str(ROOT / "workflows"), "--out", str(out)).code == 0
+    before = snapshot_tree(out)
+    strict = cli("build", "--strict", display, "--out", str(out), cwd=ROOT)
+    assert strict.code == 1
+    assert where in strict.err, strict.err
+    assert "Traceback" not in strict.err + strict.out
+    assert snapshot_tree(out) == before
+
+
+def test_crlf_input_is_accepted_and_normalized(cli, tmp_path):
+    crlf = CORPUS / "crlf-input.yaml"
+    assert b"\r\n" in crlf.read_bytes()
+    lf = tmp_path / "lf" / "crlf-input.yaml"
+    lf.parent.mkdir()
+    lf.write_bytes(crlf.read_bytes().replace(b"\r\n", b"\n"))
+    assert cli("build", str(crlf), "--out", str(tmp_path / "a")).code == 0
+    assert cli("build", str(lf), "--out", str(tmp_path / "b")).code == 0
+    assert snapshot_tree(tmp_path / "a") == snapshot_tree(tmp_path / "b")
+    body = (tmp_path / "a" / "crlf-input" / "SKILL.md").read_bytes()
+    assert b"\r" not in body and b"Two lines\nof guidance." in body

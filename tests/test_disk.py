@@ -1,21 +1,27 @@
 """The output tree (projector/disk.py): what belongs to the user, recovery after a kill, stale staging, modes,
-symlinks, non-folders and I/O errors. The kills themselves are in test_crash.py."""
+symlinks, non-folders and I/O errors, and a kill at every file-system step (at the end)."""
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import shutil
+import signal
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, GENERATED, snapshot_tree
 
 from projector import disk
+from projector.cli import main
 
-WF = ("name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\n"
-      "steps:\n  - name: s\n    tool: t\n")
+WF = (
+    "name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\n"
+    "steps:\n  - name: s\n    tool: t\n"
+)
 
 
 def leftovers(parent: Path) -> list[str]:
@@ -120,6 +126,11 @@ def test_an_unwritable_place_is_an_io_error_without_traceback(cli, tmp_path, out
     run = cli("build", str(EXAMPLES), "--out", out.format(tmp=tmp_path))
     assert run.code == 1, run.err
     assert "error[io]" in run.err and "Traceback" not in run.err and "nothing was written" in run.err
+    if out != "/":  # the root has its own words (test_the_root_and_two_old_copies_are_io_errors_with_their_words)
+        assert "error[io]: cannot write the output folder: " in run.err
+        assert (
+            "hint: check that the folder's parent exists, is a folder and is writable; nothing was changed" in run.err
+        )
     assert (tmp_path / "a-file").read_text() == "x"
 
 
@@ -149,7 +160,7 @@ def test_stale_staging_folders_are_removed_and_others_kept(cli, tmp_path):
 def test_an_interrupted_two_rename_swap_is_restored_before_anything_else(cli, tmp_path, command):
     """A kill between the two renames leaves no folder and the old tree under .out.old-*. The next run must put
     it back first; main's build instead wrote a fresh tree and dropped the user's files."""
-    from remote.test_remote_output import skill
+    from remote.test_output import skill
 
     from projector.remote.output import write_bundles
 
@@ -229,19 +240,8 @@ def test_both_swaps_give_the_same_tree(cli, tree, monkeypatch, exchange):
     assert leftovers(root) == []
 
 
-def test_renameat2_exchange_is_used_on_linux(tmp_path):
-    if disk._renameat2() is None:  # pragma: no cover - not Linux with glibc >= 2.28
-        pytest.skip("no renameat2 here")
-    (tmp_path / "a").mkdir()
-    (tmp_path / "a" / "x").write_text("a")
-    (tmp_path / "b").mkdir()
-    assert disk._exchange(tmp_path / "a", tmp_path / "b") is True
-    assert (tmp_path / "b" / "x").read_text() == "a" and not (tmp_path / "a" / "x").exists()
-    with pytest.raises(OSError):
-        disk._exchange(tmp_path / "a", tmp_path / "missing")
-
-
 # ---------------------------------------------------------------- disk.py's own edges (they kill its mutants)
+
 
 def _diag(exc: pytest.ExceptionInfo) -> tuple[str, str, str, str | None]:
     (d,) = exc.value.diagnostics
@@ -256,8 +256,12 @@ def test_a_users_path_that_a_new_file_needs_is_an_output_conflict(tree, old):
     before = snapshot_tree(out)
     with pytest.raises(disk.DiskError) as info:
         disk.replace_tree(out, lambda r: disk.Plan({"x": b"new"}))
-    assert _diag(info) == ("out/x", "output-conflict", "this path is not this tool's, and the new tree needs it",
-                           "move or rename it, then run again; nothing was changed")
+    assert _diag(info) == (
+        "out/x",
+        "output-conflict",
+        "this path is not this tool's, and the new tree needs it",
+        "move or rename it, then run again; nothing was changed",
+    )
     assert snapshot_tree(out) == before and leftovers(root) == []
 
 
@@ -268,41 +272,6 @@ def test_a_users_file_where_a_new_file_goes_is_an_output_conflict_not_an_io_erro
         disk.replace_tree(out, lambda r: disk.Plan({"a/keep.md": b"new"}))
     assert _diag(info)[:2] == ("out/a/keep.md", "output-conflict")
     assert (out / "a" / "keep.md").read_text() == "keep"
-
-
-def test_io_errors_name_the_folder_the_reason_and_the_path():
-    hint = "check that the folder's parent exists, is a folder and is writable; nothing was changed"
-    d = disk._io(OSError("no reason code"), Path("o")).diagnostics[0]
-    assert (d.span.file, d.code, d.message, d.hint) == ("o", "io", "cannot write the output folder: no reason code",
-                                                         hint)
-    d = disk._io(OSError(13, "Permission denied", "/x/y"), Path("o")).diagnostics[0]
-    assert d.message == "cannot write the output folder: Permission denied: /x/y" and d.hint == hint
-
-
-def test_exchange_without_renameat2_does_nothing_and_says_so(tmp_path, monkeypatch):
-    monkeypatch.setattr(disk, "_renameat2", lambda: None)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    assert disk._exchange(tmp_path / "a", tmp_path / "b") is False
-
-
-@pytest.mark.parametrize("err", [errno.ENOSYS, errno.EINVAL, errno.EBUSY])
-def test_exchange_falls_back_where_refused_and_raises_other_errors(tmp_path, monkeypatch, err):
-    import ctypes
-
-    def refused(*args):
-        ctypes.set_errno(err)
-        return -1
-
-    monkeypatch.setattr(disk, "_renameat2", lambda: refused)
-    a, b = tmp_path / "a", tmp_path / "b"
-    if err != errno.EBUSY:  # the system cannot exchange: the caller takes two renames
-        assert disk._exchange(a, b) is False
-        return
-    with pytest.raises(OSError) as info:
-        disk._exchange(a, b)
-    e = info.value
-    assert (e.errno, e.strerror, e.filename, e.filename2) == (errno.EBUSY, os.strerror(errno.EBUSY), str(a), str(b))
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
@@ -324,9 +293,13 @@ def test_the_root_and_two_old_copies_are_io_errors_with_their_words(tmp_path):
         (tmp_path / f".out.old-{tag}").mkdir()
     with pytest.raises(disk.DiskError) as info:
         disk.recover(root)
-    assert _diag(info) == (str(root), "io", "the folder is missing and 2 interrupted swaps left old copies of it: "
-                           ".out.old-0123456789ab, .out.old-ba9876543210",
-                           "rename the one to keep back to the folder's name, then run again")
+    assert _diag(info) == (
+        str(root),
+        "io",
+        "the folder is missing and 2 interrupted swaps left old copies of it: "
+        ".out.old-0123456789ab, .out.old-ba9876543210",
+        "rename the one to keep back to the folder's name, then run again",
+    )
 
 
 def test_side_folder_names_carry_twelve_hex_digits(tmp_path):
@@ -365,11 +338,16 @@ def test_a_special_file_names_itself_and_says_what_to_do(tmp_path):
     os.mkfifo(out / "pipe")
     with pytest.raises(disk.DiskError) as info:
         disk.replace_tree(out, lambda r: disk.Plan({"a.md": b"a"}))
-    assert _diag(info) == (str(out / "pipe"), "io", "not a file, folder or symlink: it cannot be carried into the "
-                           "new tree", "move it out of the output folder")
+    assert _diag(info) == (
+        str(out / "pipe"),
+        "io",
+        "not a file, folder or symlink: it cannot be carried into the new tree",
+        "move it out of the output folder",
+    )
 
 
 # ------------------------------------------------------------------------------------------------ write_file (mutation)
+
 
 def test_write_file_replaces_by_default_and_makes_missing_folders(tmp_path):
     target = tmp_path / "a" / "b" / "c" / "f.txt"
@@ -377,16 +355,6 @@ def test_write_file_replaces_by_default_and_makes_missing_folders(tmp_path):
     disk.write_file(target, b"two\n")  # not exclusive: the old file is replaced
     assert target.read_bytes() == b"two\n"
     assert sorted(p.name for p in target.parent.iterdir()) == ["f.txt"]  # no temporary left
-
-
-def test_write_file_writes_through_a_temporary_of_eight_hex_digits(tmp_path, monkeypatch):
-    import re
-
-    seen = []
-    real = disk._write
-    monkeypatch.setattr(disk, "_write", lambda path, data: (seen.append(path), real(path, data))[1])
-    disk.write_file(tmp_path / "f.txt", b"x")
-    assert len(seen) == 1 and seen[0].parent == tmp_path and re.fullmatch(r"\.f\.txt\.[0-9a-f]{8}\.tmp", seen[0].name)
 
 
 def test_write_file_exclusive_names_the_file_it_refuses(tmp_path):
@@ -404,6 +372,7 @@ def _no_links(monkeypatch, plant=None):
         if plant is not None:
             plant(Path(dst))
         raise OSError(errno.EPERM, "links are refused here")
+
     monkeypatch.setattr(disk.os, "link", refuse)
 
 
@@ -466,6 +435,7 @@ def test_write_file_gives_up_after_a_few_taken_temporary_names(tmp_path, monkeyp
 
 
 # ------------------------------------------------------------------ the old tree's removal (threads, issue 23)
+
 
 def _many(n: int) -> dict[str, str]:
     return {f"wf/w{i:03d}.yaml": WF.format(f"w{i:03d}") for i in range(n)}
@@ -602,6 +572,7 @@ def _build_killed(cli, root, out, monkeypatch, owner, name, replacement):
 
 # ------------------------------------------------------------------ what skills.json claims is not proof (issue 29)
 
+
 def _claim(out: Path, folder: str, files: dict[str, bytes]) -> None:
     """Add an entry for ``folder`` to out/skills.json, as a hand edit (or a hostile one) would: its files recorded
     with their true sizes and digests."""
@@ -609,11 +580,20 @@ def _claim(out: Path, folder: str, files: dict[str, bytes]) -> None:
     import json
 
     index = json.loads((out / "skills.json").read_text("utf-8"))
-    index["skills"].append({"uri": f"skill://{folder}/SKILL.md",
-                            "frontmatter": {"name": folder.rsplit("/", 1)[-1], "description": "d"},
-                            "resources": [{"uri": f"skill://{folder}/{rel}", "size": len(data),
-                                           "digest": "sha256:" + hashlib.sha256(data).hexdigest()}
-                                          for rel, data in files.items()]})
+    index["skills"].append(
+        {
+            "uri": f"skill://{folder}/SKILL.md",
+            "frontmatter": {"name": folder.rsplit("/", 1)[-1], "description": "d"},
+            "resources": [
+                {
+                    "uri": f"skill://{folder}/{rel}",
+                    "size": len(data),
+                    "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+                }
+                for rel, data in files.items()
+            ],
+        }
+    )
     (out / "skills.json").write_text(json.dumps(index), "utf-8")
 
 
@@ -636,8 +616,13 @@ def test_an_entry_added_to_skills_json_does_not_give_a_users_folder_to_the_build
 def test_a_bundle_the_index_claims_but_cannot_prove_is_an_output_conflict(cli, tree):
     """A hand-written skill folder at a new bundle's path, which an edited skills.json lists with a made-up digest:
     the build refuses, names the folder and says why, and changes nothing."""
-    root = tree({"wf/a.yaml": WF.format("alpha"), "out/beta/SKILL.md": "---\nname: beta\n---\nmine\n",
-                 "out/beta/notes.md": "mine"})
+    root = tree(
+        {
+            "wf/a.yaml": WF.format("alpha"),
+            "out/beta/SKILL.md": "---\nname: beta\n---\nmine\n",
+            "out/beta/notes.md": "mine",
+        }
+    )
     out = root / "out"
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
     _claim(out, "beta", {"SKILL.md": b"what the build wrote, once"})
@@ -646,16 +631,19 @@ def test_a_bundle_the_index_claims_but_cannot_prove_is_an_output_conflict(cli, t
     run = cli("build", str(root / "wf"), "--out", str(out))
     assert run.code == 1 and "Traceback" not in run.err
     assert "error[output-conflict]: the skill 'beta' goes to out/beta/, but out/beta is already there" in run.err
-    assert ("skills.json lists it, but none of its files has the size and sha256 that skills.json records"
-            in run.err)
+    assert "skills.json lists it, but none of its files has the size and sha256 that skills.json records" in run.err
     assert snapshot_tree(out) == before
 
 
 def test_a_bundle_edited_by_hand_is_still_the_builds(cli, tree):
     """What proves a folder the build's survives a hand edit: a SKILL.md whose body was edited (its frontmatter as
     recorded) in a bundle of no other file, or any file of a bundle that is still as recorded."""
-    root = tree({"wf/a.yaml": "name: alpha\ndescription: d\nsteps:\n  - name: s\n    resources: ['docs://x']\n",
-                 "wf/b.yaml": WF.format("beta")})
+    root = tree(
+        {
+            "wf/a.yaml": "name: alpha\ndescription: d\nsteps:\n  - name: s\n    resources: ['docs://x']\n",
+            "wf/b.yaml": WF.format("beta"),
+        }
+    )
     out = root / "out"
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
     built = snapshot_tree(out)
@@ -677,8 +665,18 @@ def test_switching_a_uri_prefix_off_removes_the_folders_it_made(cli, tree):
     assert not (out / "x" / "y").exists() and (out / "x" / "notes.md").read_text() == "mine"
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
-        "alpha", "alpha/SKILL.md", "alpha/evals", "alpha/evals/eval_queries.json", "alpha/evals/evals.json",
-        "alpha/references", "alpha/references/tools.md", "empty", "skills.json", "x", "x/notes.md"]
+        "alpha",
+        "alpha/SKILL.md",
+        "alpha/evals",
+        "alpha/evals/eval_queries.json",
+        "alpha/evals/evals.json",
+        "alpha/references",
+        "alpha/references/tools.md",
+        "empty",
+        "skills.json",
+        "x",
+        "x/notes.md",
+    ]
 
 
 # The output tree: the current folder through a rebuild, and the mode of written files.
@@ -701,8 +699,12 @@ def test_a_rebuild_under_a_uri_prefix_touches_nothing_in_the_current_folder(cli,
     (wf / "two.yaml").unlink()
     assert cli("build", str(wf), "--out", str(out), *args, cwd=here).code == 0
     assert not (out / "acme" / "team" / "two").exists() and (out / "acme" / "team" / "one" / "SKILL.md").is_file()
-    assert sorted(p.relative_to(here).as_posix() for p in here.rglob("*")) == ["file.txt", "keep", "keep/a.txt",
-                                                                                "other"]
+    assert sorted(p.relative_to(here).as_posix() for p in here.rglob("*")) == [
+        "file.txt",
+        "keep",
+        "keep/a.txt",
+        "other",
+    ]
     assert (here / "keep" / "a.txt").read_bytes() == b"a" and (here / "file.txt").read_bytes() == b"f"
 
 
@@ -719,3 +721,263 @@ def test_written_files_are_mode_0666_under_the_umask(tmp_path, umask):
         os.umask(old)
     for rel in ("f.txt", "g.txt", "out/a/SKILL.md", "out/skills.json"):
         assert stat.S_IMODE((tmp_path / rel).stat().st_mode) == 0o666 & ~umask, rel
+
+
+# -------------------------------------------------------------------------------- a kill at every step
+
+# Each kill point runs in a child process (a fork of this one, so it starts in milliseconds) that wraps disk's
+# file-system steps (``_write``, ``_rename``, ``_exchange``, ``_remove``) and SIGKILLs itself at one of them: before
+# the step, in the middle of it (half a file written, half a tree removed), or after the last one. The parent then
+# checks the promise:
+#
+# - with the atomic exchange, the folder is at that instant exactly the old tree or the new one, the user's files
+#   (a file, a symlink, an empty folder, a 0700 folder) included;
+# - with the two-rename fallback, it is that, or missing with exactly one ``.out.old-*`` copy holding the old tree;
+# - the next run recovers first (any interrupted swap restored, every leftover removed), and then writes the new
+#   tree, with nothing left beside it.
+#
+# ``KILL_POINTS`` counts them all; the note of issue 10 quotes it.
+
+STEPS = ("_write", "_rename", "_exchange", "_remove")
+KILL_POINTS: dict[str, int] = {}
+
+
+# the tree
+
+
+def snap(root: Path) -> dict[str, tuple] | None:
+    """Everything under ``root``: files by digest and mode, symlinks by target, folders by mode. None: missing."""
+    if not os.path.lexists(root):
+        return None
+    out: dict[str, tuple] = {".": ("dir", stat.S_IMODE(root.stat().st_mode))}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in sorted(dirnames + filenames):
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            st = p.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(p))
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", stat.S_IMODE(st.st_mode))
+            else:
+                out[rel] = ("file", hashlib.sha256(p.read_bytes()).hexdigest(), stat.S_IMODE(st.st_mode))
+    return dict(sorted(out.items()))
+
+
+def side(box: Path) -> list[Path]:
+    return sorted(p for p in box.iterdir() if p.name != "out")
+
+
+def user_files(out: Path) -> None:
+    (out / "notes" / "private").mkdir(parents=True)
+    (out / "notes" / "keep.md").write_text("mine")
+    os.chmod(out / "notes" / "private", 0o700)
+    (out / "empty").mkdir()
+    (out / "README.txt").write_text("hand-written")
+    (out / "to-readme").symlink_to("README.txt")
+    os.chmod(out, 0o751)
+
+
+# -------------------------------------------------------------------------------------------- the scenarios
+
+
+def build_update(base: Path) -> Callable[[], None]:
+    out = base / "box" / "out"
+    shutil.copytree(GENERATED, out)
+    (out / "refund-flow" / "SKILL.md").write_text("stale")
+    (out / "hello-world" / "references" / "tools.md").unlink()
+    user_files(out)
+
+    def run() -> None:
+        assert main(["build", str(EXAMPLES), "--out", str(out)]) == 0
+
+    return run
+
+
+def build_first(base: Path) -> Callable[[], None]:
+    (base / "box").mkdir(parents=True)
+
+    def run() -> None:
+        assert main(["build", str(EXAMPLES), "--out", str(base / "box" / "out")]) == 0
+
+    return run
+
+
+def build_after_a_killed_swap(base: Path) -> Callable[[], None]:
+    """A kill fell between the two renames of the fallback: no folder, the old tree as .out.old-*, and a stage."""
+    run = build_update(base)
+    box = base / "box"
+    (box / "out").rename(box / ".out.old-0123456789ab")
+    (box / ".out.stage-ba9876543210" / "refund-flow").mkdir(parents=True)
+    return run
+
+
+def remote_load(base: Path) -> Callable[[], None]:
+    from remote.test_output import skill
+
+    from projector.remote.output import write_bundles
+
+    out = base / "box" / "out"
+    # An earlier load wrote these (its skills.json lists them), so the next load may replace them.
+    write_bundles(
+        out,
+        [
+            skill(f"skill://acme/{name}/SKILL.md", {"SKILL.md": f"old {name}".encode()})
+            for name in ("alpha", "beta", "gamma")
+        ],
+    )
+    user_files(out)
+    skills = [
+        skill(f"skill://acme/{name}/SKILL.md", {"SKILL.md": f"new {name}".encode(), "references/tools.md": b"tools"})
+        for name in ("alpha", "beta", "delta", "epsilon")
+    ]
+
+    def run() -> None:
+        write_bundles(out, skills)
+
+    return run
+
+
+SCENARIOS = {
+    "build-update": build_update,
+    "build-first": build_first,
+    "build-after-a-killed-swap": build_after_a_killed_swap,
+    "remote-load": remote_load,
+}
+
+
+# ------------------------------------------------------------------------------------------ the kill points
+
+
+class Killer:
+    """Wraps disk's steps. ``at``: (index of the step, "before" | "mid" | "after"); None counts only."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, at: tuple[int, str] | None):
+        self.at = at
+        self.steps: list[str] = []
+        for name in STEPS:
+            monkeypatch.setattr(disk, name, self.wrap(name, getattr(disk, name)))
+
+    def wrap(self, name: str, fn: Callable) -> Callable:
+        def step(*args):
+            i = len(self.steps)
+            self.steps.append(name)
+            if self.at == (i, "before"):
+                os.kill(os.getpid(), signal.SIGKILL)
+            if self.at == (i, "mid"):
+                self.half(name, *args)
+            result = fn(*args)
+            if self.at == (i, "after"):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return result
+
+        return step
+
+    @staticmethod
+    def half(name: str, path: Path, *rest) -> None:
+        if name == "_write":
+            data = rest[0]
+            with open(path, "xb") as f:
+                f.write(data[: len(data) // 2])
+        else:  # _remove: half the tree goes, then the kill
+            files = sorted(p for p in Path(path).rglob("*") if p.is_file() or p.is_symlink())
+            for p in files[: len(files) // 2 + 1]:
+                p.unlink()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def kill_points(steps: list[str]) -> list[tuple[int, str]]:
+    points = [(i, "before") for i in range(len(steps))]
+    points += [(i, "mid") for i, s in enumerate(steps) if s in ("_write", "_remove")]
+    return points + [(len(steps) - 1, "after")]
+
+
+def in_child(fn: Callable[[], None]) -> int:
+    """Run ``fn`` in a forked child; returns its wait status."""
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 0
+        try:
+            fn()
+        except BaseException:  # pragma: no cover - a failure shows as exit 3
+            code = 3
+        os._exit(code)
+    return os.waitpid(pid, 0)[1]
+
+
+def allowed(box: Path, old: dict | None, new: dict | None, may_be_missing: bool) -> None:
+    """The tree right after a kill: old or new; or, where a two-rename swap was cut, missing with one old copy."""
+    now = snap(box / "out")
+    if now is not None:
+        assert now in (old, new), "the folder is neither the old tree nor the new one"
+        return
+    olds = [p for p in side(box) if ".old-" in p.name]
+    assert old is None or may_be_missing and len(olds) == 1 and snap(olds[0]) == old, (
+        "the folder is missing, and not because of one interrupted two-rename swap"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="kill points run in forked children")
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "two-renames"])
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_a_kill_at_any_step_leaves_a_complete_tree_and_the_next_run_finishes(
+    tmp_path, monkeypatch, scenario, exchange, capsys
+):
+    if exchange and disk._renameat2() is None:  # pragma: no cover - not Linux with glibc >= 2.28
+        pytest.skip("no renameat2 here")
+    if not exchange:
+        monkeypatch.setattr(disk, "_exchange", lambda a, b: False)
+    setup = SCENARIOS[scenario]
+
+    # The run without a kill: its steps, and the tree it makes.
+    base = tmp_path / "plain"
+    run = setup(base)
+    old = snap(base / "box" / "out")
+    if scenario == "build-after-a-killed-swap":
+        old = snap(base / "box" / ".out.old-0123456789ab")
+    with monkeypatch.context() as m:
+        counter = Killer(m, None)
+        run()
+    new = snap(base / "box" / "out")
+    assert new is not None and new != old and side(base / "box") == []
+    if old is not None:
+        assert all(new[k] == old[k] for k in ("notes/keep.md", "notes/private", "empty", "to-readme", "."))
+    swap = [s for s in counter.steps if s in ("_rename", "_exchange")]
+    expected = {
+        (True, True): ["_exchange"],
+        (True, False): ["_rename"] * 3,
+        (False, True): ["_rename"],
+        (False, False): ["_rename"],
+    }[(old is not None, exchange)]
+    assert swap[-len(expected) :] == expected, counter.steps
+
+    points = kill_points(counter.steps)
+    KILL_POINTS[f"{scenario}/{'exchange' if exchange else 'two-renames'}"] = len(points)
+    for n, at in enumerate(points):
+        base = tmp_path / f"k{n}"
+        run = setup(base)
+        box = base / "box"
+
+        def killed() -> None:
+            with monkeypatch.context() as m:
+                Killer(m, at)
+                run()
+
+        status = in_child(killed)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (at, counter.steps, status)
+        allowed(box, old, new, not exchange or scenario == "build-after-a-killed-swap")
+        run()  # the next run, in this process: recovers first, then writes
+        assert snap(box / "out") == new, at
+        assert side(box) == [], (at, side(box))
+    capsys.readouterr()
+
+
+@pytest.mark.slow  # it counts what the kill tests (slow) did
+def test_kill_points_are_counted():
+    """Runs last in this module (pytest keeps file order): the total the note quotes."""
+    if not KILL_POINTS:
+        pytest.skip("the kill tests did not run")
+    total = sum(KILL_POINTS.values())
+    print(f"\nkill points: {total} ({', '.join(f'{k} {v}' for k, v in sorted(KILL_POINTS.items()))})")
+    assert total >= 8 * 8

@@ -8,72 +8,88 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from projector import gates
+from projector import builder, gates
+from projector.builder import WorkflowBuilder
 from projector.errors import Span
 from projector.gates import ResultNames, asks_user, find_gate, named_result
 from projector.load import parse
 from projector.model import Argument, Condition, Confirm, FromArg, FromStep, Step, Tool, Workflow
 
 
-@pytest.mark.parametrize("text, family, phrase", [
-    ("Only issue it if asked", "condition", "Only issue it if"),
-    ("only when the user agrees", "condition", "only when"),
-    ("Go on unless told otherwise", "condition", "unless"),
-    ("Do not send it if they opted out", "condition", "Do not send it if"),
-    ("Don't send it without a ticket", "condition", "Don't send it without"),
-    ("never delete before the backup", "condition", "never delete before"),
-    ("do   not\tsend\n it  unless  asked", "condition", "do not send it unless"),
-    ("provided that the stock allows", "condition", "provided that"),
-    ("as long as it is paid", "condition", "as long as"),
-    ("in case of doubt", "condition", "in case"),
-    ("on condition of payment", "condition", "on condition"),
-    ("If so, go", "condition", "If"),
-    ("Call it before noon", "order", "before"),
-    ("First check the stock", "order", "First check"),
-    ("first  make   sure it is paid", "order", "first make sure"),
-    ("first ensure it is paid", "order", "first ensure"),
-    ("Verify it", "verification", "Verify"),
-    ("It verifies the order", "verification", "verifies"),
-    ("once verified", "verification", "verified"),
-    ("needs verification", "verification", "verification"),
-    ("Confirm it", "verification", "Confirm"),
-    ("it confirms", "verification", "confirms"),
-    ("when confirmed", "verification", "confirmed"),
-    ("needs confirmation", "verification", "confirmation"),
-    ("make sure it is paid", "verification", "make sure"),
-    ("ensure it is paid", "verification", "ensure"),
-    ("double-check the total", "verification", "double-check"),
-    ("check that it is paid", "verification", "check that"),
-    ("check whether it is paid", "verification", "check whether"),
-    ("Refuse ineligible orders", "stop", "Refuse"),
-    ("ineligible orders", "eligibility", "ineligible"),
-    ("eligible orders", "eligibility", "eligible"),
-    ("the eligibility rule", "eligibility", "eligibility"),
-    ("needs approval", "permission", "approval"),
-    ("approve it", "permission", "approve"),
-    ("approved orders", "permission", "approved"),
-    ("authorise it", "permission", "authorise"),
-    ("authorized orders", "permission", "authorized"),
-    ("needs authorization", "permission", "authorization"),
-    ("permit it", "permission", "permit"),
-    ("permitted orders", "permission", "permitted"),
-    ("needs permission", "permission", "permission"),
-    ("needs consent", "permission", "consent"),
-    ("needs sign-off", "permission", "sign-off"),
-    ("skip it", "stop", "skip"),
-    ("abort the run", "stop", "abort"),
-    ("refuse the order", "stop", "refuse"),
-    ("decline the order", "stop", "decline"),
-    ("halt the run", "stop", "halt"),
-    ("Verify it, and only go on if it holds", "verification", "Verify"),  # the leftmost phrase wins
-    ("Send it, then verify it", "verification", "verify"),
-])
+@pytest.mark.parametrize(
+    "text, family, phrase",
+    [
+        ("Only issue it if asked", "condition", "Only issue it if"),
+        ("only when the user agrees", "condition", "only when"),
+        ("Go on unless told otherwise", "condition", "unless"),
+        ("Do not send it if they opted out", "condition", "Do not send it if"),
+        ("Don't send it without a ticket", "condition", "Don't send it without"),
+        ("never delete before the backup", "condition", "never delete before"),
+        ("do   not\tsend\n it  unless  asked", "condition", "do not send it unless"),
+        ("provided that the stock allows", "condition", "provided that"),
+        ("as long as it is paid", "condition", "as long as"),
+        ("in case of doubt", "condition", "in case"),
+        ("on condition of payment", "condition", "on condition"),
+        ("If so, go", "condition", "If"),
+        ("Call it before noon", "order", "before"),
+        ("First check the stock", "order", "First check"),
+        ("first  make   sure it is paid", "order", "first make sure"),
+        ("first ensure it is paid", "order", "first ensure"),
+        ("Verify it", "verification", "Verify"),
+        ("It verifies the order", "verification", "verifies"),
+        ("once verified", "verification", "verified"),
+        ("needs verification", "verification", "verification"),
+        ("Confirm it", "verification", "Confirm"),
+        ("it confirms", "verification", "confirms"),
+        ("when confirmed", "verification", "confirmed"),
+        ("needs confirmation", "verification", "confirmation"),
+        ("make sure it is paid", "verification", "make sure"),
+        ("ensure it is paid", "verification", "ensure"),
+        ("double-check the total", "verification", "double-check"),
+        ("check that it is paid", "verification", "check that"),
+        ("check whether it is paid", "verification", "check whether"),
+        ("Refuse ineligible orders", "stop", "Refuse"),
+        ("ineligible orders", "eligibility", "ineligible"),
+        ("eligible orders", "eligibility", "eligible"),
+        ("the eligibility rule", "eligibility", "eligibility"),
+        ("needs approval", "permission", "approval"),
+        ("approve it", "permission", "approve"),
+        ("approved orders", "permission", "approved"),
+        ("authorise it", "permission", "authorise"),
+        ("authorized orders", "permission", "authorized"),
+        ("needs authorization", "permission", "authorization"),
+        ("permit it", "permission", "permit"),
+        ("permitted orders", "permission", "permitted"),
+        ("needs permission", "permission", "permission"),
+        ("needs consent", "permission", "consent"),
+        ("needs sign-off", "permission", "sign-off"),
+        ("skip it", "stop", "skip"),
+        ("abort the run", "stop", "abort"),
+        ("refuse the order", "stop", "refuse"),
+        ("decline the order", "stop", "decline"),
+        ("halt the run", "stop", "halt"),
+        ("Verify it, and only go on if it holds", "verification", "Verify"),  # the leftmost phrase wins
+        ("Send it, then verify it", "verification", "verify"),
+    ],
+)
 def test_gate_wording(text, family, phrase):
     assert find_gate(text) == gates.GateMatch(family, phrase)
 
 
-@pytest.mark.parametrize("text", ["Send the email.", "Use the customer's currency.", "the onlyif flag",
-                                  "beforehand", "unlessly", "verifying", "eligibles", "skipped", "halting"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Send the email.",
+        "Use the customer's currency.",
+        "the onlyif flag",
+        "beforehand",
+        "unlessly",
+        "verifying",
+        "eligibles",
+        "skipped",
+        "halting",
+    ],
+)
 def test_not_gate_wording(text):
     assert find_gate(text) is None
 
@@ -113,12 +129,67 @@ steps:
 """
 
 EXPECTED = [
-    {'file': 'gates.yaml', 'line': 9, 'col': 5, 'severity': 'warning', 'code': 'unverifiable-step', 'message': 'step 1 \'unannotated_gate\' calls \'raw\', which has no annotations, so nobody can tell whether it has side effects, and its guidance reads like a gate ("Only call it if")', 'hint': "declare the tool's annotations (readOnlyHint, destructiveHint) under its tools: entry; with --tools-from, a server that declares none takes them from there", 'extra': {'step': 'unannotated_gate'}},
-    {'file': 'gates.yaml', 'line': 13, 'col': 5, 'severity': 'warning', 'code': 'unverifiable-step', 'message': "step 2 'unannotated_plain' calls 'raw', which has no annotations, so nobody can tell whether it has side effects", 'hint': "declare the tool's annotations (readOnlyHint, destructiveHint) under its tools: entry; with --tools-from, a server that declares none takes them from there", 'extra': {'step': 'unannotated_plain'}},
-    {'file': 'gates.yaml', 'line': 16, 'col': 5, 'severity': 'warning', 'code': 'unverifiable-step', 'message': "step 3 'unannotated_bare' calls 'raw', which has no annotations, so nobody can tell whether it has side effects", 'hint': "declare the tool's annotations (readOnlyHint, destructiveHint) under its tools: entry; with --tools-from, a server that declares none takes them from there", 'acknowledged': 'the server is ours', 'extra': {'step': 'unannotated_bare'}},
-    {'file': 'gates.yaml', 'line': 21, 'col': 15, 'severity': 'warning', 'code': 'gate-on-side-effect', 'message': 'step 4 \'refund_gate\' calls the side-effecting tool \'refund\' under gate-like guidance ("Refuse"). Guidance prose cannot stop a server-side run: the \'gates\' workflow prompt will run this step anyway', 'hint': 'make the tool enforce the condition itself and acknowledge the warning on the step (acknowledge: {gate-on-side-effect: why}), or end the workflow before this step', 'extra': {'step': 'refund_gate'}},
-    {'file': 'gates.yaml', 'line': 24, 'col': 15, 'severity': 'note', 'code': 'guidance-on-side-effect', 'message': "step 5 'write_note' calls the side-effecting tool 'write' with guidance; the server-side prompt shows the guidance but does not act on it", 'acknowledged': 'shown to the user', 'extra': {'step': 'write_note'}},
-    {'file': 'gates.yaml', 'line': 26, 'col': 5, 'severity': 'warning', 'code': 'unused-acknowledgement', 'message': "step 6 'read_stale' acknowledges 'gate-on-side-effect', which does not fire here (an old reason)", 'hint': 'remove the stale acknowledgement', 'extra': {}},
+    {
+        "file": "gates.yaml",
+        "line": 9,
+        "col": 5,
+        "severity": "warning",
+        "code": "unverifiable-step",
+        "message": "step 1 'unannotated_gate' calls 'raw', which has no annotations, so nobody can tell whether it has side effects, and its guidance reads like a gate (\"Only call it if\")",
+        "hint": "declare the tool's annotations (readOnlyHint, destructiveHint) under its tools: entry; with --tools-from, a server that declares none takes them from there",
+        "extra": {"step": "unannotated_gate"},
+    },
+    {
+        "file": "gates.yaml",
+        "line": 13,
+        "col": 5,
+        "severity": "warning",
+        "code": "unverifiable-step",
+        "message": "step 2 'unannotated_plain' calls 'raw', which has no annotations, so nobody can tell whether it has side effects",
+        "hint": "declare the tool's annotations (readOnlyHint, destructiveHint) under its tools: entry; with --tools-from, a server that declares none takes them from there",
+        "extra": {"step": "unannotated_plain"},
+    },
+    {
+        "file": "gates.yaml",
+        "line": 16,
+        "col": 5,
+        "severity": "warning",
+        "code": "unverifiable-step",
+        "message": "step 3 'unannotated_bare' calls 'raw', which has no annotations, so nobody can tell whether it has side effects",
+        "hint": "declare the tool's annotations (readOnlyHint, destructiveHint) under its tools: entry; with --tools-from, a server that declares none takes them from there",
+        "acknowledged": "the server is ours",
+        "extra": {"step": "unannotated_bare"},
+    },
+    {
+        "file": "gates.yaml",
+        "line": 21,
+        "col": 15,
+        "severity": "warning",
+        "code": "gate-on-side-effect",
+        "message": "step 4 'refund_gate' calls the side-effecting tool 'refund' under gate-like guidance (\"Refuse\"). Guidance prose cannot stop a server-side run: the 'gates' workflow prompt will run this step anyway",
+        "hint": "make the tool enforce the condition itself and acknowledge the warning on the step (acknowledge: {gate-on-side-effect: why}), or end the workflow before this step",
+        "extra": {"step": "refund_gate"},
+    },
+    {
+        "file": "gates.yaml",
+        "line": 24,
+        "col": 15,
+        "severity": "note",
+        "code": "guidance-on-side-effect",
+        "message": "step 5 'write_note' calls the side-effecting tool 'write' with guidance; the server-side prompt shows the guidance but does not act on it",
+        "acknowledged": "shown to the user",
+        "extra": {"step": "write_note"},
+    },
+    {
+        "file": "gates.yaml",
+        "line": 26,
+        "col": 5,
+        "severity": "warning",
+        "code": "unused-acknowledgement",
+        "message": "step 6 'read_stale' acknowledges 'gate-on-side-effect', which does not fire here (an old reason)",
+        "hint": "remove the stale acknowledgement",
+        "extra": {},
+    },
 ]
 
 
@@ -138,10 +209,16 @@ def test_the_gated_steps_come_back_as_data_beside_the_diagnostics():
     wf, _ = parse(WORKFLOW, "gates.yaml")
     found = gates.check(wf)
     assert found.gated == ("refund_gate",)
-    acked = parse(WORKFLOW.replace("guidance: Refuse ineligible orders.", "guidance: Refuse ineligible orders.\n"
-                                   "    acknowledge: {gate-on-side-effect: the tool refuses them}"), "gates.yaml")[0]
-    assert [d.acknowledged for d in gates.check(acked).diagnostics if d.code == "gate-on-side-effect"] == \
-        ["the tool refuses them"]
+    acked = parse(
+        WORKFLOW.replace(
+            "guidance: Refuse ineligible orders.",
+            "guidance: Refuse ineligible orders.\n    acknowledge: {gate-on-side-effect: the tool refuses them}",
+        ),
+        "gates.yaml",
+    )[0]
+    assert [d.acknowledged for d in gates.check(acked).diagnostics if d.code == "gate-on-side-effect"] == [
+        "the tool refuses them"
+    ]
     assert gates.check(acked).gated == ("refund_gate",)
 
 
@@ -228,52 +305,124 @@ steps:
     acknowledge: {uses-skippable-result: the tool copes}
 """
 
-_USES = ("the result of step 2 'maybe_check', which is skipped when its condition fails (on_fail: skip); ")
-_USES_HINT = ("make step 'maybe_check' stop instead (on_fail: stop), give this step a condition on 'check' (when: "
-              "{step: check, exists: true}, on_fail: skip), or acknowledge the warning")
-_ASK = ("which the side-effecting tool 'pay' requires: the skill tells the model to ask the user for it and never to "
-        "work it out itself")
+_USES = "the result of step 2 'maybe_check', which is skipped when its condition fails (on_fail: skip); "
+_USES_HINT = (
+    "make step 'maybe_check' stop instead (on_fail: stop), give this step a condition on 'check' (when: "
+    "{step: check, exists: true}, on_fail: skip), or acknowledge the warning"
+)
+_ASK = (
+    "which the side-effecting tool 'pay' requires: the skill tells the model to ask the user for it and never to "
+    "work it out itself"
+)
 _ASK_HINT = "make the argument required if the step cannot run without it"
-_GATE_HINT = ("the guidance names the saved result 'check': state the condition as data, when: {step: check, field: "
-              "FIELD, equals: VALUE}, and {then}; or make the tool enforce the condition itself and acknowledge the "
-              "warning on the step (acknowledge: {gate-on-side-effect: why}), or end the workflow before this step")
+_GATE_HINT = (
+    "the guidance names the saved result 'check': state the condition as data, when: {step: check, field: "
+    "FIELD, equals: VALUE}, and {then}; or make the tool enforce the condition itself and acknowledge the "
+    "warning on the step (acknowledge: {gate-on-side-effect: why}), or end the workflow before this step"
+)
 
 
 def _more_expected(skills_only: bool) -> list[dict]:
     served = not skills_only
-    no_value = ("the server-side run then has no value for it: it leaves an optional argument out, and hands the step "
-                "over when the tool requires it" if served else "the model then has no value for it")
-    then = ("the server-side run enforces it" if served else "the skill states it as an exact check before the call "
-            "(served with its workflow prompt, the server-side run enforces it too)")
-    why = ("Guidance prose cannot stop a server-side run: the 'more' workflow prompt will run this step anyway"
-           if served else "Only the model's judgment applies it: no workflow prompt is served (--skills-only), and "
-           "nothing on the server stops the call if the model decides wrong")
-    guided = ("the server-side prompt shows the guidance but does not act on it" if served else
-              "only the model's judgment applies it: no workflow prompt is served")
-    with_when = (" (it enforces only the step's when: conditions)" if served else
-                 " (the skill states its when: conditions as checks before the call)")
+    no_value = (
+        "the server-side run then has no value for it: it leaves an optional argument out, and hands the step "
+        "over when the tool requires it"
+        if served
+        else "the model then has no value for it"
+    )
+    then = (
+        "the server-side run enforces it"
+        if served
+        else "the skill states it as an exact check before the call "
+        "(served with its workflow prompt, the server-side run enforces it too)"
+    )
+    why = (
+        "Guidance prose cannot stop a server-side run: the 'more' workflow prompt will run this step anyway"
+        if served
+        else "Only the model's judgment applies it: no workflow prompt is served (--skills-only), and "
+        "nothing on the server stops the call if the model decides wrong"
+    )
+    guided = (
+        "the server-side prompt shows the guidance but does not act on it"
+        if served
+        else "only the model's judgment applies it: no workflow prompt is served"
+    )
+    with_when = (
+        " (it enforces only the step's when: conditions)"
+        if served
+        else " (the skill states its when: conditions as checks before the call)"
+    )
     return [
-        {"file": "more.yaml", "line": 28, "col": 5, "severity": "warning", "code": "uses-skippable-result",
-         "message": f"step 3 'peek_it' uses 'check', {_USES}{no_value}", "hint": _USES_HINT,
-         "extra": {"step": "peek_it"}},
-        {"file": "more.yaml", "line": 42, "col": 15, "severity": "warning", "code": "gate-on-side-effect",
-         "message": f"step 4 'pay_it' calls the side-effecting tool 'pay' under gate-like guidance (\"only pay if\"). "
-                    f"{why}", "hint": _GATE_HINT.replace("{then}", then), "extra": {"step": "pay_it"}},
-        {"file": "more.yaml", "line": 38, "col": 17, "severity": "note", "code": "ask-for-input",
-         "message": f"step 4 'pay_it' passes the optional input 'who' as 'to', {_ASK}", "hint": _ASK_HINT,
-         "extra": {"step": "pay_it"}},
-        {"file": "more.yaml", "line": 39, "col": 21, "severity": "note", "code": "ask-for-input",
-         "message": f"step 4 'pay_it' passes the optional input 'amount' as 'amount', {_ASK}", "hint": _ASK_HINT,
-         "extra": {"step": "pay_it"}},
-        {"file": "more.yaml", "line": 51, "col": 15, "severity": "note", "code": "guidance-on-side-effect",
-         "message": f"step 5 'pay_when' calls the side-effecting tool 'pay' with guidance; {guided}{with_when}",
-         "extra": {"step": "pay_when"}},
-        {"file": "more.yaml", "line": 58, "col": 15, "severity": "note", "code": "guidance-on-side-effect",
-         "message": f"step 6 'pay_plain' calls the side-effecting tool 'pay' with guidance; {guided}",
-         "extra": {"step": "pay_plain"}},
-        {"file": "more.yaml", "line": 52, "col": 5, "severity": "warning", "code": "uses-skippable-result",
-         "message": f"step 6 'pay_plain' uses 'check', {_USES}{no_value}", "hint": _USES_HINT,
-         "acknowledged": "the tool copes", "extra": {"step": "pay_plain"}},
+        {
+            "file": "more.yaml",
+            "line": 28,
+            "col": 5,
+            "severity": "warning",
+            "code": "uses-skippable-result",
+            "message": f"step 3 'peek_it' uses 'check', {_USES}{no_value}",
+            "hint": _USES_HINT,
+            "extra": {"step": "peek_it"},
+        },
+        {
+            "file": "more.yaml",
+            "line": 42,
+            "col": 15,
+            "severity": "warning",
+            "code": "gate-on-side-effect",
+            "message": f"step 4 'pay_it' calls the side-effecting tool 'pay' under gate-like guidance (\"only pay if\"). "
+            f"{why}",
+            "hint": _GATE_HINT.replace("{then}", then),
+            "extra": {"step": "pay_it"},
+        },
+        {
+            "file": "more.yaml",
+            "line": 38,
+            "col": 17,
+            "severity": "note",
+            "code": "ask-for-input",
+            "message": f"step 4 'pay_it' passes the optional input 'who' as 'to', {_ASK}",
+            "hint": _ASK_HINT,
+            "extra": {"step": "pay_it"},
+        },
+        {
+            "file": "more.yaml",
+            "line": 39,
+            "col": 21,
+            "severity": "note",
+            "code": "ask-for-input",
+            "message": f"step 4 'pay_it' passes the optional input 'amount' as 'amount', {_ASK}",
+            "hint": _ASK_HINT,
+            "extra": {"step": "pay_it"},
+        },
+        {
+            "file": "more.yaml",
+            "line": 51,
+            "col": 15,
+            "severity": "note",
+            "code": "guidance-on-side-effect",
+            "message": f"step 5 'pay_when' calls the side-effecting tool 'pay' with guidance; {guided}{with_when}",
+            "extra": {"step": "pay_when"},
+        },
+        {
+            "file": "more.yaml",
+            "line": 58,
+            "col": 15,
+            "severity": "note",
+            "code": "guidance-on-side-effect",
+            "message": f"step 6 'pay_plain' calls the side-effecting tool 'pay' with guidance; {guided}",
+            "extra": {"step": "pay_plain"},
+        },
+        {
+            "file": "more.yaml",
+            "line": 52,
+            "col": 5,
+            "severity": "warning",
+            "code": "uses-skippable-result",
+            "message": f"step 6 'pay_plain' uses 'check', {_USES}{no_value}",
+            "hint": _USES_HINT,
+            "acknowledged": "the tool copes",
+            "extra": {"step": "pay_plain"},
+        },
     ]
 
 
@@ -291,7 +440,6 @@ def test_every_field_of_the_saved_result_and_input_findings(skills_only):
         j["extra"] = d.extra
         found.append(j)
     assert found == _more_expected(skills_only)
-
 
 
 # A field path into the result of a tool that returns text (issue 18, item 5): unstructured-result, at the path, for
@@ -337,10 +485,12 @@ steps:
       x: {step: staged_diff, field: name}
 """
 
-_TEXT_HINT = ("use the whole result ({step: staged_diff}), or a condition on an input the user supplies (when: {arg: "
-              "approved, equals: true}); if the server sends structured content, declare the tool's output_schema; if "
-              "its text is JSON that has the field, acknowledge the warning on the step (acknowledge: "
-              "{unstructured-result: why})")
+_TEXT_HINT = (
+    "use the whole result ({step: staged_diff}), or a condition on an input the user supplies (when: {arg: "
+    "approved, equals: true}); if the server sends structured content, declare the tool's output_schema; if "
+    "its text is JSON that has the field, acknowledge the warning on the step (acknowledge: "
+    "{unstructured-result: why})"
+)
 
 
 def _text_expected(skills_only: bool) -> list[dict]:
@@ -350,28 +500,67 @@ def _text_expected(skills_only: bool) -> list[dict]:
         return f"the server-side run {run} on every call ({why})"
 
     def warn(line: int, col: int, step: str, subject: str, run: str, why: str, ack: str | None = None) -> dict:
-        found = {"file": "text.yaml", "line": line, "col": col, "severity": "warning", "code": "unstructured-result",
-                 "message": f"step '{step}' reads '{subject}', but the tool 'diff' (which saves 'staged_diff') "
-                            f"declares no output schema: it returns text, its result has no fields, and '{subject}' "
-                            f"will never resolve; {then(run, why)}",
-                 "hint": _TEXT_HINT, "extra": {"step": step}}
+        found = {
+            "file": "text.yaml",
+            "line": line,
+            "col": col,
+            "severity": "warning",
+            "code": "unstructured-result",
+            "message": f"step '{step}' reads '{subject}', but the tool 'diff' (which saves 'staged_diff') "
+            f"declares no output schema: it returns text, its result has no fields, and '{subject}' "
+            f"will never resolve; {then(run, why)}",
+            "hint": _TEXT_HINT,
+            "extra": {"step": step},
+        }
         if ack:
             found["acknowledged"] = ack
         return found
 
     return [
-        {"file": "text.yaml", "line": 13, "col": 5, "severity": "warning", "code": "unused-acknowledgement",
-         "message": "step 2 'fetch' acknowledges 'unstructured-result', which does not fire here (an old reason)",
-         "hint": "remove the stale acknowledgement", "extra": {}},
-        warn(20, 20, "post_it", "staged_diff.diff", "hands the step over to the client",
-             "the result saved as `staged_diff` has no field `diff`"),
-        warn(21, 20, "post_it", "staged_diff.files.0", "leaves 'note' out",
-             "the result saved as `staged_diff` has no field `files.0`"),
+        {
+            "file": "text.yaml",
+            "line": 13,
+            "col": 5,
+            "severity": "warning",
+            "code": "unused-acknowledgement",
+            "message": "step 2 'fetch' acknowledges 'unstructured-result', which does not fire here (an old reason)",
+            "hint": "remove the stale acknowledgement",
+            "extra": {},
+        },
+        warn(
+            20,
+            20,
+            "post_it",
+            "staged_diff.diff",
+            "hands the step over to the client",
+            "the result saved as `staged_diff` has no field `diff`",
+        ),
+        warn(
+            21,
+            20,
+            "post_it",
+            "staged_diff.files.0",
+            "leaves 'note' out",
+            "the result saved as `staged_diff` has no field `files.0`",
+        ),
         warn(22, 18, "post_it", "staged_diff.diff", "stops there", "`staged_diff.diff` is missing"),
-        warn(30, 16, "post_skip", "staged_diff.diff", "skips the step", "`staged_diff.diff` is missing",
-             ack="the server's text is JSON"),
-        warn(36, 17, "read_it", "staged_diff.name", "hands the step over to the client",
-             "the result saved as `staged_diff` has no field `name`"),
+        warn(
+            30,
+            16,
+            "post_skip",
+            "staged_diff.diff",
+            "skips the step",
+            "`staged_diff.diff` is missing",
+            ack="the server's text is JSON",
+        ),
+        warn(
+            36,
+            17,
+            "read_it",
+            "staged_diff.name",
+            "hands the step over to the client",
+            "the result saved as `staged_diff` has no field `name`",
+        ),
     ]
 
 
@@ -401,25 +590,34 @@ steps:
   - {name: commit_data, tool: commit, guidance: Only commit if the verdict says so.}
 """
 
-_TAIL = ("make the tool enforce the condition itself and acknowledge the warning on the step (acknowledge: "
-         "{gate-on-side-effect: why}), or end the workflow before this step")
+_TAIL = (
+    "make the tool enforce the condition itself and acknowledge the warning on the step (acknowledge: "
+    "{gate-on-side-effect: why}), or end the workflow before this step"
+)
 
 
 @pytest.mark.parametrize("skills_only", [False, True], ids=["served", "skills-only"])
 def test_the_gate_hint_suggests_field_only_for_a_result_that_has_fields(skills_only):
     wf, diags = parse(HINTED, "hinted.yaml")
     assert diags == []
-    then = ("the skill states it as an exact check before the call (served with its workflow prompt, the server-side "
-            "run enforces it too)" if skills_only else "the server-side run enforces it")
-    hints = {d.extra["step"]: d.hint for d in gates.check(wf, skills_only=skills_only).diagnostics
-             if d.code == "gate-on-side-effect"}
+    then = (
+        "the skill states it as an exact check before the call (served with its workflow prompt, the server-side "
+        "run enforces it too)"
+        if skills_only
+        else "the server-side run enforces it"
+    )
+    hints = {
+        d.extra["step"]: d.hint
+        for d in gates.check(wf, skills_only=skills_only).diagnostics
+        if d.code == "gate-on-side-effect"
+    }
     assert hints == {
         "commit_text": "the guidance names the saved result 'staged_diff', but the tool 'diff' returns text (it "
-                       "declares no output schema), which has no field to test: state the condition as data on an "
-                       "input the user supplies, when: {arg: approved, equals: true} (declared under arguments, "
-                       f"type: boolean), and {then}; or {_TAIL}",
+        "declares no output schema), which has no field to test: state the condition as data on an "
+        "input the user supplies, when: {arg: approved, equals: true} (declared under arguments, "
+        f"type: boolean), and {then}; or {_TAIL}",
         "commit_data": "the guidance names the saved result 'verdict': state the condition as data, when: {step: "
-                       f"verdict, field: FIELD, equals: VALUE}}, and {then}; or {_TAIL}",
+        f"verdict, field: FIELD, equals: VALUE}}, and {then}; or {_TAIL}",
     }
     assert "field:" not in hints["commit_text"]
 
@@ -437,33 +635,40 @@ def _wf(*steps: Step, tools=(), arguments=()) -> Workflow:
     return Workflow("w", "d", arguments=tuple(arguments), tools=tuple(tools), steps=tuple(steps))
 
 
-NAMED = _wf(Step("first", tool="t", bind="first_result"), Step("zzz", tool="t"),
-            Step("__", tool="t", bind="q"),  # a name with no words is passed over, not the end of the search
-            Step("fetch-order", tool="t", bind="order"), Step("own", tool="t", bind="own_result"),
-            Step("later", tool="t", bind="later_result"))
+NAMED = _wf(
+    Step("first", tool="t", bind="first_result"),
+    Step("zzz", tool="t"),
+    Step("__", tool="t", bind="q"),  # a name with no words is passed over, not the end of the search
+    Step("fetch-order", tool="t", bind="order"),
+    Step("own", tool="t", bind="own_result"),
+    Step("later", tool="t", bind="later_result"),
+)
 
 
-@pytest.mark.parametrize("text, after, bind", [
-    ("the first result", 0, "first_result"),
-    ("the first_result", 0, "first_result"),
-    ("THE FIRST-RESULT", 0, "first_result"),
-    ("the fetch order", 0, "order"),             # by the step's name, split on '-'
-    ("the Fetch_Order", 0, "order"),
-    ("fetch \t order", 0, "order"),
-    ("the order", 0, "order"),                   # by the bind
-    ("the fetchorder", 0, None),                 # words need a separator
-    ("prefetch order", 0, "order"),              # 'order' alone still names the bind
-    ("the orders", 0, None),                     # whole words only
-    ("the zzz step", 0, None),                   # a step without a bind saves no result
-    ("the own result", 0, None),                 # the step itself is not before itself
-    ("the later result", 0, None),
-    ("the q", 0, "q"),
-    ("order, then first result", 0, "order"),    # the leftmost
-    ("order, then first result", 12, "first_result"),  # the first one named from `after` on
-    ("order, first result", 7, "first_result"),  # exactly at `after` counts as after it
-    ("order, then first result", 100, "order"),  # none after: the first one named
-    ("first result, order", 0, "first_result"),
-])
+@pytest.mark.parametrize(
+    "text, after, bind",
+    [
+        ("the first result", 0, "first_result"),
+        ("the first_result", 0, "first_result"),
+        ("THE FIRST-RESULT", 0, "first_result"),
+        ("the fetch order", 0, "order"),  # by the step's name, split on '-'
+        ("the Fetch_Order", 0, "order"),
+        ("fetch \t order", 0, "order"),
+        ("the order", 0, "order"),  # by the bind
+        ("the fetchorder", 0, None),  # words need a separator
+        ("prefetch order", 0, "order"),  # 'order' alone still names the bind
+        ("the orders", 0, None),  # whole words only
+        ("the zzz step", 0, None),  # a step without a bind saves no result
+        ("the own result", 0, None),  # the step itself is not before itself
+        ("the later result", 0, None),
+        ("the q", 0, "q"),
+        ("order, then first result", 0, "order"),  # the leftmost
+        ("order, then first result", 12, "first_result"),  # the first one named from `after` on
+        ("order, first result", 7, "first_result"),  # exactly at `after` counts as after it
+        ("order, then first result", 100, "order"),  # none after: the first one named
+        ("first result, order", 0, "first_result"),
+    ],
+)
 def test_named_result(text, after, bind):
     assert named_result(NAMED, 5, text, after) == bind
 
@@ -476,24 +681,42 @@ def test_named_result_skips_a_wordless_name_and_goes_on():
 PAY = Tool("pay", annotations={"destructiveHint": True}, input_schema={"type": "object", "required": ["to"]})
 
 
-@pytest.mark.parametrize("tool, arguments, key, src, asks", [
-    (PAY, [Argument("who")], "to", FromArg("who"), True),
-    (PAY, [Argument("who")], "cc", FromArg("who"), False),                     # not a required parameter
-    (PAY, [Argument("who", required=True)], "to", FromArg("who"), False),      # a required input is given
-    (PAY, [], "to", FromArg("who"), False),                                    # not a declared input
-    (PAY, [Argument("who")], "to", FromStep("who"), False),                    # not an input at all
-    (Tool("pay", annotations={"readOnlyHint": True}, input_schema=PAY.input_schema), [Argument("who")], "to",
-     FromArg("who"), False),                                                   # no side effect
-    (Tool("pay", annotations={"destructiveHint": True}), [Argument("who")], "to", FromArg("who"), False),
-    (Tool("pay", annotations={"destructiveHint": True}, input_schema=["to"]), [Argument("who")], "to",
-     FromArg("who"), False),                                                   # a schema that is not an object
-    (Tool("pay", annotations={"destructiveHint": True}, input_schema={"required": "to"}), [Argument("who")], "to",
-     FromArg("who"), False),                                                   # 'required' that is not a list
-])
+@pytest.mark.parametrize(
+    "tool, arguments, key, src, asks",
+    [
+        (PAY, [Argument("who")], "to", FromArg("who"), True),
+        (PAY, [Argument("who")], "cc", FromArg("who"), False),  # not a required parameter
+        (PAY, [Argument("who", required=True)], "to", FromArg("who"), False),  # a required input is given
+        (PAY, [], "to", FromArg("who"), False),  # not a declared input
+        (PAY, [Argument("who")], "to", FromStep("who"), False),  # not an input at all
+        (
+            Tool("pay", annotations={"readOnlyHint": True}, input_schema=PAY.input_schema),
+            [Argument("who")],
+            "to",
+            FromArg("who"),
+            False,
+        ),  # no side effect
+        (Tool("pay", annotations={"destructiveHint": True}), [Argument("who")], "to", FromArg("who"), False),
+        (
+            Tool("pay", annotations={"destructiveHint": True}, input_schema=["to"]),
+            [Argument("who")],
+            "to",
+            FromArg("who"),
+            False,
+        ),  # a schema that is not an object
+        (
+            Tool("pay", annotations={"destructiveHint": True}, input_schema={"required": "to"}),
+            [Argument("who")],
+            "to",
+            FromArg("who"),
+            False,
+        ),  # 'required' that is not a list
+    ],
+)
 def test_asks_user(tool, arguments, key, src, asks):
     st = Step("s", tool="pay", args=((key, src),))
     assert asks_user(_wf(st, tools=[tool], arguments=arguments), st, key, src) is asks
-    other = Step("s", tool="other", args=((key, src),))                        # a tool the workflow does not declare
+    other = Step("s", tool="other", args=((key, src),))  # a tool the workflow does not declare
     assert asks_user(_wf(other, tools=[tool], arguments=arguments), other, key, src) is False
 
 
@@ -510,11 +733,14 @@ READ = Tool("t", annotations={"readOnlyHint": True}, output_schema={"type": "obj
 _MAYBE = dict(tool="t", when=(Condition(FromArg("go"), "equals", True),))
 
 
-@pytest.mark.parametrize("earlier, fires", [
-    (Step("maybe", bind="m", on_fail="skip", **_MAYBE), True),
-    (Step("maybe", bind="m", on_fail="stop", **_MAYBE), False),                # a failed condition ends the run
-    (Step("maybe", tool="t", bind="m", on_fail="skip"), False),                # no condition: never skipped
-])
+@pytest.mark.parametrize(
+    "earlier, fires",
+    [
+        (Step("maybe", bind="m", on_fail="skip", **_MAYBE), True),
+        (Step("maybe", bind="m", on_fail="stop", **_MAYBE), False),  # a failed condition ends the run
+        (Step("maybe", tool="t", bind="m", on_fail="skip"), False),  # no condition: never skipped
+    ],
+)
 def test_only_a_conditional_step_that_skips_leaves_its_result_out(earlier, fires):
     user = Step("user", tool="t", args=(("x", FromStep("m", "id")),))
     found = [d.code for d in gates.check(_wf(earlier, user, tools=[READ])).diagnostics]
@@ -530,12 +756,13 @@ def test_only_an_earlier_step_can_leave_a_result_out():
 
 # -------------------------------------------------------------------- linear in the steps (issue 17, item 15)
 
+
 def _reference_named_result(wf: Workflow, index: int, text: str, after: int = 0) -> str | None:
     """named_result as it was written first: one regular expression per earlier name (quadratic over the steps)."""
     import re
 
     names: list[tuple[str, str]] = []
-    for s in wf.steps[:index - 1]:
+    for s in wf.steps[: index - 1]:
         if s.bind:
             names += [(s.bind, s.bind), (s.name, s.bind)]
     found: list[tuple[int, int, str]] = []
@@ -554,9 +781,15 @@ NAME_CHARS = "abAB1_- .,"
 
 @pytest.mark.slow
 @settings(max_examples=500, deadline=None)
-@given(st.lists(st.tuples(st.text(NAME_CHARS, min_size=1, max_size=6), st.text(NAME_CHARS, min_size=1, max_size=6)),
-                min_size=1, max_size=6),
-       st.text(NAME_CHARS + "xy(", max_size=30), st.integers(0, 30))
+@given(
+    st.lists(
+        st.tuples(st.text(NAME_CHARS, min_size=1, max_size=6), st.text(NAME_CHARS, min_size=1, max_size=6)),
+        min_size=1,
+        max_size=6,
+    ),
+    st.text(NAME_CHARS + "xy(", max_size=30),
+    st.integers(0, 30),
+)
 @example([("fetch-order", "order")], "prefetch order", 0)
 @example([("a.b", "q")], "x a.b y", 0)
 @example([("a", "r"), ("b", "a")], "_a b_ a", 0)
@@ -589,13 +822,25 @@ class CountingSteps(tuple):
 def _many_steps(n: int) -> Workflow:
     """n steps on a side-effecting tool, each using the previous result, with gate-like guidance that names it;
     every third step has a condition and is skipped when it fails."""
-    steps = [Step(f"s{i}", tool="act", bind=f"r{i}", guidance=f"Only act if r{i - 1} is eligible.",
-                  when=(Condition(FromStep(f"r{i - 1}", "ok"), "equals", True),) if i % 3 == 1 else (),
-                  on_fail="skip" if i % 3 == 1 else "stop", args=(("x", FromStep(f"r{i - 1}")),) if i else (),
-                  acknowledge=(("uses-skippable-result", "a test"),) if i % 3 == 2 else ())
-             for i in range(n)]
-    wf = _wf(*steps, tools=[Tool("act", annotations={"readOnlyHint": False},
-                                 input_schema={"type": "object", "properties": {"x": {}}})])
+    steps = [
+        Step(
+            f"s{i}",
+            tool="act",
+            bind=f"r{i}",
+            guidance=f"Only act if r{i - 1} is eligible.",
+            when=(Condition(FromStep(f"r{i - 1}", "ok"), "equals", True),) if i % 3 == 1 else (),
+            on_fail="skip" if i % 3 == 1 else "stop",
+            args=(("x", FromStep(f"r{i - 1}")),) if i else (),
+            acknowledge=(("uses-skippable-result", "a test"),) if i % 3 == 2 else (),
+        )
+        for i in range(n)
+    ]
+    wf = _wf(
+        *steps,
+        tools=[
+            Tool("act", annotations={"readOnlyHint": False}, input_schema={"type": "object", "properties": {"x": {}}})
+        ],
+    )
     return Workflow(wf.name, wf.description, wf.arguments, wf.instructions, wf.tools, CountingSteps(wf.steps))
 
 
@@ -622,8 +867,9 @@ def test_every_pass_over_the_steps_is_linear(stage):
 def test_a_gated_step_looks_its_guidance_up_once_in_one_pass_over_its_words(monkeypatch):
     calls: list[str] = []
     real = gates.ResultNames.named
-    monkeypatch.setattr(gates.ResultNames, "named", lambda self, text, after=0: calls.append(text) or
-                        real(self, text, after))
+    monkeypatch.setattr(
+        gates.ResultNames, "named", lambda self, text, after=0: calls.append(text) or real(self, text, after)
+    )
     found = gates.check(_many_steps(30)).diagnostics
     gated = [d for d in found if d.code == "gate-on-side-effect"]
     assert len(calls) == len(gated) == 20
@@ -662,25 +908,31 @@ def _names(*pairs: tuple[str, str]) -> ResultNames:
     return names
 
 
-@pytest.mark.parametrize("text, named", [
-    ("check the order first", "order"),
-    ("check the order_total first", None),  # joined by "_" to a longer word: another name
-    ("check the Order, then", "order"),
-    ("check the order_", None),
-    ("the order_total and the order", "order"),  # its first whole-word place counts
-])
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("check the order first", "order"),
+        ("check the order_total first", None),  # joined by "_" to a longer word: another name
+        ("check the Order, then", "order"),
+        ("check the order_", None),
+        ("the order_total and the order", "order"),  # its first whole-word place counts
+    ],
+)
 def test_a_name_followed_by_an_underscore_is_another_word(text, named):
     assert _names(("order", "order")).named(text) == named
 
 
-@pytest.mark.parametrize("text, named", [
-    ("after send refund email, confirm", "mail"),
-    ("send refund email", "mail"),
-    ("then send-refund-email now", "mail"),
-    ("after send refund, confirm", None),
-    ("after send refund sms, confirm", None),
-    ("one two send refund email three four", "mail"),
-])
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("after send refund email, confirm", "mail"),
+        ("send refund email", "mail"),
+        ("then send-refund-email now", "mail"),
+        ("after send refund, confirm", None),
+        ("after send refund sms, confirm", None),
+        ("one two send refund email three four", "mail"),
+    ],
+)
 def test_a_name_of_three_words_is_matched_word_after_word(text, named):
     assert _names(("send refund email", "mail")).named(text) == named
 
@@ -735,24 +987,44 @@ def test_a_confirmation_before_a_step_that_changes_nothing_in_full():
     assert diags == []
     found = _found(wf)
     assert found[:2] == [
-        {"file": "c.yaml", "line": 10, "col": 7, "severity": "warning", "code": "confirm-on-read-only",
-         "message": "step 1 'fetch_order' asks a person to confirm, but it calls the read-only tool 'get_order': "
-                    "nothing needs their yes", "hint": _NO_YES, "extra": {"step": "fetch_order"}},
-        {"file": "c.yaml", "line": 13, "col": 14, "severity": "warning", "code": "confirm-on-read-only",
-         "message": "step 2 'read_docs' asks a person to confirm, but it only reads resources: nothing needs their "
-                    "yes", "hint": _NO_YES, "extra": {"step": "read_docs"}},
+        {
+            "file": "c.yaml",
+            "line": 10,
+            "col": 7,
+            "severity": "warning",
+            "code": "confirm-on-read-only",
+            "message": "step 1 'fetch_order' asks a person to confirm, but it calls the read-only tool 'get_order': "
+            "nothing needs their yes",
+            "hint": _NO_YES,
+            "extra": {"step": "fetch_order"},
+        },
+        {
+            "file": "c.yaml",
+            "line": 13,
+            "col": 14,
+            "severity": "warning",
+            "code": "confirm-on-read-only",
+            "message": "step 2 'read_docs' asks a person to confirm, but it only reads resources: nothing needs their "
+            "yes",
+            "hint": _NO_YES,
+            "extra": {"step": "read_docs"},
+        },
     ]
     assert [(d["extra"]["step"], d["code"]) for d in found[2:]] == [
-        ("pay_if", "gate-on-side-effect"), ("pay_approved", "guidance-on-side-effect")]
+        ("pay_if", "gate-on-side-effect"),
+        ("pay_approved", "guidance-on-side-effect"),
+    ]
 
 
 def test_a_confirmation_without_a_position_is_reported_at_its_step():
     read = Tool("read", annotations={"readOnlyHint": True})
     step = Step("s", tool="read", confirm=Confirm("Sure?"), span=Span("w.yaml", 4, 5))
     [d] = gates.check(Workflow("w", "d", tools=(read,), steps=(step,))).diagnostics
-    assert (d.code, d.span, d.message) == ("confirm-on-read-only", Span("w.yaml", 4, 5),
-                                           "step 1 's' asks a person to confirm, but it calls the read-only tool "
-                                           "'read': nothing needs their yes")
+    assert (d.code, d.span, d.message) == (
+        "confirm-on-read-only",
+        Span("w.yaml", 4, 5),
+        "step 1 's' asks a person to confirm, but it calls the read-only tool 'read': nothing needs their yes",
+    )
     placed = Step("s", tool="read", confirm=Confirm("Sure?", span=Span("w.yaml", 6, 7)), span=Span("w.yaml", 4, 5))
     [d] = gates.check(Workflow("w", "d", tools=(read,), steps=(placed,))).diagnostics
     assert d.span == Span("w.yaml", 6, 7)
@@ -765,19 +1037,59 @@ def test_a_confirmation_on_a_step_whose_tool_is_not_declared_is_not_read_only():
     assert gates.check(Workflow("w", "d", steps=(step,))).diagnostics == []
 
 
-@pytest.mark.parametrize("adds, text, after, bind", [
-    ([("order", "order")], "order, first result, order", 0, "order"),  # each name at its first place only
-    ([("order", "order"), ("first", "first")], "order, first, order", 0, "order"),
-    ([("fetch-order", "a"), ("fetch_order", "b")], "the fetch order", 0, "a"),  # the least bind, whatever the order
-    ([("fetch_order", "b"), ("fetch-order", "a")], "the fetch order", 0, "a"),
-    ([("Xref", "x")], "see the xref", 0, "x"),  # a name's letters are all its own
-    ([("order_X", "o")], "the order x", 0, "o"),
-    ([("$order", "o")], "the order", 0, None),  # a name that starts or ends with other punctuation: never looked for
-    ([("order$", "o")], "the order", 0, None),
-    ([("$order$", "o")], "the order", 0, None),
-])
+@pytest.mark.parametrize(
+    "adds, text, after, bind",
+    [
+        ([("order", "order")], "order, first result, order", 0, "order"),  # each name at its first place only
+        ([("order", "order"), ("first", "first")], "order, first, order", 0, "order"),
+        ([("fetch-order", "a"), ("fetch_order", "b")], "the fetch order", 0, "a"),  # the least bind, whatever the order
+        ([("fetch_order", "b"), ("fetch-order", "a")], "the fetch order", 0, "a"),
+        ([("Xref", "x")], "see the xref", 0, "x"),  # a name's letters are all its own
+        ([("order_X", "o")], "the order x", 0, "o"),
+        (
+            [("$order", "o")],
+            "the order",
+            0,
+            None,
+        ),  # a name that starts or ends with other punctuation: never looked for
+        ([("order$", "o")], "the order", 0, None),
+        ([("$order$", "o")], "the order", 0, None),
+    ],
+)
 def test_result_names(adds, text, after, bind):
     names = gates.ResultNames()
     for name, b in adds:
         names.add(name, b)
     assert names.named(text, after) == bind
+
+
+# ---------------------------------------------------------------------- confirm: on a step and ask: on an argument (issue 22)
+
+
+def _codes(diags):
+    return [d.code for d in diags]
+
+
+def test_a_confirmed_step_gets_no_gate_warning_for_approval_wording():
+    def wf(confirm):
+        return (
+            WorkflowBuilder("w", "d")
+            .tool("pay", annotations={"destructiveHint": True})
+            .step("pay", tool="pay", guidance="Get the supervisor's approval first.", confirm=confirm)
+            .build()
+        )
+
+    assert "gate-on-side-effect" in _codes(gates.check(wf(None)).diagnostics)
+    found = gates.check(wf(builder.confirm("Pay now?"))).diagnostics
+    assert "gate-on-side-effect" not in _codes(found)
+    assert "guidance-on-side-effect" in _codes(found)
+
+
+def test_a_confirmed_step_still_gets_the_gate_warning_for_a_condition_in_words():
+    wf = (
+        WorkflowBuilder("w", "d")
+        .tool("pay", annotations={"destructiveHint": True})
+        .step("pay", tool="pay", guidance="Only pay if the order is paid.", confirm=builder.confirm("Pay now?"))
+        .build()
+    )
+    assert "gate-on-side-effect" in _codes(gates.check(wf).diagnostics)

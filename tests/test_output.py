@@ -7,17 +7,24 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
+import signal
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import EXAMPLES, GENERATED, ROOT
 
 from projector import output
 from projector.builder import WorkflowBuilder
 from projector.errors import BuildError, LoadError
 
-WF = ("name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\n"
-      "steps:\n  - name: s\n    tool: t\n")
+WF = (
+    "name: {}\ndescription: d\ntools:\n  - name: t\n    annotations: {{readOnlyHint: true}}\n"
+    "steps:\n  - name: s\n    tool: t\n"
+)
 
 
 def _wf(name: str = "alpha"):
@@ -54,8 +61,7 @@ def test_a_file_that_does_not_load_is_a_load_error_not_a_build_error(tmp_path):
 
 def test_default_jobs(monkeypatch):
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
-    assert [output.default_jobs(n) for n in (0, 1, 199, 200, 299, 300, 650, 1000, 10**6)] == \
-        [1, 1, 1, 2, 2, 3, 6, 8, 8]
+    assert [output.default_jobs(n) for n in (0, 1, 199, 200, 299, 300, 650, 1000, 10**6)] == [1, 1, 1, 2, 2, 3, 6, 8, 8]
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert [output.default_jobs(n) for n in (199, 200, 10**6)] == [1, 2, 2]
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
@@ -114,8 +120,13 @@ def test_the_previous_index_is_read_as_utf8_whatever_the_locale(tmp_path):
     (out / "gone").mkdir()
     (out / "gone" / "SKILL.md").write_text("old")
     index = json.loads((out / "skills.json").read_text("utf-8"))
-    index["skills"].append({"uri": "skill://gone/SKILL.md", "description": "caf\u00e9 \u2014 d\u00e9j\u00e0 vu",
-                            "resources": [_recorded("gone/SKILL.md", b"old")]})
+    index["skills"].append(
+        {
+            "uri": "skill://gone/SKILL.md",
+            "description": "caf\u00e9 \u2014 d\u00e9j\u00e0 vu",
+            "resources": [_recorded("gone/SKILL.md", b"old")],
+        }
+    )
     (out / "skills.json").write_text(json.dumps(index, ensure_ascii=False), "utf-8")
     before = locale.setlocale(locale.LC_CTYPE)
     try:
@@ -183,8 +194,9 @@ def test_a_bundle_over_the_limits_is_a_build_error_in_both_entry_points(tmp_path
 
 
 def test_a_build_with_warnings_is_not_an_error(tmp_path):
-    (tmp_path / "a.yaml").write_text(WF.format("alpha").replace("readOnlyHint: true", "destructiveHint: true")
-                                     + "    guidance: Only if asked.\n")
+    (tmp_path / "a.yaml").write_text(
+        WF.format("alpha").replace("readOnlyHint: true", "destructiveHint: true") + "    guidance: Only if asked.\n"
+    )
     build = output.compile_paths([str(tmp_path)])
     assert [d.code for d in build.diagnostics] == ["gate-on-side-effect"]
 
@@ -350,8 +362,9 @@ def test_workers_are_forked_and_die_with_the_build(tmp_path, monkeypatch):
     real = concurrent.futures.ProcessPoolExecutor
 
     def pool(*args, **kwargs):
-        started.append((args, kwargs["mp_context"].get_start_method(), kwargs.get("initializer"),
-                        kwargs.get("initargs")))
+        started.append(
+            (args, kwargs["mp_context"].get_start_method(), kwargs.get("initializer"), kwargs.get("initargs"))
+        )
         return real(*args, **kwargs)
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", pool)
@@ -380,9 +393,11 @@ def _tree(out: Path) -> dict[str, bytes]:
 
 
 def _conflict(out: str, name: str, why: str, hint: str) -> str:
-    return (f"{name}:1:7: error[output-conflict]: the skill '{Path(name).stem}' goes to {out}/{Path(name).stem}/, but "
-            f"{out}/{Path(name).stem} is already there and is not a bundle this tool wrote ({why})\n"
-            f"  hint: {hint}; nothing was written\n")
+    return (
+        f"{name}:1:7: error[output-conflict]: the skill '{Path(name).stem}' goes to {out}/{Path(name).stem}/, but "
+        f"{out}/{Path(name).stem} is already there and is not a bundle this tool wrote ({why})\n"
+        f"  hint: {hint}; nothing was written\n"
+    )
 
 
 # ------------------------------------------------------------------------------------------ output-conflict's why
@@ -391,12 +406,35 @@ UNREAD_HINT = "restore out/skills.json as the build wrote it, or move that folde
 UNLISTED_HINT = "rename the workflow, or move that folder away"
 
 
-@pytest.mark.parametrize("index, why, hint", [
-    ("{", "the previous skills.json, which would list it, is not read: not JSON: Expecting property name enclosed "
-          "in double quotes", UNREAD_HINT),
-    ("[1]", "the previous skills.json, which would list it, is not read: it is not a skills index", UNREAD_HINT),
-    ('{"skills": []}', "the previous skills.json does not list it", UNLISTED_HINT),
-], ids=["not JSON", "not an index", "lists nothing"])
+@pytest.mark.parametrize(
+    "index, why, hint",
+    [
+        (
+            "{",
+            "the previous skills.json, which would list it, is not read: not JSON: Expecting property name enclosed "
+            "in double quotes",
+            UNREAD_HINT,
+        ),
+        ("[1]", "the previous skills.json, which would list it, is not read: it is not a skills index", UNREAD_HINT),
+        (
+            '{"skills": [1]}',
+            "the previous skills.json, which would list it, is not read: it is not a skills index",
+            UNREAD_HINT,
+        ),
+        (
+            '{"skills": [{"uri": 1}]}',
+            "the previous skills.json, which would list it, is not read: it is not a skills index",
+            UNREAD_HINT,
+        ),
+        (
+            '{"skills": [], "skills": []}',
+            'the previous skills.json, which would list it, is not read: the key "skills" appears twice in one object',
+            UNREAD_HINT,
+        ),
+        ('{"skills": []}', "the previous skills.json does not list it", UNLISTED_HINT),
+    ],
+    ids=["not JSON", "not an index", "an entry not an object", "a uri not a string", "a key twice", "lists nothing"],
+)
 def test_a_conflict_says_whether_the_previous_index_was_read(cli, tmp_path, monkeypatch, index, why, hint):
     """Over an unreadable skills.json the conflict says why it was not read, and how to restore it; over one that
     lists nothing, that it does not list the folder (conflicts' ``unread``, as write passes it on)."""
@@ -407,12 +445,16 @@ def test_a_conflict_says_whether_the_previous_index_was_read(cli, tmp_path, monk
     before = _tree(Path("out"))
     run = cli("build", "wf", "--out", "out", "--no-cache")
     assert run.code == 1 and run.out == ""
-    assert run.err == (_conflict("out", "wf/alpha.yaml", why, hint) + _conflict("out", "wf/beta.yaml", why, hint)
-                       + "error: 2 problems; nothing was written\n")
+    assert run.err == (
+        _conflict("out", "wf/alpha.yaml", why, hint)
+        + _conflict("out", "wf/beta.yaml", why, hint)
+        + "error: 2 problems; nothing was written\n"
+    )
     assert _tree(Path("out")) == before
 
 
 # ------------------------------------------------------------------------------- how much of the old index is read
+
 
 def test_the_previous_index_is_read_up_to_twice_the_new_one(cli, tmp_path, monkeypatch):
     """A build reads back a previous skills.json of up to max(MAX_INDEX_BYTES, twice the one it derives) bytes. With
@@ -435,11 +477,15 @@ def test_the_previous_index_is_read_up_to_twice_the_new_one(cli, tmp_path, monke
     run = cli("build", "wf", "--out", "out", "--no-cache")
     why = f"the previous skills.json, which would list it, is not read: it is {limit + 1} bytes, over the limit of {limit}"
     assert run.code == 1
-    assert run.err == (_conflict("out", "wf/alpha.yaml", why, UNREAD_HINT)
-                       + _conflict("out", "wf/beta.yaml", why, UNREAD_HINT) + "error: 2 problems; nothing was written\n")
+    assert run.err == (
+        _conflict("out", "wf/alpha.yaml", why, UNREAD_HINT)
+        + _conflict("out", "wf/beta.yaml", why, UNREAD_HINT)
+        + "error: 2 problems; nothing was written\n"
+    )
 
 
 # ------------------------------------------------------------------------------- a linked folder inside a bundle
+
 
 def test_a_linked_folder_in_a_bundle_is_one_extra_entry_not_entered(cli, tmp_path, monkeypatch):
     """check lists a symlink to a folder as one extra path (it does not walk into it), and build removes the link,
@@ -454,18 +500,24 @@ def test_a_linked_folder_in_a_bundle_is_one_extra_entry_not_entered(cli, tmp_pat
     Path("out/alpha/linked").symlink_to(elsewhere, target_is_directory=True)
     run = cli("check", "wf", "--out", "out", "--no-cache")
     assert run.code == 1
-    assert run.out == ("extra: out/alpha/linked\n"
-                       "out is out of date (0 stale, 0 missing, 1 extra); run: project-skill build wf --out out "
-                       "--no-cache\n")
+    assert run.out == (
+        "extra: out/alpha/linked\n"
+        "out is out of date (0 stale, 0 missing, 1 extra); run: project-skill build wf --out out "
+        "--no-cache\n"
+    )
     run = cli("build", "wf", "--out", "out", "--no-cache")
     assert run.code == 0 and run.out.splitlines()[-1] == "wrote out: 2 skills; 0 warnings, 0 notes"
     assert not Path("out/alpha/linked").is_symlink() and not Path("out/alpha/linked").exists()
-    assert sorted(p.relative_to(elsewhere).as_posix() for p in elsewhere.rglob("*")) == ["deeper", "deeper/g.md",
-                                                                                          "f.md"]
+    assert sorted(p.relative_to(elsewhere).as_posix() for p in elsewhere.rglob("*")) == [
+        "deeper",
+        "deeper/g.md",
+        "f.md",
+    ]
     assert cli("check", "wf", "--out", "out", "--no-cache").code == 0
 
 
 # --------------------------------------------------------------------- a file that cannot be read, beside its entry
+
 
 def test_a_built_file_that_is_now_a_link_outside_is_refused_unread(cli, tmp_path, monkeypatch):
     """A workflow that was built and is now a link outside the folder is refused unread (outside-root)."""
@@ -478,13 +530,16 @@ def test_a_built_file_that_is_now_a_link_outside_is_refused_unread(cli, tmp_path
     Path("wf/beta.yaml").symlink_to(outside)
     run = cli("build", "wf", "--out", "out")
     assert run.code == 1 and run.out == ""
-    assert run.err == ("wf/beta.yaml: error[outside-root]: the file is a link to a file outside every folder "
-                       "being compiled; it was not read\n"
-                       "  hint: name the file on the command line to compile it anyway, or copy it into the "
-                       "folder\nerror: 1 problem; nothing was written\n")
+    assert run.err == (
+        "wf/beta.yaml: error[outside-root]: the file is a link to a file outside every folder "
+        "being compiled; it was not read\n"
+        "  hint: name the file on the command line to compile it anyway, or copy it into the "
+        "folder\nerror: 1 problem; nothing was written\n"
+    )
 
 
 # ------------------------------------------------------------------ a parallel build and the default start method
+
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and forkserver")
 def test_a_parallel_build_forks_whatever_the_default_start_method(cli, tmp_path, monkeypatch):
@@ -522,3 +577,364 @@ def test_build_and_check_write_nothing_but_the_output_tree(cli, tmp_path, monkey
     left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if not p.is_dir())
     assert [p for p in left if ".projector_cache" in p] == []
     assert [p for p in left if not p.startswith(("generated_skills/", "many_skills/"))] == sorted({**small, **large})
+
+
+# ------------------------------------------------------------------------------------ workers die with it
+
+WORKER = """
+import os, sys, time
+from projector import output
+
+def hang(chunk, *options):
+    open(os.path.join(sys.argv[1], str(os.getpid())), "w").close()
+    time.sleep(600)
+
+output._compile_chunk = hang
+from projector.cli import main
+main(["build", sys.argv[2], "--out", os.path.join(sys.argv[1], "out"), "--jobs", "2", "--no-cache"])
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().split(b") ", 1)[1][:1] != b"Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_workers_die_when_the_build_is_killed(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", WORKER, str(pids), str(EXAMPLES)], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60  # a bound on waiting, not a timed assertion
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        workers = [int(p.name) for p in pids.iterdir()]
+        assert len(workers) == 2 and all(_alive(w) for w in workers), "the workers did not start"
+        proc.kill()
+        proc.wait(30)
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline + 60:
+            time.sleep(0.05)
+        assert not any(_alive(w) for w in workers), "a worker outlived its killed parent"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in pids.iterdir():
+            try:
+                os.kill(int(p.name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+# ---------------------------------------------------------------------- the output tree as input
+
+# The output tree as input (issue 17, items 9 and 14): a committed tree may hold a link to ``/dev/zero``, a FIFO, or
+# a ``skills.json`` nested deeper than any parser's stack. ``check``, ``build`` and ``serve`` read it through
+# :mod:`projector.bounded` (regular files only, a size cap before reading, no link followed, bounded JSON), and answer
+# with a diagnostic: never a traceback, never a hang, never all the memory.
+#
+# Each hostile case runs in a subprocess with a timeout and an address-space limit, so that on a build that still reads
+# without bounds it fails as a test (a timeout, a MemoryError) instead of hanging the suite or the machine.
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="FIFOs, /dev/zero and RLIMIT_AS")
+
+TIMEOUT = 60  # seconds for one run, far beyond what a build of the examples takes; a hang fails the test
+MEMORY = 1 << 30  # the address space one run may use: /dev/zero read whole would pass it
+
+_BOXED = textwrap.dedent("""
+    import resource, sys
+    resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))
+    {body}
+""")
+
+
+def boxed(body: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    code = _BOXED.format(memory=MEMORY, body=textwrap.dedent(body).strip())
+    try:
+        return subprocess.run(
+            [sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"no answer in {TIMEOUT} s: a read of the output tree blocks")
+
+
+def boxed_cli(*args: str) -> subprocess.CompletedProcess:
+    return boxed("from projector.cli import main\nsys.exit(main(sys.argv[1:]))", *args)
+
+
+def serve_load(root: Path) -> subprocess.CompletedProcess:
+    return boxed(
+        """
+        from projector.server.errors import AttachError
+        from projector.server.skills import SkillTree
+        try:
+            SkillTree.load(sys.argv[1])
+        except AttachError as exc:
+            print(exc)
+            sys.exit(1)
+        print("served")
+    """,
+        str(root),
+    )
+
+
+@pytest.fixture
+def out(tmp_path) -> Path:
+    """A copy of the committed tree: what ``build workflows`` writes."""
+    dst = tmp_path / "out"
+    shutil.copytree(GENERATED, dst)
+    return dst
+
+
+def fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def hostile(kind: str, path: Path, tmp_path: Path) -> None:
+    """Put ``kind`` at ``path`` instead of the file there."""
+    path.unlink()
+    if kind == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "link to a FIFO":
+        path.symlink_to(fifo(tmp_path / "pipe"))
+    elif kind == "FIFO":
+        fifo(path)
+    else:
+        raise AssertionError(kind)
+
+
+KINDS = ["link to /dev/zero", "link to a FIFO", "FIFO"]
+REASON = {
+    "link to /dev/zero": "it is a symbolic link, which is not followed",
+    "link to a FIFO": "it is a symbolic link, which is not followed",
+    "FIFO": "it is a FIFO, not a regular file",
+}
+
+
+def no_traceback(done: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr, done.stderr[-3000:]
+
+
+# ------------------------------------------------------------------------------------------------------- check
+
+
+@linux_only
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_check_calls_a_skill_md_that_is_not_a_regular_file_stale_with_the_reason(out, tmp_path, kind):
+    hostile(kind, out / "hello-world" / "SKILL.md", tmp_path)
+    done = boxed_cli("check", str(EXAMPLES), "--out", str(out), "--no-cache")
+    no_traceback(done)
+    assert done.returncode == 1, done.stderr
+    assert f"a/hello-world/SKILL.md is not what the build writes: {REASON[kind]}\n" in done.stdout
+    assert f"stale: {out.as_posix()}/hello-world/SKILL.md\n" in done.stdout
+    assert "(1 stale, 0 missing, 0 extra)" in done.stdout
+
+
+@linux_only
+@pytest.mark.parametrize("kind", KINDS)
+def test_check_calls_a_skills_json_that_is_not_a_regular_file_stale_with_the_reason(out, tmp_path, kind):
+    hostile(kind, out / "skills.json", tmp_path)
+    done = boxed_cli("check", str(EXAMPLES), "--out", str(out), "--no-cache")
+    no_traceback(done)
+    assert done.returncode == 1, done.stderr
+    assert f"a/skills.json is not what the build writes: {REASON[kind]}\n" in done.stdout
+    assert "(1 stale, 0 missing, 0 extra)" in done.stdout
+
+
+def deep_json(depth: int = 10_000) -> str:
+    return '{"skills": ' + "[" * depth + "]" * depth + "}"
+
+
+@linux_only
+@pytest.mark.slow
+def test_check_with_a_deeply_nested_skills_json_is_stale_not_a_traceback(out):
+    (out / "skills.json").write_text(deep_json(), "utf-8")
+    done = boxed_cli("check", str(EXAMPLES), "--out", str(out), "--no-cache")
+    no_traceback(done)
+    assert done.returncode == 1, done.stderr
+    assert f"stale: {out.as_posix()}/skills.json\n" in done.stdout and "(1 stale, 0 missing, 0 extra)" in done.stdout
+
+
+# ------------------------------------------------------------------------------------------------------- build
+
+
+@linux_only
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_build_replaces_a_skill_md_that_is_not_a_regular_file(out, tmp_path, kind):
+    skill = out / "hello-world" / "SKILL.md"
+    hostile(kind, skill, tmp_path)
+    done = boxed_cli("build", str(EXAMPLES), "--out", str(out), "--no-cache")
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    assert not skill.is_symlink() and skill.read_bytes() == (GENERATED / "hello-world" / "SKILL.md").read_bytes()
+    assert boxed_cli("check", str(EXAMPLES), "--out", str(out), "--no-cache").returncode == 0
+
+
+@linux_only
+@pytest.mark.parametrize("kind", KINDS)
+def test_build_over_a_skills_json_that_is_not_a_regular_file_names_it(out, tmp_path, kind):
+    """The previous index cannot say which folders this tool wrote, so none counts as its own: the build refuses to
+    replace them, and says why."""
+    hostile(kind, out / "skills.json", tmp_path)
+    done = boxed_cli("build", str(EXAMPLES), "--out", str(out), "--no-cache")
+    no_traceback(done)
+    assert done.returncode == 1
+    assert "error[output-conflict]" in done.stderr
+    assert f"the previous skills.json, which would list it, is not read: {REASON[kind]}" in done.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in GENERATED.iterdir())  # nothing written
+
+
+@linux_only
+@pytest.mark.slow
+def test_build_over_a_deeply_nested_skills_json_names_it(out):
+    (out / "skills.json").write_text(deep_json(), "utf-8")
+    done = boxed_cli("build", str(EXAMPLES), "--out", str(out), "--no-cache")
+    no_traceback(done)
+    assert done.returncode == 1
+    assert "the previous skills.json, which would list it, is not read: nested deeper than 64 levels" in done.stderr
+    assert (out / "skills.json").read_text("utf-8") == deep_json()
+
+
+@linux_only
+@pytest.mark.slow
+def test_build_over_a_skills_json_alone_in_the_folder_replaces_it(tmp_path):
+    """With no bundle folder in the way there is nothing to protect: the unreadable index is the tool's to replace."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "skills.json").symlink_to("/dev/zero")
+    done = boxed_cli("build", str(EXAMPLES), "--out", str(out), "--no-cache")
+    no_traceback(done)
+    assert done.returncode == 0, done.stderr
+    assert (out / "skills.json").read_bytes() == (GENERATED / "skills.json").read_bytes()
+
+
+# ------------------------------------------------------------------------------------------------------- serve
+
+
+@linux_only
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_serve_refuses_a_skill_md_that_is_not_a_regular_file_naming_it(out, tmp_path, kind):
+    skill = out / "hello-world" / "SKILL.md"
+    hostile(kind, skill, tmp_path)
+    done = serve_load(out)
+    no_traceback(done)
+    assert done.returncode == 1, done.stdout + done.stderr
+    if kind == "FIFO":
+        assert (
+            f"error[missing-file]: skill://hello-world/SKILL.md: cannot read {skill.as_posix()}: "
+            "it is a FIFO, not a regular file"
+        ) in done.stdout
+    else:  # the link leads out of the tree; one inside it is refused too (tests/server/test_tree.py)
+        assert f"error[missing-file]: skill://hello-world/SKILL.md: {skill.as_posix()} " in done.stdout
+
+
+@linux_only
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_serve_refuses_a_skills_json_that_is_not_a_regular_file_naming_it(out, tmp_path, kind):
+    hostile(kind, out / "skills.json", tmp_path)
+    done = serve_load(out)
+    no_traceback(done)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"{(out / 'skills.json').as_posix()}: error[no-index]: cannot read the skills index: {REASON[kind]}"
+        in done.stdout
+    )
+
+
+@linux_only
+@pytest.mark.slow
+def test_serve_refuses_a_deeply_nested_skills_json_naming_it(out):
+    (out / "skills.json").write_text(deep_json(), "utf-8")
+    done = serve_load(out)
+    no_traceback(done)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"{(out / 'skills.json').as_posix()}: error[bad-index]: the skills index is not valid JSON: "
+        "nested deeper than 64 levels"
+    ) in done.stdout
+
+
+@linux_only
+@pytest.mark.slow
+def test_the_bad_inputs_corpus_case_is_refused_by_serve_check_and_build(out):
+    """tests/bad_inputs/bad-index-too-deep.skills.json: the hostile index, for every reader of the tree."""
+    shutil.copyfile(ROOT / "tests" / "bad_inputs" / "bad-index-too-deep.skills.json", out / "skills.json")
+    assert "error[bad-index]" in serve_load(out).stdout
+    assert boxed_cli("check", str(EXAMPLES), "--out", str(out), "--no-cache").returncode == 1
+    done = boxed_cli("build", str(EXAMPLES), "--out", str(out), "--no-cache")
+    no_traceback(done)
+    assert done.returncode == 1 and "nested deeper than 64 levels" in done.stderr
+
+
+# ------------------------------------------------------------------------------------- the verdicts, in process
+
+
+def _examples():
+    return output.compile_paths([str(EXAMPLES)])
+
+
+@linux_only
+def test_compare_records_why_a_file_is_not_read(out, tmp_path):
+    (out / "hello-world" / "SKILL.md").unlink()
+    (out / "hello-world" / "SKILL.md").symlink_to(GENERATED / "hello-world" / "SKILL.md")  # the right bytes, by a link
+    fifo(out / "code-mode" / "stray")  # in a folder the build owns: extra, as a file would be
+    cmp = output.compare(_examples(), out)
+    assert cmp.stale == ["hello-world/SKILL.md"] and cmp.missing == [] and cmp.extra == ["code-mode/stray"]
+    assert cmp.unread == {"hello-world/SKILL.md": "it is a symbolic link, which is not followed"}
+    assert (
+        cmp.diff == "a/hello-world/SKILL.md is not what the build writes: it is a symbolic link, which is not "
+        "followed\n"
+    )
+    assert output.compare(_examples(), out, diff=False).diff == ""
+
+
+@linux_only
+def test_compare_reads_a_stale_file_up_to_the_sep_limit_or_the_expected_size(out, monkeypatch):
+    build = _examples()
+    skill = out / "hello-world" / "SKILL.md"
+    expected = build.files["hello-world/SKILL.md"]
+    skill.write_bytes(expected + b"x")  # one byte more: still read, and diffed
+    monkeypatch.setattr(output, "MAX_BYTES", len(expected) + 1)
+    assert output.compare(build, out).unread == {}
+    skill.write_bytes(expected + b"xy")
+    assert output.compare(build, out).unread == {
+        "hello-world/SKILL.md": f"it is {len(expected) + 2} bytes, over the limit of {len(expected) + 1}"
+    }
+    monkeypatch.setattr(output, "MAX_BYTES", 1)  # then the size the build writes bounds the read
+    skill.write_bytes(expected[:-1] + b"y")
+    cmp = output.compare(build, out)
+    assert cmp.stale == ["hello-world/SKILL.md"] and cmp.unread == {}
+    assert cmp.diff.startswith("--- a/hello-world/SKILL.md\n+++ b/hello-world/SKILL.md\n@@ ")
+    assert "procedure does.y\n\\ No newline at end of file\n" in cmp.diff
+    skill.write_bytes(expected + b"x")
+    assert output.compare(build, out).unread == {
+        "hello-world/SKILL.md": f"it is {len(expected) + 1} bytes, over the limit of {len(expected)}"
+    }
+
+
+@linux_only
+def test_write_reads_no_more_than_the_size_it_expects(out, monkeypatch):
+    from projector import bounded
+
+    build = _examples()
+    limits = []
+    real = bounded.read_regular
+    monkeypatch.setattr(output, "read_regular", lambda p, limit: limits.append(limit) or real(p, limit))
+    assert output.write(build, out) is False
+    index = build.files["skills.json"]
+    assert sorted(limits) == sorted(
+        [max(output.MAX_INDEX_BYTES, 2 * len(index)), *(len(data) for data in build.files.values())]
+    )

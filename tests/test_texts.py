@@ -4,9 +4,17 @@ refusal is positioned, has a code, and writes nothing."""
 
 from __future__ import annotations
 
+import enum
 import json
+import unicodedata
+from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from projector import texts
+from projector.errors import Span
 
 
 def workflow(name: str = "restock", step: str = "look", tool: str = "lookup", title: str | None = None) -> str:
@@ -14,9 +22,11 @@ def workflow(name: str = "restock", step: str = "look", tool: str = "lookup", ti
     lines = [f"name: {json.dumps(name)}"]
     if title is not None:
         lines.append(f"title: {json.dumps(title)}")
-    lines += ["description: Look a thing up.",
-              f"tools: [{{name: {json.dumps(tool)}, annotations: {{readOnlyHint: true}}}}]",
-              f"steps: [{{name: {json.dumps(step)}, tool: {json.dumps(tool)}}}]"]
+    lines += [
+        "description: Look a thing up.",
+        f"tools: [{{name: {json.dumps(tool)}, annotations: {{readOnlyHint: true}}}}]",
+        f"steps: [{{name: {json.dumps(step)}, tool: {json.dumps(tool)}}}]",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -55,3 +65,112 @@ def test_a_name_cannot_hold_a_character_that_shows_as_nothing(cli, tmp_path, bla
     run = build(cli, tmp_path, workflow(step="look" + blank))
     assert run.code == 1 and "error[control-character]" in run.err and f"U+{ord(blank):04X}" in run.err, run.err
     assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------- fast paths
+
+# Clean JSON values: the one-pass check agrees with the walk that finds the first problem.
+
+
+class _Str(str):
+    pass
+
+
+class _Int(enum.IntEnum):
+    ONE = 1
+
+
+_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(st.sampled_from("ab\t\n\x00\x1b\x7f\x85\u200b\u202e\ufeffé\U000e0041"), max_size=4),
+    st.sampled_from([_Str("x"), _Str("\x01"), _Int.ONE, 1.5, ()]),
+)
+_JSON = st.recursive(
+    _LEAF,
+    lambda c: st.one_of(
+        st.lists(c, max_size=3),
+        st.lists(c, max_size=3).map(tuple),
+        st.dictionaries(
+            st.one_of(st.text(st.sampled_from("ab\x01\u200b"), max_size=2), st.sampled_from([1, 2.5])), c, max_size=3
+        ),
+    ),
+    max_leaves=10,
+)
+
+
+def _nested(depth: int, leaf: object = "x") -> object:
+    value: object = leaf
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+def _walk_only(value: object) -> Any:
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(texts, "_clean_value", lambda v: False)
+        return texts._value_problem(Span("f", 1, 1), "v", value)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_JSON)
+@example({"a": "ok", "b": [1, True, None, 2.5]})
+@example({"\x01": "key"})
+@example({1: "x", "b": "\x02"})
+@example({float("nan"): 1})
+@example([_Str("\x01")])
+@example(_nested(texts.MAX_VALUE_DEPTH))
+@example(_nested(texts.MAX_VALUE_DEPTH + 1))
+@example(_nested(texts.MAX_VALUE_DEPTH - 1, leaf=[]))
+@example(_nested(texts.MAX_VALUE_DEPTH, leaf=[]))
+@example(_nested(texts.MAX_VALUE_DEPTH, leaf={}))
+@example(["\u200b", float("inf")])
+@example(["a", "\x85"])
+def test_a_value_is_clean_exactly_when_the_walk_finds_nothing(value):
+    expected = _walk_only(value)
+    if texts._clean_value(value):
+        assert expected is None
+    assert texts._value_problem(Span("f", 1, 1), "v", value) == expected
+
+
+def test_a_cycle_is_too_deep_with_and_without_the_fast_check():
+    value: list[Any] = ["x"]
+    value.append(value)
+    assert not texts._clean_value(value)
+    assert texts._value_problem(Span("f", 1, 1), "v", value).code == "too-deep"
+
+
+# The invisible-character check: no ASCII character is one it refuses, so ASCII texts skip the scan.
+
+
+def _scan(text: str, one_line: bool) -> str | None:
+    if one_line:
+        return next((c for c in text if unicodedata.category(c) == "Cf" or texts._INVISIBLE.match(c)), None)
+    m = texts._INVISIBLE.search(text)
+    return m.group(0) if m else None
+
+
+def test_no_ascii_character_is_invisible_or_a_format_character():
+    for c in map(chr, range(128)):
+        assert unicodedata.category(c) != "Cf" and not texts._INVISIBLE.match(c), hex(ord(c))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        st.one_of(st.characters(max_codepoint=127), st.sampled_from("\xad\u061c\u200b\u2066\ufeff\U000e0041é\u00a0")),
+        max_size=12,
+    ),
+    st.booleans(),
+)
+@example("plain ascii \x01\x7f", True)
+@example("soft\xadhyphen", True)
+@example("soft\xadhyphen", False)
+def test_the_invisible_check_finds_what_the_scan_finds(text, one_line):
+    found = _scan(text, one_line)
+    problem = texts.invisible_problem(Span("f", 1, 1), "t", text, one_line)
+    assert (problem is None) == (found is None)
+    if found is not None:
+        assert f"U+{ord(found):04X}" in problem.message

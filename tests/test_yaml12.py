@@ -16,10 +16,58 @@ from projector.render import dump_frontmatter
 from projector import yaml12
 from projector.yaml12 import load_core
 
-TRAPS = ["yes", "no", "on", "off", "y", "n", "~", "null", "Null", "NULL", "true", "False", "TRUE", "017", "0o17",
-         "0x1F", "0b101", "1e3", "1E3", "1.0e3", "1e-3", "1_000", "1_0e3", "0o1_7", ".inf", "-.inf", "+.INF", ".nan",
-         ".NaN", "2026-01-01", "2026-01-01 10:00:00", "+1", "-0", "1.", ".5", "1:20", "190:20:30", "=", "<<",
-         "0", "00", "+0o17", "-0x1F", "1,000", "0.1.2", "1__0", "_1", "1_", "12e", "e3"]
+TRAPS = [
+    "yes",
+    "no",
+    "on",
+    "off",
+    "y",
+    "n",
+    "~",
+    "null",
+    "Null",
+    "NULL",
+    "true",
+    "False",
+    "TRUE",
+    "017",
+    "0o17",
+    "0x1F",
+    "0b101",
+    "1e3",
+    "1E3",
+    "1.0e3",
+    "1e-3",
+    "1_000",
+    "1_0e3",
+    "0o1_7",
+    ".inf",
+    "-.inf",
+    "+.INF",
+    ".nan",
+    ".NaN",
+    "2026-01-01",
+    "2026-01-01 10:00:00",
+    "+1",
+    "-0",
+    "1.",
+    ".5",
+    "1:20",
+    "190:20:30",
+    "=",
+    "<<",
+    "0",
+    "00",
+    "+0o17",
+    "-0x1F",
+    "1,000",
+    "0.1.2",
+    "1__0",
+    "_1",
+    "1_",
+    "12e",
+    "e3",
+]
 
 
 def _ruamel_12():
@@ -50,8 +98,9 @@ def test_known_traps_read_the_same_everywhere(value):
 
 # Characters YAML can carry in a flow scalar; the interesting ones for resolution are digits, signs, dots, letters.
 NUMERIC = st.text(alphabet="0123456789+-._eEoxXbBaAfF:~nNuUlLtTrRsyY ", min_size=1, max_size=10)
-TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x85\u2028\u2029\ufeff"),
-               min_size=1, max_size=30)
+TEXT = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x85\u2028\u2029\ufeff"), min_size=1, max_size=30
+)
 
 
 @pytest.mark.slow
@@ -65,14 +114,19 @@ def test_random_strings_read_the_same_everywhere(value):
 
 def test_a_workflow_named_like_numbers_builds_frontmatter_that_every_reader_agrees_on(cli, tmp_path):
     wf = tmp_path / "w.yaml"
-    wf.write_text('name: "0o17"\ndescription: "1e3"\ntools: [{name: t, annotations: {readOnlyHint: true}}]\n'
-                  "steps: [{name: s, tool: t}]\n", "utf-8")
+    wf.write_text(
+        'name: "0o17"\ndescription: "1e3"\ntools: [{name: t, annotations: {readOnlyHint: true}}]\n'
+        "steps: [{name: s, tool: t}]\n",
+        "utf-8",
+    )
     out = tmp_path / "out"
     assert cli("build", str(wf), "--out", str(out)).code == 0
     entry = json.loads((out / "skills.json").read_text("utf-8"))["skills"][0]["frontmatter"]
-    assert entry == {"name": "0o17", "description": "1e3",
-                     "metadata": {"workflow": "0o17", "workflow-digest": entry["metadata"]["workflow-digest"],
-                                  "tools": "t"}}
+    assert entry == {
+        "name": "0o17",
+        "description": "1e3",
+        "metadata": {"workflow": "0o17", "workflow-digest": entry["metadata"]["workflow-digest"], "tools": "t"},
+    }
     assert entry["metadata"]["workflow-digest"].startswith("sha256:")
     fm_text, _ = split_frontmatter((out / "0o17" / "SKILL.md").read_text("utf-8"))
     assert fm_text.splitlines()[0] == "name: '0o17'"
@@ -81,13 +135,29 @@ def test_a_workflow_named_like_numbers_builds_frontmatter_that_every_reader_agre
 
 
 def test_the_core_reader_follows_the_core_schema_exactly():
-    got = load_core("a: yes\nb: 0o17\nc: 017\nd: 1e3\ne: 1_000\nf: 2026-01-01\ng: .inf\nh: ~\ni: +1\nj: 0x1F\n"
-                    "k: 0b11\nl: True\nm: '='\n")
-    assert got == {"a": "yes", "b": 15, "c": 17, "d": 1000.0, "e": "1_000", "f": "2026-01-01", "g": float("inf"),
-                   "h": None, "i": 1, "j": 31, "k": "0b11", "l": True, "m": "="}
+    got = load_core(
+        "a: yes\nb: 0o17\nc: 017\nd: 1e3\ne: 1_000\nf: 2026-01-01\ng: .inf\nh: ~\ni: +1\nj: 0x1F\n"
+        "k: 0b11\nl: True\nm: '='\n"
+    )
+    assert got == {
+        "a": "yes",
+        "b": 15,
+        "c": 17,
+        "d": 1000.0,
+        "e": "1_000",
+        "f": "2026-01-01",
+        "g": float("inf"),
+        "h": None,
+        "i": 1,
+        "j": 31,
+        "k": "0b11",
+        "l": True,
+        "m": "=",
+    }
 
 
 # ------------------------------------------- reading a plain scalar under both versions (issue 17, item 4; the loader)
+
 
 def _loaded_1_1(text: str) -> object:
     """What the workflow loader (PyYAML, YAML 1.1) makes of a plain scalar; timestamps stay text there."""
@@ -136,8 +206,9 @@ def test_reads_differently_exactly_when_pyyaml_and_the_core_reader_disagree(text
 
 def test_same_value_is_json_equality_with_nan_equal_to_itself():
     same = yaml12.same_value
-    assert same(1, 1.0) and same(True, True) and same(None, None) and same("a", "a") and same(float("nan"),
-                                                                                              float("nan"))
+    assert (
+        same(1, 1.0) and same(True, True) and same(None, None) and same("a", "a") and same(float("nan"), float("nan"))
+    )
     assert not same(True, 1) and not same(1, True) and not same(False, 0) and not same("1", 1)
     assert not same(None, "") and not same(8, 10) and not same(None, False) and not same("no", False)
 
@@ -148,3 +219,58 @@ def test_a_scalar_that_cannot_be_typed_is_never_read_differently():
         assert text[:1] not in yaml12.MAYBE_TYPED
         assert yaml12.reads_differently(text, text) == (False, text)
     assert yaml12.core_value("9" * 5000) == "9" * 5000  # over the digit limit: left as text (bad-number elsewhere)
+
+
+# ---------------------------------------------------------------------- fast paths
+
+
+class _Str(str):
+    pass
+
+
+# YAML 1.2 readings: remembered, and for a string the same verdict as same_value's.
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.sampled_from(
+            [
+                "yes",
+                "No",
+                "0o17",
+                "0x1F",
+                "1e3",
+                "1_000",
+                "~",
+                "null",
+                "Null",
+                "",
+                "true",
+                "TRUE",
+                ".inf",
+                "-.Inf",
+                ".nan",
+                "+12",
+                "0b1",
+                "9" * 5000,
+                "n",
+                "o",
+            ]
+        ),
+        st.text(st.sampled_from("0123456789+-.eExXoOnNuUlLtTrRfFaAsS~_"), max_size=6),
+    ),
+    st.sampled_from(["text", "str-subclass", "bool", "int", "none"]),
+    st.booleans(),
+)
+def test_reads_differently_agrees_with_core_value_and_same_value(text, kind, subclass_text):
+    value = {"text": text, "str-subclass": _Str(text), "bool": True, "int": 12, "none": None}[kind]
+    text = _Str(text) if subclass_text else text
+    for _ in range(2):  # the second time from the cache
+        differs, got = yaml12.reads_differently(text, value)
+        if text[:1] not in yaml12.MAYBE_TYPED and isinstance(value, str):
+            assert (differs, got) == (False, value)
+            continue
+        core = yaml12.core_value(text)
+        assert differs == (not yaml12.same_value(value, core))
+        assert repr(got) == repr(core if differs else value) and type(got) is type(core if differs else value)

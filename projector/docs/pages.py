@@ -39,7 +39,10 @@ def setup_block(readme: str) -> str:
 
 # What each extra of pyproject.toml is for. An extra that is not here is still listed, with the packages it installs.
 EXTRA_USES = {
-    "dev": "the test suite's tools: pytest, syrupy, hypothesis, ruff, skills-ref, and a third-party MCP server",
+    "dev": (
+        "the test suite's tools: pytest with pytest-xdist, syrupy, hypothesis, ruff, skills-ref, and a third-party MCP"
+        " server"
+    ),
     "docs": "mkdocs and its Material theme, to build this site",
     "browser": "Playwright, for the browser test of this site (it drives a Chromium installed apart)",
     "fastmcp": "FastMCP, to serve on it: `serve --framework fastmcp`, or `attach` on a `FastMCP` server",
@@ -123,7 +126,7 @@ The whole suite starts real servers, browsers and peers. While you work, run the
 .venv/bin/python -m pytest -m "not slow"
 ```
 
-Tests marked `slow` are left out.{slow_note} CI runs everything.
+Tests marked `slow` are left out.{slow_note} CI runs everything, with `./scripts/test`, on two workers.
 [Working on projector](contributing.md) has the rest: conformance, mutation testing and the layout of the tree.
 
 ## What you get

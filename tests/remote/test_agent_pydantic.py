@@ -28,8 +28,8 @@ from projector.remote.compose import CompositionRefused, compose  # noqa: E402
 from projector.remote.pins import Lock, pin_entry, server_key, write_lock  # noqa: E402
 from projector.sep2640 import parse_entry  # noqa: E402
 from projector.server.demo import demo_server  # noqa: E402
-from remote_fixtures import GENERATED, ROOT, SCHEME, Served, honest, serve  # noqa: E402
-from skills_only_server import catalog as skills_only  # noqa: E402
+from .remote_fixtures import GENERATED, ROOT, SCHEME, Served, honest, serve  # noqa: E402
+from .skills_only_server import catalog as skills_only  # noqa: E402
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"
 TOOLS = f"{SCHEME}refund-flow/references/tools.md"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from remote_fixtures import cli, GENERATED, SCHEME, Served, serve  # noqa: F401 - cli is a fixture
+from .remote_fixtures import cli, GENERATED, SCHEME, Served, serve  # noqa: F401 - cli is a fixture
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"
 

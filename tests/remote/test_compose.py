@@ -18,7 +18,7 @@ from projector.remote.compose import (PREAMBLE, CompositionRefused, compose, ent
                                       origin_tag, read_positioned)
 from projector.remote.errors import LockError, VerificationError
 from projector.server.demo import demo_server
-from remote_fixtures import GENERATED, ROOT, SCHEME, Served, cli, serve, sha  # noqa: F401 (cli is a fixture)
+from .remote_fixtures import GENERATED, ROOT, SCHEME, Served, cli, serve, sha  # noqa: F401 (cli is a fixture)
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"
 TOOLS = f"{SCHEME}refund-flow/references/tools.md"

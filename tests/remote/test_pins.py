@@ -15,7 +15,7 @@ from projector.remote.pins import (Lock, Pin, changes, compare, dumps_lock, mani
                                    read_lock, server_key)
 from projector.sep2640 import FileRef, parse_entry
 from projector.sep2640 import digest as sha256
-from remote_fixtures import SCHEME, Served, cli, honest, serve, sha  # noqa: F401 (cli is a fixture)
+from .remote_fixtures import SCHEME, Served, cli, honest, serve, sha  # noqa: F401 (cli is a fixture)
 
 SKILL = f"{SCHEME}refund-flow/SKILL.md"
 TOOLS = f"{SCHEME}refund-flow/references/tools.md"

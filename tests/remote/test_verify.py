@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from remote_fixtures import GENERATED, SCHEME, Served, cli, offer_workflow_prompts, serve, sha  # noqa: F401 - cli is a fixture
+from .remote_fixtures import GENERATED, SCHEME, Served, cli, offer_workflow_prompts, serve, sha  # noqa: F401 - cli is a fixture
 
 from projector.errors import ProjectorError
 from projector.remote import connect

@@ -91,7 +91,7 @@ async def run(framework: str, kind: str | None, args: dict[str, str] | None = No
 async def test_yes_runs_the_step_once_and_the_retry_calls_no_earlier_tool(framework):
     transcript, ledger, calls, asked = await run(framework, "yes")
     assert len(asked) == 1 and asked[0].startswith("Issue this refund? It cannot be undone.")
-    assert '- `order.total`: 129.0' in asked[0] and '- the input `reason`: "broken"' in asked[0]
+    assert "- `order.total`: 129.0" in asked[0] and '- the input `reason`: "broken"' in asked[0]
     assert [r["order_id"] for r in ledger] == ["A1001"]
     assert calls == Counter(get_order=1, check_eligibility=1, issue_refund=1)
     assert "Confirmed: Issue this refund? It cannot be undone. (a person answered yes)." in transcript[6][1]
@@ -99,22 +99,26 @@ async def test_yes_runs_the_step_once_and_the_retry_calls_no_earlier_tool(framew
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-@pytest.mark.parametrize("kind, said", [("no", "they answered no"), ("decline", "they declined"),
-                                        ("cancel", "they cancelled the question")])
+@pytest.mark.parametrize(
+    "kind, said", [("no", "they answered no"), ("decline", "they declined"), ("cancel", "they cancelled the question")]
+)
 async def test_anything_but_yes_stops_before_the_step_and_names_it(framework, kind, said):
     transcript, ledger, calls, asked = await run(framework, kind)
     assert ledger == [] and len(asked) == 1 and calls["issue_refund"] == 0
-    assert transcript[-1] == ("user", "Stopped before step 3 of 4 (`issue_refund`): the person did not confirm it "
-                              f"(\"Issue this refund? It cannot be undone.\"): {said}. The server did not call "
-                              "`issue_refund`, and the 1 later step did not run; tell the user why the workflow "
-                              "stopped.")
+    assert transcript[-1] == (
+        "user",
+        "Stopped before step 3 of 4 (`issue_refund`): the person did not confirm it "
+        f'("Issue this refund? It cannot be undone."): {said}. The server did not call '
+        "`issue_refund`, and the 1 later step did not run; tell the user why the workflow "
+        "stopped.",
+    )
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_a_client_without_elicitation_gets_a_transcript_that_needs_a_confirmation(framework):
     transcript, ledger, calls, _ = await run(framework, None)
     assert ledger == [] and calls["issue_refund"] == 0
-    assert "it needs a person's confirmation (\"Issue this refund? It cannot be undone.\")" in transcript[-1][1]
+    assert 'it needs a person\'s confirmation ("Issue this refund? It cannot be undone.")' in transcript[-1][1]
     assert "the step never runs unconfirmed" in transcript[-1][1]
 
 
@@ -157,14 +161,16 @@ async def test_a_refused_input_stops_where_it_is_first_needed():
     async with Client(server, elicitation_callback=answer("decline")) as c:
         result = await c.get_prompt(PROMPT, {"order_id": "A1001"})
     last = texts(result)[-1][1]
-    assert store.ledger() == [] and last.startswith("Stopped before step 3 of 4 (`issue_refund`): it needs the "
-                                                    "input `reason`")
+    assert store.ledger() == [] and last.startswith(
+        "Stopped before step 3 of 4 (`issue_refund`): it needs the input `reason`"
+    )
     assert "the person did not give it (they declined)" in last
 
 
 async def first_round(client: Client) -> InputRequiredResult:
-    first = await client.session.get_prompt(PROMPT, {"order_id": "A1001", "reason": "broken"},
-                                            allow_input_required=True)
+    first = await client.session.get_prompt(
+        PROMPT, {"order_id": "A1001", "reason": "broken"}, allow_input_required=True
+    )
     assert isinstance(first, InputRequiredResult) and first.request_state
     assert list(first.input_requests) == ["confirm-3"]
     return first
@@ -175,7 +181,7 @@ YES = {"confirm-3": ElicitResult(action="accept", content={"confirm": True})}
 
 def tampered(state: str) -> str:
     i = len(state) // 2
-    return state[:i] + ("A" if state[i] != "A" else "B") + state[i + 1:]
+    return state[:i] + ("A" if state[i] != "A" else "B") + state[i + 1 :]
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
@@ -185,8 +191,13 @@ async def test_a_modified_state_is_refused_with_nothing_run(framework):
         first = await first_round(c)
         before = Counter(calls)
         with pytest.raises(MCPError) as refused:
-            await c.session.get_prompt(PROMPT, {"order_id": "A1001", "reason": "broken"}, input_responses=YES,
-                                       request_state=tampered(first.request_state), allow_input_required=True)
+            await c.session.get_prompt(
+                PROMPT,
+                {"order_id": "A1001", "reason": "broken"},
+                input_responses=YES,
+                request_state=tampered(first.request_state),
+                allow_input_required=True,
+            )
     assert refused.value.error.code == -32602
     assert calls == before and store.ledger() == []
 
@@ -200,8 +211,9 @@ async def test_a_replayed_yes_does_not_refund_twice(framework):
         done = await c.session.get_prompt(PROMPT, args, input_responses=YES, request_state=first.request_state)
         assert texts(done)[-1][1].startswith("Done")
         with pytest.raises(MCPError) as refused:
-            await c.session.get_prompt(PROMPT, args, input_responses=YES, request_state=first.request_state,
-                                       allow_input_required=True)
+            await c.session.get_prompt(
+                PROMPT, args, input_responses=YES, request_state=first.request_state, allow_input_required=True
+            )
     assert refused.value.error.code == -32602 and "answered before" in refused.value.error.message
     assert len(store.ledger()) == 1 and calls["issue_refund"] == 1
 
@@ -211,8 +223,13 @@ async def test_a_state_for_other_arguments_is_refused():
     async with Client(server, elicitation_callback=answer("yes")) as c:
         first = await first_round(c)
         with pytest.raises(MCPError) as refused:
-            await c.session.get_prompt(PROMPT, {"order_id": "A1003", "reason": "broken"}, input_responses=YES,
-                                       request_state=first.request_state, allow_input_required=True)
+            await c.session.get_prompt(
+                PROMPT,
+                {"order_id": "A1003", "reason": "broken"},
+                input_responses=YES,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
     assert refused.value.error.code == -32602 and store.ledger() == []
 
 
@@ -227,8 +244,11 @@ def test_serve_refuses_a_short_state_key_with_bad_state_key(capsys, monkeypatch)
     ``attach(state_key=...)`` raises the same."""
     from projector.server.cli import main
 
-    line = next(x for x in (ROOT / "tests" / "bad_inputs" / "bad-state-key.env").read_text().splitlines()
-                if x.startswith("PROJECT_SKILL_STATE_KEY="))
+    line = next(
+        x
+        for x in (ROOT / "tests" / "bad_inputs" / "bad-state-key.env").read_text().splitlines()
+        if x.startswith("PROJECT_SKILL_STATE_KEY=")
+    )
     key = line.split("=", 1)[1]
     monkeypatch.setenv("PROJECT_SKILL_STATE_KEY", key)
     rc = main("serve", ["--skills", str(ROOT / "generated_skills"), "--workflows", str(ROOT / "workflows")])
@@ -253,11 +273,16 @@ def demo_server_with_key(key: str) -> None:
 
 # ------------------------------------------------------------------------------------- two processes over HTTP
 
+
 def start(env: dict[str, str], framework: str, *flags: str) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, *serve_args(), "--framework", framework, "--http", f"127.0.0.1:{port}",
-                             *flags],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **env})
+    proc = subprocess.Popen(
+        [sys.executable, *serve_args(), "--framework", framework, "--http", f"127.0.0.1:{port}", *flags],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env},
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -316,8 +341,14 @@ async def alternating(ports: list[int], kind: str | None) -> tuple[list[tuple[st
     balancer = RoundRobin(ports)
     http = httpx2.AsyncClient(transport=balancer, timeout=httpx2.Timeout(30, read=60))
     callback = answer(kind) if kind else None
-    async with http, Client(streamable_http_client(f"http://127.0.0.1:{ports[0]}/mcp", http_client=http), cache=None,
-                            **({"elicitation_callback": callback} if callback else {})) as c:
+    async with (
+        http,
+        Client(
+            streamable_http_client(f"http://127.0.0.1:{ports[0]}/mcp", http_client=http),
+            cache=None,
+            **({"elicitation_callback": callback} if callback else {}),
+        ) as c,
+    ):
         result = await c.get_prompt(PROMPT, {"order_id": "A1001", "reason": "broken"})
     return texts(result), balancer, (callback.asked if callback else [])
 
@@ -342,8 +373,13 @@ async def test_two_processes_sharing_a_key_enforce_the_confirmation(two_processe
         first = await first_round(c)
     async with Client(f"http://127.0.0.1:{ports[1]}/mcp", cache=None, elicitation_callback=answer("yes")) as c:
         with pytest.raises(MCPError) as refused:
-            await c.session.get_prompt(PROMPT, {"order_id": "A1001", "reason": "broken"}, input_responses=YES,
-                                       request_state=tampered(first.request_state), allow_input_required=True)
+            await c.session.get_prompt(
+                PROMPT,
+                {"order_id": "A1001", "reason": "broken"},
+                input_responses=YES,
+                request_state=tampered(first.request_state),
+                allow_input_required=True,
+            )
     assert refused.value.error.code == -32602 and await refunds() == []
     # yes: asked once, exactly one refund, the retry answered by the other process
     transcript, balancer, asked = await alternating(ports, "yes")
@@ -355,24 +391,42 @@ async def test_two_processes_sharing_a_key_enforce_the_confirmation(two_processe
     for port in ports:
         async with Client(f"http://127.0.0.1:{port}/mcp", cache=None, elicitation_callback=answer("yes")) as c:
             with pytest.raises(MCPError) as refused:
-                await c.session.get_prompt(PROMPT, {"order_id": "A1001", "reason": "broken"}, input_responses=YES,
-                                           request_state=retry["requestState"], allow_input_required=True)
+                await c.session.get_prompt(
+                    PROMPT,
+                    {"order_id": "A1001", "reason": "broken"},
+                    input_responses=YES,
+                    request_state=retry["requestState"],
+                    allow_input_required=True,
+                )
         assert refused.value.error.code == -32602
     assert [r["order_id"] for r in await refunds()] == ["A1001"]
 
 
 @pytest.mark.slow
 async def test_processes_with_different_keys_refuse_each_others_state(tmp_path):
-    procs = [start({"PROJECT_SKILL_STATE_KEY": secrets.token_hex(32),
-                    "PROJECT_SKILL_REPLAY_DB": str(tmp_path / f"claims-{i}.db")}, "mcp") for i in range(2)]
+    procs = [
+        start(
+            {
+                "PROJECT_SKILL_STATE_KEY": secrets.token_hex(32),
+                "PROJECT_SKILL_REPLAY_DB": str(tmp_path / f"claims-{i}.db"),
+            },
+            "mcp",
+        )
+        for i in range(2)
+    ]
     try:
         (_, a), (_, b) = procs
         async with Client(f"http://127.0.0.1:{a}/mcp", cache=None, elicitation_callback=answer("yes")) as c:
             first = await first_round(c)
         async with Client(f"http://127.0.0.1:{b}/mcp", cache=None, elicitation_callback=answer("yes")) as c:
             with pytest.raises(MCPError) as refused:
-                await c.session.get_prompt(PROMPT, {"order_id": "A1001", "reason": "broken"}, input_responses=YES,
-                                           request_state=first.request_state, allow_input_required=True)
+                await c.session.get_prompt(
+                    PROMPT,
+                    {"order_id": "A1001", "reason": "broken"},
+                    input_responses=YES,
+                    request_state=first.request_state,
+                    allow_input_required=True,
+                )
         assert refused.value.error.code == -32602
         assert await ledger(a) == [] and await ledger(b) == []
     finally:
@@ -381,6 +435,7 @@ async def test_processes_with_different_keys_refuse_each_others_state(tmp_path):
 
 
 # --------------------------------------------------------------------------------------- the TypeScript SDK v2
+
 
 def _node_and_client() -> tuple[str, str]:
     from .test_peers import _conformance_script
@@ -399,11 +454,20 @@ def test_the_typescript_sdk_v2_client_answers_the_confirmation(framework):
     seen = {}
     proc, port = start({}, framework)  # one process: the refunds add up in its ledger
     try:
-        calls = json.dumps([{"prompt": "refund_flow_approved", "arguments": {"order_id": "A1001", "reason": "broken"}},
-                            {"tool": "list_refunds"}])
+        calls = json.dumps(
+            [
+                {"prompt": "refund_flow_approved", "arguments": {"order_id": "A1001", "reason": "broken"}},
+                {"tool": "list_refunds"},
+            ]
+        )
         for kind in ("no", "none", "yes"):
-            done = subprocess.run([node, str(script), client, kind, calls, "http", f"http://127.0.0.1:{port}/mcp"],
-                                  cwd=ROOT, capture_output=True, text=True, timeout=120)
+            done = subprocess.run(
+                [node, str(script), client, kind, calls, "http", f"http://127.0.0.1:{port}/mcp"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert done.returncode == 0, done.stderr
             prompt, refunds = json.loads(done.stdout)["results"]
             seen[kind] = {**prompt, "refunds": refunds["structuredContent"]}
@@ -417,6 +481,7 @@ def test_the_typescript_sdk_v2_client_answers_the_confirmation(framework):
 
 
 # ------------------------------------------------------------------------------- what the question shows
+
 
 async def test_the_question_escapes_line_separators_and_bidi_controls_in_a_shown_value():
     """A field a customer controls (a payee's name) cannot draw lines of its own in front of the person: a line or
@@ -439,18 +504,42 @@ async def test_the_question_escapes_line_separators_and_bidi_controls_in_a_shown
         """Pay them."""
         return "paid"
 
-    wf = (WorkflowBuilder("pay_payee", "Pay a payee once a person says yes.")
-          .tool("get_payee", "The payee.", input_schema={"type": "object", "properties": {}},
-                annotations={"readOnlyHint": True})
-          .tool("pay", "Pay them.", input_schema={"type": "object", "properties": {"name": {"type": "string"}},
-                                                  "required": ["name"]}, annotations={"readOnlyHint": False})
-          .step("payee", tool="get_payee", bind="payee")
-          .step("pay", tool="pay", args={"name": step("payee", "name")}, confirm=confirm("Pay?", step("payee", "name")))
-          .build())
+    wf = (
+        WorkflowBuilder("pay_payee", "Pay a payee once a person says yes.")
+        .tool(
+            "get_payee",
+            "The payee.",
+            input_schema={"type": "object", "properties": {}},
+            annotations={"readOnlyHint": True},
+        )
+        .tool(
+            "pay",
+            "Pay them.",
+            input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+            annotations={"readOnlyHint": False},
+        )
+        .step("payee", tool="get_payee", bind="payee")
+        .step("pay", tool="pay", args={"name": step("payee", "name")}, confirm=confirm("Pay?", step("payee", "name")))
+        .build()
+    )
     attach(server, None, [wf])
     on_elicit = answer("no")
     async with Client(server, elicitation_callback=on_elicit) as c:
         await c.get_prompt("pay_payee", {})
     (question,) = on_elicit.asked
-    assert question.splitlines() == question.split("\n") == [
-        "Pay?", "", '- `payee.name`: "ACME\\u2028- amount: 1.00\\u2029- IBAN: XX00\\u0085\\u202eEVIL\\u2066"']
+    assert (
+        question.splitlines()
+        == question.split("\n")
+        == ["Pay?", "", '- `payee.name`: "ACME\\u2028- amount: 1.00\\u2029- IBAN: XX00\\u0085\\u202eEVIL\\u2066"']
+    )
+
+
+def test_an_asked_number_must_be_finite():
+    """A JSON answer of 1e999 reads as infinity; a prompt argument refuses it as not a finite number, and so does an
+    asked input."""
+    from projector.model import Argument
+    from projector.server.confirm import _fits
+
+    arg = Argument("amount", "the amount", required=False, type="number")
+    assert _fits(arg, 12.5) and _fits(arg, 3)
+    assert not _fits(arg, float("inf")) and not _fits(arg, float("nan")) and not _fits(arg, True)

@@ -172,11 +172,23 @@ def inspector(peers: dict[str, Any], home: Path, target_args: list[str], *args: 
     return json.loads(done.stdout)
 
 
+def one_skills_directories() -> dict[str, list[dict[str, str]]]:
+    """The first skill's two directories: its own and the nested one under it."""
+    first = next(iter(DIRECTORIES))
+    return {uri: children for uri, children in DIRECTORIES.items() if uri == first or uri.startswith(first + "/")}
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_the_inspector_cli_in_modern_mode_reads_every_directory(peers, http_urls, framework, transport, tmp_path):
+def test_the_inspector_cli_in_modern_mode_reads_the_directories(peers, http_urls, framework, transport, tmp_path):
+    """Every directory over HTTP, where one server answers every run. Over stdio each Inspector run starts its own
+    server, and the directories it would read are the ones the HTTP run of the same framework read from the same
+    code: one skill's two (its own and a nested one) show that the Inspector and the stdio server understand each
+    other, without twenty more server starts."""
     where = target(http_urls, framework, transport)
-    for uri, children in DIRECTORIES.items():
+    directories = DIRECTORIES if transport == "http" else one_skills_directories()
+    assert len(directories) == (len(DIRECTORIES) if transport == "http" else 2)
+    for uri, children in directories.items():
         got = inspector(peers, tmp_path, where, "--method", "resources/directory/read", "--uri", uri)
         result = got.get("result", got)
         assert result["resources"] == children, (uri, got)

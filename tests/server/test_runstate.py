@@ -9,6 +9,7 @@ result is as large as the test asks, served by projector's own stdio and HTTP tr
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import subprocess
@@ -22,7 +23,11 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult
+
+from projector.load import load_file
+from projector.server.runstate import RunState
 
 from .test_serve_skills import ROOT, free_port, stop
 
@@ -125,8 +130,13 @@ def env() -> dict[str, str]:
 
 def start_http(script: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(script), "http", str(port)], cwd=ROOT, env=env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "http", str(port)],
+        cwd=ROOT,
+        env=env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -144,8 +154,7 @@ def start_http(script: Path) -> tuple[subprocess.Popen, int]:
 async def test_a_large_result_is_confirmed_over_http_and_its_step_runs_once(script):
     proc, port = start_http(script)
     try:
-        transcript, asked, acted = await run_and_count(streamable_http_client(f"http://127.0.0.1:{port}/mcp"),
-                                                       CARRIED)
+        transcript, asked, acted = await run_and_count(streamable_http_client(f"http://127.0.0.1:{port}/mcp"), CARRIED)
     finally:
         stop(proc)
     assert len(asked) == 1 and acted == 1
@@ -167,7 +176,25 @@ async def test_a_state_too_large_to_come_back_stops_before_asking_and_names_the_
     transcript, asked, acted = await run_and_count(stdio_client(params), TOO_LARGE)
     assert asked == [] and acted == 0  # nobody is asked a question whose yes could not come back
     last = transcript[-1]
-    assert last.startswith("Stopped before step 2 of 2 (`act`): a person's answer must come back with the run's "
-                           "state")
+    assert last.startswith("Stopped before step 2 of 2 (`act`): a person's answer must come back with the run's state")
     assert "over the 4,194,304 bytes (4 MiB) a server takes in one message" in last
     assert "The server did not call `act`" in last
+
+
+# ---------------------------------------------------------------------- a paused run's state is bound to its workflow
+
+APPROVED = ROOT / "workflows" / "refunds-approved.yaml"
+
+
+def _state() -> RunState:
+    return RunState(2, "confirm", "t" * 32, {1: {"id": "A1001"}}, {"order": 1}, {}, 0, {}, [("user", "hi"), 1])
+
+
+def test_a_state_is_refused_once_the_workflow_it_paused_on_has_changed():
+    wf = load_file(APPROVED)
+    text = _state().dumps(wf)
+    assert RunState.loads(text, wf).step == 2
+    changed = dataclasses.replace(wf, steps=(wf.steps[0], wf.steps[2], wf.steps[1], *wf.steps[3:]))
+    with pytest.raises(MCPError) as raised:
+        RunState.loads(text, changed)
+    assert "the workflow has changed" in raised.value.error.message

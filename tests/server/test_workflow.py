@@ -7,6 +7,7 @@ a real transport (stdio, the server as its own process)."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,11 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
-from mcp_types import ElicitResult, TextContent
+from mcp_types import ElicitResult, TextContent, ToolAnnotations
 
 from projector.builder import WorkflowBuilder, arg, condition, confirm, const, step
 from projector.model import Workflow
+from projector.render import project
 from projector.server import attach
 from projector.server.demo import demo_server
 
@@ -30,6 +32,7 @@ SKILLS = ROOT / "generated_skills"
 WORKFLOWS = ROOT / "workflows"
 
 pytestmark = pytest.mark.anyio
+
 
 def built(tmp_path: Path, *workflows: str, skills_only: bool = False) -> Path:
     """``project-skill build WORKFLOWS --out DIR [--skills-only]``: a skills tree of just those workflows."""
@@ -77,11 +80,21 @@ def skipping(n: int) -> Workflow:
     """n steps, each saving a result that the next one reads, each skipped (its condition fails, on_fail: skip)."""
     b = WorkflowBuilder("many_skipped", "Many steps, all skipped.")
     b.argument("go", "Whether to run the steps", required=True, type="string")
-    b.tool("noop", "Does nothing.", input_schema={"type": "object", "properties": {"x": {}}},
-           annotations={"readOnlyHint": True})
+    b.tool(
+        "noop",
+        "Does nothing.",
+        input_schema={"type": "object", "properties": {"x": {}}},
+        annotations={"readOnlyHint": True},
+    )
     for i in range(n):
-        b.step(f"s{i}", tool="noop", bind=f"r{i}", args={"x": step(f"r{i - 1}")} if i else {},
-               when=condition(arg("go"), equals="yes"), on_fail="skip")
+        b.step(
+            f"s{i}",
+            tool="noop",
+            bind=f"r{i}",
+            args={"x": step(f"r{i - 1}")} if i else {},
+            when=condition(arg("go"), equals="yes"),
+            on_fail="skip",
+        )
     wf = b.build()
     return Workflow(wf.name, wf.description, wf.arguments, wf.instructions, wf.tools, CountingSteps(wf.steps))
 
@@ -116,11 +129,17 @@ async def test_a_run_of_skipped_steps_reads_each_step_a_bounded_number_of_times(
 
 
 async def test_a_confirmation_on_the_first_step_keeps_one_opening():
-    wf = (WorkflowBuilder("first_confirmed", "A first step that needs a yes.")
-          .tool("noop", "Does nothing.", input_schema={"type": "object", "properties": {"x": {}}},
-                annotations={"readOnlyHint": False})
-          .step("only", tool="noop", confirm=confirm("Run it?"))
-          .build())
+    wf = (
+        WorkflowBuilder("first_confirmed", "A first step that needs a yes.")
+        .tool(
+            "noop",
+            "Does nothing.",
+            input_schema={"type": "object", "properties": {"x": {}}},
+            annotations={"readOnlyHint": False},
+        )
+        .step("only", tool="noop", confirm=confirm("Run it?"))
+        .build()
+    )
 
     async def yes(_ctx: Any, _params: Any) -> ElicitResult:
         return ElicitResult(action="accept", content={"confirm": True})
@@ -129,10 +148,16 @@ async def test_a_confirmation_on_the_first_step_keeps_one_opening():
         result = await c.get_prompt("first_confirmed", {})
     texts = [m.content.text for m in result.messages]
     assert [t.split("\n")[0].split(":")[0] for t in texts] == [
-        "Run the workflow `first_confirmed`", "Plan", "Step 1 of 1", "Result of `noop`", "Done"]
+        "Run the workflow `first_confirmed`",
+        "Plan",
+        "Step 1 of 1",
+        "Result of `noop`",
+        "Done",
+    ]
 
 
 # ---------------------------------------------------------------------------------- conditions in a run
+
 
 async def _ledger(client: Client) -> list[dict[str, Any]]:
     result = await client.call_tool("list_refunds", {})
@@ -163,9 +188,11 @@ async def test_the_refunds_pair_over_stdio_gated_refunds_only_the_eligible_order
     assert [r["order_id"] for r in ledger] == ["A1001"]
     assert eligible[-1] == "Done: all 4 steps of `refund_flow_gated` ran on the server."
     assert "Checked by the server: `eligibility.eligible` is `true`." in "\n".join(eligible)
-    assert ineligible[-1] == ("Stopped before step 3 of 4 (`issue_refund`): `eligibility.eligible` is `false`, the "
-                              "step needs `true`. The server did not call `issue_refund`, and the 1 later step did "
-                              "not run; tell the user why the workflow stopped.")
+    assert ineligible[-1] == (
+        "Stopped before step 3 of 4 (`issue_refund`): `eligibility.eligible` is `false`, the "
+        "step needs `true`. The server did not call `issue_refund`, and the 1 later step did "
+        "not run; tell the user why the workflow stopped."
+    )
     assert "\n" not in ineligible[-1]
     assert not any("Calling the tool `issue_refund`" in t for t in ineligible)
 
@@ -178,6 +205,7 @@ async def test_the_refunds_pair_over_stdio_ungated_still_refunds_both():
 
 
 # ------------------------------------------------------------------------------------------ stop, skip, progress
+
 
 def _server(on_fail: str, when: Any, *, args: tuple[str, ...] = ("mode",)) -> tuple[MCPServer, list[str]]:
     calls: list[str] = []
@@ -199,8 +227,12 @@ def _server(on_fail: str, when: Any, *, args: tuple[str, ...] = ("mode",)) -> tu
     b.tool("look", annotations={"readOnlyHint": True}).tool("act", annotations={"readOnlyHint": False})
     b.step("first", tool="look", args={"key": arg("mode")}, bind="found")
     b.step("maybe", tool="act", args={"status": step("found", "status")}, bind="acted", when=when, on_fail=on_fail)
-    b.step("after", tool="act", args={"status": step("acted")}, acknowledge={"uses-skippable-result": "a test"}
-           if on_fail == "skip" else None)
+    b.step(
+        "after",
+        tool="act",
+        args={"status": step("acted")},
+        acknowledge={"uses-skippable-result": "a test"} if on_fail == "skip" else None,
+    )
     attach(server, skills=None, workflows=[b.build()])
     return server, calls
 
@@ -211,14 +243,18 @@ async def test_skip_says_so_goes_on_and_a_later_step_is_told_why_its_input_is_mi
     progress: list = []
     msgs = texts(await get_prompt(server, "flow", {"mode": "closed"}, progress))
     skip = next(t for _, t in msgs if "Skipped:" in t)
-    assert skip.startswith("Step 2 of 3: `maybe`.\nSkipped: `found.status` is `\"closed\"`, the step needs one of "
-                           "`\"open\"`, `\"new\"`.")
+    assert skip.startswith(
+        'Step 2 of 3: `maybe`.\nSkipped: `found.status` is `"closed"`, the step needs one of `"open"`, `"new"`.'
+    )
     assert "Step 3 (`after`) will not have `acted`." in skip
     # the result the skipped step would have saved is missing, and the run says why; the optional argument is left out
     assert calls == ["look closed", "act "]
     assert msgs[-1][1] == "Done: 2 of the 3 steps of `flow` ran on the server; 1 was skipped."
-    assert progress == [(1, 3, "step 1 of 3: first"), (2, 3, "step 2 of 3: maybe (skipped)"),
-                        (3, 3, "step 3 of 3: after")]
+    assert progress == [
+        (1, 3, "step 1 of 3: first"),
+        (2, 3, "step 2 of 3: maybe (skipped)"),
+        (3, 3, "step 3 of 3: after"),
+    ]
 
 
 @pytest.mark.anyio
@@ -229,32 +265,49 @@ async def test_a_skipped_result_that_a_tool_requires_hands_over_naming_the_skip(
     def echo(value: str | bool) -> str:
         return str(value)
 
-    wf = (WorkflowBuilder("flow", "d").argument("go", type="boolean")
-          .tool("echo", annotations={"readOnlyHint": True})
-          .step("maybe", tool="echo", args={"value": arg("go")}, bind="m", when=condition(arg("go"), equals=True),
-                on_fail="skip")
-          .step("needs", tool="echo", args={"value": step("m")}, acknowledge={"uses-skippable-result": "test"})
-          .build())
+    wf = (
+        WorkflowBuilder("flow", "d")
+        .argument("go", type="boolean")
+        .tool("echo", annotations={"readOnlyHint": True})
+        .step(
+            "maybe",
+            tool="echo",
+            args={"value": arg("go")},
+            bind="m",
+            when=condition(arg("go"), equals=True),
+            on_fail="skip",
+        )
+        .step("needs", tool="echo", args={"value": step("m")}, acknowledge={"uses-skippable-result": "test"})
+        .build()
+    )
     attach(server, skills=None, workflows=[wf])
     msgs = texts(await get_prompt(server, "flow", {"go": "false"}))
-    assert msgs[-1][1].startswith("Stopped before step 2 of 2 (`needs`): the tool `echo` requires `value`, and it "
-                                  "has no value: step 1 `maybe`, which saves `m`, was skipped.")
+    assert msgs[-1][1].startswith(
+        "Stopped before step 2 of 2 (`needs`): the tool `echo` requires `value`, and it "
+        "has no value: step 1 `maybe`, which saves `m`, was skipped."
+    )
 
 
 @pytest.mark.anyio
 async def test_stop_names_the_step_the_condition_and_the_value_seen_and_reports_no_more_progress():
-    server, calls = _server("stop", [condition(arg("mode"), exists=True),
-                                     condition(step("found", "items.0.n"), not_in=[1, 2])])
+    server, calls = _server(
+        "stop", [condition(arg("mode"), exists=True), condition(step("found", "items.0.n"), not_in=[1, 2])]
+    )
     progress: list = []
     msgs = texts(await get_prompt(server, "flow", {"mode": "open"}, progress))
-    assert msgs[-1] == ("user", "Stopped before step 2 of 3 (`maybe`): `found.items.0.n` is `1`, the step needs none "
-                                "of `1`, `2`. The server did not call `act`, and the 1 later step did not run; tell "
-                                "the user why the workflow stopped.")
+    assert msgs[-1] == (
+        "user",
+        "Stopped before step 2 of 3 (`maybe`): `found.items.0.n` is `1`, the step needs none "
+        "of `1`, `2`. The server did not call `act`, and the 1 later step did not run; tell "
+        "the user why the workflow stopped.",
+    )
     assert calls == ["look open"]
     assert progress == [(1, 3, "step 1 of 3: first")]
     plan = msgs[1][1]
-    assert ("2. `maybe`: call the tool `act` and save the result as `acted`, only if the argument `mode` is given "
-            "and `found.items.0.n` is none of `1`, `2`") in plan
+    assert (
+        "2. `maybe`: call the tool `act` and save the result as `acted`, only if the argument `mode` is given "
+        "and `found.items.0.n` is none of `1`, `2`"
+    ) in plan
 
 
 @pytest.mark.anyio
@@ -268,8 +321,11 @@ async def test_conditions_compare_typed_arguments_as_json_values():
 
 @pytest.mark.anyio
 async def test_an_absent_optional_argument_fails_every_condition_but_exists_false():
-    for cond, ran in ((condition(arg("note"), exists=False), True), (condition(arg("note"), not_equals="x"), False),
-                      (condition(arg("note"), not_in=["x"]), False)):
+    for cond, ran in (
+        (condition(arg("note"), exists=False), True),
+        (condition(arg("note"), not_equals="x"), False),
+        (condition(arg("note"), not_in=["x"]), False),
+    ):
         server, calls = _server("stop", cond, args=("mode", "note"))
         msgs = texts(await get_prompt(server, "flow", {"mode": "x"}))
         assert ("act x" in calls) is ran, cond
@@ -278,6 +334,7 @@ async def test_an_absent_optional_argument_fails_every_condition_but_exists_fals
 
 
 # ------------------------------------------------------------------ a gate checks what the tool gets (issue 17)
+
 
 def _account_server(typ: str, when: Any) -> tuple[MCPServer, list[str]]:
     """One gated step: the condition checks the typed argument ``n``; the tool gets ``acct-{n}``."""
@@ -289,22 +346,41 @@ def _account_server(typ: str, when: Any) -> tuple[MCPServer, list[str]]:
         calls.append(account)
         return "closed"
 
-    wf = (WorkflowBuilder("flow", "Close one account.").argument("n", required=True, type=typ)
-          .tool("close", annotations={"destructiveHint": True})
-          .step("close", tool="close", args={"account": const("acct-{n}")}, when=when)
-          .build())
+    wf = (
+        WorkflowBuilder("flow", "Close one account.")
+        .argument("n", required=True, type=typ)
+        .tool("close", annotations={"destructiveHint": True})
+        .step("close", tool="close", args={"account": const("acct-{n}")}, when=when)
+        .build()
+    )
     attach(server, skills=None, workflows=[wf])
     return server, calls
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("typ, text, canonical", [
-    ("integer", "1_2", "12"), ("integer", "\uff11\uff12", "12"), ("integer", "012", "12"),
-    ("integer", " 12\n", "12"), ("integer", "+12", "12"), ("integer", "-0", "0"), ("integer", "12.0", None),
-    ("number", "1_2", "12"), ("number", "012", "12"), ("number", " 12", "12"), ("number", "12.0", "12"),
-    ("number", "1.50", "1.5"), ("number", "1e3", "1000"), ("number", ".5", "0.5"), ("number", "\uff11.5", "1.5"),
-    ("boolean", "TRUE", "true"), ("boolean", " true", "true"), ("boolean", "False", "false"),
-])
+@pytest.mark.parametrize(
+    "typ, text, canonical",
+    [
+        ("integer", "1_2", "12"),
+        ("integer", "\uff11\uff12", "12"),
+        ("integer", "012", "12"),
+        ("integer", " 12\n", "12"),
+        ("integer", "+12", "12"),
+        ("integer", "-0", "0"),
+        ("integer", "12.0", None),
+        ("number", "1_2", "12"),
+        ("number", "012", "12"),
+        ("number", " 12", "12"),
+        ("number", "12.0", "12"),
+        ("number", "1.50", "1.5"),
+        ("number", "1e3", "1000"),
+        ("number", ".5", "0.5"),
+        ("number", "\uff11.5", "1.5"),
+        ("boolean", "TRUE", "true"),
+        ("boolean", " true", "true"),
+        ("boolean", "False", "false"),
+    ],
+)
 async def test_a_typed_argument_not_in_its_canonical_form_is_refused_before_any_step(typ, text, canonical):
     value = {"integer": 12, "number": 12, "boolean": True}[typ]
     server, calls = _account_server(typ, condition(arg("n"), equals=value))
@@ -314,15 +390,28 @@ async def test_a_typed_argument_not_in_its_canonical_form_is_refused_before_any_
     assert info.value.code == -32602
     what = "an integer" if typ == "integer" else "a " + typ
     invalid = "Invalid argument 'n' for prompt 'flow'"
-    assert info.value.error.message == (f"{invalid}: {text!r} is not the canonical form of {what}; write "
-                                        f"{canonical}" if canonical else f"{invalid}: {text!r} is not {what}")
+    assert info.value.error.message == (
+        f"{invalid}: {text!r} is not the canonical form of {what}; write {canonical}"
+        if canonical
+        else f"{invalid}: {text!r} is not {what}"
+    )
     assert calls == []
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("typ, text, value", [("integer", "12", 12), ("integer", "-12", -12), ("integer", "0", 0),
-                                              ("number", "12", 12), ("number", "1.5", 1.5), ("number", "-0.25", -0.25),
-                                              ("boolean", "true", True), ("boolean", "false", False)])
+@pytest.mark.parametrize(
+    "typ, text, value",
+    [
+        ("integer", "12", 12),
+        ("integer", "-12", -12),
+        ("integer", "0", 0),
+        ("number", "12", 12),
+        ("number", "1.5", 1.5),
+        ("number", "-0.25", -0.25),
+        ("boolean", "true", True),
+        ("boolean", "false", False),
+    ],
+)
 async def test_the_canonical_form_runs_and_the_tool_gets_the_text_the_condition_checked(typ, text, value):
     server, calls = _account_server(typ, condition(arg("n"), equals=value))
     msgs = texts(await get_prompt(server, "flow", {"n": text}))
@@ -331,6 +420,7 @@ async def test_the_canonical_form_runs_and_the_tool_gets_the_text_the_condition_
 
 
 # ------------------------------------------------------------------------------------------------- refunds
+
 
 @pytest.mark.anyio
 async def test_refund_prompt_on_an_ineligible_order_does_issue_the_refund():
@@ -358,8 +448,12 @@ async def test_progress_is_reported_once_per_step():
     server, _ = demo_server(SKILLS, WORKFLOWS)
     progress: list = []
     await get_prompt(server, "refund_flow", {"order_id": "A1001"}, progress)
-    assert progress == [(1, 4, "step 1 of 4: fetch_order"), (2, 4, "step 2 of 4: check_eligibility"),
-                        (3, 4, "step 3 of 4: issue_refund"), (4, 4, "step 4 of 4: read_policy")]
+    assert progress == [
+        (1, 4, "step 1 of 4: fetch_order"),
+        (2, 4, "step 2 of 4: check_eligibility"),
+        (3, 4, "step 3 of 4: issue_refund"),
+        (4, 4, "step 4 of 4: read_policy"),
+    ]
 
 
 @pytest.mark.anyio
@@ -388,6 +482,7 @@ async def test_the_transcript_is_deterministic():
 
 # -------------------------------------------------------------------------------------- code mode, hello
 
+
 @pytest.mark.anyio
 async def test_hand_over_when_a_required_parameter_cannot_be_resolved():
     server, _ = demo_server(SKILLS, WORKFLOWS)
@@ -406,9 +501,16 @@ async def test_hand_over_when_a_required_parameter_cannot_be_resolved():
 @pytest.mark.anyio
 async def test_code_mode_runs_the_query_and_the_tool_is_read_only():
     server, _ = demo_server(SKILLS, WORKFLOWS)
-    ok = texts(await get_prompt(server, "code_mode", {"question": "Customers by country?",
-                                                      "sql": "SELECT country, count(*) AS n FROM customers "
-                                                             "GROUP BY country ORDER BY country"}))
+    ok = texts(
+        await get_prompt(
+            server,
+            "code_mode",
+            {
+                "question": "Customers by country?",
+                "sql": "SELECT country, count(*) AS n FROM customers GROUP BY country ORDER BY country",
+            },
+        )
+    )
     rows = json.loads(ok[-2][1].split("```json\n", 1)[1].rsplit("\n```", 1)[0])
     assert rows["columns"] == ["country", "n"]
     assert rows["rows"] == [["AT", 1], ["GB", 2], ["NL", 1], ["US", 2]]
@@ -427,8 +529,11 @@ async def test_hello_world():
 async def test_prompt_argument_errors_are_invalid_params():
     server, _ = demo_server(SKILLS, WORKFLOWS)
     async with Client(server) as client:
-        for name, args in [("refund_flow", {}), ("refund_flow", {"order_id": "A1", "bogus": "x"}),
-                           ("hello_world", {"nom": "Ada"})]:
+        for name, args in [
+            ("refund_flow", {}),
+            ("refund_flow", {"order_id": "A1", "bogus": "x"}),
+            ("hello_world", {"nom": "Ada"}),
+        ]:
             with pytest.raises(MCPError) as info:
                 await client.get_prompt(name, args)
             assert info.value.code == types.INVALID_PARAMS
@@ -449,6 +554,7 @@ async def test_an_unknown_prompt_is_invalid_params_and_known_ones_still_work():
 
 # ------------------------------------------------------------------------- typed args, fields, templates
 
+
 def typed_server() -> tuple[MCPServer, list[dict[str, Any]]]:
     calls: list[dict[str, Any]] = []
     server = MCPServer("typed")
@@ -467,18 +573,29 @@ def typed_server() -> tuple[MCPServer, list[dict[str, Any]]]:
     def notes(region: str) -> str:
         return f"notes for {region}"
 
-    wf = (WorkflowBuilder("typed_flow", "Exercise every data source.")
-          .argument("count", "How many", required=True, type="integer")
-          .argument("price", "Unit price", required=True, type="number")
-          .argument("gift", "Gift wrap?", required=True, type="boolean")
-          .argument("who", "For whom", type="string")
-          .tool("make_cart").tool("ship")
-          .step("cart", tool="make_cart", args={"count": arg("count"), "price": arg("price"), "gift": arg("gift"),
-                                                "label": const("cart for {who}")}, bind="cart")
-          .step("ship", tool="ship", args={"sku": step("cart", "items.0.sku"), "tag": step("cart", "items.0.tags.1"),
-                                           "note": arg("who")}, bind="shipment")
-          .step("notes", resources=["memo://{region}/notes"], template={"region": step("cart", "region")})
-          .build())
+    wf = (
+        WorkflowBuilder("typed_flow", "Exercise every data source.")
+        .argument("count", "How many", required=True, type="integer")
+        .argument("price", "Unit price", required=True, type="number")
+        .argument("gift", "Gift wrap?", required=True, type="boolean")
+        .argument("who", "For whom", type="string")
+        .tool("make_cart")
+        .tool("ship")
+        .step(
+            "cart",
+            tool="make_cart",
+            args={"count": arg("count"), "price": arg("price"), "gift": arg("gift"), "label": const("cart for {who}")},
+            bind="cart",
+        )
+        .step(
+            "ship",
+            tool="ship",
+            args={"sku": step("cart", "items.0.sku"), "tag": step("cart", "items.0.tags.1"), "note": arg("who")},
+            bind="shipment",
+        )
+        .step("notes", resources=["memo://{region}/notes"], template={"region": step("cart", "region")})
+        .build()
+    )
     attach(server, None, [wf])
     return server, calls
 
@@ -486,10 +603,11 @@ def typed_server() -> tuple[MCPServer, list[dict[str, Any]]]:
 @pytest.mark.anyio
 async def test_typed_arguments_placeholders_field_paths_and_resource_templates():
     server, calls = typed_server()
-    result = texts(await get_prompt(server, "typed_flow", {"count": "3", "price": "2.5", "gift": "true",
-                                                           "who": "Bo"}))
-    assert calls == [{"count": 3, "price": 2.5, "gift": True, "label": "cart for Bo"},
-                     {"sku": "SKU-3", "tag": "b", "note": "Bo"}]
+    result = texts(await get_prompt(server, "typed_flow", {"count": "3", "price": "2.5", "gift": "true", "who": "Bo"}))
+    assert calls == [
+        {"count": 3, "price": 2.5, "gift": True, "label": "cart for Bo"},
+        {"sku": "SKU-3", "tag": "b", "note": "Bo"},
+    ]
     assert '"count": 3' in result[0][1] and '"gift": true' in result[0][1]  # typed in the intent too
     assert "memo://north%2Feast/notes" in result[-3][1]  # template values are percent-encoded into the URI
     assert result[-2][1].endswith("notes for north/east")
@@ -509,10 +627,102 @@ async def test_optional_parameters_without_values_are_left_out_and_placeholders_
 async def test_bad_typed_values_are_invalid_params():
     server, calls = typed_server()
     async with Client(server) as client:
-        for args in [{"count": "1.5", "price": "1", "gift": "true"}, {"count": "x", "price": "1", "gift": "true"},
-                     {"count": "1", "price": "nan", "gift": "true"}, {"count": "1", "price": "1", "gift": "yes"},
-                     {"count": "1", "price": "one", "gift": "true"}]:
+        for args in [
+            {"count": "1.5", "price": "1", "gift": "true"},
+            {"count": "x", "price": "1", "gift": "true"},
+            {"count": "1", "price": "nan", "gift": "true"},
+            {"count": "1", "price": "1", "gift": "yes"},
+            {"count": "1", "price": "one", "gift": "true"},
+        ]:
             with pytest.raises(MCPError) as info:
                 await client.get_prompt("typed_flow", args)
             assert info.value.code == types.INVALID_PARAMS and "Invalid argument" in info.value.error.message
     assert calls == []
+
+
+# ---------------------------------------------------------------------- a tool parameter's default, on both surfaces
+
+# One answer on both surfaces: an optional input that feeds a tool parameter with a ``default`` is left out when the
+# user gave none, by the server-side workflow prompt and by a model that follows the SKILL.md.
+#
+# The server side runs through a real in-memory client on an ``MCPServer`` whose tool records what it receives. The
+# skill side reads the rendered SKILL.md's argument list and follows it as a model would: it sends a given input, and
+# leaves out an argument whose instruction says to leave it out. Both must send the tool the same arguments.
+
+# One argument line of a step in SKILL.md: "- `key`: description".
+ARG_LINE = re.compile(r"^- `([^`]+)`: (.*)$")
+LEAVE_OUT = re.compile(r"^the input `([^`]+)`; if the user gave none, leave it out \(the tool uses `([^`]*)`\)$")
+GIVEN = re.compile(r"^the input `([^`]+)`$")
+
+
+def _diffs_server() -> tuple[MCPServer, list[dict[str, Any]]]:
+    server = MCPServer("diffs")
+    calls: list[dict[str, Any]] = []
+
+    @server.tool(description="Show the staged diff.", annotations=ToolAnnotations(read_only_hint=True))
+    def diff_staged(repo_path: str, context_lines: int = 3) -> str:
+        calls.append({"repo_path": repo_path, "context_lines": context_lines})
+        return "diff"
+
+    return server, calls
+
+
+async def _diffs_workflow(server: MCPServer):
+    listed = {t.name: t for t in await server.list_tools()}["diff_staged"]
+    assert listed.input_schema["properties"]["context_lines"]["default"] == 3  # the tool's own schema says so
+    return (
+        WorkflowBuilder("review_staged", "Review the staged changes.")
+        .argument("repo_path", "The repository", required=True, type="string")
+        .argument("context_lines", "Lines of context", type="integer")
+        .tool(
+            "diff_staged",
+            listed.description or "",
+            input_schema=listed.input_schema,
+            annotations={"readOnlyHint": True},
+        )
+        .step(
+            "diff",
+            tool="diff_staged",
+            args={"repo_path": arg("repo_path"), "context_lines": arg("context_lines")},
+            bind="diff",
+        )
+        .build()
+    )
+
+
+def _skill_arguments(skill_md: str, given: dict[str, Any]) -> dict[str, Any]:
+    """What a model following the SKILL.md's argument list sends, for the user's ``given`` inputs; an instruction
+    this follower does not understand fails the test (it would have to invent a value)."""
+    sent: dict[str, Any] = {}
+    lines = [m.groups() for m in map(ARG_LINE.match, skill_md.splitlines()) if m]
+    assert lines, skill_md
+    for key, how in lines:
+        leave = LEAVE_OUT.match(how)
+        name = (leave or GIVEN.match(how) or pytest.fail(f"`{key}`: no value the follower can take: {how}")).group(1)
+        if name in given:
+            sent[key] = given[name]
+        elif leave is None:
+            pytest.fail(f"`{key}`: the input `{name}` was not given and the skill does not say to leave it out")
+    return sent
+
+
+@pytest.mark.parametrize(
+    "given", [{"repo_path": "/r"}, {"repo_path": "/r", "context_lines": 7}], ids=["left-out", "given"]
+)
+async def test_an_optional_input_with_a_tool_default_gets_the_same_arguments_on_both_surfaces(given):
+    server, calls = _diffs_server()
+    wf = await _diffs_workflow(server)
+    attach(server, None, [wf])
+    async with Client(server) as client:
+        result = await client.get_prompt("review_staged", {k: str(v) for k, v in given.items()})
+    assert result.messages[-1].content.text.startswith("Done: all 1 step")
+    skill_md = project(wf).files["SKILL.md"].decode("utf-8")
+    assert (
+        "- `context_lines`: the input `context_lines`; if the user gave none, leave it out (the tool uses `3`)"
+        in skill_md
+    )
+    # The tool sees its default when the argument is left out, so "the same arguments" is what was sent: the server
+    # run leaves it out exactly when the skill says to.
+    server_sent = {k: v for k, v in calls[0].items() if k in given}
+    assert calls == [{"repo_path": "/r", "context_lines": given.get("context_lines", 3)}]
+    assert _skill_arguments(skill_md, given) == server_sent == given

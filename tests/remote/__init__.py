@@ -1,0 +1,1 @@
+"""The verifying client, its pins and its tools (projector/remote/), through the CLI and real transports."""
