@@ -337,6 +337,7 @@ The rule for choosing one, derived from the measurement below, is in [Choosing a
 **Judgment is simulated by a deterministic policy**, not by a language model: {data.get("policy", "")}
 So the numbers below are exactly reproducible, and the refund column says what each surface *can* do with the
 judgment it is given, not how well a particular model follows it.
+
 {matrix_cases.summary(data)}
 ## The refunds task
 
