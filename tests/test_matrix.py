@@ -290,7 +290,7 @@ def test_b3t_the_confirmation_through_a_task_does_what_b3_does_on_the_wire_of_ta
     methods = [q["method"] for q in run["requests"]]
     assert methods[0] == "tools/call" and run["requests"][0]["target"] == "refund_flow_approved"
     assert methods.count("tools/call") == 1 and methods.count("tasks/update") == asked
-    assert methods.count("tasks/get") == 1 + asked  # one poll per round: a poll that found it working is not counted
+    assert methods.count("tasks/get") == 1 + asked  # one per round; a poll finding it working is not counted
     assert run["round_trips"] == len(methods) > b3["round_trips"]
 
 
