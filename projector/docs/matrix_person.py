@@ -94,7 +94,9 @@ and the person's answer goes back in one `tasks/update`. It {outcome}.
 | --- | --- | --- | --- | --- | --- | --- | --- |
 {table}
 
-Against B3, a task adds round trips: the polls and the update, where B3 retries its `prompts/get`.{_bytes(refunds)}
+Against B3, a task adds round trips: the polls and the update, where B3 retries its `prompts/get`. A poll that
+finds the task still `working` is not counted (see the definitions below): how many a run makes depends on the
+machine's speed.{_bytes(refunds)}
 What it buys is a run that no longer lives in one request: the person may answer long after the call, and with
 `--state DIR` the waiting task outlives the server ([Durable runs](durable.md)).
 """

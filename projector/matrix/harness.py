@@ -346,6 +346,13 @@ async def run_one(
             ) from None
 
 
+def waiting(request: dict[str, Any], response: dict[str, Any]) -> bool:
+    """A ``tasks/get`` that found the task still ``working``: the client waited on the server's round. How many of
+    these a run makes depends on how fast the machine is, not on the surface, so the figures leave them out."""
+    result = response.get("result")
+    return request["method"] == "tasks/get" and isinstance(result, dict) and result.get("status") == "working"
+
+
 class MatrixError(PlainError):
     """A run of the matrix failed: which task, surface and scenario, and why."""
 
@@ -413,6 +420,8 @@ async def _run_one(
         resp = log.responses.get(req["id"])
         if resp is None:
             raise MatrixError(f"no response to {req['method']}")
+        if waiting(req, resp):
+            continue
         size = context_bytes(resp["result"]) if "result" in resp else len(canonical(resp.get("error")))
         total += size
         params = req["params"]
@@ -450,7 +459,8 @@ async def _run_one(
 DEFINITIONS = {
     "round_trips": "JSON-RPC requests the client sent during the run, counted on the wire (each waits for its "
     "response). Session set-up (discovery, `tools/list`) and the harness's own reads of the ledger "
-    "and the agent's trace are outside the run and not counted.",
+    "and the agent's trace are outside the run and not counted, and so, on the confirmed task (B3t), is a "
+    "`tasks/get` that finds the task still `working` (a wait whose number depends on the machine's speed).",
     "model_turns": "inferences of the client's model. Skill: one per request (each needs the last result) plus one "
     "for the final answer. Workflow, gated or not: one (the user picks the prompt; the model reads "
     "the transcript and answers). Agent: two (call the agent tool; answer from its message). The agent's own turns "
@@ -480,8 +490,11 @@ DEFINITIONS = {
     "bytes: no model or person reads it (the client only sends it back), and its length changes "
     "with the expiry time sealed into it. The client's model turn is still one. On B3t the question comes as the "
     "task's `input_required` in a `tasks/get` answer, and the answer goes back in one `tasks/update`: the "
-    "task-augmented `tools/call`, every `tasks/get` poll and the `tasks/update` are round trips, their results "
-    "context bytes, and the client's model turn is one.",
+    "task-augmented `tools/call`, the `tasks/get` polls and the `tasks/update` are round trips, their results "
+    "context bytes, and the client's model turn is one. A poll that finds the task still `working` (the server's "
+    "round outlasted the `pollIntervalMs` the client waited) is left out of both: how many such polls a run "
+    "makes depends on the machine's speed, not on the surface, so B3t counts the polls that found the task "
+    "`input_required` or ended, one per round, as a client makes when each round ends within its poll interval.",
     "person_asked": "confirmed workflow prompt (B3) and confirmed task (B3t) only: how many times the simulated "
     "person was asked. Zero when "
     "the run stopped at a condition before the confirmed step.",
