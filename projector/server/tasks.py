@@ -137,13 +137,28 @@ class TaskStore(ABC):
     async def get(self, task_id: str) -> TaskRecord | None: ...
 
 
-class MemoryStore(TaskStore):
-    """This process's memory: tasks end with the process."""
+MAX_MEMORY_TASKS = 10_000  # tasks one process keeps in memory, expired ones dropped first
 
-    def __init__(self) -> None:
+
+class MemoryStore(TaskStore):
+    """This process's memory: tasks end with the process. At most ``limit`` tasks: when it is full, the expired ones
+    go, and a new task beyond that is refused (a client cannot make the server keep tasks without bound)."""
+
+    def __init__(self, limit: int = MAX_MEMORY_TASKS) -> None:
         self._records: dict[str, dict[str, Any]] = {}
+        self.limit = limit
 
     async def put(self, record: TaskRecord) -> None:
+        if record.task_id not in self._records and len(self._records) >= self.limit:
+            now = time.time()
+            for task_id in [k for k, v in self._records.items() if v["expires"] < now]:
+                del self._records[task_id]
+            if len(self._records) >= self.limit:
+                raise MCPError(
+                    code=INTERNAL_ERROR,
+                    message=f"this server keeps at most {self.limit} tasks in memory, and none has expired yet: "
+                    "call again later, or without a task",
+                )
         self._records[record.task_id] = record.to_json()
 
     async def get(self, task_id: str) -> TaskRecord | None:

@@ -25,28 +25,50 @@ from pydantic import ConfigDict, TypeAdapter
 
 from projector.server import adapters, attach
 from projector.server.demo import INSTRUCTIONS, add_demo_tools
-from projector.server.tasks import TASKS_EXTENSION, Tasks
+from projector.server.tasks import TASKS_EXTENSION, MemoryStore, Tasks
 
 from .test_confirm import answer
 from .test_serve_skills import ROOT, SKILLS, WORKFLOWS
 from .test_workflow_tool import STEP_TOOLS, as_prompt, as_tool
 
 FRAMEWORKS = ["mcp", "fastmcp"]
-TASKS_SCENARIOS = {"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields",
-                   "tasks-request-state-removal", "tasks-mrtr-input", "tasks-request-headers",
-                   "tasks-dispatch-and-envelope", "tasks-status-notifications", "tasks-required-task-error",
-                   "tasks-mrtr-composition"}
+TASKS_SCENARIOS = {
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+}
 REFUND = ("refund_flow_approved", {"order_id": "A1001", "reason": "broken"})
 
 
 # --------------------------------------------------------------------------------------------- the official suite
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_ten_tasks_conformance_scenarios_pass(framework, tmp_path):
     report = tmp_path / "conformance.json"
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance.py"), "--tasks", "--framework",
-                           framework, "--json", str(report)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "conformance.py"),
+            "--tasks",
+            "--framework",
+            framework,
+            "--json",
+            str(report),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     print(done.stdout)
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     results = json.loads(report.read_text("utf-8"))
@@ -66,8 +88,14 @@ def test_the_tasks_conformance_run_fails_loudly_when_its_peers_cannot_be_install
     empty = tmp_path / "bin"
     empty.mkdir()
     env = {**os.environ, "PATH": str(empty), "PROJECTOR_CACHE": str(tmp_path / "cache"), "CI": "true"}
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "conformance.py"), "--tasks", "--framework", "mcp"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "conformance.py"), "--tasks", "--framework", "mcp"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "npm is not on PATH" in done.stderr and "GREEN" not in done.stdout
 
@@ -102,9 +130,22 @@ def test_the_tasks_extensions_own_client_completes_a_confirmed_task_over_http(fr
     port = free_port()
     argv = [sys.executable, str(WORKFLOW_SERVER), "--framework", framework, "--http", f"127.0.0.1:{port}"]
     with running(argv, port) as url:
-        done = subprocess.run([node, str(ROOT / "tests" / "server" / "ts_tasks_client.mjs"), peer, url, REFUND[0],
-                               json.dumps(REFUND[1]), kind, json.dumps(["list_refunds"])],
-                              cwd=ROOT, capture_output=True, text=True, timeout=180)
+        done = subprocess.run(
+            [
+                node,
+                str(ROOT / "tests" / "server" / "ts_tasks_client.mjs"),
+                peer,
+                url,
+                REFUND[0],
+                json.dumps(REFUND[1]),
+                kind,
+                json.dumps(["list_refunds"]),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["kind"] == "task" and seen["outcome"] == "completed"
@@ -123,6 +164,7 @@ def test_the_tasks_extensions_own_client_completes_a_confirmed_task_over_http(fr
 
 # ------------------------------------------------------------------------------------------- a client of the wire
 
+
 class _Params(RequestParams):
     model_config = ConfigDict(extra="allow")
 
@@ -139,11 +181,13 @@ class Wire:
         self.client = client
 
     async def send(self, method: str, **params: Any) -> dict[str, Any]:
-        return await self.client.session.send_request(_Raw(method=method, params=_Params(**params)),
-                                                      TypeAdapter(dict[str, Any]))
+        return await self.client.session.send_request(
+            _Raw(method=method, params=_Params(**params)), TypeAdapter(dict[str, Any])
+        )
 
-    async def settle(self, task_id: str, until: tuple[str, ...] = ("input_required", "completed", "failed",
-                                                                  "cancelled")) -> dict[str, Any]:
+    async def settle(
+        self, task_id: str, until: tuple[str, ...] = ("input_required", "completed", "failed", "cancelled")
+    ) -> dict[str, Any]:
         with anyio.fail_after(30):
             while (task := await self.send("tasks/get", taskId=task_id))["status"] not in until:
                 await anyio.sleep(0.02)
@@ -153,7 +197,9 @@ class Wire:
         """Answer every pending request of ``task`` with ``content`` (accepted), and wait for what comes next."""
         responses = {k: {"action": "accept", "content": content} for k in task["inputRequests"]}
         assert await self.send("tasks/update", taskId=task["taskId"], inputResponses=responses) == {
-            "resultType": "complete", "_meta": task["_meta"]}
+            "resultType": "complete",
+            "_meta": task["_meta"],
+        }
         return await self.settle(task["taskId"])
 
 
@@ -209,6 +255,7 @@ async def prompt_questions(framework: str, name: str, args: dict[str, Any]) -> l
 
 # ------------------------------------------------------------------------------------------------ the workflows
 
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 @pytest.mark.parametrize("kind", ["yes", "no"])
@@ -250,7 +297,9 @@ async def test_an_answer_is_bound_to_its_task_and_its_round(framework):
         second = await wire.settle((await wire.send("tools/call", name=name, arguments=args))["taskId"])
         yes = {"action": "accept", "content": {"confirm": True}}
         # the first task's question answered in the second task: it answers nothing there
-        await wire.send("tasks/update", taskId=second["taskId"], inputResponses={k: yes for k in first["inputRequests"]})
+        await wire.send(
+            "tasks/update", taskId=second["taskId"], inputResponses={k: yes for k in first["inputRequests"]}
+        )
         still = await wire.send("tasks/get", taskId=second["taskId"])
         assert still["status"] == "input_required" and still["inputRequests"] == second["inputRequests"]
         done = await wire.answer(first, confirm=True)
@@ -310,7 +359,26 @@ async def test_an_unknown_task_is_invalid_params(framework):
     assert unknown.value.code == -32602
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+async def test_the_tasks_kept_in_memory_are_bounded_and_expired_ones_make_room(framework):
+    """A client cannot make the server keep tasks without bound: past the store's limit a new task is refused with a
+    plain error, and once the kept ones have expired, a new task takes their place."""
+    tasks = Tasks(MemoryStore(limit=2), ttl_ms=1_000)
+    server, _, _ = shop(framework, tasks)
+    async with connect(server, framework) as c:
+        wire = Wire(c)
+        for _ in range(2):
+            assert (await wire.send("tools/call", name=REFUND[0], arguments=REFUND[1]))["resultType"] == "task"
+        with pytest.raises(MCPError) as full:
+            await wire.send("tools/call", name=REFUND[0], arguments=REFUND[1])
+        assert "at most 2 tasks" in full.value.message
+        await anyio.sleep(1.2)  # the two kept tasks' ttlMs passes
+        assert (await wire.send("tools/call", name=REFUND[0], arguments=REFUND[1]))["resultType"] == "task"
+
+
 # --------------------------------------------------------------------------------------------------- a restart
+
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("framework", FRAMEWORKS)
