@@ -83,7 +83,7 @@ async def send(client: Any, method: str, **params: Any) -> dict[str, Any]:
     return result
 
 
-async def _settle(client: Any, task: dict[str, Any], out: TaskOutcome) -> dict[str, Any]:
+async def _settle(client: Any, task_id: str, task: dict[str, Any], out: TaskOutcome) -> dict[str, Any]:
     import anyio
 
     while task.get("status") not in ("input_required", "completed", "failed", "cancelled"):
@@ -92,7 +92,7 @@ async def _settle(client: Any, task: dict[str, Any], out: TaskOutcome) -> dict[s
         poll = task.get("pollIntervalMs")
         await anyio.sleep(min(MAX_POLL_S, poll / 1000) if isinstance(poll, int) and poll > 0 else 0.05)
         out.methods.append("tasks/get")
-        task = await send(client, "tasks/get", taskId=task["taskId"])
+        task = await send(client, "tasks/get", taskId=task_id)
     return task
 
 
@@ -104,24 +104,28 @@ async def call_as_task(client: Any, name: str, arguments: dict[str, Any], person
     task = await send(client, "tools/call", name=name, arguments=arguments)
     if task.get("resultType") != "task" or not isinstance(task.get("taskId"), str):
         raise TaskRunError(f"`{name}` did not make a task: {str(task)[:300]}")
+    task_id = task["taskId"]
     for _ in range(MAX_ROUNDS):
-        task = await _settle(client, task, out)
-        if task["status"] != "input_required":
+        task = await _settle(client, task_id, task, out)
+        if task.get("status") != "input_required":
             break
         answers: dict[str, Any] = {}
-        for key, request in sorted((task.get("inputRequests") or {}).items()):
+        requests = task.get("inputRequests") or {}
+        if not isinstance(requests, dict) or not all(isinstance(r, dict) for r in requests.values()):
+            raise TaskRunError(f"the task's inputRequests are not a map of requests: {str(requests)[:300]}")
+        for key, request in sorted(requests.items()):
             out.asked += 1
             said = await person(request.get("params") or {})
             if said is not None:
                 answers[key] = said
         if not answers:  # nobody answered: the client gives up on the task
             out.methods.append("tasks/cancel")
-            await send(client, "tasks/cancel", taskId=task["taskId"])
+            await send(client, "tasks/cancel", taskId=task_id)
             out.methods.append("tasks/get")
-            task = await send(client, "tasks/get", taskId=task["taskId"])
+            task = await send(client, "tasks/get", taskId=task_id)
             break
         out.methods.append("tasks/update")
-        await send(client, "tasks/update", taskId=task["taskId"], inputResponses=answers)
+        await send(client, "tasks/update", taskId=task_id, inputResponses=answers)
         task = {**task, "status": "working"}
     else:
         raise TaskRunError(f"the task asked for input more than {MAX_ROUNDS} times")
