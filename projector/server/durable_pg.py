@@ -27,7 +27,7 @@ import re
 import threading
 import uuid
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR
@@ -88,10 +88,38 @@ def _secrets(url: str) -> list[str]:
     return [s for s in found if s]
 
 
+def _unclear(url: str) -> bool:
+    """Whether libpq would read another password from ``url`` than :func:`redact` hides: a character of the user part
+    left unencoded (``@ / ? #``) moves where each sees the password end, and the rest would be shown."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        libpq = conninfo_to_dict(url).get("password")
+        parts = urlsplit(url)
+        ours = [unquote(parts.password or "")] + [v for k, v in parse_qsl(parts.query) if k == "password"]
+    except Exception:  # noqa: BLE001 - a URL libpq cannot read: connecting says what is wrong, the URL hidden
+        return False
+    return (libpq is not None and libpq not in ours) or ("@" not in parts.netloc and "@" in parts.path)
+
+
+def _check(url: str) -> None:
+    if _unclear(url):
+        raise AttachError(
+            error(
+                Span(url.split("://", 1)[0] + "://***"),
+                "state-url",
+                "where the URL's password ends is not clear: its user part has a character that must be "
+                "percent-encoded; nothing was connected",
+                "write @ as %40, / as %2F, ? as %3F and # as %23 in the user and the password",
+            )
+        )
+
+
 class Pg:
     """Connections to the database, one per operation, each bounded; every message about it has no password."""
 
     def __init__(self, url: str):
+        _check(url)
         self.url, self.shown = url, redact(url)
         self._hidden = _secrets(url)
 

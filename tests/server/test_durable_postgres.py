@@ -315,6 +315,17 @@ def test_a_postgres_url_that_cannot_be_reached_is_refused_without_its_password(t
     assert problem.code == "state-db" and "hunter2" not in str(problem) and "127.0.0.1" in str(problem)
 
 
+@pytest.mark.parametrize("password", ["hunt@er2", "hunt#er2", "hunt/er2", "hunt?er2"])
+def test_a_password_with_a_character_left_unencoded_is_refused_without_showing_any_of_it(password, cli, tmp_path):
+    """Python and libpq would read another password from the URL: neither part of it may reach the error."""
+    try:
+        run = cli("serve", "--workflow-tools", "--state", f"postgresql://me:{password}@127.0.0.1:{free_port()}/shop")
+    finally:
+        durable.shutdown()
+    assert run.code != 0 and "state-url" in run.err and "%40" in run.err
+    assert "hunt" not in run.err + run.out and "er2" not in run.err + run.out
+
+
 def test_a_lease_that_is_not_a_number_of_seconds_is_refused(monkeypatch, tmp_path):
     monkeypatch.setenv("PROJECT_SKILL_STATE_LEASE", "soon")
     with pytest.raises(AttachError) as refused:
