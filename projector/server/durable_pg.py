@@ -41,6 +41,7 @@ SCHEMES = ("postgresql://", "postgres://")
 URL_FORMS = "a folder, or a Postgres URL (postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or postgres://...)"
 LEASE_ENV = "PROJECT_SKILL_STATE_LEASE"
 DEFAULT_LEASE = 30.0
+MIN_LEASE = 1.0
 SCHEMA = "projector"
 TIMEOUT_SECONDS = 10  # connecting, and each statement
 PG_HINT = "give the URL of a Postgres database that exists and that this user can create tables in"
@@ -251,13 +252,13 @@ def lease_seconds() -> float:
         value = float(raw) if raw else DEFAULT_LEASE
     except ValueError:
         value = -1.0
-    if not 0 < value <= 86_400:
+    if not MIN_LEASE <= value <= 86_400:  # under a second, the heartbeats and take-overs would run in a tight loop
         raise AttachError(
             error(
                 Span(f"${LEASE_ENV}"),
                 "state-lease",
-                f"${LEASE_ENV} is {raw[:40]!r}, not a number of seconds",
-                "give a number of seconds above 0 and at most 86400 (default 30)",
+                f"${LEASE_ENV} is {raw[:40]!r}, not a number of seconds from {MIN_LEASE:g} to 86400",
+                f"give a number of seconds from {MIN_LEASE:g} to 86400 (default 30)",
             )
         )
     return value

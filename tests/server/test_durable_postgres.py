@@ -326,8 +326,10 @@ def test_a_password_with_a_character_left_unencoded_is_refused_without_showing_a
     assert "hunt" not in run.err + run.out and "er2" not in run.err + run.out
 
 
-def test_a_lease_that_is_not_a_number_of_seconds_is_refused(monkeypatch, tmp_path):
-    monkeypatch.setenv("PROJECT_SKILL_STATE_LEASE", "soon")
+@pytest.mark.parametrize("lease", ["soon", "0", "0.001", "0.9", "86401", "nan"])
+def test_a_lease_that_is_not_a_number_of_seconds_is_refused(monkeypatch, tmp_path, lease):
+    """A lease under a second would have each process reconnect in a near-tight loop and take over live ones."""
+    monkeypatch.setenv("PROJECT_SKILL_STATE_LEASE", lease)
     with pytest.raises(AttachError) as refused:
         state_shop("postgresql://me@127.0.0.1:1/shop")
     assert refused.value.diagnostics[0].code == "state-lease"
