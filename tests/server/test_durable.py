@@ -51,12 +51,15 @@ def free_port() -> int:
 
 
 @contextmanager
-def serving(state: Path, crash: str | None = None, framework: str = "mcp"):
-    """``serve --workflow-tools --state DIR --http``; yields the process and its URL, and stops it."""
+def serving(state: Path | str, crash: str | None = None, framework: str = "mcp", *, calls: Path | None = None,
+            env: dict[str, str] | None = None):
+    """``serve --workflow-tools --state DIR|URL --http``; yields the process and its URL, and stops it. Every tool call
+    is written to ``calls`` (default: beside the state folder), across restarts; ``env``: more of the environment."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    calls = calls if calls is not None else Path(state).parent / "calls.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     env.pop("PROJECT_SKILL_DEMO_CRASH", None)
-    env["PROJECT_SKILL_DEMO_CALLS"] = str(state.parent / "calls.txt")  # every tool call, across the restart
+    env["PROJECT_SKILL_DEMO_CALLS"] = str(calls)
     if crash is not None:
         env["PROJECT_SKILL_DEMO_CRASH"] = crash
     proc = subprocess.Popen([sys.executable, "-m", "projector.server", "--skills", str(SKILLS), "--workflows",

@@ -18,14 +18,10 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
-import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
@@ -45,13 +41,15 @@ from .test_durable import (
     client,
     free_port,
     killed,
+    ledger,
     settle,
     start,
     state_shop,
     texts,
 )
+from .test_durable import serving as durable_serving
 from . import test_confirm as confirm
-from .test_serve_skills import ROOT, SKILLS, WORKFLOWS, stop
+from .test_serve_skills import stop
 from .test_tasks import Wire
 
 pytest.importorskip("dbos")
@@ -133,63 +131,10 @@ def database(cluster: str, request: pytest.FixtureRequest) -> str:
     return f"{cluster}/{name}"
 
 
-@contextmanager
-def serving(url: str, folder: Path, crash: str | None = None) -> Iterator[tuple[subprocess.Popen, str]]:
-    """``serve --workflow-tools --state URL --http`` with the demo shop in ``folder``; the process and its URL."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROJECT_SKILL_STATE_LEASE": LEASE}
-    env.pop("PROJECT_SKILL_DEMO_CRASH", None)
-    env["PROJECT_SKILL_DEMO_CALLS"] = str(folder / "calls.txt")
-    env["PROJECT_SKILL_DEMO_SHOP"] = str(folder / "demo-shop.json")
-    if crash is not None:
-        env["PROJECT_SKILL_DEMO_CRASH"] = crash
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "projector.server",
-            "--skills",
-            str(SKILLS),
-            "--workflows",
-            str(WORKFLOWS),
-            "--workflow-tools",
-            "--state",
-            url,
-            "--http",
-            f"127.0.0.1:{port}",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the server exited: {proc.stderr.read().decode()}")
-            try:
-                import socket
-
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the server did not start") from None
-                time.sleep(0.1)
-        yield proc, f"http://127.0.0.1:{port}/mcp"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(30)
-        proc.stderr.close()
-
-
-def ledger(folder: Path) -> list[dict[str, Any]]:
-    import json
-
-    shop = folder / "demo-shop.json"
-    return json.loads(shop.read_text("utf-8"))["refunds"] if shop.exists() else []
+def serving(url: str, folder: Path, crash: str | None = None):
+    """``serve --workflow-tools --state URL --http`` with the demo shop and its call log in ``folder``."""
+    env = {"PROJECT_SKILL_STATE_LEASE": LEASE, "PROJECT_SKILL_DEMO_SHOP": str(folder / "demo-shop.json")}
+    return durable_serving(url, crash, calls=folder / "calls.txt", env=env)
 
 
 def calls(folder: Path) -> Counter[str]:
