@@ -210,8 +210,19 @@ async def test_http_keeps_serving_after_running_out_of_file_descriptors(framewor
         for s in held:
             s.close()
         assert proc.poll() is None, proc.tail()
-        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-            result = await client.call_tool("greet", {"name": "Ada"})
+        # The dead connections still queued in the kernel are accepted (and closed) first, and while the server holds
+        # its bound of them a new one is closed at once, as the bound says; serving again means within a deadline.
+        deadline, failures = time.monotonic() + 30, []
+        while True:
+            try:
+                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    result = await client.call_tool("greet", {"name": "Ada"})
+                break
+            except Exception as exc:  # noqa: BLE001 - a connection closed by the bound, kept for the message
+                failures.append(repr(exc))
+                assert proc.poll() is None, proc.tail()
+                assert time.monotonic() < deadline, f"not serving again within 30 s: {failures[-3:]}"
+                await anyio.sleep(0.2)
         assert not result.is_error and "Hello, Ada!" in result.content[0].text
         assert proc.poll() is None
 
