@@ -40,8 +40,9 @@ def _tally(diags: list[Diagnostic]) -> str:
     return ", ".join(parts)
 
 
-def _load_and_compile(args: argparse.Namespace):
-    """The build of the workflows ``args`` names (a :class:`~projector.output.Build`): one straight pass."""
+def _load_and_compile(args: argparse.Namespace, stage: Path | None = None):
+    """The build of the workflows ``args`` names (a :class:`~projector.output.Build`): one straight pass. With
+    ``stage``, each bundle is written there as it is compiled (a fresh build's, :func:`projector.disk.fresh_stage`)."""
     from .load import discover
     from .naming import parse_prefix
     from .output import compile_files
@@ -63,7 +64,7 @@ def _load_and_compile(args: argparse.Namespace):
             paths, args.tools_from, prefix, skills_only=args.skills_only, workflow_tools=args.workflow_tools
         )
     return compile_files(
-        found, prefix, args.jobs or None, skills_only=args.skills_only, workflow_tools=args.workflow_tools
+        found, prefix, args.jobs or None, skills_only=args.skills_only, workflow_tools=args.workflow_tools, stage=stage
     )
 
 
@@ -72,16 +73,18 @@ def _strict_fail(args: argparse.Namespace, diags: list[Diagnostic]) -> bool:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from .disk import fresh_stage
     from .output import write
 
     read = _configure(args)
-    build = _load_and_compile(args)
-    report(build.diagnostics, args.format)
-    if _strict_fail(args, build.diagnostics):
-        print(f"error: --strict: {_tally(build.diagnostics)}; nothing was written", file=sys.stderr)
-        return EXIT_FINDINGS
     out = Path(args.out)
-    changed = write(build, out)
+    with fresh_stage(out) as stage:  # into a folder that is not there yet: each bundle is written as it is compiled
+        build = _load_and_compile(args, stage)
+        report(build.diagnostics, args.format)
+        if _strict_fail(args, build.diagnostics):
+            print(f"error: --strict: {_tally(build.diagnostics)}; nothing was written", file=sys.stderr)
+            return EXIT_FINDINGS
+        changed = write(build, out, stage)
     for b in build.bundles:
         n = len(b.diagnostics)
         size = sum(r["size"] for r in b.entry["resources"])

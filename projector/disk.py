@@ -12,6 +12,9 @@ How:
    tree (the user's files) is carried over by hard link (a copy where a link is refused), with folder modes kept.
    A carried path that a new file needs is a conflict (``output-conflict``), found before anything is swapped.
    A folder on the way to a dropped path that nothing is carried into (a URI prefix no longer used) is not kept.
+   A fresh build (the folder is not there yet) makes its stage first, under the lock, and each process that compiles
+   writes its bundles into it as it goes (:func:`fresh_stage`, :func:`stage_bundle`), so the writing runs beside the
+   compiling; the rest (the index, what needs every bundle) is written after, and the stage swapped in the same way.
    Which old paths are the tool's is proven by :mod:`projector.ownership`, never taken from an index's word.
 4. The staged tree is swapped in. On Linux ``renameat2(RENAME_EXCHANGE)`` exchanges the two folders in one atomic
    step; the stage name then holds the old tree, which is removed. Where the exchange is missing (another OS, or a
@@ -37,13 +40,13 @@ import secrets
 import shutil
 import stat
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .errors import DiskError, Span, UsageError, error
+from .errors import DiskError, ProjectorError, Span, UsageError, error
 
 STAGE, OLD = "stage", "old"
 _TAG = 12  # hex digits of the random part of a side folder's name
@@ -56,6 +59,9 @@ class Plan:
 
     files: dict[str, bytes]
     drop: set[str] = field(default_factory=set)
+    # Those of ``files`` already in the stage that :func:`fresh_stage` made (a fresh build writes each bundle as it
+    # compiles it): not written again.
+    staged: frozenset[str] = frozenset()
 
 
 # ----------------------------------------------------------------------------------------------- the target folder
@@ -240,7 +246,7 @@ def _write_all(stage: Path, files: dict[str, bytes], made: set[str]) -> None:
     folders: set[str] = set()
     for rel in files:
         parent = rel.rpartition("/")[0]
-        while parent and parent not in folders:
+        while parent and parent not in folders and parent not in made:
             folders.add(parent)
             parent = parent.rpartition("/")[0]
     levels: dict[int, list[str]] = {}
@@ -253,20 +259,23 @@ def _write_all(stage: Path, files: dict[str, bytes], made: set[str]) -> None:
         list(pool.map(lambda item: _write(stage / item[0], item[1]), sorted(files.items())))
 
 
-def stage_tree(root: Path, plan: Plan) -> Path:
-    """Stage the new tree beside ``root``; returns the stage folder. Removes it again on any failure."""
-    stage = side_folder(root, STAGE)
-    os.mkdir(stage)
+def stage_tree(root: Path, plan: Plan, stage: Path | None = None) -> Path:
+    """Stage the new tree beside ``root``, or finish ``stage`` (from :func:`fresh_stage`, holding ``plan.staged``);
+    returns the stage folder. Removes it again on any failure."""
+    if stage is None:
+        stage = side_folder(root, STAGE)
+        os.mkdir(stage)
     try:
         if os.path.isdir(root):
             _mode_owner(os.stat(root), stage)
-        made = {""}
-        if len(plan.files) < PARALLEL_WRITES_FROM:
-            for rel, data in sorted(plan.files.items()):
+        made = {""} | {p.as_posix() for rel in plan.staged for p in PurePosixPath(rel).parents} - {"."}
+        files = {rel: data for rel, data in plan.files.items() if rel not in plan.staged}
+        if len(files) < PARALLEL_WRITES_FROM:
+            for rel, data in sorted(files.items()):
                 _folders(stage, rel.rpartition("/")[0], made)
                 _write(stage / rel, data)
         else:
-            _write_all(stage, plan.files, made)
+            _write_all(stage, files, made)
         if os.path.isdir(root):
             above = {p.as_posix() for d in plan.drop for p in PurePosixPath(d).parents} - {"."}
             _carry(root, stage, "", plan.drop, made, above)
@@ -315,7 +324,7 @@ def _locked(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _io(exc: OSError, out: Path) -> DiskError:
+def io_error(exc: OSError, out: Path) -> DiskError:
     what = exc.strerror or str(exc)
     where = f": {exc.filename}" if exc.filename else ""
     return DiskError(
@@ -328,30 +337,87 @@ def _io(exc: OSError, out: Path) -> DiskError:
     )
 
 
-def replace_tree(out: Path, plan: Callable[[Path], Plan | None]) -> bool:
+def replace_tree(out: Path, plan: Callable[[Path], Plan | None], *, stage: Path | None = None) -> bool:
     """Make the folder ``out`` hold the tree that ``plan`` describes, atomically, and return True; or return False
     when ``plan`` returns None (nothing to do; nothing is touched). ``plan`` is called with the real folder, after
     recovery and under the lock, so what it reads is what will be replaced. Raises :class:`UsageError` for a bad
     ``out``, :class:`DiskError` for I/O problems and conflicts, and whatever ``plan`` raises; in every case the
-    folder is as it was."""
+    folder is as it was. With ``stage``, the one :func:`fresh_stage` made and holds the lock for, the tree is finished
+    there."""
     root = target(out)
     try:
+        if stage is not None:
+            return _finish(root, plan, stage)
         root.parent.mkdir(parents=True, exist_ok=True)
         with _locked(root.parent):
             recover(root)
-            wanted = plan(root)
-            if wanted is None:
-                return False
-            stage = stage_tree(root, wanted)
-            try:
-                swap_in(stage, root)
-            except BaseException:
-                if os.path.lexists(stage):
-                    _remove(stage)
-                raise
-            return True
+            return _finish(root, plan, None)
     except OSError as exc:
-        raise _io(exc, out) from None
+        raise io_error(exc, out) from None
+
+
+def _finish(root: Path, plan: Callable[[Path], Plan | None], stage: Path | None) -> bool:
+    wanted = plan(root)
+    if wanted is None:
+        return False
+    stage = stage_tree(root, wanted, stage)
+    try:
+        swap_in(stage, root)
+    except BaseException:
+        if os.path.lexists(stage):
+            _remove(stage)
+        raise
+    return True
+
+
+@contextmanager
+def fresh_stage(out: Path) -> Iterator[Path | None]:
+    """For a build into a folder that is not there yet: the stage folder beside it, made under the lock, which the
+    lock is held for until the end of the ``with``. The build writes each bundle into it as it compiles it
+    (:func:`stage_bundle`, the workers in parallel) and :func:`replace_tree` finishes it; it is removed if it was not
+    swapped in. None when ``out`` exists or cannot be locked here: the build then stages after comparing, and says
+    what is wrong with ``out``."""
+    stage, locked = None, ExitStack()
+    try:
+        root = target(out)
+        if not os.path.lexists(root):
+            root.parent.mkdir(parents=True, exist_ok=True)
+            locked.enter_context(_locked(root.parent))
+            recover(root)
+            if not os.path.lexists(root):
+                made = side_folder(root, STAGE)
+                os.mkdir(made)
+                stage = made
+    except (OSError, ProjectorError):
+        pass
+    if stage is None:
+        locked.close()
+        yield None
+        return
+    with locked:
+        try:
+            yield stage
+        finally:
+            if os.path.lexists(stage):
+                _remove(stage)
+
+
+def stage_bundle(stage: Path, path: str, files: dict[str, bytes]) -> bool:
+    """Write one bundle's ``files`` (by path relative to its folder) into the folder ``path`` of ``stage``, made here.
+    False, with nothing written, when that folder is there already: another workflow's with the same path, a
+    collision the build reports before anything is swapped in."""
+    folder = stage / path
+    if folder.parent != stage:
+        os.makedirs(folder.parent, exist_ok=True)  # a URI prefix's folders, shared by every bundle
+    try:
+        os.mkdir(folder)
+    except FileExistsError:
+        return False
+    made = {""}
+    for rel, data in sorted(files.items()):
+        _folders(folder, rel.rpartition("/")[0], made)
+        _write(folder / rel, data)
+    return True
 
 
 def write_file(path: Path | str, data: bytes, *, exclusive: bool = False) -> None:

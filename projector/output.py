@@ -14,9 +14,9 @@ from pathlib import Path, PurePosixPath
 
 from .bounded import BadJSON, Unreadable, loads, read_regular
 from .bundle import Bundle, bundle, index
-from .disk import Plan, replace_tree
+from .disk import Plan, io_error, replace_tree, stage_bundle
 from .errors import BuildError, Diagnostic, LoadError, Span, error, printable
-from .evals import tree_files
+from .evals import EVALS_FILE, tree_files
 from .load import discover, load_data, read_source
 from .model import Workflow
 from .ownership import proven
@@ -30,6 +30,7 @@ class Build:
     bundles: list[Bundle]
     files: dict[str, bytes]  # POSIX path relative to the output root -> bytes, skills.json included
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    staged: frozenset[str] = frozenset()  # those of ``files`` already written into a fresh build's stage
 
     @property
     def bundle_dirs(self) -> set[str]:
@@ -68,8 +69,8 @@ def _assemble(bundles: list[Bundle]) -> Build:
 
 
 # A worker's answer for one file: the workflow's name and where it came from (for collisions), and its bundle; or
-# the file's problems.
-_Result = tuple[str, Span, str, "Bundle | None", list[Diagnostic]]
+# the file's problems. Last, whether the bundle was written into the stage.
+_Result = tuple[str, Span, str, "Bundle | None", list[Diagnostic], bool]
 
 
 @dataclass(frozen=True)
@@ -80,23 +81,25 @@ class Options:
     prefix: tuple[str, ...] = ()
     skills_only: bool = False
     workflow_tools: bool = False
+    stage: Path | None = None  # a fresh build's stage (projector.disk.fresh_stage): each bundle is written there
 
 
 def _compile_one(data: bytes, display: str, options: Options) -> _Result:
     try:
         wf = load_data(data, display)
     except LoadError as exc:
-        return ("", Span(display), display, None, exc.diagnostics)
+        return ("", Span(display), display, None, exc.diagnostics, False)
     try:
-        return (
-            wf.name,
-            wf.span,
-            wf.source,
-            bundle(project(wf, options.prefix, skills_only=options.skills_only, workflow_tools=options.workflow_tools)),
-            [],
-        )
+        b = bundle(project(wf, options.prefix, skills_only=options.skills_only, workflow_tools=options.workflow_tools))
     except BuildError as exc:
-        return (wf.name, wf.span, wf.source, None, exc.diagnostics)
+        return (wf.name, wf.span, wf.source, None, exc.diagnostics, False)
+    if options.stage is None:
+        return (wf.name, wf.span, wf.source, b, [], False)
+    try:
+        staged = stage_bundle(options.stage, b.path, {**b.files, EVALS_FILE: b.evals})
+    except OSError as exc:
+        return (wf.name, wf.span, wf.source, None, io_error(exc, options.stage.parent).diagnostics, False)
+    return (wf.name, wf.span, wf.source, b, [], staged)
 
 
 def _compile_chunk(chunk: list[tuple[bytes, str]], options: Options) -> list[_Result]:
@@ -164,9 +167,12 @@ def compile_files(
     *,
     skills_only: bool = False,
     workflow_tools: bool = False,
+    stage: Path | None = None,
 ) -> Build:
     """Read, load and compile every workflow file ``found`` (:func:`~projector.load.discover`'s pairs): what
-    ``project-skill build`` does, in one pass.
+    ``project-skill build`` does, in one pass. With ``stage`` (a fresh build's, :func:`projector.disk.fresh_stage`),
+    each bundle is also written there as soon as it is compiled, so the writing runs beside the compiling, in every
+    worker; :attr:`Build.staged` says which files are there.
 
     The files are split over ``jobs`` processes when there are many (this one and ``jobs - 1`` forked workers; by
     default one per usable core from :data:`PARALLEL_FROM` files on, where ``fork`` is available). Each worker loads, projects and bundles whole
@@ -179,8 +185,8 @@ def compile_files(
             work.append((read_source(path, display), display))
             results.append(None)
         except LoadError as exc:
-            results.append(("", Span(display), display, None, exc.diagnostics))
-    compiled = iter(_compile_all(work, Options(prefix, skills_only, workflow_tools), jobs))
+            results.append(("", Span(display), display, None, exc.diagnostics, False))
+    compiled = iter(_compile_all(work, Options(prefix, skills_only, workflow_tools, stage), jobs))
     return _finish_files([r if r is not None else next(compiled) for r in results])
 
 
@@ -208,15 +214,19 @@ def _compile_all(work: list[tuple[bytes, str]], options: Options, jobs: int | No
 
 def _finish_files(results: list[_Result]) -> Build:
     """The cross-file checks over every file's result, then the tree."""
-    load_errors = [d for name, span, source, b, diags in results if not name for d in diags]
-    named = [(name, span, source) for name, span, source, b, diags in results if name]
+    load_errors = [d for name, span, source, b, diags, _ in results if not name for d in diags]
+    named = [(name, span, source) for name, span, source, b, diags, _ in results if name]
     clashes = name_collisions(named)
     if load_errors or clashes:
         raise LoadError(load_errors + clashes)
-    limits = [d for name, span, source, b, diags in results if b is None for d in diags]
+    limits = [d for name, span, source, b, diags, _ in results if b is None for d in diags]
     if limits:
         raise BuildError(limits)
-    return _assemble([b for *_, b, _ in results if b is not None])
+    built = _assemble([r[3] for r in results if r[3] is not None])
+    built.staged = frozenset(
+        f"{b.path}/{rel}" for *_, b, _, staged in results if staged for rel in (*b.files, EVALS_FILE)
+    )
+    return built
 
 
 def _index_limit(build: Build) -> int:
@@ -416,10 +426,10 @@ def conflicts(
 _CLAIMED = "move that folder away (or restore the files this tool wrote in it), and build again"
 
 
-def write(build: Build, out: Path) -> bool:
+def write(build: Build, out: Path, stage: Path | None = None) -> bool:
     """Make ``out`` hold the build, atomically (see :mod:`projector.disk`). Returns False when it already did
     (nothing is touched). Raises :class:`BuildError` (``output-conflict``) when a new bundle would overwrite a
-    folder this tool did not write."""
+    folder this tool did not write. ``stage``: the fresh build's stage the build was compiled into."""
 
     def plan(root: Path) -> Plan | None:
         previous, unread, unproven = _owned_dirs(root, _index_limit(build))
@@ -429,6 +439,6 @@ def write(build: Build, out: Path) -> bool:
         owned = previous | build.bundle_dirs
         if _same(build, owned, _disk_files(root)):  # no diff: only check prints one
             return None
-        return Plan(build.files, owned | {INDEX_FILE})
+        return Plan(build.files, owned | {INDEX_FILE}, build.staged)
 
-    return replace_tree(out, plan)
+    return replace_tree(out, plan, stage=stage)

@@ -981,3 +981,77 @@ def test_kill_points_are_counted():
     total = sum(KILL_POINTS.values())
     print(f"\nkill points: {total} ({', '.join(f'{k} {v}' for k, v in sorted(KILL_POINTS.items()))})")
     assert total >= 8 * 8
+
+
+# ------------------------------------------------------------------ a fresh build writes as it compiles
+
+
+@pytest.mark.slow
+def test_a_fresh_build_killed_while_it_writes_leaves_no_folder_and_the_next_build_finishes(cli, tree, monkeypatch):
+    """Into a folder that is not there yet, each bundle is written into the stage as soon as it is compiled. A kill
+    in the middle leaves no output folder, only the stage, which the next run removes."""
+    import signal
+
+    root = tree({**_many(40), "elsewhere/keep.md": "mine"})
+    out = root / "out"
+    calls = []
+    real = disk._write
+
+    def write(path, data):
+        calls.append(path)
+        if len(calls) == 30:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(path, data)
+
+    _build_killed(cli, root, out, monkeypatch, disk, "_write", write)  # at the thirtieth file
+    assert not os.path.lexists(out)
+    assert [p[: len(".out.stage-")] for p in leftovers(root)] == [".out.stage-"]
+    assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
+    assert leftovers(root) == [] and cli("check", str(root / "wf"), "--out", str(out)).code == 0
+    assert cli("build", str(root / "wf"), "--out", str(root / "again")).code == 0
+    assert snapshot_tree(out) == snapshot_tree(root / "again")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_fresh_build_that_fails_leaves_no_folder_and_no_stage(cli, tree, jobs):
+    """A name collision (two workflows, one skill folder) and --strict both fail after bundles were written into the
+    stage: nothing is left, on one process or several."""
+    root = tree({"wf/a.yaml": WF.format("alpha"), "wf/b.yaml": WF.format("alpha"), "wf/c.yaml": WF.format("gamma")})
+    run = cli("build", str(root / "wf"), "--out", str(root / "out"), "--jobs", jobs)
+    assert run.code == 1 and "alpha" in run.err and "Traceback" not in run.err
+    assert sorted(p.name for p in root.iterdir()) == ["wf"]
+    (root / "wf" / "b.yaml").write_text(WF.format("beta").replace("readOnlyHint: true", "destructiveHint: true"))
+    (root / "wf" / "b.yaml").write_text(
+        (root / "wf" / "b.yaml").read_text() + "    guidance: Only continue if the user agrees.\n"
+    )
+    run = cli("build", str(root / "wf"), "--out", str(root / "out"), "--jobs", jobs, "--strict")
+    assert run.code == 1 and "--strict" in run.err and "Traceback" not in run.err
+    assert sorted(p.name for p in root.iterdir()) == ["wf"]
+    assert cli("build", str(root / "wf"), "--out", str(root / "out"), "--jobs", jobs).code == 0
+    assert sorted(p.name for p in root.iterdir()) == ["out", "wf"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="RLIMIT_FSIZE")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_fresh_build_that_cannot_write_a_file_says_so_and_leaves_nothing(tree, jobs):
+    """A file the disk refuses (here: larger than RLIMIT_FSIZE allows, as a full disk would refuse it), written by
+    the process that compiled it: one error naming the problem, no traceback, no folder, no stage."""
+    import resource
+    import subprocess
+    import sys
+
+    root = tree({**_many(3), "wf/big.yaml": WF.format("big") + "    guidance: " + "w " * 2000 + "\n"})
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing the process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
+
+    run = subprocess.run(
+        [sys.executable, "-m", "projector.cli", "build", "wf", "--out", "out", "--jobs", jobs],
+        cwd=root, capture_output=True, text=True, timeout=120, preexec_fn=limit,
+    )
+    assert run.returncode == 1, run.stderr
+    assert "cannot write the output folder" in run.stderr and "File too large" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert sorted(p.name for p in root.iterdir()) == ["wf"]

@@ -591,7 +591,7 @@ def hang(chunk, *options):
 
 output._compile_chunk = hang
 from projector.cli import main
-main(["build", sys.argv[2], "--out", os.path.join(sys.argv[1], "out"), "--jobs", "2", "--no-cache"])
+main(["build", sys.argv[2], "--out", os.path.join(os.path.dirname(sys.argv[1]), "out"), "--jobs", "2", "--no-cache"])
 """
 
 
