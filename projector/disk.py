@@ -375,13 +375,12 @@ def fresh_stage(out: Path) -> Iterator[Path | None]:
     """For a build into a folder that is not there yet: the stage folder beside it, made under the lock, which the
     lock is held for until the end of the ``with``. The build writes each bundle into it as it compiles it
     (:func:`stage_bundle`, the workers in parallel) and :func:`replace_tree` finishes it; it is removed if it was not
-    swapped in. None when ``out`` exists or cannot be locked here: the build then stages after comparing, and says
-    what is wrong with ``out``."""
+    swapped in. None when ``out`` exists, its parent folder does not, or it cannot be locked here: the build then
+    stages after comparing (making the parent only then), and says what is wrong with ``out``."""
     stage, locked = None, ExitStack()
     try:
         root = target(out)
-        if not os.path.lexists(root):
-            root.parent.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(root):  # its parent is not made here: a build that fails makes no folder
             locked.enter_context(_locked(root.parent))
             recover(root)
             if not os.path.lexists(root):

@@ -1031,6 +1031,26 @@ def test_a_fresh_build_that_fails_leaves_no_folder_and_no_stage(cli, tree, jobs)
     assert sorted(p.name for p in root.iterdir()) == ["out", "wf"]
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_fresh_build_that_fails_makes_no_parent_folder(cli, tree, jobs):
+    """--out in folders that are not there yet: a build that fails (a collision, --strict) makes none of them; one
+    that succeeds makes them all."""
+    root = tree({"wf/a.yaml": WF.format("alpha"), "wf/b.yaml": WF.format("alpha"), "wf/c.yaml": WF.format("gamma")})
+    out = root / "new" / "deeper" / "out"
+    run = cli("build", str(root / "wf"), "--out", str(out), "--jobs", jobs)
+    assert run.code == 1 and "alpha" in run.err
+    assert sorted(p.name for p in root.iterdir()) == ["wf"]
+    (root / "wf" / "b.yaml").write_text(
+        WF.format("beta").replace("readOnlyHint: true", "destructiveHint: true")
+        + "    guidance: Only continue if the user agrees.\n"
+    )
+    run = cli("build", str(root / "wf"), "--out", str(out), "--jobs", jobs, "--strict")
+    assert run.code == 1 and "--strict" in run.err
+    assert sorted(p.name for p in root.iterdir()) == ["wf"]
+    assert cli("build", str(root / "wf"), "--out", str(out), "--jobs", jobs).code == 0
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="RLIMIT_FSIZE")
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -1049,7 +1069,11 @@ def test_a_fresh_build_that_cannot_write_a_file_says_so_and_leaves_nothing(tree,
 
     run = subprocess.run(
         [sys.executable, "-m", "projector.cli", "build", "wf", "--out", "out", "--jobs", jobs],
-        cwd=root, capture_output=True, text=True, timeout=120, preexec_fn=limit,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit,
     )
     assert run.returncode == 1, run.stderr
     assert "cannot write the output folder" in run.stderr and "File too large" in run.stderr
