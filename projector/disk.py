@@ -94,6 +94,11 @@ def side_folder(root: Path, kind: str) -> Path:
     return root.parent / f".{root.name}.{kind}-{secrets.token_hex(_TAG // 2)}"
 
 
+def side_of(side: Path) -> Path:
+    """The folder whose side folder (:func:`side_folder`) ``side`` is."""
+    return side.parent / side.name[1:].rpartition(".")[0]
+
+
 def _side_kind(root: Path, name: str) -> str | None:
     """``stage`` or ``old`` for a side folder of ``root``, else None. Also the names that earlier versions used
     (made by ``tempfile.mkdtemp``: eight of ``[a-z0-9_]``), so a tree they left half-swapped is restored too."""

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from .bounded import BadJSON, Unreadable, loads, read_regular
 from .bundle import Bundle, bundle, index
-from .disk import Plan, io_error, replace_tree, stage_bundle
+from .disk import Plan, io_error, replace_tree, side_of, stage_bundle
 from .errors import BuildError, Diagnostic, LoadError, Span, error, printable
 from .evals import EVALS_FILE, tree_files
 from .load import discover, load_data, read_source
@@ -98,7 +98,7 @@ def _compile_one(data: bytes, display: str, options: Options) -> _Result:
     try:
         staged = stage_bundle(options.stage, b.path, {**b.files, EVALS_FILE: b.evals})
     except OSError as exc:
-        return (wf.name, wf.span, wf.source, None, io_error(exc, options.stage.parent).diagnostics, False)
+        return (wf.name, wf.span, wf.source, None, io_error(exc, side_of(options.stage)).diagnostics, False)
     return (wf.name, wf.span, wf.source, b, [], staged)
 
 
@@ -219,7 +219,8 @@ def _finish_files(results: list[_Result]) -> Build:
     clashes = name_collisions(named)
     if load_errors or clashes:
         raise LoadError(load_errors + clashes)
-    limits = [d for name, span, source, b, diags, _ in results if b is None for d in diags]
+    # each: once (a disk error in the workers is the same for every bundle they could not write)
+    limits = list(dict.fromkeys(d for name, span, source, b, diags, _ in results if b is None for d in diags))
     if limits:
         raise BuildError(limits)
     built = _assemble([r[3] for r in results if r[3] is not None])

@@ -1051,6 +1051,10 @@ def test_a_fresh_build_that_fails_makes_no_parent_folder(cli, tree, jobs):
     assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
 
 
+# The limited runs write no .pyc: under RLIMIT_FSIZE, with SIGXFSZ ignored, Python writes a cut one and keeps it
+_NO_PYC = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="RLIMIT_FSIZE")
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -1070,6 +1074,7 @@ def test_a_fresh_build_that_cannot_write_a_file_says_so_and_leaves_nothing(tree,
     run = subprocess.run(
         [sys.executable, "-m", "projector.cli", "build", "wf", "--out", "out", "--jobs", jobs],
         cwd=root,
+        env=_NO_PYC,
         capture_output=True,
         text=True,
         timeout=120,
@@ -1078,4 +1083,36 @@ def test_a_fresh_build_that_cannot_write_a_file_says_so_and_leaves_nothing(tree,
     assert run.returncode == 1, run.stderr
     assert "cannot write the output folder" in run.stderr and "File too large" in run.stderr
     assert "Traceback" not in run.stderr
+    assert sorted(p.name for p in root.iterdir()) == ["wf"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="RLIMIT_FSIZE")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_fresh_build_whose_every_bundle_the_disk_refuses_names_the_output_folder_once(tree, jobs):
+    """Every bundle larger than the disk allows (RLIMIT_FSIZE, as a full disk): one error, naming the output folder
+    (not its parent), whichever process wrote the bundles."""
+    import resource
+    import subprocess
+    import sys
+
+    root = tree(_many(6))
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+    run = subprocess.run(
+        [sys.executable, "-m", "projector.cli", "build", "wf", "--out", "out", "--jobs", jobs],
+        cwd=root,
+        env=_NO_PYC,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit,
+    )
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    errors = [line for line in run.stderr.splitlines() if "error[io]" in line]
+    assert len(errors) == 1 and errors[0].startswith(f"{(root / 'out').resolve()}: "), run.stderr
+    assert "File too large" in errors[0]
     assert sorted(p.name for p in root.iterdir()) == ["wf"]
