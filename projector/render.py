@@ -235,6 +235,9 @@ class Projection:
     path: str
     files: dict[str, bytes]
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # The frontmatter mapping and the YAML it was dumped as (:func:`dump_frontmatter`), for the index entry
+    # (:func:`projector.bundle.make_entry`): None when not known.
+    frontmatter: tuple[dict[str, Any], str] | None = None
 
 
 _NO_DEFAULT = object()
@@ -517,10 +520,10 @@ def project(
             )
         )
     shown = _shown(wf)
+    frontmatter = frontmatter_of(wf, name, skills_only=skills_only, workflow_tools=workflow_tools)
+    frontmatter_yaml = dump_frontmatter(frontmatter)
     context = {
-        "frontmatter": dump_frontmatter(
-            frontmatter_of(wf, name, skills_only=skills_only, workflow_tools=workflow_tools)
-        ),
+        "frontmatter": frontmatter_yaml,
         "title": wf.title if wf.title is not None else title(wf.name),
         "workflow_prompt": None if skills_only else wf.name,
         "workflow_tool": wf.name if workflow_tools else None,
@@ -554,7 +557,7 @@ def project(
                 "move detail into references/ or split the workflow",
             )
         )
-    return Projection(wf, name, path, files, diagnostics)
+    return Projection(wf, name, path, files, diagnostics, (frontmatter, frontmatter_yaml))
 
 
 def _finish(text: str) -> bytes:
