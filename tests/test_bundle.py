@@ -49,10 +49,8 @@ def test_digest_and_entry():
     assert entry == {
         "uri": "skill://p/s/SKILL.md",
         "frontmatter": {"name": "s", "description": "d"},
-        "resources": [
-            {"uri": f"skill://p/s/{rel}", "digest": bundle.digest(files[rel]), "size": len(files[rel])}
-            for rel in ("SKILL.md", "a.md", "references/z.md")
-        ],
+        "resources": [{"uri": f"skill://p/s/{rel}", "digest": bundle.digest(files[rel]), "size": len(files[rel])}
+                      for rel in ("SKILL.md", "a.md", "references/z.md")],
     }
 
 
@@ -62,32 +60,20 @@ def test_limits_at_their_edges():
     assert bundle.limit_problems("s", ok, span) == []
     over = {**ok, "one-more": b""}
     (p,) = bundle.limit_problems("s", over, span)
-    assert (p.span, p.severity, p.code, p.message) == (
-        span,
-        "error",
-        "too-many-files",
-        "skill 's' has 513 files; SEP-2640 allows 512, SKILL.md included",
-    )
+    assert (p.span, p.severity, p.code, p.message) == (span, "error", "too-many-files",
+                                                       "skill 's' has 513 files; SEP-2640 allows 512, SKILL.md included")
     assert bundle.limit_problems("s", {"a": b"x" * bundle.MAX_BYTES}, span) == []
     (p,) = bundle.limit_problems("s", {"a": b"x" * bundle.MAX_BYTES, "b": b"x"}, span)
-    assert (p.code, p.message) == (
-        "bundle-too-large",
-        f"skill 's' is {bundle.MAX_BYTES + 1} bytes; SEP-2640 allows {bundle.MAX_BYTES} (16 MiB)",
-    )
-    assert [d.code for d in bundle.limit_problems("s", {**over, "a": b"x" * bundle.MAX_BYTES + b"x"}, span)] == [
-        "too-many-files",
-        "bundle-too-large",
-    ]
+    assert (p.code, p.message) == ("bundle-too-large", f"skill 's' is {bundle.MAX_BYTES + 1} bytes; SEP-2640 allows "
+                                   f"{bundle.MAX_BYTES} (16 MiB)")
+    assert [d.code for d in bundle.limit_problems("s", {**over, "a": b"x" * bundle.MAX_BYTES + b"x"}, span)] == \
+        ["too-many-files", "bundle-too-large"]
     assert (bundle.MAX_FILES, bundle.MAX_BYTES) == (512, 16 * 1024 * 1024)
 
 
 def _projection(name="s", description="d", prefix=()):
-    wf = (
-        WorkflowBuilder(name, description)
-        .tool("t", annotations={"destructiveHint": True})
-        .step("x", tool="t", guidance="Only if asked.")
-        .build()
-    )
+    wf = (WorkflowBuilder(name, description).tool("t", annotations={"destructiveHint": True})
+          .step("x", tool="t", guidance="Only if asked.").build())
     return project(wf, prefix)
 
 
