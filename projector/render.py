@@ -102,8 +102,11 @@ def code(text: Any) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
+_FENCE_RUNS = re.compile(r"`{3,}")
+
+
 def fenced(text: str, lang: str = "") -> str:
-    longest = max((len(r) for r in re.findall(r"`{3,}", text)), default=2)
+    longest = max((len(r) for r in _FENCE_RUNS.findall(text)), default=2) if "```" in text else 2
     fence = "`" * (longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}"
 
@@ -199,8 +202,21 @@ class _TemplateCache(jinja2.FileSystemBytecodeCache):
             bucket.reset()
 
 
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+class _Environment(jinja2.Environment):
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """``obj.attribute`` as Jinja reads it: the attribute, else the item. A plain dict (the views the templates
+        read) has no attributes but :data:`_DICT_ATTRIBUTES`, so its item is taken at once, where Jinja would
+        raise and catch an AttributeError first (a third of the time SKILL.md took to render)."""
+        if type(obj) is dict and attribute in obj and attribute not in _DICT_ATTRIBUTES:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
 def make_environment(cache_dir: Path | None) -> jinja2.Environment:
-    env = jinja2.Environment(
+    env = _Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         bytecode_cache=_TemplateCache(str(cache_dir), "%s.jinja.cache") if cache_dir else None,
         undefined=jinja2.StrictUndefined,
