@@ -48,10 +48,10 @@ def _one_line_texts(value: Any, depth: int) -> bool:
     if type(value) is not dict or depth < 1:
         return False
     for k, v in value.items():
-        if type(k) is not str or not k.isprintable() or (k and max(k) >= "\U00010000"):
+        if type(k) is not str or not k.isprintable() or (not k.isascii() and max(k) >= "\U00010000"):
             return False
         if type(v) is str:
-            if not v.isprintable() or (v and max(v) >= "\U00010000"):
+            if not v.isprintable() or (not v.isascii() and max(v) >= "\U00010000"):
                 return False
         elif not _one_line_texts(v, depth - 1):
             return False

@@ -66,7 +66,7 @@ def _same_in_libyaml(value: Any) -> bool:
     tests/test_render.py checks the two against each other."""
     if isinstance(value, dict):
         return all(_same_in_libyaml(k) and _same_in_libyaml(v) for k, v in value.items())
-    return isinstance(value, str) and value.isprintable() and (not value or max(value) < "\U00010000")
+    return isinstance(value, str) and value.isprintable() and (value.isascii() or max(value) < "\U00010000")
 
 
 def dump_frontmatter(data: dict[str, Any], *, fast: bool = True) -> str:
