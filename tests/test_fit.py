@@ -343,11 +343,13 @@ def test_jsonschema_is_imported_only_when_a_constant_needs_it(tmp_path):
     plain.write_text("name: p\ndescription: d\ntools: [{name: t, input_schema: {type: object, properties: "
                      "{x: {type: string}}}}]\narguments: [{name: a}]\nsteps: [{name: s, tool: t, args: {x: {arg: a}}}]\n",
                      "utf-8")
+    typed = tmp_path / "typed.yaml"  # a constant its property's type alone accepts: no validator needed either
+    typed.write_text(plain.read_text("utf-8").replace("{arg: a}", "{const: hi}"), "utf-8")
     consts = tmp_path / "consts.yaml"
-    consts.write_text(plain.read_text("utf-8").replace("{arg: a}", "{const: hi}"), "utf-8")
+    consts.write_text(typed.read_text("utf-8").replace("{type: string}", "{type: string, enum: [hi]}"), "utf-8")
     seen = {p.name: subprocess.run([sys.executable, "-c", probe, str(p)], capture_output=True, text=True,
-                                   cwd=ROOT).stdout.strip() for p in (plain, consts)}
-    assert seen == {"plain.yaml": "False", "consts.yaml": "True"}
+                                   cwd=ROOT).stdout.strip() for p in (plain, typed, consts)}
+    assert seen == {"plain.yaml": "False", "typed.yaml": "False", "consts.yaml": "True"}
 
 
 def test_builder_and_yaml_fit_the_same(tmp_path):
