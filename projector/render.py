@@ -144,7 +144,8 @@ _JSON_BREAKS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
 def canonical_json(value: Any, indent: int | None = 2) -> str:
     """Sorted keys, UTF-8 as is, indented by 2 or compact: ``json.dumps``'s bytes (see :func:`json_text`), except
     that U+0085, U+2028 and U+2029 are escaped (``\\u2028``)."""
-    return json_text(value, indent=indent, sort_keys=True).translate(_JSON_BREAKS)
+    text = json_text(value, indent=indent, sort_keys=True)
+    return text if text.isascii() else text.translate(_JSON_BREAKS)
 
 
 _SAFE_LEAVES = frozenset({str, bool, type(None)})  # orjson writes them as json.dumps does (an int: by its range)
