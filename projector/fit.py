@@ -53,6 +53,7 @@ from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
 from .results import returns_text as _returns_text
 from .toolschema import (
     Unchecked,
+    plainly_valid,
     field_problem,
     json_types,
     linear_validator,
@@ -193,6 +194,8 @@ def _const_errors(schema: dict[str, Any], consts: dict[str, Any]) -> dict[str, s
     The schema is not checked against its meta-schema first: that costs a hundred times the validation, for every
     tool of every file. A schema that is broken where a constant is checked (an unknown type, an unresolvable
     ``$ref``, a keyword with a value of the wrong kind) still stops the validator, and is reported."""
+    if plainly_valid(schema, consts):
+        return {}
     from jsonschema.exceptions import UnknownType
 
     try:

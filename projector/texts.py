@@ -173,9 +173,9 @@ _CONTAINERS = (dict, list, tuple)
 
 def _clean_value(value: object) -> bool:
     """Whether :func:`_value_problem` finds nothing in ``value``, decided in one pass: True only for a value of the
-    exact JSON types whose strings, joined, hold neither a control nor an invisible character, with finite floats
-    and no more nesting than :data:`MAX_VALUE_DEPTH`. False means "look closer": the walk there finds the first
-    problem, or none (a subclass of str, a key that is not a string)."""
+    exact JSON types (keys: strings) whose strings, joined, hold neither a control nor an invisible character, with
+    finite floats and no more nesting than :data:`MAX_VALUE_DEPTH`. False means "look closer": the walk there finds
+    the first problem, or none (a subclass of str as a value, a key that is not a string)."""
     texts: list[str] = []
     stack: list[tuple[object, int]] = [([value], 0)]  # the value itself as the one item of a list at depth 0
     while stack:
@@ -183,9 +183,7 @@ def _clean_value(value: object) -> bool:
         if depth > MAX_VALUE_DEPTH:
             return False
         if type(v) is dict:
-            if not all(type(k) is str for k in v):
-                return False
-            texts.extend(v)
+            texts.extend(v)  # its keys: one that is not a string fails the join below
             v = v.values()
         for x in v:  # type: ignore[attr-defined]
             kind = type(x)
@@ -198,13 +196,18 @@ def _clean_value(value: object) -> bool:
                     return False
             elif kind not in _PLAIN_LEAVES:
                 return False
-    joined = "".join(texts)
+    try:
+        joined = "".join(texts)
+    except TypeError:
+        return False
     return not _CONTROL.search(joined) and not _INVISIBLE.search(joined)
 
 
 def text_problems(wf: Workflow) -> list[Diagnostic]:
     """Control characters in any text, line breaks in one-line texts, and unsound JSON values: one diagnostic per
     text, at the nearest position the model keeps. Also run on tools taken from a live server (--tools-from)."""
+    if _all_clean(wf):  # most workflows: nothing to say, known without a pass per text
+        return []
     found: list[Diagnostic | None] = [
         _text_problem(wf.span, "the workflow name", wf.name, one_line=True),
         _text_problem(wf.description_span, "the description", wf.description, one_line=False),
@@ -217,6 +220,57 @@ def text_problems(wf: Workflow) -> list[Diagnostic]:
     for step in wf.steps:
         found.extend(_step_texts(step, f"step {step.name!r}"))
     return [d for d in found if d is not None]
+
+
+def _all_clean(wf: Workflow) -> bool:
+    """Whether :func:`text_problems` finds nothing in ``wf``, decided on every text it reads joined into one text
+    per kind (each check is of single characters, so the joined text has a problem exactly when one of its parts
+    has): the one-line texts ASCII, with neither a control character nor a line break; the others without a control
+    or an invisible character; the JSON values clean (:func:`_clean_value`). False means "look closer"."""
+    one = [wf.name]
+    many = [wf.description]
+    values: list[object] = []
+    for a in wf.arguments:
+        one.append(a.name)
+        many.append(a.description)
+    many.extend(ins.text for ins in wf.instructions)
+    for t in wf.tools:
+        one.append(t.name)
+        many.append(t.description)
+        values += (t.input_schema, t.output_schema, t.annotations)
+    for step in wf.steps:
+        one += (step.name, step.tool or "", step.bind or "", *step.resources)
+        if step.guidance is not None:
+            many.append(step.guidance)
+        refs: list[Source | FromArg | FromStep] = []
+        for key, src in step.sources():
+            one.append(key)
+            refs.append(src)
+        if step.confirm is not None:
+            one.append(step.confirm.message)
+            refs += step.confirm.show
+        for cond in step.when:
+            refs.append(cond.subject)
+            values.append(cond.value)
+        for src in refs:
+            kind = type(src)
+            if kind is FromArg:
+                one.append(src.name)  # type: ignore[union-attr]
+            elif kind is FromStep:
+                one += (src.bind, src.field or "")  # type: ignore[union-attr]
+            elif kind is Const:
+                values.append(src.value)  # type: ignore[union-attr]
+            else:
+                return False
+    try:
+        one_line, other = "".join(one), "".join(many)
+    except TypeError:  # a text that is not one: the pass per text says where
+        return False
+    if not one_line.isascii() or "\n" in one_line or _CONTROL.search(one_line) or _CONTROL.search(other):
+        return False
+    if not other.isascii() and _INVISIBLE.search(other):
+        return False
+    return _clean_value(values)  # one level deeper than each value: at the very limit, the pass per text decides
 
 
 def _step_texts(step: Step, what: str) -> list[Diagnostic | None]:

@@ -135,6 +135,59 @@ def _mentions(schema: Any, keyword: str) -> bool:
     return False
 
 
+# ------------------------------------------------------------------------------------------- plain constants
+
+# The root keywords of a plain object schema (:func:`plainly_valid`) and the keywords of a plain property schema:
+# ``type`` and keywords that only annotate.
+_PLAIN_ROOT = frozenset({"type", "properties", "required", "additionalProperties", "description", "title"})
+_PLAIN_PROPERTY = frozenset({"type", "description", "title", "default", "examples"})
+# A constant's Python type -> the JSON Schema types it is, as JSON Schema 2020-12 (jsonschema's default draft) sees it.
+_JSON_TYPES: dict[type, frozenset[str]] = {
+    str: frozenset({"string"}),
+    bool: frozenset({"boolean"}),
+    int: frozenset({"integer", "number"}),
+    float: frozenset({"number"}),
+    type(None): frozenset({"null"}),
+    dict: frozenset({"object"}),
+    list: frozenset({"array"}),
+}
+
+
+def _plain_property_accepts(subschema: Any, value: Any) -> bool:
+    if subschema is True:
+        return True
+    if type(subschema) is not dict or not _PLAIN_PROPERTY.issuperset(subschema):
+        return False
+    if "type" not in subschema:
+        return True
+    kinds = _JSON_TYPES.get(type(value), frozenset())
+    named = subschema["type"]
+    if type(named) is str:
+        return named in kinds
+    return type(named) is list and all(type(n) is str for n in named) and not kinds.isdisjoint(named)
+
+
+def plainly_valid(schema: dict[str, Any], consts: dict[str, Any]) -> bool:
+    """Whether JSON Schema validation of ``consts`` (parameter name -> constant) against the tool's input schema
+    ``schema`` finds nothing under any of the names, known without building a validator: the schema is a plain
+    object schema (no ``$schema``, so 2020-12; the root keywords :data:`_PLAIN_ROOT`, ``type`` absent or
+    ``"object"``, ``required`` a list of names, ``additionalProperties`` a boolean or a schema), each name is one of
+    its ``properties``, and its property schema is ``true`` or only a ``type`` (a name or a list of names) that the
+    constant is, beside annotations. Anything else (a ``pattern``, an ``enum``, a ``$ref``, a type the constant is
+    not) is for the validator, which says why."""
+    if not _PLAIN_ROOT.issuperset(schema) or schema.get("type", "object") != "object":
+        return False
+    required = schema.get("required", [])
+    if type(required) is not list or not all(type(n) is str for n in required):
+        return False
+    if type(schema.get("additionalProperties", True)) not in (bool, dict):
+        return False
+    props = schema.get("properties")
+    if type(props) is not dict:
+        return False
+    return all(name in props and _plain_property_accepts(props[name], v) for name, v in consts.items())
+
+
 def _plural(names: Sequence[str]) -> str:
     return ", ".join(repr(n) for n in names) + (" was" if len(names) == 1 else " were")
 

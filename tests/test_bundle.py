@@ -8,11 +8,13 @@ import hashlib
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from projector import bundle
 from projector.builder import WorkflowBuilder
-from projector.errors import BuildError, Span
-from projector.render import project
+from projector.errors import BuildError, LoadError, Span
+from projector.render import dump_frontmatter, project
 from projector.sep2640 import VerificationError, parse_frontmatter, split_frontmatter
 
 
@@ -119,3 +121,97 @@ def test_a_bad_frontmatter_is_refused_naming_the_skill_uri():
         bundle.make_entry("a/x", {"SKILL.md": b"no frontmatter here\n"})
     assert caught.value.where == "skill://a/x/SKILL.md"
     assert caught.value.code == "bad-frontmatter"
+
+
+# The entry takes the mapping the renderer dumped instead of parsing SKILL.md again only where the reading would give
+# that mapping back (projector.bundle.reads_back): checked against the reading itself, on hostile texts.
+_HOSTILE = [
+    "yes",
+    "No",
+    "on",
+    "~",
+    "null",
+    "0o17",
+    "0x1F",
+    "0b101",
+    "1_000",
+    "1e3",
+    ".inf",
+    "=",
+    "<<",
+    "---",
+    "...",
+    "a: b",
+    "- x",
+    "#x",
+    "x #y",
+    "'",
+    '"',
+    "%x",
+    "@x",
+    "!x",
+    "&x",
+    "*x",
+    "? x",
+    "2001-12-14",
+    " lead",
+    "trail ",
+    "a\tb",
+    "\u2028",
+    "\x85",
+    "\r",
+    "line\nbreak",
+    "\ufeff",
+    "\xa0",
+    "\U0001f600",
+    "k" * 200,
+    "",
+]
+_TEXT = st.one_of(st.sampled_from(_HOSTILE), st.text(max_size=12))
+_MAPPING = st.dictionaries(_TEXT, st.one_of(_TEXT, st.dictionaries(_TEXT, _TEXT, max_size=3)), max_size=4)
+
+
+def _reading(files: dict[str, bytes], frontmatter=None):
+    try:
+        return bundle.make_entry("s", files, frontmatter)["frontmatter"]
+    except VerificationError as exc:
+        return ("refused", exc.code)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MAPPING)
+def test_the_dumped_frontmatter_is_taken_only_where_it_reads_back_as_itself(mapping):
+    dumped = dump_frontmatter(mapping)
+    files = {"SKILL.md": b"---\n" + dumped.encode("utf-8") + b"---\nbody\n"}
+    parsed = _reading(files)
+    assert _reading(files, (mapping, dumped)) == parsed
+    # the reading itself, key order included (skills.json lists the frontmatter in its order)
+    assert json.dumps(_reading(files, (mapping, dumped))) == json.dumps(parsed)
+    # a SKILL.md whose block is not the dumped YAML is read, never taken from the mapping
+    other = {"SKILL.md": b"---\nname: other\n---\nbody\n"}
+    assert _reading(other, (mapping, dumped)) == {"name": "other"}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(_HOSTILE), st.dictionaries(st.sampled_from(_HOSTILE), _TEXT, max_size=3))
+def test_a_built_entry_says_what_its_skill_md_says(description, metadata):
+    try:
+        wf = WorkflowBuilder("w", description or "d", metadata=metadata).tool("t").step("x", tool="t").build()
+    except LoadError:  # a description or a metadata key the workflow format refuses
+        return
+    b = bundle.bundle(project(wf))
+    assert b.entry["frontmatter"] == parse_frontmatter(b.files["SKILL.md"], "w", "1.1")
+    assert json.dumps(b.entry) == json.dumps(bundle.make_entry("w", b.files))
+
+
+def test_the_examples_entries_say_what_their_skill_md_says():
+    from pathlib import Path
+
+    from projector.load import load_file
+
+    examples = sorted((Path(__file__).parents[1] / "workflows").glob("*.yaml"))
+    assert examples
+    for path in examples:
+        b = bundle.bundle(project(load_file(path)))
+        said = parse_frontmatter(b.files["SKILL.md"], "w", "1.1")
+        assert json.dumps(b.entry["frontmatter"]) == json.dumps(said)

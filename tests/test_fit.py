@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import ROOT, snapshot_tree
 from projector.builder import WorkflowBuilder, arg, const, step
@@ -341,11 +343,13 @@ def test_jsonschema_is_imported_only_when_a_constant_needs_it(tmp_path):
     plain.write_text("name: p\ndescription: d\ntools: [{name: t, input_schema: {type: object, properties: "
                      "{x: {type: string}}}}]\narguments: [{name: a}]\nsteps: [{name: s, tool: t, args: {x: {arg: a}}}]\n",
                      "utf-8")
+    typed = tmp_path / "typed.yaml"  # a constant its property's type alone accepts: no validator needed either
+    typed.write_text(plain.read_text("utf-8").replace("{arg: a}", "{const: hi}"), "utf-8")
     consts = tmp_path / "consts.yaml"
-    consts.write_text(plain.read_text("utf-8").replace("{arg: a}", "{const: hi}"), "utf-8")
+    consts.write_text(typed.read_text("utf-8").replace("{type: string}", "{type: string, enum: [hi]}"), "utf-8")
     seen = {p.name: subprocess.run([sys.executable, "-c", probe, str(p)], capture_output=True, text=True,
-                                   cwd=ROOT).stdout.strip() for p in (plain, consts)}
-    assert seen == {"plain.yaml": "False", "consts.yaml": "True"}
+                                   cwd=ROOT).stdout.strip() for p in (plain, typed, consts)}
+    assert seen == {"plain.yaml": "False", "typed.yaml": "False", "consts.yaml": "True"}
 
 
 def test_builder_and_yaml_fit_the_same(tmp_path):
@@ -581,3 +585,74 @@ def test_unevaluated_properties_beside_pattern_properties_is_not_guessed():
     schema = {"type": "object", "properties": {"meta": meta}}
     (WorkflowBuilder("u", "U.").tool("t", input_schema=schema, annotations={"readOnlyHint": True})
      .step("s", tool="t", args={"meta": const({"y": 1})}).build())
+
+
+# A constant is refused exactly where JSON Schema (jsonschema, 2020-12) refuses it, with its message: also for the
+# plain schemas that are decided without building a validator, at the edges of "plain" (a bool is no integer, 1.0 is
+# one, an unknown type breaks the schema, an annotation decides nothing, a keyword beside them does).
+_PROPERTY_SCHEMAS = st.one_of(
+    st.sampled_from([True, False, {}, {"description": "d"}, {"minimum": 3}, {"enum": [1, "a"]}, {"const": True}]),
+    st.builds(
+        lambda t, extra: {"type": t, **extra},
+        st.one_of(
+            st.sampled_from(["string", "integer", "number", "boolean", "null", "object", "array", "objekt"]),
+            st.lists(st.sampled_from(["string", "integer", "null", "array"]), max_size=3),
+        ),
+        st.sampled_from(
+            [
+                {},
+                {"description": "d", "title": "t"},
+                {"default": 1, "examples": [2]},
+                {"maxLength": 1},
+                {"pattern": "^a"},
+                {"items": {"type": "string"}},
+            ]
+        ),
+    ),
+)
+_CONSTANTS = st.sampled_from(["s", "", "abc", 1, 0, -7, 1.0, 2.5, True, False, None, [], [1], {}, {"a": 1}])
+_ROOTS = st.sampled_from(
+    [
+        {},
+        {"type": "object"},
+        {"required": ["x"]},
+        {"required": "x"},
+        {"required": [["x"]]},
+        {"additionalProperties": 1},
+        {"additionalProperties": False},
+        {"additionalProperties": {"type": "string"}},
+        {"title": "T", "description": "D"},
+        {"type": "array"},
+        {"$schema": "http://json-schema.org/draft-04/schema#"},
+        {"$defs": {"a": {}}},
+        {"type": ["object"]},
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_PROPERTY_SCHEMAS, _CONSTANTS, _ROOTS)
+def test_a_constant_is_refused_where_json_schema_refuses_it(prop, value, root):
+    import jsonschema
+    from jsonschema.validators import validator_for
+
+    schema = {**root, "properties": {"x": prop}}
+    try:
+        errors = validator_for(schema, default=jsonschema.Draft202012Validator)(schema).iter_errors({"x": value})
+        refused = sorted(
+            (list(map(str, e.absolute_path)), e.message) for e in errors if list(e.absolute_path)[:1] == ["x"]
+        )
+        expected = {("parameter-type", refused[0][1])} if refused else set()  # the first, as the check says it
+    except (jsonschema.exceptions.UnknownType, TypeError):  # a schema broken where the constant meets it
+        expected = {("bad-input-schema", "")}
+    wf = WorkflowBuilder("w", "d").tool("t", input_schema=schema, annotations={"readOnlyHint": True})
+    try:
+        wf.step("s", tool="t", args={"x": const(value)}).build()
+        found = set()
+    except LoadError as exc:
+        found = {
+            (d.code, d.message.split("does not accept: ")[-1] if d.code == "parameter-type" else "")
+            for d in exc.diagnostics
+            if d.code in ("parameter-type", "bad-input-schema")
+        }
+    assert found == expected

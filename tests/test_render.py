@@ -1192,3 +1192,25 @@ def test_the_skill_shows_the_default_as_json_and_only_for_an_optional_parameter(
     # required by the tool: the server hands over, so there is nothing to leave out; no default: unchanged.
     assert "- `mode`: the input `mode`; if the user gave none, a value you work out yourself" in md
     assert "- `depth`: the input `depth`; if the user gave none, a value you work out yourself" in md
+
+
+def test_the_templates_read_a_mapping_as_jinja_does():
+    """The renderer's environment takes a view's item at once; what a template reads is still Jinja's reading: an
+    attribute of the mapping (its methods) before its item, an item by name, a missing one undefined."""
+    import jinja2
+
+    from projector.render import environment
+
+    source = (
+        "{{ d.name }}|{{ d.items is callable }}|{{ d['items'] }}|{{ d.get is callable }}|{{ d.missing is defined }}|"
+        "{{ n.x.y }}|{{ l | selectattr('on') | map(attribute='k') | join(',') }}"
+    )
+    values = {
+        "d": {"name": "n", "items": [1], "get": "g"},
+        "n": {"x": {"y": "deep"}},
+        "l": [{"on": True, "k": "a"}, {"on": False, "k": "b"}, {"on": 1, "k": "c"}],
+    }
+    ours = environment().from_string(source).render(values)
+    assert ours == jinja2.Environment().from_string(source).render(values) == "n|True|[1]|True|False|deep|a,c"
+    with pytest.raises(jinja2.UndefinedError):
+        environment().from_string("{{ d.missing }}").render(values)

@@ -174,3 +174,67 @@ def test_the_invisible_check_finds_what_the_scan_finds(text, one_line):
     assert (problem is None) == (found is None)
     if found is not None:
         assert f"U+{ord(found):04X}" in problem.message
+
+
+# Every text a workflow holds is checked, also where the whole workflow is first checked at once (a clean workflow is
+# known clean in one pass): a control or invisible character in any one of them is found, and a line break in a
+# one-line one.
+_EVERY_TEXT = """\
+name: {wf}
+description: {desc}
+arguments:
+  - {{name: {arg}, description: {argdesc}, required: true}}
+instructions:
+  - {{role: system, text: {ins}}}
+tools:
+  - name: {tool}
+    description: {tooldesc}
+    input_schema: {{type: object, properties: {{{param}: {{type: string, description: {schema}}}}}}}
+    output_schema: {{type: object, properties: {{f: {{type: string, title: {out}}}}}}}
+    annotations: {{readOnlyHint: true, title: {ann}}}
+steps:
+  - name: {step}
+    tool: {steptool}
+    args: {{{argkey}: {{const: {const}}}}}
+    bind: {bind}
+    guidance: {guidance}
+  - name: read
+    resources: [{uri}]
+    template: {{region: {{step: {ref}, field: {field}}}}}
+  - name: again
+    tool: lookup
+    args: {{p: {{arg: {argref}}}}}
+    when: [{{step: r, field: f, equals: {condvalue}}}]
+    on_fail: skip
+    confirm: {{message: {message}, show: [{{step: r}}, {{const: {shown}}}]}}
+  - name: last
+    tool: lookup
+    args: {{p: {{const: x}}}}
+    when: [{{arg: {condarg}, equals: "y"}}]
+"""
+_CLEAN_TEXTS = dict(
+    wf="w", desc="Look.", arg="who", argdesc="Who.", ins="Be brief.", tool="lookup", tooldesc="Look up.", param="p",
+    schema="P.", out="F.", ann="Lookup", step="look", steptool="lookup", argkey="p", const="c", bind="r",
+    guidance="Only if asked.", uri="docs://x/{region}", ref="r", field="f", argref="who", condvalue="v",
+    message="Go?", shown="s", condarg="who",
+)  # fmt: skip
+_ONE_LINE = ("wf", "arg", "tool", "step", "steptool", "argkey", "bind", "uri", "ref", "field", "argref", "message",
+             "condarg")  # fmt: skip
+
+
+def _every_text(**given: str) -> list[str]:
+    from projector.load import parse
+
+    texts_ = {k: json.dumps(given.get(k, v)) for k, v in _CLEAN_TEXTS.items()}
+    _wf, found = parse(_EVERY_TEXT.format(**texts_), "w.yaml")
+    return [d.code for d in found if d.severity == "error"]
+
+
+@pytest.mark.parametrize("slot", sorted(_CLEAN_TEXTS))
+def test_a_bad_character_is_found_in_every_text(slot):
+    assert _every_text() == []
+    for bad in ("\x07", "\u200b", "\u202e"):
+        assert "control-character" in _every_text(**{slot: _CLEAN_TEXTS[slot] + bad}), (slot, bad)
+    if slot in _ONE_LINE:
+        assert "line-break" in _every_text(**{slot: _CLEAN_TEXTS[slot] + "\u2028x"}), slot
+        assert "line-break" in _every_text(**{slot: "x\n" + _CLEAN_TEXTS[slot]}), slot
