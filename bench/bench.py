@@ -12,8 +12,9 @@ moves the target and its floor alike:
 The floors are bench/floors.py's scripts (the standard library and PyYAML only); the workflow sets are
 bench/workgen.py's (seeded, deterministic). Every command is timed by hyperfine (Debian's package: ``apt-get install
 -y hyperfine``), a fresh process each run, round-robin over the cases so that a change of load hits them all;
-the time of a case is the median of all its runs. The package's bytecode is compiled first (``compileall``), as an
-installed package has it. Then cProfile says where a serial fresh build of 1,000 spends its
+the time of a case is the median of all its runs. Before each run of a build or of the write floor, the previous
+run's tree is moved aside (see :data:`PUT_ASIDE`), deleted only with the bench's folder. The package's bytecode is
+compiled first (``compileall``), as an installed package has it. Then cProfile says where a serial fresh build of 1,000 spends its
 time, by stage and by function; ``--before DIR`` profiles another checkout's ``projector`` the same way (a worktree
 of an older commit) for the before-and-after note.
 
@@ -45,7 +46,16 @@ PY = sys.executable
 LIMITS = {"build_vs_floor": 1.5, "check_vs_build": 1.0, "cold_check_vs_import": 1.5, "scaling": 11.0}
 IMPORT_CASE = "floor: import yaml, jinja2, slugify"
 COLD_CHECK = "check of the examples (cold)"
-REMOVE = "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)"
+# Before each build and each write floor, the tree of the previous run is moved aside, not deleted: ext4 skips the
+# inodes freed in the last few seconds when it makes new ones (``recently_deleted``), so a run right after deleting
+# 7,000 of them spent up to 2 s of system time on the search, more or less by the folder's block group: noise that
+# hit a case and its floor unequally. What is moved aside is deleted with the bench's folder, after every timing.
+ASIDE = "aside"
+PUT_ASIDE = (
+    "import os, secrets, sys\n"
+    "if os.path.lexists(sys.argv[1]):\n"
+    "    os.rename(sys.argv[1], os.path.join(sys.argv[2], secrets.token_hex(8)))"
+)
 
 
 def project_skill() -> list[str]:
@@ -96,11 +106,14 @@ def size_cases(work: Path, n: int) -> dict[str, tuple[list[str], list[str] | Non
     subprocess.run([*project_skill(), "build", str(src), "--out", str(built)], cwd=ROOT, check=True,
                    capture_output=True, timeout=3600)
     blob = floors.capture(built, work / f"tree-{n}.marshal")
+    aside = work / ASIDE
+    aside.mkdir(exist_ok=True)
     cases: dict[str, tuple[list[str], list[str] | None]] = {
-        "build": ([*project_skill(), "build", str(src), "--out", str(fresh)], [PY, "-c", REMOVE, str(fresh)]),
+        "build": ([*project_skill(), "build", str(src), "--out", str(fresh)], [PY, "-c", PUT_ASIDE, str(fresh),
+                                                                             str(aside)]),
         "check after a build": ([*project_skill(), "check", str(src), "--out", str(built)], None)}
     for case in floors.SCRIPTS:
-        prepare = [PY, "-c", REMOVE, str(target)] if case == floors.WRITE_CASE else None
+        prepare = [PY, "-c", PUT_ASIDE, str(target), str(aside)] if case == floors.WRITE_CASE else None
         cases[case] = (floors.argv(case, src, built, blob, target), prepare)
     return cases
 
@@ -221,7 +234,9 @@ def render_md(res: dict[str, Any]) -> str:
              ".venv/bin/python bench/bench.py --quick         # a smoke test", "```", "",
              "Each time is the median of every run of its case: a fresh process each, timed by hyperfine, with the "
              "package's bytecode compiled first as an installed package has it, the cases taken round-robin so that "
-             "a change of machine load hits them all. The targets are ratios to floors "
+             "a change of machine load hits them all, and the tree of the previous run of a build or a write floor "
+             "moved aside (not deleted: ext4 is slow to make inodes right after freeing thousands). The targets are "
+             "ratios to floors "
              "measured in the same run (bench/floors.py). On a shared VM one run moves by 10-20 %: read the "
              "verdicts with the load average beside them.", "", "## Machine", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in m.items()]
