@@ -233,7 +233,7 @@ def _misspelled(step: Step, schema: dict[str, Any], props: dict[str, Any], given
     """Unknown parameter -> the required parameter it misspells: the closest of those not given (``repo`` for
     ``repo_path``). Each missing parameter is claimed by the first unknown one, in the order the step writes them;
     the two are then one problem, reported once, at the key."""
-    missing = [n for n in schema.get("required") or () if isinstance(n, str) and n not in given]
+    missing = [n for n in _required(schema) if n not in given]
     meant: dict[str, str] = {}
     for name, _src in step.args:
         if not missing:
@@ -372,8 +372,8 @@ def _missing_parameters(
             f"{_label(wf, step)} does not give '{name}', which the tool '{tool.name}' requires",
             f"add it under args: {name}: {{arg: ...}}, {{step: ...}} or {{const: ...}}",
         )
-        for name in schema.get("required") or ()
-        if isinstance(name, str) and name not in given and name not in meant.values()
+        for name in _required(schema)
+        if name not in given and name not in meant.values()
     ]
 
 
@@ -485,9 +485,14 @@ def unstructured_reads(wf: Workflow, step: Step, *, skills_only: bool = False) -
 def step_required(wf: Workflow, step: Step) -> set[str]:
     """The parameters that the tool of ``step`` requires (its input schema's ``required``), by name."""
     tool = wf.tool(step.tool) if step.tool else None
-    schema = tool.input_schema if tool is not None and isinstance(tool.input_schema, dict) else {}
+    return set(_required(tool.input_schema if tool is not None and isinstance(tool.input_schema, dict) else {}))
+
+
+def _required(schema: dict[str, Any]) -> list[str]:
+    """The names an input schema's ``required`` lists, in order: none when it is not a list (``required: 3`` or a
+    string is not JSON Schema; a string's letters are no parameters), and only its strings."""
     names = schema.get("required")
-    return {n for n in names if isinstance(n, str)} if isinstance(names, list) else set()
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
 
 
 # -------------------------------------------------------------------------------------------------------- entry points

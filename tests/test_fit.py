@@ -147,6 +147,23 @@ def test_a_broken_input_schema_is_reported_not_raised():
     assert "is not a valid JSON Schema" in found[0].message
 
 
+@pytest.mark.parametrize("required", ["3", "repo", "{repo: true}", "[3, repo]"])
+def test_a_required_that_is_not_a_list_of_names_requires_nothing_else(required):
+    """``required: 3`` raised a TypeError out of the fit check; ``required: repo`` made each of its letters a
+    parameter the step does not give. Only the names of a list count."""
+    found = diags(f"""\
+    name: odd_required
+    description: d
+    tools:
+      - name: t
+        input_schema: {{type: object, properties: {{repo: {{type: string}}}}, required: {required}}}
+        annotations: {{readOnlyHint: true}}
+    steps:
+      - {{name: s, tool: t}}
+    """)
+    assert [d.code for d in found] == (["missing-parameter"] if required == "[3, repo]" else []), found
+
+
 OUT = {"type": "object", "properties": {
     "id": {"type": "string"},
     "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}},
