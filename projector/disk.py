@@ -273,7 +273,12 @@ def stage_tree(root: Path, plan: Plan, stage: Path | None = None) -> Path:
     try:
         if os.path.isdir(root):
             _mode_owner(os.stat(root), stage)
-        made = {""} | {p.as_posix() for rel in plan.staged for p in PurePosixPath(rel).parents} - {"."}
+        made = {""}
+        for rel in plan.staged:  # the folders of what is staged are there: each folder's parents, then the next
+            parent = rel.rpartition("/")[0]
+            while parent not in made:
+                made.add(parent)
+                parent = parent.rpartition("/")[0]
         files = {rel: data for rel, data in plan.files.items() if rel not in plan.staged}
         if len(files) < PARALLEL_WRITES_FROM:
             for rel, data in sorted(files.items()):
