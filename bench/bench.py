@@ -13,7 +13,8 @@ The floors are bench/floors.py's scripts (the standard library and PyYAML only);
 bench/workgen.py's (seeded, deterministic). Every command is timed by hyperfine (Debian's package: ``apt-get install
 -y hyperfine``), a fresh process each run, round-robin over the cases so that a change of load hits them all;
 the time of a case is the median of all its runs. Before each run of a build or of the write floor, the previous
-run's tree is moved aside (see :data:`PUT_ASIDE`), deleted only with the bench's folder. The package's bytecode is
+run's tree is moved aside (see :data:`PUT_ASIDE`), deleted only with the bench's folder, and before every run of a
+set's cases what the runs before it wrote is flushed to disk (``sync``). The package's bytecode is
 compiled first (``compileall``), as an installed package has it. Then cProfile says where a serial fresh build of 1,000 spends its
 time, by stage and by function; ``--before DIR`` profiles another checkout's ``projector`` the same way (a worktree
 of an older commit) for the before-and-after note.
@@ -50,11 +51,15 @@ COLD_CHECK = "check of the examples (cold)"
 # inodes freed in the last few seconds when it makes new ones (``recently_deleted``), so a run right after deleting
 # 7,000 of them spent up to 2 s of system time on the search, more or less by the folder's block group: noise that
 # hit a case and its floor unequally. What is moved aside is deleted with the bench's folder, after every timing.
+# Then, before every run of a set's cases, what earlier runs wrote is flushed (``sync``), so that no run pays for the
+# write-back of another's 4,000 files (a check right after three builds did: 1.1-1.8 s for the same work).
 ASIDE = "aside"
+SYNC = "import os; os.sync()"
 PUT_ASIDE = (
     "import os, secrets, sys\n"
     "if os.path.lexists(sys.argv[1]):\n"
-    "    os.rename(sys.argv[1], os.path.join(sys.argv[2], secrets.token_hex(8)))"
+    "    os.rename(sys.argv[1], os.path.join(sys.argv[2], secrets.token_hex(8)))\n"
+    "os.sync()"
 )
 
 
@@ -111,9 +116,9 @@ def size_cases(work: Path, n: int) -> dict[str, tuple[list[str], list[str] | Non
     cases: dict[str, tuple[list[str], list[str] | None]] = {
         "build": ([*project_skill(), "build", str(src), "--out", str(fresh)], [PY, "-c", PUT_ASIDE, str(fresh),
                                                                              str(aside)]),
-        "check after a build": ([*project_skill(), "check", str(src), "--out", str(built)], None)}
+        "check after a build": ([*project_skill(), "check", str(src), "--out", str(built)], [PY, "-c", SYNC])}
     for case in floors.SCRIPTS:
-        prepare = [PY, "-c", PUT_ASIDE, str(target), str(aside)] if case == floors.WRITE_CASE else None
+        prepare = [PY, "-c", PUT_ASIDE, str(target), str(aside)] if case == floors.WRITE_CASE else [PY, "-c", SYNC]
         cases[case] = (floors.argv(case, src, built, blob, target), prepare)
     return cases
 
@@ -235,7 +240,8 @@ def render_md(res: dict[str, Any]) -> str:
              "Each time is the median of every run of its case: a fresh process each, timed by hyperfine, with the "
              "package's bytecode compiled first as an installed package has it, the cases taken round-robin so that "
              "a change of machine load hits them all, and the tree of the previous run of a build or a write floor "
-             "moved aside (not deleted: ext4 is slow to make inodes right after freeing thousands). The targets are "
+             "moved aside (not deleted: ext4 is slow to make inodes right after freeing thousands), and what earlier runs wrote "
+             "flushed before each run of the sets' cases. The targets are "
              "ratios to floors "
              "measured in the same run (bench/floors.py). On a shared VM one run moves by 10-20 %: read the "
              "verdicts with the load average beside them.", "", "## Machine", "", "| | |", "|---|---|"]
