@@ -2,8 +2,9 @@
 
 The tree is derived whole in memory. ``write`` stages it beside the output folder and swaps it in, so a failed run
 leaves the old tree byte-for-byte as it was. Only bundles this tool generated (those the previous ``skills.json``
-lists and the disk proves its own, :mod:`projector.ownership`) are pruned; anything else in the folder is carried
-over untouched.
+lists and the disk proves its own, :mod:`projector.ownership`) are pruned, and in them only the files it wrote (those
+the previous index lists, and the bundle's eval files); anything else in the folder, a file the user put inside a
+bundle folder too, is carried over untouched.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from .bounded import BadJSON, Unreadable, loads, read_regular
 from .bundle import Bundle, bundle, index
 from .disk import Plan, io_error, replace_tree, side_of, stage_bundle
 from .errors import BuildError, Diagnostic, LoadError, Span, error, printable
-from .evals import EVALS_FILE, tree_files
+from .evals import EVALS_FILE, QUERIES_FILE, tree_files
 from .load import discover, load_data, read_source
 from .model import Workflow
-from .ownership import proven
+from .ownership import disk_path, proven
 from .render import project
-from .sep2640 import INDEX_FILE, MAX_BYTES, MAX_INDEX_BYTES, skill_path_of
+from .sep2640 import INDEX_FILE, MAX_BYTES, MAX_FILES, MAX_INDEX_BYTES, SCHEME, SKILL_FILE, skill_path_of
 from .validate import collisions, name_collisions
 
 
@@ -236,22 +237,44 @@ def _index_limit(build: Build) -> int:
     return max(MAX_INDEX_BYTES, 2 * len(build.files[INDEX_FILE]))
 
 
-def _owned_dirs(out: Path, limit: int) -> tuple[set[str], str, dict[str, str]]:
+def _owned_dirs(out: Path, limit: int) -> tuple[set[str], str, dict[str, str], set[str]]:
     """Bundle folders a previous run generated: those its skills.json lists AND the disk proves this tool's
     (:func:`projector.ownership.proven`), the index read with bounds (at most ``limit`` bytes, a regular file, no
     link followed, bounded JSON). An index that cannot be read lists none, and the second item says why; it is empty
-    when the index is read, or missing. The third: each listed folder that is there and not proven, and why not."""
+    when the index is read, or missing. The third: each listed folder that is there and not proven, and why not.
+    The fourth: the files the previous run wrote in those folders (:func:`_written`)."""
     path = out / INDEX_FILE
     if not os.path.lexists(path):
-        return set(), "", {}
+        return set(), "", {}, set()
     try:
         entries, why = _entries(read_regular(path, limit))
     except Unreadable as exc:
-        return set(), str(exc), {}
+        return set(), str(exc), {}, set()
     if why:
-        return set(), why, {}
+        return set(), why, {}, set()
     owned, unproven = proven(out, entries)
-    return owned, "", unproven
+    return owned, "", unproven, _written(entries, owned)
+
+
+def _written(entries: list[dict], owned: set[str]) -> set[str]:
+    """The paths (POSIX, relative to the output folder) of the files a previous run wrote in the ``owned`` folders:
+    each one's SKILL.md and eval files (not in the index), and every resource its entry (the first that lists the
+    folder) records, at most :data:`~projector.sep2640.MAX_FILES` each. Nothing else in those folders is the tool's."""
+    written: set[str] = set()
+    seen: set[str] = set()
+    for entry in entries:
+        folder = skill_path_of(entry["uri"])
+        if folder not in owned or folder in seen:
+            continue
+        seen.add(folder)
+        written.update(f"{folder}/{rel}" for rel in (SKILL_FILE, EVALS_FILE, QUERIES_FILE))
+        resources, base = entry.get("resources"), f"{SCHEME}{folder}/"
+        for ref in resources[:MAX_FILES] if isinstance(resources, list) else []:
+            uri = ref.get("uri") if isinstance(ref, dict) else None
+            parts = disk_path(uri[len(base) :]) if isinstance(uri, str) and uri.startswith(base) else None
+            if parts:
+                written.add("/".join([folder, *parts]))
+    return written
 
 
 def _entries(index_bytes: bytes) -> tuple[list[dict], str]:
@@ -272,11 +295,6 @@ def listed_dirs(index_bytes: bytes) -> tuple[set[str], str]:
     """The bundle folders a skills.json that holds these bytes lists (the build's own: no proof is needed)."""
     entries, why = _entries(index_bytes)
     return {skill_path_of(e["uri"]) for e in entries}, why
-
-
-def _inside(rel: str, dirs: set[str]) -> bool:
-    parents = {p.as_posix() for p in PurePosixPath(rel).parents}
-    return bool(parents & dirs)
 
 
 def _disk_files(out: Path) -> dict[str, str]:
@@ -325,13 +343,15 @@ def _on_disk(path: str, limit: int) -> tuple[bytes | None, str]:
 
 
 def compare(
-    build: Build, out: Path, *, owned: set[str] | None = None, disk: dict[str, str] | None = None, diff: bool = True
+    build: Build, out: Path, *, written: set[str] | None = None, disk: dict[str, str] | None = None, diff: bool = True
 ) -> Comparison:
-    """What differs between the derived tree and the one on disk, among the files this tool owns. The unified diff
+    """What differs between the derived tree and the one on disk, among the files this tool owns: those it writes,
+    and ``written``, those the previous run wrote (by default read from the previous index, :func:`_written`); a
+    file the user put beside them, which ``build`` carries over, is not extra. The unified diff
     of the stale files is built only when ``diff`` is true (``check`` prints it; ``write`` needs only the verdict).
     A file is read up to the size the build writes or SEP-2640's 16 MiB, whichever is larger: past that it is stale
     unread, like a file that is not a regular file (:attr:`Comparison.unread` says why)."""
-    owned = (_owned_dirs(out, _index_limit(build))[0] | build.bundle_dirs) if owned is None else owned
+    written = _owned_dirs(out, _index_limit(build))[3] if written is None else written
     disk = _disk_files(out) if disk is None else disk
     stale, missing, lines, unread = [], [], [], {}
     for rel, data in build.files.items():
@@ -359,7 +379,7 @@ def compare(
                     tofile=f"b/{rel}",
                 )
             )
-    extra = [rel for rel in disk if rel not in build.files and (rel == INDEX_FILE or _inside(rel, owned))]
+    extra = [rel for rel in disk if rel not in build.files and rel in written]
     return Comparison(stale, missing, extra, "".join(lines), unread)
 
 
@@ -374,9 +394,9 @@ def _diff_line(line: str) -> str:
     return printable(line) + "\n\\ No newline at end of file\n"
 
 
-def _same(build: Build, owned: set[str], disk: dict[str, str]) -> bool:
+def _same(build: Build, written: set[str], disk: dict[str, str]) -> bool:
     """:func:`compare`'s ``clean``, stopping at the first difference and building no diff: what ``write`` needs."""
-    if any(rel not in build.files and (rel == INDEX_FILE or _inside(rel, owned)) for rel in disk):
+    if any(rel not in build.files and rel in written for rel in disk):
         return False
     for rel, data in build.files.items():
         path = disk.get(rel)
@@ -427,19 +447,52 @@ def conflicts(
 _CLAIMED = "move that folder away (or restore the files this tool wrote in it), and build again"
 
 
+def taken(build: Build, root: Path, previous: set[str], written: set[str], disk: dict[str, str]) -> list[Diagnostic]:
+    """Files of a rebuilt bundle (its folder among ``previous``) whose path, or a path on the way to it inside the
+    folder, holds something the previous run did not write (not among ``written``, or a folder where the file goes):
+    the user's, which ``write`` carries over and so never overwrites. One problem for each such path."""
+    bundles = {b.path: b for b in build.bundles if b.path in previous}
+    problems, seen = [], set()
+    for rel in build.files:
+        parts = rel.split("/")
+        b = next((bundles[f] for k in range(1, len(parts)) if (f := "/".join(parts[:k])) in bundles), None)
+        if b is None:
+            continue
+        for k in range(b.path.count("/") + 2, len(parts) + 1):
+            sub = "/".join(parts[:k])
+            mine = sub in written if sub in disk else k < len(parts) or not os.path.lexists(root / sub)
+            if mine:
+                continue
+            if sub not in seen:
+                seen.add(sub)
+                problems.append(
+                    error(
+                        b.span,
+                        "output-conflict",
+                        f"the skill '{b.name}' writes {root.name}/{rel}, but {root.name}/{sub} is already there "
+                        f"and is not a file this tool wrote (the previous {INDEX_FILE} does not list it)",
+                        "move or rename it, and build again; nothing was written",
+                    )
+                )
+            break
+    return problems
+
+
 def write(build: Build, out: Path, stage: Path | None = None) -> bool:
     """Make ``out`` hold the build, atomically (see :mod:`projector.disk`). Returns False when it already did
     (nothing is touched). Raises :class:`BuildError` (``output-conflict``) when a new bundle would overwrite a
-    folder this tool did not write. ``stage``: the fresh build's stage the build was compiled into."""
+    folder this tool did not write, or a rebuilt one a file in its folder that it did not write (:func:`taken`).
+    Of the old tree, only the files the previous run wrote are dropped: a user's file inside a bundle folder is
+    carried over, even when its bundle is gone. ``stage``: the fresh build's stage the build was compiled into."""
 
     def plan(root: Path) -> Plan | None:
-        previous, unread, unproven = _owned_dirs(root, _index_limit(build))
-        problems = conflicts(build, root, previous, unread, unproven)
+        previous, unread, unproven, written = _owned_dirs(root, _index_limit(build))
+        disk = _disk_files(root)
+        problems = conflicts(build, root, previous, unread, unproven) + taken(build, root, previous, written, disk)
         if problems:
             raise BuildError(problems)
-        owned = previous | build.bundle_dirs
-        if _same(build, owned, _disk_files(root)):  # no diff: only check prints one
+        if _same(build, written, disk):  # no diff: only check prints one
             return None
-        return Plan(build.files, owned | {INDEX_FILE}, build.staged)
+        return Plan(build.files, {rel for rel in disk if rel in written} | {INDEX_FILE}, build.staged)
 
     return replace_tree(out, plan, stage=stage)

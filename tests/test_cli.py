@@ -53,16 +53,22 @@ def test_check_reports_stale_missing_and_extra_with_a_diff(cli, tmp_path):
     skill = out / "refund-flow" / "SKILL.md"
     skill.write_text(skill.read_text().replace("Save the result as `order`.", "Save it."))
     (out / "hello-world" / "references" / "tools.md").unlink()
-    (out / "code-mode" / "stray.txt").write_text("x")
+    (out / "code-mode" / "stray.txt").write_text("x")  # the user's: carried over by build, so not extra
+    (out / "code-mode" / "references" / "old.md").write_text("x")  # as an older build wrote it, listed below
+    index = json.loads((out / "skills.json").read_text())
+    (entry,) = [e for e in index["skills"] if e["uri"] == "skill://code-mode/SKILL.md"]
+    entry["resources"].append({"uri": "skill://code-mode/references/old.md", "digest": "sha256:0", "size": 1})
+    (out / "skills.json").write_text(json.dumps(index))
     run = cli("check", str(EXAMPLES), "--out", str(out))
     assert run.code == 1
     assert "--- a/refund-flow/SKILL.md" in run.out and "+++ b/refund-flow/SKILL.md" in run.out
     assert "-Save it." in run.out and "+Save the result as `order`." in run.out
     assert f"stale: {out.as_posix()}/refund-flow/SKILL.md" in run.out
     assert f"missing: {out.as_posix()}/hello-world/references/tools.md" in run.out
-    assert f"extra: {out.as_posix()}/code-mode/stray.txt" in run.out
+    assert f"extra: {out.as_posix()}/code-mode/references/old.md" in run.out and "stray" not in run.out
     # build repairs it, and then check is clean
     assert cli("build", str(EXAMPLES), "--out", str(out)).code == 0
+    (out / "code-mode" / "stray.txt").unlink()
     assert snapshot_tree(out) == snapshot_tree(GENERATED)
     assert cli("check", str(EXAMPLES), "--out", str(out)).code == 0
 

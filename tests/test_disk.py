@@ -42,13 +42,15 @@ def test_a_new_bundle_on_a_hand_written_folder_is_an_output_conflict(cli, tree, 
     assert leftovers(root) == []
 
 
-def test_a_folder_the_previous_build_wrote_is_replaced_not_a_conflict(cli, tree):
+def test_a_folder_the_previous_build_wrote_is_rebuilt_not_a_conflict(cli, tree):
     root = tree({"wf/a.yaml": WF.format("alpha")})
     out = root / "out"
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
-    (out / "alpha" / "stray.md").write_text("x")  # inside a bundle this tool owns: pruned, as before
+    (out / "alpha" / "stray.md").write_text("x")  # inside a bundle this tool owns: the user's, carried over
+    (out / "alpha" / "SKILL.md").write_text("edited")  # the tool's: repaired
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
-    assert not (out / "alpha" / "stray.md").exists()
+    assert (out / "alpha" / "stray.md").read_text() == "x"
+    assert (out / "alpha" / "SKILL.md").read_text().startswith("---\nname: alpha")
 
 
 @pytest.mark.parametrize("blocker", ["file", "symlink"])

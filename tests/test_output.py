@@ -82,11 +82,11 @@ def _built(tmp_path: Path) -> tuple[output.Build, Path]:
     return build, out
 
 
-def test_compare_uses_the_owned_set_and_the_listing_it_is_given(tmp_path):
+def test_compare_uses_the_written_set_and_the_listing_it_is_given(tmp_path):
     build, out = _built(tmp_path)
     (out / "alpha" / "stray.md").write_text("x")
-    assert output.compare(build, out).extra == ["alpha/stray.md"]
-    assert output.compare(build, out, owned=set()).extra == []  # not this tool's, then
+    assert output.compare(build, out).extra == []  # the user's: build carries it over
+    assert output.compare(build, out, written={"alpha/stray.md"}).extra == ["alpha/stray.md"]  # the tool's, then
     assert output.compare(build, out, disk={}).missing == sorted(build.files)
 
 
@@ -166,8 +166,8 @@ def test_write_is_a_no_op_when_only_the_users_files_are_beside_the_tree(tmp_path
     build, out = _built(tmp_path)
     (out / "notes.md").write_text("mine")
     assert output.write(build, out) is False
-    (out / "alpha" / "stray.md").write_text("x")
-    assert output.write(build, out) is True and not (out / "alpha" / "stray.md").exists()
+    (out / "alpha" / "stray.md").write_text("x")  # inside a bundle folder: the user's too
+    assert output.write(build, out) is False and (out / "alpha" / "stray.md").read_text() == "x"
 
 
 def test_a_new_prefixed_bundle_on_a_hand_written_folder_is_a_conflict_with_its_hint(tmp_path):
@@ -487,9 +487,9 @@ def test_the_previous_index_is_read_up_to_twice_the_new_one(cli, tmp_path, monke
 # ------------------------------------------------------------------------------- a linked folder inside a bundle
 
 
-def test_a_linked_folder_in_a_bundle_is_one_extra_entry_not_entered(cli, tmp_path, monkeypatch):
-    """check lists a symlink to a folder as one extra path (it does not walk into it), and build removes the link,
-    not what it points to."""
+def test_a_linked_folder_in_a_bundle_is_carried_as_a_link_not_entered(cli, tmp_path, monkeypatch):
+    """check does not walk into a symlink to a folder that the user put in a bundle folder, nor call it extra; when
+    the bundle goes, build removes the bundle's files and keeps the link, never what it points to."""
     monkeypatch.chdir(tmp_path)
     _workflows(Path("wf"))
     assert cli("build", "wf", "--out", "out", "--no-cache").code == 0
@@ -497,17 +497,14 @@ def test_a_linked_folder_in_a_bundle_is_one_extra_entry_not_entered(cli, tmp_pat
     (elsewhere / "deeper").mkdir(parents=True)
     (elsewhere / "f.md").write_text("mine", "utf-8")
     (elsewhere / "deeper" / "g.md").write_text("mine too", "utf-8")
-    Path("out/alpha/linked").symlink_to(elsewhere, target_is_directory=True)
+    Path("out/beta/linked").symlink_to(elsewhere, target_is_directory=True)
     run = cli("check", "wf", "--out", "out", "--no-cache")
-    assert run.code == 1
-    assert run.out == (
-        "extra: out/alpha/linked\n"
-        "out is out of date (0 stale, 0 missing, 1 extra); run: project-skill build wf --out out "
-        "--no-cache\n"
-    )
+    assert run.code == 0 and run.out == "out is up to date: 2 skills; 0 warnings, 0 notes\n"
+    Path("wf/beta.yaml").unlink()
     run = cli("build", "wf", "--out", "out", "--no-cache")
-    assert run.code == 0 and run.out.splitlines()[-1] == "wrote out: 2 skills; 0 warnings, 0 notes"
-    assert not Path("out/alpha/linked").is_symlink() and not Path("out/alpha/linked").exists()
+    assert run.code == 0 and run.out.splitlines()[-1] == "wrote out: 1 skill; 0 warnings, 0 notes"
+    assert sorted(p.name for p in Path("out/beta").iterdir()) == ["linked"]
+    assert os.readlink("out/beta/linked") == str(elsewhere)
     assert sorted(p.relative_to(elsewhere).as_posix() for p in elsewhere.rglob("*")) == [
         "deeper",
         "deeper/g.md",
@@ -890,9 +887,9 @@ def _examples():
 def test_compare_records_why_a_file_is_not_read(out, tmp_path):
     (out / "hello-world" / "SKILL.md").unlink()
     (out / "hello-world" / "SKILL.md").symlink_to(GENERATED / "hello-world" / "SKILL.md")  # the right bytes, by a link
-    fifo(out / "code-mode" / "stray")  # in a folder the build owns: extra, as a file would be
+    fifo(out / "code-mode" / "stray")  # the user's, in a bundle folder: carried over, not extra
     cmp = output.compare(_examples(), out)
-    assert cmp.stale == ["hello-world/SKILL.md"] and cmp.missing == [] and cmp.extra == ["code-mode/stray"]
+    assert cmp.stale == ["hello-world/SKILL.md"] and cmp.missing == [] and cmp.extra == []
     assert cmp.unread == {"hello-world/SKILL.md": "it is a symbolic link, which is not followed"}
     assert (
         cmp.diff == "a/hello-world/SKILL.md is not what the build writes: it is a symbolic link, which is not "
@@ -938,3 +935,140 @@ def test_write_reads_no_more_than_the_size_it_expects(out, monkeypatch):
     assert sorted(limits) == sorted(
         [max(output.MAX_INDEX_BYTES, 2 * len(index)), *(len(data) for data in build.files.values())]
     )
+
+
+# ------------------------------------------------------------- a file the user put inside a generated bundle folder
+
+NO_TOOLS = 'name: {}\ndescription: d\nsteps:\n  - name: s\n    resources: ["file:///guide.md"]\n'  # no references/
+
+
+def _listing(out: Path) -> dict[str, tuple[str, bytes | str]]:
+    """Every entry under ``out``, no link followed: a folder, a link and where it points, a file and its bytes."""
+    found: dict[str, tuple[str, bytes | str]] = {}
+    for folder, dirs, files in os.walk(out):
+        for name in dirs + files:
+            p = Path(folder, name)
+            rel = p.relative_to(out).as_posix()
+            if p.is_symlink():
+                found[rel] = ("link", os.readlink(p))
+            elif p.is_dir():
+                found[rel] = ("folder", "")
+            else:
+                found[rel] = ("file", p.read_bytes())
+    return dict(sorted(found.items()))
+
+
+@pytest.mark.parametrize("prefix", [(), ("acme", "team")], ids=["flat", "uri-prefix"])
+def test_a_rebuild_keeps_the_files_and_links_the_user_put_in_a_bundle_folder(cli, tmp_path, monkeypatch, prefix):
+    """A file, a file in references/, and links (to a folder and to a file outside) the user put in a bundle folder
+    are carried into the new tree untouched, links not followed; check does not call them extra."""
+    monkeypatch.chdir(tmp_path)
+    _workflows(Path("wf"))
+    args = ["--uri-prefix", "/".join(prefix)] if prefix else []
+    assert cli("build", "wf", "--out", "out", *args).code == 0
+    bundle = Path("out", *prefix, "alpha")
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "deeper").mkdir(parents=True)
+    (elsewhere / "f.md").write_text("theirs", "utf-8")
+    (bundle / "NOTES.md").write_bytes(b"my notes\r\n")
+    (bundle / "references" / "mine.md").write_text("my reference", "utf-8")
+    (bundle / "linked").symlink_to(elsewhere, target_is_directory=True)
+    (bundle / "references" / "to-file.md").symlink_to(elsewhere / "f.md")
+    mine = {rel: v for rel, v in _listing(Path("out")).items() if rel.rsplit("/", 1)[-1] in MINE}
+    assert len(mine) == 4
+    assert cli("check", "wf", "--out", "out", *args).code == 0  # not extra: the build keeps them
+    assert cli("build", "wf", "--out", "out", *args).out.splitlines()[-1].startswith("up to date: out")
+    Path("wf/alpha.yaml").write_text(WF.format("alpha").replace("description: d", "description: changed"), "utf-8")
+    run = cli("build", "wf", "--out", "out", *args)
+    assert run.code == 0, run.err
+    after = _listing(Path("out"))
+    assert {rel: after.get(rel) for rel in mine} == mine
+    assert b"changed" in (bundle / "SKILL.md").read_bytes()
+    assert sorted(p.relative_to(elsewhere).as_posix() for p in elsewhere.rglob("*")) == ["deeper", "f.md"]
+    assert (elsewhere / "f.md").read_text("utf-8") == "theirs"
+    assert cli("check", "wf", "--out", "out", *args).code == 0
+
+
+MINE = {"NOTES.md", "mine.md", "linked", "to-file.md"}
+
+
+@pytest.mark.parametrize("prefix", [(), ("acme",)], ids=["flat", "uri-prefix"])
+def test_a_file_the_previous_build_wrote_and_the_new_one_does_not_is_removed_the_users_kept(
+    cli, tmp_path, monkeypatch, prefix
+):
+    """Stale: alpha's references/tools.md (no tools any more) and all of beta's files (its workflow is gone) are
+    removed; the user's files in those folders stay, and what is left of beta is theirs, not a bundle."""
+    monkeypatch.chdir(tmp_path)
+    _workflows(Path("wf"))
+    args = ["--uri-prefix", "/".join(prefix)] if prefix else []
+    assert cli("build", "wf", "--out", "out", *args).code == 0
+    base = Path("out", *prefix)
+    (base / "alpha" / "references" / "mine.md").write_text("mine", "utf-8")
+    (base / "beta" / "NOTES.md").write_text("beta notes", "utf-8")
+    (base / "beta" / "references" / "mine.md").write_text("beta reference", "utf-8")
+    Path("wf/alpha.yaml").write_text(NO_TOOLS.format("alpha"), "utf-8")
+    Path("wf/beta.yaml").unlink()
+    run = cli("build", "wf", "--out", "out", *args)
+    assert run.code == 0, run.err
+    assert sorted(rel for rel, (kind, _) in _listing(base).items() if kind == "file") == [
+        "alpha/SKILL.md",
+        "alpha/evals/eval_queries.json",
+        "alpha/evals/evals.json",
+        "alpha/references/mine.md",
+        "beta/NOTES.md",
+        "beta/references/mine.md",
+        *([] if prefix else ["skills.json"]),
+    ]
+    assert (base / "beta" / "NOTES.md").read_text("utf-8") == "beta notes"
+    assert [e["uri"] for e in json.loads(Path("out/skills.json").read_text())["skills"]] == [
+        "skill://" + "/".join([*prefix, "alpha", "SKILL.md"])
+    ]
+    assert cli("check", "wf", "--out", "out", *args).code == 0
+
+
+@pytest.mark.parametrize("kind", ["file", "link", "folder"])
+def test_a_users_file_where_a_rebuilt_bundle_now_writes_is_refused_and_nothing_changes(
+    cli, tmp_path, monkeypatch, kind
+):
+    """The previous build wrote no references/tools.md; the user put one there (a file, a link, a folder); the new
+    build writes one: output-conflict at the workflow, naming the path, and the tree stays byte for byte."""
+    monkeypatch.chdir(tmp_path)
+    Path("wf").mkdir()
+    Path("wf/alpha.yaml").write_text(NO_TOOLS.format("alpha"), "utf-8")
+    assert cli("build", "wf", "--out", "out").code == 0
+    tools = Path("out/alpha/references/tools.md")
+    tools.parent.mkdir()
+    if kind == "file":
+        tools.write_text("my tools", "utf-8")
+    elif kind == "link":
+        tools.symlink_to(tmp_path / "wf" / "alpha.yaml")
+    else:
+        (tools / "inner.md").parent.mkdir()
+        (tools / "inner.md").write_text("mine", "utf-8")
+    before = _listing(Path("out"))
+    Path("wf/alpha.yaml").write_text(WF.format("alpha"), "utf-8")
+    run = cli("build", "wf", "--out", "out")
+    assert run.code == 1 and run.out == ""
+    assert run.err == (
+        "wf/alpha.yaml:1:7: error[output-conflict]: the skill 'alpha' writes out/alpha/references/tools.md, but "
+        "out/alpha/references/tools.md is already there and is not a file this tool wrote (the previous skills.json "
+        "does not list it)\n"
+        "  hint: move or rename it, and build again; nothing was written\n"
+        "error: 1 problem; nothing was written\n"
+    )
+    assert _listing(Path("out")) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]
+
+
+def test_a_users_link_on_the_way_to_a_file_a_rebuilt_bundle_writes_is_refused(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("wf").mkdir()
+    Path("wf/alpha.yaml").write_text(NO_TOOLS.format("alpha"), "utf-8")
+    assert cli("build", "wf", "--out", "out").code == 0
+    (tmp_path / "elsewhere").mkdir()
+    Path("out/alpha/references").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    before = _listing(Path("out"))
+    Path("wf/alpha.yaml").write_text(WF.format("alpha"), "utf-8")
+    run = cli("build", "wf", "--out", "out")
+    assert run.code == 1 and "but out/alpha/references is already there and is not a file this tool" in run.err
+    assert _listing(Path("out")) == before and list((tmp_path / "elsewhere").iterdir()) == []
