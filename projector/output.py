@@ -33,10 +33,6 @@ class Build:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     staged: frozenset[str] = frozenset()  # those of ``files`` already written into a fresh build's stage
 
-    @property
-    def bundle_dirs(self) -> set[str]:
-        return {b.path for b in self.bundles}
-
 
 def compile_workflows(
     workflows: list[Workflow], prefix: tuple[str, ...] = (), *, skills_only: bool = False, workflow_tools: bool = False
