@@ -153,6 +153,9 @@ _JSON_TYPES: dict[type, frozenset[str]] = {
 }
 
 
+_TYPE_NAMES = frozenset().union(*_JSON_TYPES.values())
+
+
 def _plain_property_accepts(subschema: Any, value: Any) -> bool:
     if subschema is True:
         return True
@@ -164,7 +167,8 @@ def _plain_property_accepts(subschema: Any, value: Any) -> bool:
     named = subschema["type"]
     if type(named) is str:
         return named in kinds
-    return type(named) is list and all(type(n) is str for n in named) and not kinds.isdisjoint(named)
+    # every name a type (an unknown one is the validator's to report, wherever it stands in the list)
+    return type(named) is list and _TYPE_NAMES.issuperset(named) and not kinds.isdisjoint(named)
 
 
 def plainly_valid(schema: dict[str, Any], consts: dict[str, Any]) -> bool:

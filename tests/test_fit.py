@@ -147,6 +147,23 @@ def test_a_broken_input_schema_is_reported_not_raised():
     assert "is not a valid JSON Schema" in found[0].message
 
 
+@pytest.mark.parametrize("kinds", ["[integr, string]", "[integr, number, string]"])
+def test_an_unknown_type_before_the_constants_own_in_a_list_of_types_is_reported(kinds):
+    """As the validator reads the list, in order: the unknown name comes first, and the schema is reported broken,
+    also where the constant is one of the later types (no shortcut accepts it)."""
+    found = diags(f"""\
+    name: broken_list
+    description: d
+    tools:
+      - name: t
+        input_schema: {{type: object, properties: {{n: {{type: {kinds}}}}}}}
+        annotations: {{readOnlyHint: true}}
+    steps:
+      - {{name: s, tool: t, args: {{n: {{const: x}}}}}}
+    """)
+    assert codes_at(found) == [("bad-input-schema", 4, 5)], found
+
+
 @pytest.mark.parametrize("required", ["3", "repo", "{repo: true}", "[3, repo]"])
 def test_a_required_that_is_not_a_list_of_names_requires_nothing_else(required):
     """``required: 3`` raised a TypeError out of the fit check; ``required: repo`` made each of its letters a
