@@ -81,6 +81,12 @@ class Options:
     stage: Path | None = None  # a fresh build's stage (projector.disk.fresh_stage): each bundle is written there
 
 
+def _in_folder(b: Bundle) -> dict[str, bytes]:
+    """What a bundle's folder holds that is known from the bundle alone (the queries need every bundle): its files
+    and its evals.json, by path relative to the folder."""
+    return {**b.files, EVALS_FILE: b.evals}
+
+
 def _compile_one(data: bytes, display: str, options: Options) -> _Result:
     try:
         wf = load_data(data, display)
@@ -93,7 +99,7 @@ def _compile_one(data: bytes, display: str, options: Options) -> _Result:
     if options.stage is None:
         return (wf.name, wf.span, wf.source, b, [], False)
     try:
-        staged = stage_bundle(options.stage, b.path, {**b.files, EVALS_FILE: b.evals})
+        staged = stage_bundle(options.stage, b.path, _in_folder(b))
     except OSError as exc:
         return (wf.name, wf.span, wf.source, None, io_error(exc, side_of(options.stage)).diagnostics, False)
     return (wf.name, wf.span, wf.source, b, [], staged)
@@ -221,9 +227,7 @@ def _finish_files(results: list[_Result]) -> Build:
     if limits:
         raise BuildError(limits)
     built = _assemble([r[3] for r in results if r[3] is not None])
-    built.staged = frozenset(
-        f"{b.path}/{rel}" for *_, b, _, staged in results if staged for rel in (*b.files, EVALS_FILE)
-    )
+    built.staged = frozenset(f"{b.path}/{rel}" for *_, b, _, staged in results if staged for rel in _in_folder(b))
     return built
 
 

@@ -491,22 +491,12 @@ def test_remove_never_follows_a_link_and_takes_every_kind_of_entry(tmp_path):
 def test_a_run_killed_in_the_middle_of_the_parallel_removal_is_finished_by_the_next(cli, tree, monkeypatch):
     """SIGKILL while the threads remove the old tree (after the swap): the folder holds the new tree, and the next
     run removes the half-removed old one it left under a stage name."""
-    import signal
 
     root = tree({**_many(30), "out/notes/keep.md": "mine"})
     out = root / "out"
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
     (root / "wf" / "w000.yaml").write_text(WF.format("w000").replace("d\n", "changed\n", 1))
-    calls = []
-    real = shutil.rmtree
-
-    def rmtree(*args, **kwargs):
-        calls.append(args)
-        if len(calls) == 10:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real(*args, **kwargs)
-
-    _build_killed(cli, root, out, monkeypatch, disk.shutil, "rmtree", rmtree)  # at the tenth subfolder
+    _build_killed(cli, root, out, monkeypatch, disk.shutil, "rmtree", _kill_at(10, shutil.rmtree))  # the tenth
     left = leftovers(root)
     assert len(left) == 1 and left[0].startswith(".out.stage-")
     assert "changed" in (out / "w000" / "SKILL.md").read_text() and (out / "notes" / "keep.md").exists()
@@ -532,23 +522,13 @@ def test_a_large_tree_is_staged_by_threads_into_the_same_tree_as_one_by_one(cli,
 
 @pytest.mark.slow
 def test_a_run_killed_while_the_threads_stage_the_tree_loses_nothing(cli, tree, monkeypatch):
-    import signal
 
     root = tree({**_many(40), "out/notes/keep.md": "mine"})
     out = root / "out"
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
     before = snapshot_tree(out)
     (root / "wf" / "w000.yaml").write_text(WF.format("w000").replace("d\n", "changed\n", 1))
-    calls = []
-    real = disk._write
-
-    def write(path, data):
-        calls.append(path)
-        if len(calls) == 30:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real(path, data)
-
-    _build_killed(cli, root, out, monkeypatch, disk, "_write", write)  # at the thirtieth file
+    _build_killed(cli, root, out, monkeypatch, disk, "_write", _kill_at(30, disk._write))  # at the thirtieth file
     assert snapshot_tree(out) == before  # the old tree, whole
     assert [p[: len(".out.stage-")] for p in leftovers(root)] == [".out.stage-"]
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
@@ -556,10 +536,22 @@ def test_a_run_killed_while_the_threads_stage_the_tree_loses_nothing(cli, tree, 
     assert (out / "notes" / "keep.md").read_text() == "mine"
 
 
+def _kill_at(n: int, real: Callable) -> Callable:
+    """``real``, which SIGKILLs the process on its ``n``-th call, before doing it."""
+    calls = []
+
+    def killing(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == n:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*args, **kwargs)
+
+    return killing
+
+
 def _build_killed(cli, root, out, monkeypatch, owner, name, replacement):
     """Run ``build`` in a forked child with ``owner.name`` replaced (the replacement SIGKILLs the child at some call),
     and check that the child died by that signal (it exits 3 if the build ends first)."""
-    import signal
 
     pid = os.fork()
     if pid == 0:
@@ -992,20 +984,10 @@ def test_kill_points_are_counted():
 def test_a_fresh_build_killed_while_it_writes_leaves_no_folder_and_the_next_build_finishes(cli, tree, monkeypatch):
     """Into a folder that is not there yet, each bundle is written into the stage as soon as it is compiled. A kill
     in the middle leaves no output folder, only the stage, which the next run removes."""
-    import signal
 
     root = tree({**_many(40), "elsewhere/keep.md": "mine"})
     out = root / "out"
-    calls = []
-    real = disk._write
-
-    def write(path, data):
-        calls.append(path)
-        if len(calls) == 30:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real(path, data)
-
-    _build_killed(cli, root, out, monkeypatch, disk, "_write", write)  # at the thirtieth file
+    _build_killed(cli, root, out, monkeypatch, disk, "_write", _kill_at(30, disk._write))  # at the thirtieth file
     assert not os.path.lexists(out)
     assert [p[: len(".out.stage-")] for p in leftovers(root)] == [".out.stage-"]
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
