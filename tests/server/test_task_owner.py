@@ -5,7 +5,8 @@ framework's own bearer-token auth), by two mcp ``Client``s holding two principal
 memory, in a state folder (DBOS on SQLite) and in a Postgres database (DBOS on Postgres, the cluster of
 test_durable_postgres). What is pinned: Alice's task waits for her yes; Bob, holding its id, gets for ``tasks/get``,
 ``tasks/update`` (his yes to her question) and ``tasks/cancel`` exactly what an unknown task id gets, and there is no
-``tasks/list`` for anyone; Alice's task is untouched by him, and her own yes runs the refund once. The state keeps
+``tasks/list`` for anyone; Alice's task is untouched by him, another token of hers reaches it, and her own yes runs
+the refund once. The state keeps
 no token. Where there is no authentication, a task is its id's bearer's: test_tasks and test_durable reach a task
 from another connection, and after a restart.
 """
@@ -33,7 +34,7 @@ from .test_serve_skills import ROOT
 from .test_tasks import REFUND, Wire
 
 AUTH_SERVER = ROOT / "tests" / "server" / "tasks" / "auth_server.py"
-ALICE, BOB = TOKENS  # two principals of one OAuth client: alice and bob are subjects
+ALICE, BOB, ALICE_AGAIN = TOKENS  # two principals of one OAuth client (subjects alice, bob), and Alice's new token
 YES = {"action": "accept", "content": {"confirm": True}}
 
 
@@ -98,6 +99,8 @@ async def only_alice_reaches_her_task(url: str) -> None:
         again = await alice.send("tasks/get", taskId=theirs)
         assert again["status"] == "input_required" and again["inputRequests"] == waiting["inputRequests"]
         assert await refunds(alice) == []  # his yes ran nothing
+        async with as_principal(url, ALICE_AGAIN) as refreshed:  # her principal, not her token, owns the task
+            assert (await refreshed.send("tasks/get", taskId=theirs))["inputRequests"] == waiting["inputRequests"]
         await alice.send("tasks/update", taskId=theirs, inputResponses={k: YES for k in again["inputRequests"]})
         done = await settled(alice, theirs)
         assert done["status"] == "completed", done

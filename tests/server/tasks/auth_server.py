@@ -25,10 +25,12 @@ from projector.server import attach  # noqa: E402
 from projector.server.demo import INSTRUCTIONS, add_demo_tools  # noqa: E402
 from projector.server.tasks import Tasks  # noqa: E402
 
-# Two principals of one OAuth client, told apart by their subject (as mcp's principal is: client, issuer, subject).
+# Two principals of one OAuth client, told apart by their subject (as mcp's principal is: client, issuer, subject),
+# and a second token of the first.
 TOKENS: dict[str, dict[str, Any]] = {
     "alice-token-5f1c9e": {"client_id": "shop-app", "sub": "alice", "scopes": ["shop"]},
     "bob-token-8d2a7b": {"client_id": "shop-app", "sub": "bob", "scopes": ["shop"]},
+    "alice-token-2c4e10": {"client_id": "shop-app", "sub": "alice", "scopes": ["shop"]},  # Alice's, refreshed
 }
 
 
