@@ -337,8 +337,8 @@ class DurableTasks(Tasks):
             else:
                 await self._settle(task_id, Done(_not_retried(retry)))
 
-    async def cancel(self, task_id: Any) -> dict[str, Any]:
-        out = await super().cancel(task_id)
+    async def cancel(self, task_id: Any, owner: str | None = None) -> dict[str, Any]:
+        out = await super().cancel(task_id, owner)  # another's task is unknown here: nothing below runs for it
         rec = await self.store.get(task_id) if isinstance(task_id, str) else None
         if rec is not None and self._launched:
             from dbos import DBOS

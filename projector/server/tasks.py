@@ -14,6 +14,12 @@ resume from). :class:`Tasks` runs the jobs of the tools it is told about (:meth:
 - :meth:`Tasks.cancel` is ``tasks/cancel``: the status is ``cancelled`` at once; an interruptible job (a plain tool)
   is stopped where it is, a workflow's job is told through :attr:`Call.cancelled` and stops before its next step.
 
+Whose a task is. A task made by a request that carries an identity (an authenticated principal: see
+:func:`projector.server.tasks_wire.owner`) keeps that identity's digest as its ``owner``, and each of the three
+methods is given the asking request's: a task whose owner is not the asker's is answered exactly as an unknown one
+(-32602), whatever the store. A task made without an identity has no owner: its id, unguessable, is the bearer's key
+to it (the Tasks extension allows task ids as bearer tokens), so a client can reach it again after a restart.
+
 A tool error is ``completed`` with ``result.isError``; ``failed`` is for a protocol-level failure (:class:`Failure`,
 or anything the job raises). A task stays readable for its ``ttlMs``, then is gone (``-32602``) and runs nothing
 more. Each framework's adapter serves this object as its own extension (the three methods and a ``tools/call``
@@ -23,6 +29,7 @@ interceptor); the store is an interface so that a durable one can take the place
 from __future__ import annotations
 
 import asyncio
+import hmac
 import secrets
 import time
 from abc import ABC, abstractmethod
@@ -122,6 +129,7 @@ class TaskRecord:
     answers: dict[str, Any] = field(default_factory=dict)  # minted id -> answer, until every pending one has one
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    owner: str | None = None  # the digest of the principal that made it; None: whoever holds the id
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -240,6 +248,11 @@ def unknown_task(task_id: str) -> MCPError:
     return MCPError(code=INVALID_PARAMS, message=f"no task {task_id[:80]!r} (it is unknown, or its ttlMs has passed)")
 
 
+def _owns(asker: str | None, owner: str | None) -> bool:
+    """Whether a task of ``owner`` (None: nobody's) is the asker's to see, answer and cancel."""
+    return owner is None or (asker is not None and hmac.compare_digest(asker, owner))
+
+
 # ------------------------------------------------------------------------------------------------------ the runner
 
 
@@ -274,9 +287,14 @@ class Tasks:
         self.supports[tool] = TaskSupport(job, required, interruptible, gather)
 
     async def start(
-        self, tool: str, arguments: Mapping[str, Any] | None, answers: Mapping[str, Any] | None = None
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        answers: Mapping[str, Any] | None = None,
+        owner: str | None = None,
     ) -> dict[str, Any]:
-        """Make a task for a call of ``tool`` and start its first round; the ``CreateTaskResult``."""
+        """Make a task for a call of ``tool`` and start its first round; the ``CreateTaskResult``. ``owner``: the
+        digest of the caller's identity (None: the task is the bearer's of its id), as the other methods take it."""
         now = _now()
         rec = TaskRecord(
             task_id=secrets.token_urlsafe(18),
@@ -288,23 +306,27 @@ class Tasks:
             expires=time.time() + self.ttl_ms / 1000,
             ttl_ms=self.ttl_ms,
             poll_ms=self.poll_ms,
+            owner=owner,
         )
         await self.store.put(rec)
         await self._begin(rec, dict(answers or {}))
         return created(rec)
 
-    async def _live(self, task_id: Any) -> TaskRecord:
+    async def _live(self, task_id: Any, owner: str | None) -> TaskRecord:
+        """The task, when it is there, not expired, and the asker's (or nobody's): otherwise what an unknown id gets."""
         rec = await self.store.get(task_id) if isinstance(task_id, str) else None
-        if rec is None or rec.expires < time.time():
+        if rec is None or rec.expires < time.time() or not _owns(owner, rec.owner):
             raise unknown_task(str(task_id))
         return rec
 
-    async def get(self, task_id: Any) -> dict[str, Any]:
-        return detailed(await self._live(task_id))
+    async def get(self, task_id: Any, owner: str | None = None) -> dict[str, Any]:
+        return detailed(await self._live(task_id, owner))
 
-    async def update(self, task_id: Any, responses: Mapping[str, Any] | None) -> dict[str, Any]:
+    async def update(
+        self, task_id: Any, responses: Mapping[str, Any] | None, owner: str | None = None
+    ) -> dict[str, Any]:
         """Keep the answers to pending requests (any other id answers nothing); once each has one, the next round."""
-        rec = await self._live(task_id)
+        rec = await self._live(task_id, owner)
         if rec.status != "input_required":
             return ACK
         for key, answer in (responses or {}).items():
@@ -320,8 +342,8 @@ class Tasks:
         await self._begin(rec, answers)
         return ACK
 
-    async def cancel(self, task_id: Any) -> dict[str, Any]:
-        rec = await self._live(task_id)
+    async def cancel(self, task_id: Any, owner: str | None = None) -> dict[str, Any]:
+        rec = await self._live(task_id, owner)
         if rec.status in TERMINAL:
             return ACK
         self._cancelled.add(rec.task_id)
