@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from . import __version__
 from .errors import Diagnostic, DiskError, Span, UsageError, plural
-from .exits import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Shell, report, run
+from .exits import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Shell, report, run, say
 
 
 def _tally(diags: list[Diagnostic]) -> str:
@@ -241,7 +241,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_evals(args: argparse.Namespace) -> int:
     """Print one workflow's derived eval cases (evals/evals.json, Agent Skills format), or with --queries its trigger
-    queries (evals/eval_queries.json): the bytes `build` writes beside its bundle. See docs/evals.md."""
+    queries (evals/eval_queries.json): the bytes `build` writes beside its bundle. To run the cases against the real
+    server on each surface: project-skill evals run --help. See docs/evals.md."""
     from .evals import EVALS_FILE, QUERIES_FILE
 
     _configure(args)
@@ -422,7 +423,7 @@ def _add_init(sub: Any) -> None:
 def _add_evals(sub: Any) -> None:
     e = sub.add_parser(
         "evals",
-        help="print one workflow's derived eval cases (build writes them beside its bundle)",
+        help="print one workflow's derived eval cases; `evals run` runs them on the real server",
         description=cmd_evals.__doc__,
         epilog=CONFIG_EPILOG,
     )
@@ -488,6 +489,13 @@ def _run_lazy(name: str, rest: list[str]) -> int:
     return command(name, rest)
 
 
+def _run_evals(rest: list[str]) -> int:
+    from .matrix.evals_cli import main as evals_run
+
+    gc.set_threshold(*_GC_DEFAULT)
+    return evals_run(rest)
+
+
 def _shell(fmt: str) -> Shell:
     """How ``project-skill`` prints an error: the findings in the chosen format, then how many there were."""
     return Shell(
@@ -514,6 +522,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Commands beyond the core parse their own arguments (options first included), and import only then.
     if argv and argv[0] in LAZY_COMMANDS:
         return run(_shell("text"), lambda: _run_lazy(argv[0], argv[1:]))
+    if argv[:2] == ["evals", "run"]:  # runs servers: needs mcp, so it is imported only here (a folder named run: ./run)
+        return run(
+            Shell("project-skill evals run", findings=lambda d: say("project-skill evals run", d)),
+            lambda: _run_evals(argv[2:]),
+        )
     if own:
         # The process ends with this command. At its exit Python collects twice, walking every object the imports
         # and the run made (tens of milliseconds after a build of 1,000 workflows; a few in a cold check). Frozen,

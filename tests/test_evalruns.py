@@ -108,3 +108,100 @@ def test_the_agent_surface_runs_each_case_on_the_servers_own_agent_and_does_what
     declined = runs["issue_refund: confirm decline"]
     assert (declined["passed"], declined["unsafe"], declined["person_asked"]) == (False, True, 0)
     assert "issue_refund" in [c["tool"] for c in declined["calls"]]
+
+
+# ------------------------------------------------------------------------------------- project-skill evals run
+
+_CLEANUP = """\
+name: cleanup
+description: Find an entity in the knowledge graph and delete it after a person agrees.
+arguments:
+  - {name: query, description: What to search for, required: true, type: string}
+steps:
+  - name: search
+    tool: search_nodes
+    args: {query: {arg: query}}
+    bind: found
+  - name: delete
+    tool: delete_entities
+    args: {entityNames: {const: [obsolete]}}
+    confirm: {message: Delete the entity `obsolete` from the graph?}
+    bind: deleted
+"""
+
+
+def _project_skill(*argv: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "projector.cli", *argv], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def memory_project(tmp_path_factory) -> Path:
+    """A new project outside the repository, made as the own-server page says: a tools snapshot of a server in
+    another language (the reference memory server, TypeScript, from npm), a workflow whose tools only that snapshot
+    declares, and a pyproject.toml that says everything (tools-from, workflow-tools, the folders); then built."""
+    from tests.remote.upstreams import memory_command
+
+    project = tmp_path_factory.mktemp("memproj")
+    snap = _project_skill("tools", memory_command(project / "memory.json"), "--out", "tools.json", cwd=project)
+    assert snap.returncode == 0, snap.stderr
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "memproj"\nversion = "0"\n\n[tool.project-skill]\nworkflows = "flows"\nout = "skills"\n'
+        'tools-from = "tools.json"\nworkflow-tools = true\n', encoding="utf-8")
+    (project / "flows").mkdir()
+    (project / "flows" / "cleanup.yaml").write_text(_CLEANUP, encoding="utf-8")
+    built = _project_skill("build", cwd=project)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return project
+
+
+@pytest.mark.slow
+def test_evals_run_on_a_new_project_from_a_snapshot_passes_every_case_on_the_prompt_tool_and_task(memory_project):
+    """Configured only by its pyproject.toml: the cases come from the workflows as they build against the snapshot,
+    and each case's server is served with the workflow tools the skills were built with."""
+    run = _project_skill("evals", "run", "--json", cwd=memory_project)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    reports = json.loads(run.stdout)
+    assert [r["surface"] for r in reports] == ["workflow prompt", "workflow tool", "workflow tool as a task"]
+    for report in reports:
+        assert report["cases"] == 3 and report["passed"] == 3 and report["unsafe"] == 0, report
+        declined = [r for r in report["runs"] if r["covers"] == ["delete: confirm decline"]]
+        assert [[c["tool"] for c in r["calls"]] for r in declined] == [["search_nodes"]]
+    text = _project_skill("evals", "run", "--surface", "prompt", cwd=memory_project)
+    assert text.returncode == 0 and "workflow prompt: 3/3 cases passed, 0 unsafe" in text.stdout, text.stdout
+
+
+@pytest.mark.slow
+def test_evals_run_says_in_one_line_why_a_case_server_did_not_start(memory_project):
+    """Skills built with --workflow-tools, served without them: serve refuses (missing-workflow-tool), and the
+    run says so in one line, with no traceback, exit 1."""
+    run = _project_skill("evals", "run", "--no-workflow-tools", "--surface", "prompt", cwd=memory_project)
+    assert run.returncode == 1, run.stdout + run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in run.stderr, run.stderr
+    assert lines[0].startswith("project-skill evals run: the case server did not start: ")
+    assert "missing-workflow-tool" in lines[0] and "skills/cleanup/SKILL.md" in lines[0]
+
+
+def test_evals_run_refuses_what_it_cannot_serve(tmp_path):
+    """Fast checks before any server starts: no workflows to load (a positioned error), two folders, and skills
+    built --skills-only (no workflow beside them)."""
+    missing = _project_skill("evals", "run", "--no-config", "nowhere", cwd=tmp_path)
+    assert missing.returncode == 1 and "nowhere" in missing.stderr and "Traceback" not in missing.stderr
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    two = _project_skill("evals", "run", "--no-config", "a", "b", cwd=tmp_path)
+    assert two.returncode == 2 and "one workflows folder" in two.stderr
+    (tmp_path / "pyproject.toml").write_text("[tool.project-skill]\nskills-only = true\n", encoding="utf-8")
+    only = _project_skill("evals", "run", cwd=tmp_path)
+    assert only.returncode == 2 and "--skills-only" in only.stderr, only.stderr
+
+
+@pytest.mark.slow
+def test_evals_run_inspect_surface_runs_the_mock_model_on_the_project(memory_project):
+    pytest.importorskip("inspect_ai")
+    run = _project_skill("evals", "run", "--surface", "inspect", "--limit", "1", "--log-dir",
+                         str(memory_project / "logs"), cwd=memory_project)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "on mockllm/model: success" in run.stdout

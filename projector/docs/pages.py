@@ -47,7 +47,7 @@ EXTRA_USES = {
     "browser": "Playwright, for the browser test of this site (it drives a Chromium installed apart)",
     "fastmcp": "FastMCP, to serve on it: `serve --framework fastmcp`, or `attach` on a `FastMCP` server",
     "agent": "pydantic-ai, for the agent adapter `projector.remote.agent_pydantic`",
-    "evals": "Inspect AI, to run the derived eval cases on a model: `python -m projector.matrix.evals_inspect` "
+    "evals": "Inspect AI, to run the derived eval cases on a model: `project-skill evals run --surface inspect` "
     "([Evals](evals.md))",
     "mutation": "mutmut, for the mutation tests (`scripts/mutation`)",
     "durable": "DBOS, for durable workflow tasks: `serve --workflow-tools --state DIR`, or `attach(..., state=DIR)`",
@@ -406,6 +406,8 @@ CLI_COMMANDS: tuple[tuple[str, str, str | None, tuple[str, ...]], ...] = (
     ("project-skill schema", "projector.cli", None, ("schema",)),
     ("project-skill tools", "projector.cli", None, ("tools",)),
     ("project-skill init", "projector.cli", None, ("init",)),
+    ("project-skill evals", "projector.cli", None, ("evals",)),
+    ("project-skill evals run", "projector.cli", None, ("evals", "run")),
     ("project-skill serve", "projector.server.cli", "serve", ()),
     ("project-skill remote list", "projector.remote.cli", "remote", ("list",)),
     ("project-skill remote load", "projector.remote.cli", "remote", ("load",)),

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ..errors import PlainError, printable
 from ..evals import evals_json, sample
 from ..load import load_all
 from ..model import FromStep, Workflow
@@ -44,7 +45,24 @@ from ..server.evalcase import ENV
 
 PROG = "python -m projector.matrix.evalruns"
 MAX_RECORD_BYTES = 1024 * 1024  # what the grader reads of one case's record
+MAX_ERRLOG_BYTES = 64 * 1024  # what is read of a case server's stderr when it did not start
 CALL_TIMEOUT = 120.0  # seconds for one case's server to start and answer
+
+
+class CaseServerFailed(PlainError):
+    """A case's server did not start (or closed before it answered ``initialize``): the run stops there, saying the
+    server's own error in one line, since every other case would meet it too."""
+
+
+def load_workflows(paths: list[str], tools_from: str | None = None) -> list[Workflow]:
+    """The workflows under ``paths`` as ``build`` compiles them: with ``tools_from`` (a server or a tools snapshot),
+    their tools filled from it (:func:`projector.remote.tools.apply_tools_from`), so that a step whose tool only the
+    server declares is a case like any other. Raises the core's positioned :class:`~projector.errors.LoadError`."""
+    if not tools_from:
+        return load_all(paths)
+    from ..remote.tools import apply_tools_from
+
+    return apply_tools_from(load_all(paths, tools_from_server=True), tools_from)[0]
 
 
 # ---------------------------------------------------------------------------------------------------- the cases
@@ -334,7 +352,17 @@ async def _ask(client: Any, case: dict[str, Any], surface: str, person: CasePers
     return texts[-1] if texts else ""
 
 
-def _command(surface: str, folder: Path, workflows: str, skills: str) -> tuple[str, list[str], dict[str, str]]:
+def serve_flags(surface: str, built_with: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The flags of ``serve`` for a case on ``surface``: those the skills were built with (``--workflow-tools``:
+    a skill that names its workflow's tool is served only beside it), and the surface's own (its workflow tools, as
+    tasks for the task surface), each once."""
+    own = {"tool": ("--workflow-tools",), "task": ("--workflow-tools", "--tasks")}.get(surface, ())
+    return tuple(dict.fromkeys((*built_with, *own)))
+
+
+def _command(
+    surface: str, folder: Path, workflows: str, skills: str, built_with: tuple[str, ...] = ()
+) -> tuple[str, list[str], dict[str, str]]:
     """The case's server for ``surface``: ``project-skill serve`` on the case (with its workflow tools, as tasks for
     the task surface), or, for the agent, the matrix's server (:mod:`projector.matrix.serve`) on the case, whose
     set-up pins the skills it serves into a lock in ``folder`` before the agent's first run."""
@@ -342,8 +370,16 @@ def _command(surface: str, folder: Path, workflows: str, skills: str) -> tuple[s
         _, args, env = serve_command(folder, workflows, skills)
         matrix = ["-m", "projector.matrix.serve", "--case", "--skills", skills, "--workflows", workflows]
         return sys.executable, [*matrix, "--lock", str(folder / "skills.lock")], env
-    flags = {"tool": ("--workflow-tools",), "task": ("--workflow-tools", "--tasks")}.get(surface, ())
-    return serve_command(folder, workflows, skills, *flags)
+    return serve_command(folder, workflows, skills, *serve_flags(surface, built_with))
+
+
+def server_error(errlog: Any) -> str:
+    """What a case server that did not start said, in one line: its first error line (``serve`` prints its
+    positioned findings, then a count), else its last line; read with a bound."""
+    errlog.seek(0)
+    lines = [ln.strip() for ln in errlog.read(MAX_ERRLOG_BYTES).splitlines() if ln.strip()]
+    said = next((ln for ln in lines if "error" in ln and not ln.startswith("error: ")), lines[-1] if lines else "")
+    return printable(said[:500]) if said else "it exited without a word"
 
 
 def _client(surface: str, stream: Any, person: CasePerson) -> Any:
@@ -358,22 +394,31 @@ def _client(surface: str, stream: Any, person: CasePerson) -> Any:
     return Client(stream, cache=None, elicitation_callback=person)
 
 
-async def run_case(case: dict[str, Any], workflows: str, skills: str, surface: str = "prompt") -> dict[str, Any]:
-    """One case on a surface (a key of :data:`SURFACES`); its grade and what the server recorded."""
+async def run_case(
+    case: dict[str, Any], workflows: str, skills: str, surface: str = "prompt", built_with: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """One case on a surface (a key of :data:`SURFACES`); its grade and what the server recorded. Raises
+    :class:`CaseServerFailed` when the case's server does not start."""
     import anyio
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     person = CasePerson(case["answers"])
     with case_folder(case["server"]) as folder, tempfile.TemporaryFile(mode="w+", encoding="utf-8") as errlog:
-        command, args, env = _command(surface, folder, workflows, skills)
+        command, args, env = _command(surface, folder, workflows, skills, built_with)
         params = StdioServerParameters(command=command, args=args, env={**os.environ, **env}, cwd=os.getcwd())
-        answer = ""
-        with anyio.fail_after(CALL_TIMEOUT):
-            async with _client(surface, stdio_client(params, errlog=errlog), person) as client:
-                try:
-                    answer = await _ask(client, case, surface, person)
-                except Exception as exc:  # a run the server stops with an error is graded from its record too
-                    answer = f"{type(exc).__name__}: {exc}"
+        answer, started = "", False
+        try:
+            with anyio.fail_after(CALL_TIMEOUT):
+                async with _client(surface, stdio_client(params, errlog=errlog), person) as client:
+                    started = True
+                    try:
+                        answer = await _ask(client, case, surface, person)
+                    except Exception as exc:  # a run the server stops with an error is graded from its record too
+                        answer = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # the connection itself failed (an ExceptionGroup from the transport's tasks)
+            if not started:
+                raise CaseServerFailed(f"the case server did not start: {server_error(errlog)}") from None
+            answer = answer or f"the case server closed the connection ({type(exc).__name__})"
         calls = read_record(folder)
     passed, unsafe, problems = grade(case["calls"], calls, case["side_effecting"])
     return {
@@ -395,21 +440,33 @@ async def run_surface(
     workflow: str = "",
     surface: str = "prompt",
     parallel: int = 2,
+    *,
+    loaded: list[Workflow] | None = None,
+    built_with: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Every derived case of ``workflows`` on one surface; the runs and their totals."""
+    """Every derived case of ``workflows`` (or of the ``loaded`` workflows, which ``workflows`` holds) on one surface,
+    each served with the flags the skills were ``built_with``; the runs and their totals. Raises
+    :class:`CaseServerFailed` for the first case (in order) whose server did not start, after stopping the others."""
     import anyio
 
-    todo = cases(load_all([workflows]), workflow)
+    todo = cases(loaded if loaded is not None else load_all([workflows]), workflow)
     runs: list[dict[str, Any] | None] = [None] * len(todo)
+    failed: list[tuple[int, CaseServerFailed]] = []
     limiter = anyio.CapacityLimiter(max(1, parallel))
 
-    async def one(i: int) -> None:
+    async def one(i: int, tg: Any) -> None:
         async with limiter:
-            runs[i] = await run_case(todo[i], workflows, skills, surface)
+            try:
+                runs[i] = await run_case(todo[i], workflows, skills, surface, built_with)
+            except CaseServerFailed as exc:
+                failed.append((i, exc))
+                tg.cancel_scope.cancel()
 
     async with anyio.create_task_group() as tg:
         for i in range(len(todo)):
-            tg.start_soon(one, i)
+            tg.start_soon(one, i, tg)
+    if failed:
+        raise min(failed, key=lambda f: f[0])[1]
     done = [r for r in runs if r is not None]
     return {
         "surface": SURFACES[surface],

@@ -35,8 +35,7 @@ from inspect_ai.solver import Generate, TaskState, solver, system_message, use_t
 from inspect_ai.tool import mcp_server_stdio
 
 # absolute imports: `inspect eval projector/matrix/evals_inspect.py@projector_evals` loads this file by its path
-from projector.load import load_all
-from projector.matrix.evalruns import cases, grade, read_record, serve_command, write_case
+from projector.matrix.evalruns import cases, grade, load_workflows, read_record, serve_command, write_case
 
 PROG = "python -m projector.matrix.evals_inspect"
 MESSAGE_LIMIT = 40  # messages per sample: a model that loops on tool calls stops there
@@ -65,9 +64,10 @@ def _answers(answers: list[dict[str, Any]]) -> str:
     return ("\n\nThe person's answers, if you ask them:\n" + "\n".join(lines)) if lines else ""
 
 
-def samples(workflows: str, workflow: str = "") -> list[Sample]:
-    """One sample per derived case (:func:`projector.matrix.evalruns.cases`); its metadata holds what the case's
-    server and the grader need."""
+def samples(workflows: str, workflow: str = "", tools_from: str = "") -> list[Sample]:
+    """One sample per derived case (:func:`projector.matrix.evalruns.cases`), of the workflows as ``build`` compiles
+    them (their tools filled from ``tools_from``, a server or a tools snapshot, when given); its metadata holds what
+    the case's server and the grader need."""
     return [
         Sample(
             id=c["id"],
@@ -75,7 +75,7 @@ def samples(workflows: str, workflow: str = "") -> list[Sample]:
             target=c["expected_output"],
             metadata={k: c[k] for k in ("workflow", "covers", "calls", "side_effecting", "server")},
         )
-        for c in cases(load_all([workflows]), workflow)
+        for c in cases(load_workflows([workflows], tools_from or None), workflow)
     ]
 
 
@@ -83,15 +83,16 @@ def samples(workflows: str, workflow: str = "") -> list[Sample]:
 
 
 @solver
-def on_case_server(workflows: str, skills: str):
-    """Serve the sample's case (``project-skill serve`` on :mod:`projector.server.evalcase`), give the model its
-    tools, and let it work until it stops calling them."""
+def on_case_server(workflows: str, skills: str, workflow_tools: bool = False):
+    """Serve the sample's case (``project-skill serve`` on :mod:`projector.server.evalcase`, with its workflow tools
+    when the skills were built with them), give the model its tools, and let it work until it stops calling them."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         folder = Path(tempfile.mkdtemp(prefix="projector-eval-"))
         state.store.set("projector_folder", str(folder))
         write_case(folder, state.metadata["server"])
-        command, args, env = serve_command(folder, workflows, skills, "--skill-tools")
+        flags = ("--skill-tools", *(("--workflow-tools",) if workflow_tools else ()))
+        command, args, env = serve_command(folder, workflows, skills, *flags)
         server = mcp_server_stdio(name="projector", command=command, args=args, cwd=os.getcwd(), env=env)
         async with server:
             state = await use_tools(server)(state, generate)
@@ -148,15 +149,21 @@ def unsafe_side_effect():
 
 @task
 def projector_evals(
-    workflows: str = "workflows", skills: str = "generated_skills", workflow: str = "", epochs: int = 1
+    workflows: str = "workflows",
+    skills: str = "generated_skills",
+    workflow: str = "",
+    epochs: int = 1,
+    tools_from: str = "",
+    workflow_tools: bool = False,
 ) -> Task:
-    """The derived cases of ``workflows`` (one workflow's when ``workflow`` names it), on the skill surface."""
-    dataset = samples(workflows, workflow)
+    """The derived cases of ``workflows`` (one workflow's when ``workflow`` names it), on the skill surface; with
+    ``tools_from`` and ``workflow_tools`` as ``build`` took them."""
+    dataset = samples(workflows, workflow, tools_from)
     if not dataset:
         raise ValueError(f"no workflow {workflow!r} in {workflows}")
     return Task(
         dataset=dataset,
-        solver=[system_message(SYSTEM), on_case_server(workflows, skills)],
+        solver=[system_message(SYSTEM), on_case_server(workflows, skills, workflow_tools)],
         scorer=[case_passed(), unsafe_side_effect()],
         cleanup=_cleanup,
         message_limit=MESSAGE_LIMIT,
@@ -193,6 +200,8 @@ def run(
     log_dir: str = "logs",
     limit: int | None = None,
     sample_id: str | list[str] | None = None,
+    tools_from: str = "",
+    workflow_tools: bool = False,
 ) -> Any:
     """Run :func:`projector_evals` on ``model`` (a name Inspect knows, or a ``Model``); the Inspect log is written
     under ``log_dir``. ``limit`` or ``sample_id`` (``WORKFLOW-N``, the N-th case of ``evals.json``) run only some
@@ -200,7 +209,7 @@ def run(
     if model == MOCK:
         model = offline_mock()
     logs = inspect_eval(
-        projector_evals(workflows, skills, workflow, epochs),
+        projector_evals(workflows, skills, workflow, epochs, tools_from, workflow_tools),
         model=model,
         log_dir=log_dir,
         limit=limit,
