@@ -64,9 +64,32 @@ _RAW = TypeAdapter(dict[str, Any])
 MAX_PAGES = 1000
 
 
-def parse_server(spec: str) -> str | StdioServerParameters:
+# What a started server may need of this process's environment when it is not given the whole of it (the gateway's
+# upstream): mcp's safe set (PATH, HOME, USER, LOGNAME, SHELL, TERM; on Windows, its system folders) with the locale,
+# the time zone and the temporary folder.
+INHERITED_ENV = ("LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP")
+INHERITED_ENV_PREFIXES = ("LC_",)
+
+
+def server_environment(passed: Iterable[str] = ()) -> dict[str, str]:
+    """The environment of a server started on behalf of others (``serve --upstream``): mcp's
+    :func:`~mcp.client.stdio.get_default_environment`, :data:`INHERITED_ENV` and the ``LC_*`` variables, and the
+    variables named in ``passed`` (the operator's choice, e.g. ``DATABASE_URL``), each as this process has it; a name
+    it lacks is left out. Nothing else of this process's environment (its keys and tokens) is passed on."""
+    from mcp.client.stdio import get_default_environment
+
+    wanted = set(INHERITED_ENV) | set(passed)
+    env = get_default_environment()
+    for name, value in sorted(os.environ.items()):
+        if (name in wanted or name.startswith(INHERITED_ENV_PREFIXES)) and not value.startswith("()"):
+            env[name] = value  # "()": a shell function, left out as mcp leaves it out
+    return env
+
+
+def parse_server(spec: str, env: dict[str, str] | None = None) -> str | StdioServerParameters:
     """``http(s)://…`` -> the URL, as given; anything else -> a stdio command line split like a POSIX shell would.
-    The child gets this process's environment and working directory, as a shell would give it."""
+    The child gets ``env``, or else this process's environment, and its working directory, as a shell would give
+    it."""
     if spec.startswith(("http://", "https://")):
         return spec
     try:
@@ -75,7 +98,8 @@ def parse_server(spec: str) -> str | StdioServerParameters:
         raise ServerError("server-error", spec, f"cannot split the server command line: {exc}") from None
     if not words:
         raise ServerError("server-error", "<server>", "the server command line is empty")
-    return StdioServerParameters(command=words[0], args=words[1:], env=dict(os.environ), cwd=os.getcwd())
+    environment = dict(os.environ) if env is None else env
+    return StdioServerParameters(command=words[0], args=words[1:], env=environment, cwd=os.getcwd())
 
 
 def _describe(exc: BaseException) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import re
 import sys
 from dataclasses import replace
 from typing import Any
@@ -32,6 +33,7 @@ from .attaching import ATTACH_HINT, ATTACH_RESOURCE_HINT
 from .errors import AttachError
 
 DEFAULT_HOST = "127.0.0.1"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # --upstream-env: a variable's name, never NAME=VALUE
 
 
 def parse_address(value: str) -> tuple[str, int]:
@@ -76,6 +78,15 @@ def _allowed_origin(value: str) -> str:
         return parse_origin(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _env_name(value: str) -> str:
+    if not _ENV_NAME.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"give a variable's name (letters, digits, _), not {value!r}: its value comes from this environment, "
+            "since a value on the command line is shown to every user of the machine"
+        )
+    return value
 
 
 def parser(name: str) -> argparse.ArgumentParser:
@@ -141,6 +152,16 @@ def parser(name: str) -> argparse.ArgumentParser:
         help="--upstream: how long to wait for its handshake and tools/list at start-up, and for each "
         "forwarded tool call (default: 30 at start-up, 60 for a call); past it the start fails, and "
         "a call is a tool error",
+    )
+    ap.add_argument(
+        "--upstream-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        type=_env_name,
+        help="--upstream: pass this variable of the gateway's environment on to a stdio upstream (e.g. "
+        "DATABASE_URL); repeatable. The upstream gets only PATH, HOME, USER, LOGNAME, SHELL, TERM, "
+        "the locale (LANG, LANGUAGE, LC_*), TZ, the temporary folder (TMPDIR, TEMP, TMP) and these",
     )
     ap.add_argument(
         "--verbose",
@@ -446,6 +467,7 @@ def _serve_upstream(name: str, args: argparse.Namespace) -> int:
     options = dict(
         framework=framework,
         verbose=args.verbose,
+        upstream_env=args.upstream_env,
         page_size=args.page_size,
         cache=CacheHint(ttl_ms=args.ttl_ms, scope=args.cache_scope),
         skill_tools=args.skill_tools,

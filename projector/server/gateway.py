@@ -29,12 +29,18 @@ error naming the upstream; ``tools/list`` is read as ``project-skill tools`` rea
 (:func:`projector.remote.tools.listed_tools`), so a listing that never ends, repeats a cursor or passes the 16 MiB of
 a tools snapshot is refused too, naming the upstream. Each forwarded call waits ``timeout`` seconds at most. A call
 to an upstream that has died or does not answer in time is a tool error (``isError``), never a hang.
+
+What is the operator's stays the operator's: the tool error (and so a workflow's transcript) says only that the
+upstream did not answer and that the call's effect is unknown; why (the transport's error, the exit status, the last
+lines of the upstream's stderr, which may hold a password it printed) goes to the gateway's stderr. A stdio upstream
+is started with only the environment a server needs (:func:`projector.remote.client.server_environment`) and the
+variables the operator names (``--upstream-env NAME``), never the gateway's keys.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -45,7 +51,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from ..errors import printable
-from ..remote.client import RemoteSkills, _describe, connect
+from ..remote.client import RemoteSkills, _describe, connect, parse_server, server_environment
 from ..remote.errors import ServerError
 from ..remote.tools import listed_tools
 from . import adapters
@@ -66,7 +72,7 @@ class Upstream:
 
     def __init__(self, remote: RemoteSkills, spec: str, timeout: float = CALL_TIMEOUT):
         self.remote, self.spec, self.timeout = remote, spec, timeout
-        self._told = False
+        self._told = ""  # the upstream's ending last said on the gateway's stderr
         self.listed: frozenset[str] | None = None  # the tool names as last listed (None: not listed yet)
         # a change the upstream announced and the gateway has not re-listed yet (one is enough: it re-lists all)
         self.changed_in, self.changed_out = anyio.create_memory_object_stream[None](1)
@@ -130,11 +136,19 @@ class Upstream:
             raise self._gone(name, exc) from None
 
     def _gone(self, name: str, exc: BaseException) -> UpstreamGone:
+        """The error a client gets: that the upstream did not answer, and that the call's effect is unknown. Why (the
+        transport's error, the exit status, the last lines of its stderr) is the operator's: it goes to the gateway's
+        stderr (the stderr once for each new ending of it), never to a client, where it could hand on a password the
+        upstream printed."""
+        timed_out = isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
+        why = f"within {self.timeout:g} s" if timed_out else "(it has stopped, or closed the connection)"
         note = self.remote.server_note()
-        if note and not self._told:  # once on the gateway's stderr, where its operator sees it
-            self._told = True
-            print(f"project-skill serve: the upstream {printable(self.spec)} failed{note}", file=sys.stderr, flush=True)
-        return UpstreamGone(f"the upstream server did not answer tools/call {name}: {_describe(exc)}{note}")
+        told, self._told = (note if note != self._told else ""), note
+        self._note(printable(f"tools/call {name} got no answer: {_describe(exc)}{told}"))
+        return UpstreamGone(
+            f"the upstream server did not answer tools/call {name} {why}; whether the call had any effect there is "
+            "unknown"
+        )
 
 
 # ------------------------------------------------------------------------------------------------------ the gateway
@@ -172,6 +186,7 @@ async def gateway(
     verbose: bool = False,
     start_timeout: float = START_TIMEOUT,
     timeout: float = CALL_TIMEOUT,
+    upstream_env: Iterable[str] = (),
     **attach_options: Any,
 ) -> AsyncIterator[Any]:
     """Connect to ``upstream`` (a stdio command line or an ``http(s)://`` URL), build a ``framework`` server
@@ -182,12 +197,15 @@ async def gateway(
     Raises :class:`~projector.remote.errors.ServerError` when the upstream cannot be reached, dies, or does not
     answer its handshake and ``tools/list`` within ``start_timeout`` seconds each, and
     :class:`~projector.server.errors.AttachError` when a step does not fit the upstream's tools. ``timeout`` bounds
-    each forwarded call. ``verbose`` passes a stdio upstream's stderr through."""
+    each forwarded call. ``verbose`` passes a stdio upstream's stderr through. A stdio upstream gets only the
+    environment a server needs (:func:`~projector.remote.client.server_environment`: PATH, HOME, the locale, ...)
+    and the variables named in ``upstream_env``; never the rest of the gateway's (``$PROJECT_SKILL_STATE_KEY``)."""
     missing = adapters.missing(framework)
     if missing is not None:
         raise ValueError(f"framework {framework!r} {missing}")
     # the connection's own timeout bounds the handshake; each forwarded call is bounded by ``timeout``
-    remote = connect(upstream, upstream, timeout=start_timeout, verbose=verbose)
+    target = parse_server(upstream, env=server_environment(upstream_env))
+    remote = connect(target, upstream, timeout=start_timeout, verbose=verbose)
     connection = Upstream(remote, upstream, timeout)
     remote.message_handler = connection.on_message
     async with remote:
