@@ -40,6 +40,7 @@ from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 from ..conditions import Check, failure_text, first_failure, statement
 from ..errors import plural
 from ..model import PLACEHOLDER, Step, Workflow
+from ..toolschema import argument_errors
 from . import confirm
 from .arguments import Missing, canonical_text, convert_argument
 from .runstate import Run, RunState
@@ -342,6 +343,19 @@ def _tool_params(run: Run, n: int, step: Step, tool: ToolSpec | None) -> dict[st
     return params
 
 
+def _refused(name: str, tool: ToolSpec | None, params: dict[str, Any]) -> str | None:
+    """Why the tool's input schema, as the server lists it now, refuses the arguments the step has resolved (a
+    result or an input that makes them invalid, a number that is not finite), or None: checked before the call, by
+    the same rule as ``build`` checks constants (:func:`projector.toolschema.argument_errors`), so that no framework
+    coerces them (``"-1e999"`` into an infinity). A schema that cannot be used is the server's to apply."""
+    schema = tool.input_schema if tool is not None else None
+    found = argument_errors(schema, params) if isinstance(schema, dict) and params else {}
+    if isinstance(found, str) or not found:
+        return None
+    said = "; ".join(f"`{key}`: {message}" for key, message in found.items())
+    return f"the arguments do not fit the input schema of the tool `{name}`, so it was not called ({said})"
+
+
 async def _tool_failure(host: WorkflowHost, name: str, params: dict[str, Any]) -> tuple[Any, str | None]:
     """The tool's result, and why the call failed (None when it did not)."""
     try:
@@ -360,6 +374,10 @@ async def _call_tool(run: Run, n: int, step: Step, head: str) -> bool:
     tool = run.tools.get(step.tool)
     params = _tool_params(run, n, step, tool)
     if params is None:
+        return False
+    refused = _refused(step.tool, tool, params)
+    if refused is not None:
+        run.turns.append(_failed(run.wf, n, step, refused))
         return False
     run.turns.append(_assistant(f"{head}\nCalling the tool `{step.tool}` with:\n{_fence(params)}"))
     result, failure = await _tool_failure(run.host, step.tool, params)
