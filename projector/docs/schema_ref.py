@@ -170,6 +170,7 @@ The strings inside a constant's lists and maps, at any depth, are filled the sam
 a declared argument; a key is not filled, and a `{{name}}` that names no argument is text, as written. When an
 optional argument that a constant's placeholder takes was not given, the server-side run hands over before the step
 (or leaves out the parameter, when it is optional).
+
 A description that still holds the placeholder `project-skill init` wrote (it contains `TODO(project-skill init)`)
 is refused (`placeholder-description`) until it says what the workflow does. The workflow's `name` is the name of
 its MCP prompt, so it follows the rule `project-skill init NAME` applies: ASCII letters, digits, `_`, `-` and `.`,
