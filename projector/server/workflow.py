@@ -273,6 +273,8 @@ async def run_step(run: Run, n: int, step: Step) -> bool:
         if found is not None:
             return await _condition_failed(run, n, step, found, head)
         head += "\nChecked by the server: " + "; ".join(statement(c) for c in step.when) + "."
+    if step.confirm is not None and step.tool is not None and not _fits_before_asking(run, n, step):
+        return False
     if step.confirm is not None:
         decision = await confirm.confirmation(run, n, step)
         if not decision.yes:
@@ -326,9 +328,9 @@ def _needs_person(wf: Workflow, n: int, step: Step, why: str) -> Turn:
     )
 
 
-def _tool_params(run: Run, n: int, step: Step, tool: ToolSpec | None) -> dict[str, Any] | None:
-    """The step's tool parameters; None (after a hand-over turn) when a required one has no value. An optional
-    parameter without a value is left out."""
+def _resolved(run: Run, step: Step, tool: ToolSpec | None) -> dict[str, Any] | tuple[str, Missing]:
+    """The step's tool parameters, or the first required one that has no value and why. An optional parameter
+    without a value is left out."""
     schema = (tool.input_schema if tool else None) or {}
     required = set(schema.get("required") or ())
     params: dict[str, Any] = {}
@@ -336,11 +338,31 @@ def _tool_params(run: Run, n: int, step: Step, tool: ToolSpec | None) -> dict[st
         value = run.resolve(source)
         if isinstance(value, Missing):
             if name in required:
-                run.turns.append(_hand_over(run.wf, n, step, name, value))
-                return None
+                return name, value
             continue
         params[name] = value
     return params
+
+
+def _tool_params(run: Run, n: int, step: Step, tool: ToolSpec | None) -> dict[str, Any] | None:
+    """The step's tool parameters; None (after a hand-over turn) when a required one has no value."""
+    params = _resolved(run, step, tool)
+    if isinstance(params, tuple):
+        run.turns.append(_hand_over(run.wf, n, step, *params))
+        return None
+    return params
+
+
+def _fits_before_asking(run: Run, n: int, step: Step) -> bool:
+    """A step a person must confirm: the arguments it has are checked against the tool's schema before anyone is
+    asked (:func:`_refused`), so that no one says yes to a call that would not be made. False after the error."""
+    assert step.tool is not None
+    tool = run.tools.get(step.tool)
+    params = _resolved(run, step, tool)
+    refused = None if isinstance(params, tuple) else _refused(step.tool, tool, params)
+    if refused is not None:
+        run.turns.append(_failed(run.wf, n, step, refused))
+    return refused is None
 
 
 def _refused(name: str, tool: ToolSpec | None, params: dict[str, Any]) -> str | None:

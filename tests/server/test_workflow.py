@@ -771,7 +771,16 @@ def _strict_server() -> tuple[MCPServer, list[Any]]:
         .step("pack", tool="pack", args={"count": arg("count")})
         .build()
     )
-    attach(server, None, [refund_said, pack_some])
+    refund_confirmed = (
+        WorkflowBuilder("refund_confirmed", "Refund the amount the user said, once a person says yes.")
+        .argument("amount", "The amount", required=True)
+        .tool("echo")
+        .tool("refund")
+        .step("say", tool="echo", args={"text": arg("amount")}, bind="said")
+        .step("refund", tool="refund", args={"amount": step("said", "value")}, confirm=confirm("Refund it?"))
+        .build()
+    )
+    attach(server, None, [refund_said, pack_some, refund_confirmed])
     return server, calls
 
 
@@ -862,3 +871,19 @@ async def test_a_placeholder_inside_a_constant_of_an_argument_not_given_hands_ov
     result = texts(await get_prompt(server, "find_orders", {"who": "Ada"}))
     assert "requires `query`" in result[-1][1] and "the argument `since` was not given" in result[-1][1]
     assert calls == []
+
+
+async def test_a_step_a_person_confirms_is_checked_before_anyone_is_asked():
+    """No one is asked to say yes to a call whose arguments the tool's schema refuses: the run stops first."""
+    server, calls = _strict_server()
+    asked: list[Any] = []
+
+    async def yes(_ctx: Any, params: Any) -> ElicitResult:
+        asked.append(params)
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    async with Client(server, elicitation_callback=yes) as client:
+        result = await client.get_prompt("refund_confirmed", {"amount": "-1e999"})
+    last = result.messages[-1].content.text
+    assert "the arguments do not fit the input schema of the tool `refund`, so it was not called" in last
+    assert asked == [] and calls == []
