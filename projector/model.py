@@ -94,12 +94,14 @@ class Const:
             return tuple(PLACEHOLDER.findall(self.value))
         return ()
 
-    def uses(self, declared: Collection[str]) -> tuple[str, ...]:
+    def uses(self, declared: Collection[str] | None) -> tuple[str, ...]:
         """The arguments the constant's placeholders take, once each in order: every placeholder of a string
-        constant; inside a list or a map, those that name an argument in ``declared``."""
+        constant; inside a list or a map, those that name an argument in ``declared`` (None: every name, for a
+        caller that reads only declared arguments anyway)."""
         if isinstance(self.value, str):
             return tuple(dict.fromkeys(self.placeholders))
-        return tuple(dict.fromkeys(n for t in _texts(self.value) for n in PLACEHOLDER.findall(t) if n in declared))
+        found = (n for t in _texts(self.value) for n in PLACEHOLDER.findall(t))
+        return tuple(dict.fromkeys(n for n in found if declared is None or n in declared))
 
     def filled(self, texts: Mapping[str, str]) -> Any:
         """The value with each placeholder of an argument in ``texts`` (name -> its text) replaced by its text, in
@@ -238,7 +240,7 @@ class Step:
             if isinstance(src, FromArg):
                 found.append(src.name)
             elif isinstance(src, Const):
-                found += list(src.placeholders)
+                found += list(src.uses(None))  # inside a list or a map, a name may be text: callers read declared ones
         return list(dict.fromkeys(found))
 
 

@@ -887,3 +887,26 @@ async def test_a_step_a_person_confirms_is_checked_before_anyone_is_asked():
     last = result.messages[-1].content.text
     assert "the arguments do not fit the input schema of the tool `refund`, so it was not called" in last
     assert asked == [] and calls == []
+
+
+async def test_an_asked_input_a_placeholder_inside_a_constant_takes_is_asked_before_its_step(tmp_path):
+    """``ask: true`` on an input that only a placeholder inside a constant's map takes: the run asks for it before
+    that step, as for any input the step reads, and fills it in."""
+    path = tmp_path / "find-orders.yaml"
+    text = NESTED.replace('customer: "{who}"', 'customer: "{since}"').replace(
+        "{name: since, description: The first day}", "{name: since, description: The first day, ask: true}"
+    )
+    path.write_text(text, encoding="utf-8")
+    server, calls = _search_server()
+    attach(server, None, path)
+    asked: list[Any] = []
+
+    async def give(_ctx: Any, params: Any) -> ElicitResult:
+        asked.append(params.requested_schema["required"])
+        return ElicitResult(action="accept", content={"since": "2024-01-01"})
+
+    async with Client(server, elicitation_callback=give) as client:
+        result = await client.get_prompt("find_orders", {"who": "Ada"})
+    assert result.messages[-1].content.text.startswith("Done: all 1 step")
+    assert asked == [["since"]]
+    assert calls[0]["all"][0] == {"customer": "2024-01-01"}
