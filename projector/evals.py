@@ -278,8 +278,9 @@ def _source(src: Source, arguments: dict[str, Any]) -> Any:
     if isinstance(src, FromArg):
         return arguments.get(src.name, {"arg": src.name})
     if isinstance(src, Const):
-        if isinstance(src.value, str) and all(p in arguments for p in src.placeholders):
-            return re.sub(r"\{([A-Za-z_][A-Za-z0-9_.-]*)\}", lambda m: str(arguments[m.group(1)]), src.value)
+        uses = src.uses(arguments)
+        if uses and all(p in arguments for p in uses):
+            return src.filled({name: str(arguments[name]) for name in uses})
         return src.value
     ref: dict[str, Any] = {"step": src.bind}
     if src.field is not None:

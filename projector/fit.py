@@ -52,11 +52,9 @@ from .errors import Diagnostic, Span, error, suggest
 from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
 from .results import returns_text as _returns_text
 from .toolschema import (
-    Unchecked,
-    plainly_valid,
+    argument_errors,
     field_problem,
     json_types,
-    linear_validator,
     object_problems,
     open_to,
     properties,
@@ -165,54 +163,6 @@ def undeclared_by(declared: Tool, served: Tool) -> Tool:
 
 
 # ------------------------------------------------------------------------------------------------- input schemas
-
-
-_VALIDATORS: dict[str, Any] = {}
-
-
-def _validator(schema: dict[str, Any]) -> Any:
-    """A JSON Schema validator for ``schema``, shared by every step of the run whose tool has the same schema (the
-    same tool is usually declared in several workflow files)."""
-    import jsonschema  # lazy: only a workflow with constants pays for the import
-    from jsonschema.validators import validator_for
-
-    key = json.dumps(schema, sort_keys=True, default=str)
-    found = _VALIDATORS.get(key)
-    if found is None:
-        if len(_VALIDATORS) > 1024:
-            _VALIDATORS.clear()
-        cls = linear_validator(validator_for(schema, default=jsonschema.Draft202012Validator), schema)
-        found = _VALIDATORS[key] = cls(schema)
-    return found
-
-
-def _const_errors(schema: dict[str, Any], consts: dict[str, Any]) -> dict[str, str] | str:
-    """Validate every constant argument of one step at once against the tool's whole input schema (so ``$ref`` and
-    ``$defs`` resolve), keeping the errors under each argument's own name. Returns name -> first error message, or a
-    string when the schema itself is broken where the constants meet it.
-
-    The schema is not checked against its meta-schema first: that costs a hundred times the validation, for every
-    tool of every file. A schema that is broken where a constant is checked (an unknown type, an unresolvable
-    ``$ref``, a keyword with a value of the wrong kind) still stops the validator, and is reported."""
-    if plainly_valid(schema, consts):
-        return {}
-    from jsonschema.exceptions import UnknownType
-
-    try:
-        validator = _validator(schema)
-        found: dict[str, str] = {}
-        for err in sorted(validator.iter_errors(consts), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
-            path = list(err.absolute_path)
-            if path and path[0] in consts and path[0] not in found:
-                found[str(path[0])] = err.message
-        return found
-    except Unchecked:  # a pattern RE2 cannot read (lookaround, backreferences): do not guess what it decides
-        return {}
-    except UnknownType as exc:
-        return f"unknown type {exc.type!r}"
-    except Exception as exc:  # noqa: BLE001 - an unresolvable $ref, a keyword of the wrong kind: the schema's fault
-        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return text if len(text) <= 160 else text[:157] + "..."
 
 
 def _describe(wf: Workflow, src: Source) -> str:
@@ -335,7 +285,7 @@ def _constant_problems(
     """The constants of one step against the tool's input schema: ``parameter-type`` for each one it refuses, or
     ``bad-input-schema`` once per tool (``broken``) when the schema itself cannot be used."""
     assert isinstance(tool.input_schema, dict)
-    found = _const_errors(tool.input_schema, consts)
+    found = argument_errors(tool.input_schema, consts)
     if isinstance(found, str):
         if tool.name in broken:
             return []

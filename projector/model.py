@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cached_property
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, Literal, Union
 
 from .errors import Span
@@ -54,18 +55,62 @@ class FromStep:
         return tuple(int(p) if p.isdigit() else p for p in self.field.split("."))
 
 
+def _texts(value: Any) -> Iterator[str]:
+    """Every string value inside a list or a map, at any depth (not the keys), in order; without recursion."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, (list, tuple)):
+            stack.extend(reversed(node))
+        elif isinstance(node, dict):
+            stack.extend(reversed(list(node.values())))
+
+
+def _filled(value: Any, fill: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return fill(value)
+    if isinstance(value, (list, tuple)):
+        return [_filled(v, fill) for v in value]
+    if isinstance(value, dict):
+        return {k: _filled(v, fill) for k, v in value.items()}
+    return value
+
+
 @dataclass(frozen=True)
 class Const:
-    """``{const: VALUE}``: a constant JSON value. A string may hold ``{argname}`` placeholders."""
+    """``{const: VALUE}``: a constant JSON value. A string may hold ``{argname}`` placeholders; so may the strings
+    inside a list or a map (their values, at any depth, not their keys), where a ``{name}`` that names no declared
+    argument is text, as written (so every file that loaded before loads, and runs, the same)."""
 
     value: Any
     span: Span = _span()
 
     @property
     def placeholders(self) -> tuple[str, ...]:
+        """The placeholders of a string constant, each of which must name a declared argument (the loader checks)."""
         if isinstance(self.value, str):
             return tuple(PLACEHOLDER.findall(self.value))
         return ()
+
+    def uses(self, declared: Collection[str] | None) -> tuple[str, ...]:
+        """The arguments the constant's placeholders take, once each in order: every placeholder of a string
+        constant; inside a list or a map, those that name an argument in ``declared`` (None: every name, for a
+        caller that reads only declared arguments anyway)."""
+        if isinstance(self.value, str):
+            return tuple(dict.fromkeys(self.placeholders))
+        found = (n for t in _texts(self.value) for n in PLACEHOLDER.findall(t))
+        return tuple(dict.fromkeys(n for n in found if declared is None or n in declared))
+
+    def filled(self, texts: Mapping[str, str]) -> Any:
+        """The value with each placeholder of an argument in ``texts`` (name -> its text) replaced by its text, in
+        the string and in every string inside; any other ``{name}`` is left as written."""
+
+        def fill(text: str) -> str:
+            return PLACEHOLDER.sub(lambda m: texts.get(m.group(1), m.group(0)), text)
+
+        return _filled(self.value, fill)
 
 
 Source = Union[FromArg, FromStep, Const]
@@ -195,7 +240,7 @@ class Step:
             if isinstance(src, FromArg):
                 found.append(src.name)
             elif isinstance(src, Const):
-                found += list(src.placeholders)
+                found += list(src.uses(None))  # inside a list or a map, a name may be text: callers read declared ones
         return list(dict.fromkeys(found))
 
 

@@ -284,7 +284,7 @@ def describe_source(src: Source, wf: Workflow, *, ask: bool = False, default: An
         case FromStep():
             return _describe_result(src, wf, whole="the whole result")
         case Const():
-            return _describe_constant(src)
+            return _describe_constant(src, wf)
         case _:
             assert_never(src)
 
@@ -312,17 +312,17 @@ def _describe_result(src: FromStep, wf: Workflow, *, whole: str) -> str:
     return f"the field {code(src.field)} of {code(src.bind)} ({origin})"
 
 
-def _describe_constant(src: Const) -> str:
+def _describe_constant(src: Const, wf: Workflow) -> str:
     value = src.value
     if isinstance(value, str) and LINE_BREAK.search(value):  # as JSON, on one line: a code span cannot hold a line
         return f"the text {code(canonical_json(value, indent=None))}"
-    if isinstance(value, str):
-        text = f"the text {code(value)}"
-        names = list(dict.fromkeys(src.placeholders))
-        if names:
-            text += ", with " + ", ".join(f"{code('{' + n + '}')} replaced by the input {code(n)}" for n in names)
-        return text
-    return f"the value {code(canonical_json(value, indent=None))}"
+    text = (
+        f"the text {code(value)}" if isinstance(value, str) else f"the value {code(canonical_json(value, indent=None))}"
+    )
+    names = src.uses([a.name for a in wf.arguments])
+    if names:
+        text += ", with " + ", ".join(f"{code('{' + n + '}')} replaced by the input {code(n)}" for n in names)
+    return text
 
 
 def _json_code(value: Any) -> str:

@@ -1,7 +1,8 @@
 """What a tool's JSON Schema says, as far as the fit checks (:mod:`projector.fit`) and the scaffold read it: the
-declared property names, whether an object schema is open to other names, the JSON types a schema admits, and whether
-a field path into a tool's result exists in its output schema. Plain functions over JSON values; nothing here knows
-workflows.
+declared property names, whether an object schema is open to other names, the JSON types a schema admits, whether
+a field path into a tool's result exists in its output schema, and whether a step's arguments are valid against its
+input schema (:func:`argument_errors`: its constants at build, every call's arguments in a server-side run). Plain
+functions over JSON values; nothing here knows workflows.
 
 A schema's regular expressions (``pattern``, the names of ``patternProperties``) come from a workflow file or a
 server, and the text they meet (a step's constant, a parameter's name) from a workflow file: both are hostile. So they
@@ -18,6 +19,8 @@ TypeScript server would refuse could pass.
 from __future__ import annotations
 
 import functools
+import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -267,6 +270,75 @@ def linear_validator(base: Any, schema: Any) -> Any:
     (:func:`search`), so validating a hostile text against a hostile pattern takes linear time. Validation raises
     :class:`Unchecked` where a pattern cannot be matched safely."""
     return _linear_class(base, _mentions(schema, "unevaluatedProperties") and _mentions(schema, "patternProperties"))
+
+
+# ------------------------------------------------------------------------------------------- values against a schema
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    """A JSON Schema validator for ``schema``, shared by every step whose tool has the same schema (the same tool is
+    usually declared in several workflow files, and a served tool is checked at every run)."""
+    import jsonschema  # lazy: only a workflow with constants, or a run, pays for the import
+    from jsonschema.validators import validator_for
+
+    key = json.dumps(schema, sort_keys=True, default=str)
+    found = _VALIDATORS.get(key)
+    if found is None:
+        if len(_VALIDATORS) > 1024:
+            _VALIDATORS.clear()
+        cls = linear_validator(validator_for(schema, default=jsonschema.Draft202012Validator), schema)
+        found = _VALIDATORS[key] = cls(schema)
+    return found
+
+
+def _not_finite(value: Any) -> float | None:
+    """The first NaN or infinity anywhere in ``value`` (a JSON value, walked without recursion), or None. JSON has
+    neither, and a JSON Schema ``number`` admits both, so they are refused here."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return node
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return None
+
+
+def argument_errors(schema: dict[str, Any], values: dict[str, Any]) -> dict[str, str] | str:
+    """Validate a step's arguments (parameter name -> value) at once against the tool's whole input schema (so
+    ``$ref`` and ``$defs`` resolve), keeping the errors under each argument's own name: name -> the first error
+    message, or a string when the schema itself is broken where the values meet it. A number that is not finite
+    (NaN, an infinity) is refused under its name whatever the schema says: JSON cannot carry it. ``build`` checks a
+    step's constants with it (:mod:`projector.fit`), and the server-side run every call's arguments.
+
+    The schema is not checked against its meta-schema first: that costs a hundred times the validation, for every
+    tool of every file. A schema that is broken where a value is checked (an unknown type, an unresolvable ``$ref``,
+    a keyword with a value of the wrong kind) still stops the validator, and is reported. A pattern RE2 cannot read
+    refuses nothing (:class:`Unchecked`: what it decides is not guessed)."""
+    odd = {name: _not_finite(v) for name, v in values.items()}
+    found: dict[str, str] = {name: f"{v!r} is not a finite number" for name, v in odd.items() if v is not None}
+    if plainly_valid(schema, values):
+        return found
+    from jsonschema.exceptions import UnknownType
+
+    try:
+        validator = _validator(schema)
+        for err in sorted(validator.iter_errors(values), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
+            path = list(err.absolute_path)
+            if path and path[0] in values and path[0] not in found:
+                found[str(path[0])] = err.message
+        return found
+    except Unchecked:
+        return found
+    except UnknownType as exc:
+        return f"unknown type {exc.type!r}"
+    except Exception as exc:  # noqa: BLE001 - an unresolvable $ref, a keyword of the wrong kind: the schema's fault
+        text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return text if len(text) <= 160 else text[:157] + "..."
 
 
 # What an object schema says about its names as a whole, beside each property's own schema; with where ``$ref``s in

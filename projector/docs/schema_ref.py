@@ -160,7 +160,17 @@ backreference, is not applied to the step's constants); a `field` path, in a ste
 arguments or in a `when:` condition, exists in the `output_schema` of the tool that made the result, when it
 declares one, read inside the SDKs' `{{result: x}}` envelope where the schema is that envelope (`bad-field-path`).
 With `--tools-from SERVER` the schemas are the server's, and a step may call a tool that `tools` does not list.
-Each such problem is reported as `file:line:col` with a code and a hint.
+Each such problem is reported as `file:line:col` with a code and a hint. When the server runs the workflow, it checks
+each step's arguments again, once filled in, against the tool's schema as the server lists it then, before the call:
+a value it refuses, or a number that is not finite, ends the run at that step without calling the tool.
+
+A `{{name}}` in a string constant (`const: "cart for {{who}}"`) is the text of the argument `name`, which must be
+declared (`undeclared-argument`): its canonical text (`true`, `12`, `2.5`), so a placeholder always gives a string.
+The strings inside a constant's lists and maps, at any depth, are filled the same way, for each `{{name}}` that names
+a declared argument; a key is not filled, and a `{{name}}` that names no argument is text, as written. When an
+optional argument that a constant's placeholder takes was not given, the server-side run hands over before the step
+(or leaves out the parameter, when it is optional).
+
 A description that still holds the placeholder `project-skill init` wrote (it contains `TODO(project-skill init)`)
 is refused (`placeholder-description`) until it says what the workflow does. The workflow's `name` is the name of
 its MCP prompt, so it follows the rule `project-skill init NAME` applies: ASCII letters, digits, `_`, `-` and `.`,

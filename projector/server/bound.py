@@ -8,11 +8,11 @@ own answer for that caller, its ``tools/list`` for the request (FastMCP's visibi
 MCPServer's tool list and middleware): each adapter asks it once per request and hands the names here.
 
 "Has": the tools registered on the server when ``attach`` ran, whoever may see them (the adapter's
-``registered_tools``: MCPServer's listing; on FastMCP its providers' tools, disabled and authorization-bound ones
-included), together with every tool any caller's ``tools/list`` has shown since. The set only grows, and only by the
-tools a skill or prompt calls, so it is bounded by the tree. A tool the server does not have does not hide anything:
-the skill's tools are served elsewhere (a pure skills catalog such as ``serve --skills DIR`` of a tree ``remote load``
-fetched, or a host whose tools live on another server). A tool registered after ``attach`` is not known to be the
+``registered_tools``, by default its listing: MCPServer's; on FastMCP its providers' tools too, disabled and
+authorization-bound ones included), together with every tool any caller's ``tools/list`` has shown since. The set
+only grows, and only by the tools a skill or prompt calls, so it is bounded by the tree. A tool the server does not
+have does not hide anything: the skill's tools are served elsewhere (a pure skills catalog such as
+``serve --skills DIR`` of a tree ``remote load`` fetched, or a host whose tools live on another server). A tool registered after ``attach`` is not known to be the
 server's until a caller is shown it.
 
 A second rule: with the skill tools on, a client that declared the skills extension itself reads skills through it,

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from ..model import PLACEHOLDER, Argument, Const, FromArg, FromStep, Source, Workflow
+from ..model import Argument, Const, FromArg, FromStep, Source, Workflow
 from ..render import workflow_digest
 from .arguments import Missing, canonical_text
 from .replay import ReplayGuard
@@ -139,6 +139,7 @@ class Run:
     ):
         self.wf = wf
         self.given = given  # each argument's canonical text, for {placeholders}
+        self.declared = frozenset(a.name for a in wf.arguments)  # the names a {placeholder} inside a constant takes
         self.typed = typed  # converted to each argument's type
         self.host = host
         self.round = round or Round()  # what the client brought: whether it can be asked, its state, its answers
@@ -204,12 +205,11 @@ class Run:
                     return Missing(f"the result saved as `{source.bind}` has no field `{source.field}`")
             return value
         if isinstance(source, Const):
-            if not isinstance(source.value, str):
-                return source.value
-            missing = [p for p in source.placeholders if p not in self.given]
+            uses = source.uses(self.declared)
+            missing = [p for p in uses if p not in self.given]
             if missing:
                 return Missing(f"the constant uses `{{{missing[0]}}}`, and the argument `{missing[0]}` was not given")
-            return PLACEHOLDER.sub(lambda m: self.given[m.group(1)], source.value)
+            return source.filled(self.given) if uses else source.value
         raise TypeError(f"unknown source {source!r}")  # pragma: no cover - the model has three kinds
 
 

@@ -40,6 +40,7 @@ from mcp_types import INVALID_PARAMS, CallToolResult, TextContent
 from ..conditions import Check, failure_text, first_failure, statement
 from ..errors import plural
 from ..model import PLACEHOLDER, Step, Workflow
+from ..toolschema import argument_errors
 from . import confirm
 from .arguments import Missing, canonical_text, convert_argument
 from .runstate import Run, RunState
@@ -272,6 +273,8 @@ async def run_step(run: Run, n: int, step: Step) -> bool:
         if found is not None:
             return await _condition_failed(run, n, step, found, head)
         head += "\nChecked by the server: " + "; ".join(statement(c) for c in step.when) + "."
+    if step.confirm is not None and step.tool is not None and not _fits_before_asking(run, n, step):
+        return False
     if step.confirm is not None:
         decision = await confirm.confirmation(run, n, step)
         if not decision.yes:
@@ -325,9 +328,9 @@ def _needs_person(wf: Workflow, n: int, step: Step, why: str) -> Turn:
     )
 
 
-def _tool_params(run: Run, n: int, step: Step, tool: ToolSpec | None) -> dict[str, Any] | None:
-    """The step's tool parameters; None (after a hand-over turn) when a required one has no value. An optional
-    parameter without a value is left out."""
+def _resolved(run: Run, step: Step, tool: ToolSpec | None) -> dict[str, Any] | tuple[str, Missing]:
+    """The step's tool parameters, or the first required one that has no value and why. An optional parameter
+    without a value is left out."""
     schema = (tool.input_schema if tool else None) or {}
     required = set(schema.get("required") or ())
     params: dict[str, Any] = {}
@@ -335,11 +338,44 @@ def _tool_params(run: Run, n: int, step: Step, tool: ToolSpec | None) -> dict[st
         value = run.resolve(source)
         if isinstance(value, Missing):
             if name in required:
-                run.turns.append(_hand_over(run.wf, n, step, name, value))
-                return None
+                return name, value
             continue
         params[name] = value
     return params
+
+
+def _tool_params(run: Run, n: int, step: Step, tool: ToolSpec | None) -> dict[str, Any] | None:
+    """The step's tool parameters; None (after a hand-over turn) when a required one has no value."""
+    params = _resolved(run, step, tool)
+    if isinstance(params, tuple):
+        run.turns.append(_hand_over(run.wf, n, step, *params))
+        return None
+    return params
+
+
+def _fits_before_asking(run: Run, n: int, step: Step) -> bool:
+    """A step a person must confirm: the arguments it has are checked against the tool's schema before anyone is
+    asked (:func:`_refused`), so that no one says yes to a call that would not be made. False after the error."""
+    assert step.tool is not None
+    tool = run.tools.get(step.tool)
+    params = _resolved(run, step, tool)
+    refused = None if isinstance(params, tuple) else _refused(step.tool, tool, params)
+    if refused is not None:
+        run.turns.append(_failed(run.wf, n, step, refused))
+    return refused is None
+
+
+def _refused(name: str, tool: ToolSpec | None, params: dict[str, Any]) -> str | None:
+    """Why the tool's input schema, as the server lists it now, refuses the arguments the step has resolved (a
+    result or an input that makes them invalid, a number that is not finite), or None: checked before the call, by
+    the same rule as ``build`` checks constants (:func:`projector.toolschema.argument_errors`), so that no framework
+    coerces them (``"-1e999"`` into an infinity). A schema that cannot be used is the server's to apply."""
+    schema = tool.input_schema if tool is not None else None
+    found = argument_errors(schema, params) if isinstance(schema, dict) and params else {}
+    if isinstance(found, str) or not found:
+        return None
+    said = "; ".join(f"`{key}`: {message}" for key, message in found.items())
+    return f"the arguments do not fit the input schema of the tool `{name}`, so it was not called ({said})"
 
 
 async def _tool_failure(host: WorkflowHost, name: str, params: dict[str, Any]) -> tuple[Any, str | None]:
@@ -360,6 +396,10 @@ async def _call_tool(run: Run, n: int, step: Step, head: str) -> bool:
     tool = run.tools.get(step.tool)
     params = _tool_params(run, n, step, tool)
     if params is None:
+        return False
+    refused = _refused(step.tool, tool, params)
+    if refused is not None:
+        run.turns.append(_failed(run.wf, n, step, refused))
         return False
     run.turns.append(_assistant(f"{head}\nCalling the tool `{step.tool}` with:\n{_fence(params)}"))
     result, failure = await _tool_failure(run.host, step.tool, params)

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
-from projector.server import attach, serve_http_async
+from projector.server import AttachError, attach, serve_http_async
 from projector.server.demo import add_demo_tools
 
 pytestmark = pytest.mark.anyio
@@ -36,8 +36,9 @@ OTHERS = set(MANIFEST) - REFUND
 
 
 async def call(session: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    return await session.send_request(types.Request[dict[str, Any] | None, str](method=method, params=params or {}),
-                                      RAW)
+    return await session.send_request(
+        types.Request[dict[str, Any] | None, str](method=method, params=params or {}), RAW
+    )
 
 
 async def catalog(session: Any, manifest: dict[str, Any] = MANIFEST) -> dict[str, Any]:
@@ -68,8 +69,9 @@ def check_refund_hidden(seen: dict[str, Any], whole: dict[str, Any]) -> None:
     assert all(seen["read"][r["uri"]] is None for u in REFUND for r in MANIFEST[u]["resources"])
     # every other skill byte-equal
     assert {u: seen["got"][u] for u in OTHERS} == {u: whole["got"][u] for u in OTHERS}
-    assert {k: v for k, v in seen["read"].items() if v is not None} == \
-        {k: v for k, v in whole["read"].items() if not any(k.startswith(u[:-len("SKILL.md")]) for u in REFUND)}
+    assert {k: v for k, v in seen["read"].items() if v is not None} == {
+        k: v for k, v in whole["read"].items() if not any(k.startswith(u[: -len("SKILL.md")]) for u in REFUND)
+    }
     for gone in ("refund_flow", "refund_flow_gated", "skill.refund-flow", "skill.refund-flow-gated"):
         assert gone in whole["prompts"] and gone not in seen["prompts"]
     assert "hello_world" in seen["prompts"] and "skill.hello-world" in seen["prompts"]
@@ -158,8 +160,10 @@ async def test_a_client_that_declared_the_skills_extension_is_not_offered_the_sk
             offered = {t.name for t in (await plain.list_tools()).tools}
             declared = {t.name for t in (await reader.list_tools()).tools}
     else:
-        async with FastMCPClient(server) as plain, \
-                FastMCPClient(server, extensions=[SkillsClientExtension()]) as reader:
+        async with (
+            FastMCPClient(server) as plain,
+            FastMCPClient(server, extensions=[SkillsClientExtension()]) as reader,
+        ):
             offered = {t.name for t in await plain.list_tools()}
             declared = {t.name for t in await reader.list_tools()}
     assert {"load_skill", "read_skill_file"} <= offered
@@ -355,3 +359,113 @@ async def test_fastmcp_a_tool_no_caller_is_shown_at_attach_still_hides_its_skill
     assert refunds and "issue_refund" not in seen["tools"]
     assert set(seen["listed"]) == set(manifest) - refunds
     assert {u for u, got in seen["got"].items() if got is None} == refunds
+
+
+# ------------------------------------------------------------------------------ a tool disabled at start-up
+
+
+def shop_disabled() -> FastMCP:
+    """Issue 33's own case, as its author writes it: a FastMCP shop whose factory disables issue_refund."""
+    server = FastMCP("shop")
+    add_demo_tools(server)
+    server.disable(names={"issue_refund"})
+    return server
+
+
+async def test_fastmcp_a_tool_disabled_at_start_up_is_a_tool_the_server_has():
+    """Issue 38, item 7: ``attach`` does not refuse the shipped workflows (``unknown-tool``) when the factory has
+    disabled issue_refund; the skills, prompts and workflow tools that call it are hidden while it is, the others
+    served, and all of them shown once it is enabled."""
+    server = shop_disabled()
+    attach(server, SKILLS, WORKFLOWS, skill_tools=True, workflow_tools=True)
+    async with FastMCPClient(server) as client:
+        seen = await catalog(client.session)
+        server.enable(names={"issue_refund"})
+        again = await catalog(client.session)
+    assert set(again["listed"]) == set(MANIFEST) and "issue_refund" in again["tools"]
+    assert "issue_refund" not in seen["tools"]
+    check_refund_hidden(seen, again)
+
+
+def test_fastmcp_the_steps_are_fitted_to_a_disabled_tool():
+    """A disabled tool is checked as any other: a step whose arguments its schema refuses stops ``attach``."""
+    server = FastMCP("shop")
+
+    @server.tool
+    def issue_refund(order: str, amount: float) -> str:  # `order_id` is called `order` here
+        """Refund an order."""
+        return "refunded"
+
+    server.disable(names={"issue_refund"})
+    with pytest.raises(AttachError) as info:
+        attach(server, None, WORKFLOWS / "refunds.yaml")
+    said = str(info.value)
+    assert (
+        "error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a parameter of the "
+        "tool 'issue_refund'" in said
+    )
+    assert "calls the tool 'issue_refund', which the server does not have" not in said
+
+
+SHOP_DISABLED = '''\
+"""Issue 33's shop: the demo's tools on FastMCP, issue_refund disabled at start-up; a session may open it."""
+from fastmcp import Context, FastMCP
+
+from projector.server.demo import add_demo_tools
+
+
+def make():
+    server = FastMCP("shop")
+    add_demo_tools(server)
+    server.disable(names={"issue_refund"})
+
+    @server.tool
+    async def open_refunds(ctx: Context) -> str:
+        """Enable issue_refund for this session."""
+        await ctx.enable_components(names={"issue_refund"}, components={"tool"})
+        return "open"
+
+    return server
+'''
+
+
+@pytest.mark.slow
+async def test_serve_a_fastmcp_factory_that_disables_a_tool_starts_and_hides_what_needs_it(tmp_path):
+    """``project-skill serve shop:make`` over stdio, the factory disabling issue_refund: it starts; the refund
+    skills, prompts and workflow tool are hidden and the others served; once the session enables issue_refund the
+    client is told the tools changed (FastMCP sends it) and sees them all."""
+    import sys
+
+    from fastmcp.client.transports import StdioTransport
+
+    (tmp_path / "shop.py").write_text(SHOP_DISABLED, encoding="utf-8")
+    changed: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        method = getattr(root, "method", None)
+        if isinstance(method, str) and method.endswith("list_changed"):
+            changed.append(method)
+
+    transport = StdioTransport(
+        command=str(Path(sys.executable).parent / "project-skill"),
+        args=[
+            "serve",
+            "shop:make",
+            "--skills",
+            str(SKILLS),
+            "--workflows",
+            str(WORKFLOWS),
+            "--skill-tools",
+            "--workflow-tools",
+        ],
+        cwd=str(tmp_path),
+        env={"PYTHONPATH": str(ROOT)},
+    )  # this checkout's projector
+    async with FastMCPClient(transport, message_handler=on_message) as client:
+        seen = await catalog(client.session)
+        await client.call_tool("open_refunds", {})
+        again = await catalog(client.session)
+    assert set(again["listed"]) == set(MANIFEST) and "issue_refund" in again["tools"]
+    check_refund_hidden(seen, again)
+    assert "notifications/tools/list_changed" in changed  # FastMCP's own, for the tools enabled

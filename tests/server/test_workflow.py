@@ -726,3 +726,187 @@ async def test_an_optional_input_with_a_tool_default_gets_the_same_arguments_on_
     server_sent = {k: v for k, v in calls[0].items() if k in given}
     assert calls == [{"repo_path": "/r", "context_lines": given.get("context_lines", 3)}]
     assert _skill_arguments(skill_md, given) == server_sent == given
+
+
+# ------------------------------------------------------------- a step's arguments against the tool's schema, at run time
+
+
+def _strict_server() -> tuple[MCPServer, list[Any]]:
+    """Tools whose framework (MCPServer: pydantic, lax) would coerce what their JSON Schema refuses: ``"-1e999"``
+    into an infinity, ``2.5`` into an error only once the call is made. Each workflow passes an input that fits at
+    build time (a result's type is known only at run time; a number may be whole) and not at run time."""
+    calls: list[Any] = []
+    server = MCPServer("strict")
+
+    @server.tool()
+    def echo(text: str) -> dict[str, str]:
+        """Say the text back."""
+        return {"value": text}
+
+    @server.tool()
+    def refund(amount: float) -> str:
+        """Refund an amount."""
+        calls.append(("refund", amount))
+        return "refunded"
+
+    @server.tool()
+    def pack(count: int) -> str:
+        """Pack some boxes."""
+        calls.append(("pack", count))
+        return "packed"
+
+    refund_said = (
+        WorkflowBuilder("refund_said", "Refund the amount the user said.")
+        .argument("amount", "The amount", required=True)
+        .tool("echo")
+        .tool("refund")
+        .step("say", tool="echo", args={"text": arg("amount")}, bind="said")
+        .step("refund", tool="refund", args={"amount": step("said", "value")})
+        .build()
+    )
+    pack_some = (
+        WorkflowBuilder("pack_some", "Pack boxes.")
+        .argument("count", "How many", required=True, type="number")
+        .tool("pack")
+        .step("pack", tool="pack", args={"count": arg("count")})
+        .build()
+    )
+    refund_confirmed = (
+        WorkflowBuilder("refund_confirmed", "Refund the amount the user said, once a person says yes.")
+        .argument("amount", "The amount", required=True)
+        .tool("echo")
+        .tool("refund")
+        .step("say", tool="echo", args={"text": arg("amount")}, bind="said")
+        .step("refund", tool="refund", args={"amount": step("said", "value")}, confirm=confirm("Refund it?"))
+        .build()
+    )
+    attach(server, None, [refund_said, pack_some, refund_confirmed])
+    return server, calls
+
+
+@pytest.mark.parametrize(
+    ("prompt", "args", "tool", "said"),
+    [
+        ("refund_said", {"amount": "-1e999"}, "refund", "`amount`: '-1e999' is not of type 'number'"),
+        ("pack_some", {"count": "2.5"}, "pack", "`count`: 2.5 is not of type 'integer'"),
+    ],
+    ids=["not-a-finite-number", "wrong-type"],
+)
+async def test_arguments_the_tools_schema_refuses_stop_the_step_before_the_call(prompt, args, tool, said):
+    """Issue 38, item 10: the run checks a step's arguments against the tool's input schema, as the server lists it,
+    before the call (the rule ``build`` applies to constants); the transcript says why and nothing is called."""
+    server, calls = _strict_server()
+    result = texts(await get_prompt(server, prompt, args))
+    last = result[-1][1]
+    assert last.startswith(f"Error: the workflow `{prompt}` stopped at step")
+    assert f"the arguments do not fit the input schema of the tool `{tool}`, so it was not called ({said})" in last
+    assert not any(f"Calling the tool `{tool}`" in text for _, text in result)
+    assert calls == []
+
+
+NESTED = """\
+name: find_orders
+description: Find a customer's orders.
+arguments:
+  - {name: who, description: The customer, required: true}
+  - {name: since, description: The first day}
+tools:
+  - name: search
+    description: Search the orders.
+    input_schema: {type: object, properties: {query: {type: object}}, required: [query]}
+steps:
+  - name: search
+    tool: search
+    args:
+      query:
+        const:
+          all: [{customer: "{who}"}, "status:{open}", [1, "{who}-{who}"]]
+          "{who}": {note: "{nobody} is text: no argument of that name"}
+    bind: found
+"""
+
+
+def _search_server() -> tuple[MCPServer, list[Any]]:
+    calls: list[Any] = []
+    server = MCPServer("orders")
+
+    @server.tool()
+    def search(query: dict[str, Any]) -> str:
+        """Search the orders."""
+        calls.append(query)
+        return "found"
+
+    return server, calls
+
+
+async def test_placeholders_inside_a_constants_lists_and_maps_are_filled(tmp_path):
+    """Issue 38, item 10: ``{arg}`` in the strings inside a constant's lists and maps is the argument's text, as in
+    a string constant; a ``{name}`` that names no argument stays text, and a key is not filled, so the file loads
+    (and a file that loaded before runs) as written. The skill says the same."""
+    path = tmp_path / "find-orders.yaml"
+    path.write_text(NESTED, encoding="utf-8")
+    server, calls = _search_server()
+    attach(server, None, path)
+    result = texts(await get_prompt(server, "find_orders", {"who": "Ada"}))
+    assert result[-1][1].startswith("Done: all 1 step")
+    assert calls == [
+        {
+            "all": [{"customer": "Ada"}, "status:{open}", [1, "Ada-Ada"]],
+            "{who}": {"note": "{nobody} is text: no argument of that name"},
+        }
+    ]
+    from projector.load import load_all
+
+    skill_md = project(load_all([str(path)])[0]).files["SKILL.md"].decode("utf-8")
+    assert "with `{who}` replaced by the input `who`" in skill_md
+
+
+async def test_a_placeholder_inside_a_constant_of_an_argument_not_given_hands_over(tmp_path):
+    """An optional argument a nested placeholder takes, not given: as for a string constant, the run hands over
+    before the step, and the tool is not called with the placeholder's text."""
+    path = tmp_path / "find-orders.yaml"
+    path.write_text(NESTED.replace('customer: "{who}"', 'customer: "{since}"'), encoding="utf-8")
+    server, calls = _search_server()
+    attach(server, None, path)
+    result = texts(await get_prompt(server, "find_orders", {"who": "Ada"}))
+    assert "requires `query`" in result[-1][1] and "the argument `since` was not given" in result[-1][1]
+    assert calls == []
+
+
+async def test_a_step_a_person_confirms_is_checked_before_anyone_is_asked():
+    """No one is asked to say yes to a call whose arguments the tool's schema refuses: the run stops first."""
+    server, calls = _strict_server()
+    asked: list[Any] = []
+
+    async def yes(_ctx: Any, params: Any) -> ElicitResult:
+        asked.append(params)
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    async with Client(server, elicitation_callback=yes) as client:
+        result = await client.get_prompt("refund_confirmed", {"amount": "-1e999"})
+    last = result.messages[-1].content.text
+    assert "the arguments do not fit the input schema of the tool `refund`, so it was not called" in last
+    assert asked == [] and calls == []
+
+
+async def test_an_asked_input_a_placeholder_inside_a_constant_takes_is_asked_before_its_step(tmp_path):
+    """``ask: true`` on an input that only a placeholder inside a constant's map takes: the run asks for it before
+    that step, as for any input the step reads, and fills it in."""
+    path = tmp_path / "find-orders.yaml"
+    text = NESTED.replace('customer: "{who}"', 'customer: "{since}"').replace(
+        "{name: since, description: The first day}", "{name: since, description: The first day, ask: true}"
+    )
+    path.write_text(text, encoding="utf-8")
+    server, calls = _search_server()
+    attach(server, None, path)
+    asked: list[Any] = []
+
+    async def give(_ctx: Any, params: Any) -> ElicitResult:
+        asked.append(params.requested_schema["required"])
+        return ElicitResult(action="accept", content={"since": "2024-01-01"})
+
+    async with Client(server, elicitation_callback=give) as client:
+        result = await client.get_prompt("find_orders", {"who": "Ada"})
+    assert result.messages[-1].content.text.startswith("Done: all 1 step")
+    assert asked == [["since"]]
+    assert calls[0]["all"][0] == {"customer": "2024-01-01"}

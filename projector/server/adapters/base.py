@@ -38,8 +38,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Listing:
-    """What a server has before ``attach()`` adds anything: its tools (by name, as :func:`projector.fit.from_listing`
-    reads them), the URIs of its resources and resource templates, and the names of its prompts."""
+    """What a server has before ``attach()`` adds anything: its tools, those it registered and hides included (by
+    name, as :func:`projector.fit.from_listing` reads them; the steps are fitted to them all), the URIs of its resources and resource templates, and the names of its prompts."""
 
     tools: dict[str, Any]
     templates: list[str]

@@ -448,18 +448,18 @@ class FastMCPAdapter(Adapter):
         return run_sync(fn)
 
     async def listing(self, server: FastMCP) -> Listing:
-        # the tools as tools/list shows them (input and output schemas, annotations), as on MCPServer
+        # the tools as tools/list shows them (input and output schemas, annotations), as on MCPServer; and the tools
+        # it leaves out, disabled or bound to an auth the caller (none here) fails, as the providers list them
+        # (AggregateProvider's listing, which FastMCP's filters): a tool the server registered and hides is a tool
+        # it has, the steps are fitted to it, and what calls it is hidden while it is (projector.server.bound)
+        shown = {t.name: fit.from_listing(t.to_mcp_tool()) for t in await server.list_tools()}
+        hidden = {t.name: fit.from_listing(t.to_mcp_tool()) for t in await super(FastMCP, server).list_tools()}
         return Listing(
-            tools={t.name: fit.from_listing(t.to_mcp_tool()) for t in await server.list_tools()},
+            tools=dict(sorted((hidden | shown).items())),
             templates=[t.uri_template for t in await server.list_resource_templates()],
             resources=[str(r.uri) for r in await server.list_resources()],
             prompts={p.name for p in await server.list_prompts()},
         )
-
-    async def registered_tools(self, server: FastMCP, listing: Listing) -> set[str]:
-        # FastMCP.list_tools() leaves out the disabled tools and those whose auth the caller (none here) fails; the
-        # providers' own listing (AggregateProvider's, which FastMCP's filters) has them all
-        return set(listing.tools) | {t.name for t in await super(FastMCP, server).list_tools()}
 
     def add_extension(self, server: FastMCP, ext: MCPSkillsExtension, listing: Listing) -> TreeSkillsExtension:
         provider = TreeProvider(ext.tree)
