@@ -127,8 +127,8 @@ def _refund_server(text: str, refunded: list) -> MCPServer:
 async def test_a_text_too_large_to_be_a_finite_number_stays_text():
     """Review of wave 2: the text ``-1e999`` was read as minus infinity, so it passed the next tool's ``amount <= 500``
     and a refund ran with it, although a prompt argument refuses a number that is not finite. It is the text itself
-    (the string ``"-1e999"``), so the refund is refused by the tool's own schema and nothing is refunded; ``-12.5``
-    is still the number."""
+    (the string ``"-1e999"``), so the run refuses the refund's arguments by the tool's own schema before calling it
+    (issue 38) and nothing is refunded; ``-12.5`` is still the number."""
     wf = (WorkflowBuilder("refund_flow", "Refund the quoted amount.").tool("quote").tool("refund")
           .step("quote", tool="quote", bind="amount")
           .step("pay", tool="refund", args={"amount": step("amount")}, bind="paid").build())
@@ -140,7 +140,8 @@ async def test_a_text_too_large_to_be_a_finite_number_stays_text():
             result = await client.session.get_prompt("refund_flow", {})
         said = "\n".join(m.content.text for m in result.messages)
         assert refunded == expected, said
-        assert "Infinity" not in said and ('"amount": "-1e999"' in said) == (text == "-1e999")
+        assert "Infinity" not in said
+        assert ("`amount`: '-1e999' is not of type 'number'" in said) == (text == "-1e999"), said
 
 
 def test_structured_content_with_a_number_too_large_is_read_from_its_text():
