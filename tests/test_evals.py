@@ -56,17 +56,27 @@ def test_every_example_has_derived_cases_at_least_as_many_as_its_gates(cli, tmp_
 def test_the_approved_refund_has_a_case_for_each_condition_answer_and_asked_input(cli, tmp_path):
     out = _build(cli, tmp_path)
     cases = {tuple(c["projector"]["covers"]): c["projector"] for c in _evals(out, "refund-flow-approved")}
-    assert set(cases) == {("the run, every condition holding and every confirmation a yes",),
-                          ("issue_refund: when[0] fails",), ("issue_refund: confirm decline",),
-                          ("issue_refund: confirm cancel",), ("reason: asked, given",), ("reason: asked, refused",)}
+    assert set(cases) == {
+        ("the run, every condition holding and every confirmation a yes",),
+        ("issue_refund: when[0] fails",),
+        ("issue_refund: confirm decline",),
+        ("issue_refund: confirm cancel",),
+        ("reason: asked, given",),
+        ("reason: asked, refused",),
+    }
 
     run = cases[("the run, every condition holding and every confirmation a yes",)]
     assert run["results"] == [{"step": "check_eligibility", "tool": "check_eligibility", "returns": {"eligible": True}}]
-    assert [(c["tool"], c["called"]) for c in run["calls"]] == [("get_order", True), ("check_eligibility", True),
-                                                                 ("issue_refund", True)]
+    assert [(c["tool"], c["called"]) for c in run["calls"]] == [
+        ("get_order", True),
+        ("check_eligibility", True),
+        ("issue_refund", True),
+    ]
     assert run["calls"][0]["arguments"] == {"id": run["arguments"]["order_id"]}
-    assert run["calls"][2]["arguments"] == {"order_id": {"step": "order", "field": "id"},
-                                            "amount": {"step": "order", "field": "total"}}
+    assert run["calls"][2]["arguments"] == {
+        "order_id": {"step": "order", "field": "id"},
+        "amount": {"step": "order", "field": "total"},
+    }
 
     failed = cases[("issue_refund: when[0] fails",)]
     assert failed["results"][0]["returns"] == {"eligible": False}
@@ -79,8 +89,12 @@ def test_the_approved_refund_has_a_case_for_each_condition_answer_and_asked_inpu
     given, refused = cases[("reason: asked, given",)], cases[("reason: asked, refused",)]
     for case in (given, refused):
         assert "reason" not in case["arguments"]
-    assert given["answers"][0] == {"step": "issue_refund", "question": "ask", "action": "accept",
-                                   "content": {"reason": "example-reason"}}
+    assert given["answers"][0] == {
+        "step": "issue_refund",
+        "question": "ask",
+        "action": "accept",
+        "content": {"reason": "example-reason"},
+    }
     assert refused["answers"][0] == {"step": "issue_refund", "question": "ask", "action": "decline"}
     assert (given["calls"][0]["called"], refused["calls"][0]["called"]) == (True, False)
 
@@ -145,8 +159,7 @@ steps:
 
 
 def _gated(tree, name: str, *conditions: str, description: str = "Write the mode down.") -> Path:
-    text = GATED.format(name=name, description=description,
-                        conditions="".join(f"      - {c}\n" for c in conditions))
+    text = GATED.format(name=name, description=description, conditions="".join(f"      - {c}\n" for c in conditions))
     return tree({f"wf/{name}.yaml": text})
 
 
@@ -154,13 +167,17 @@ def test_each_condition_gets_a_case_where_it_fails_with_the_others_holding(cli, 
     root = _gated(tree, "two", "{arg: mode, in: [a, b]}", "{arg: count, not_equals: 3}", "{arg: count, exists: true}")
     out = _build(cli, tmp_path, str(root / "wf"))
     cases = {c["projector"]["covers"][0]: c["projector"] for c in _evals(out, "two")}
-    assert cases["the run, every condition holding and every confirmation a yes"]["arguments"] == {"mode": "a",
-                                                                                                   "count": 0}
+    assert cases["the run, every condition holding and every confirmation a yes"]["arguments"] == {
+        "mode": "a",
+        "count": 0,
+    }
     assert cases["write: when[0] fails"]["arguments"] == {"mode": "example", "count": 0}
     assert cases["write: when[1] fails"]["arguments"] == {"mode": "a", "count": 3}
     assert cases["write: when[2] fails"]["arguments"] == {"mode": "a"}  # an optional argument left out
-    assert all(cases[f"write: when[{i}] fails"]["calls"] == [{"step": "write", "tool": "write", "called": False}]
-               for i in range(3))
+    assert all(
+        cases[f"write: when[{i}] fails"]["calls"] == [{"step": "write", "tool": "write", "called": False}]
+        for i in range(3)
+    )
 
 
 def test_a_gate_no_case_can_cover_warns_and_fails_strict(cli, tmp_path, tree):
@@ -178,13 +195,18 @@ def test_a_gate_no_case_can_cover_warns_and_fails_strict(cli, tmp_path, tree):
 def test_trigger_negatives_are_the_nearest_descriptions_and_bounded(cli, tmp_path, tree):
     files = {}
     for i in range(12):
-        text = GATED.format(name=f"w{i:02}", description=f"Write the mode number {i} down.",
-                            conditions="      - {arg: mode, equals: a}\n")
+        text = GATED.format(
+            name=f"w{i:02}",
+            description=f"Write the mode number {i} down.",
+            conditions="      - {arg: mode, equals: a}\n",
+        )
         files[f"wf/w{i:02}.yaml"] = text
-    files["wf/near.yaml"] = GATED.format(name="near", description="Refund a customer order quickly.",
-                                         conditions="      - {arg: mode, equals: a}\n")
-    files["wf/nearer.yaml"] = GATED.format(name="nearer", description="Refund an order for a customer.",
-                                           conditions="      - {arg: mode, equals: a}\n")
+    files["wf/near.yaml"] = GATED.format(
+        name="near", description="Refund a customer order quickly.", conditions="      - {arg: mode, equals: a}\n"
+    )
+    files["wf/nearer.yaml"] = GATED.format(
+        name="nearer", description="Refund an order for a customer.", conditions="      - {arg: mode, equals: a}\n"
+    )
     root = tree(files)
     out = _build(cli, tmp_path, str(root / "wf"))
     negatives = [q["query"] for q in _queries(out, "near") if not q["should_trigger"]]
@@ -201,3 +223,121 @@ def test_eval_files_are_stable_json(cli, tmp_path, skill):
         data = (out / skill / "evals" / name).read_bytes()
         assert data.endswith(b"}\n") or data.endswith(b"]\n")
         assert json.dumps(json.loads(data), indent=2, ensure_ascii=False).encode("utf-8") + b"\n" == data
+
+
+# ------------------------------------------- a case gives a tool only what its output schema allows (issue 38, item 0)
+
+DEAD_GATE = Path(__file__).resolve().parent / "bad_inputs" / "dead-condition-output-schema.yaml"
+
+ENUM_GATE = """\
+name: ship
+description: Ship an order once it is packed.
+tools:
+  - name: order_status
+    input_schema: {type: object}
+    output_schema:
+      type: object
+      properties: {state: {enum: [new, packed, shipped]}, note: {type: string}}
+      required: [state]
+    annotations: {readOnlyHint: true}
+  - name: ship
+    input_schema: {type: object}
+    annotations: {readOnlyHint: false}
+steps:
+  - {name: status, tool: order_status, bind: order}
+  - name: ship
+    tool: ship
+    when:
+      - {step: order, field: state, equals: packed}
+      - {step: order, field: note, not_equals: hold}
+"""
+
+
+def _cases(cli, path: Path, workflow: str) -> list[dict]:
+    r = cli("evals", "--no-config", str(path), "--workflow", workflow)
+    assert r.code == 0, r.err
+    return [c["projector"] for c in json.loads(r.out)["evals"]]
+
+
+def test_a_case_never_gives_a_result_the_output_schema_rules_out(cli, tmp_path):
+    """The issue's gate: `status.content` is a string, so no result of the tool makes `not_equals: false` fail. No
+    case feeds the tool `{"content": false}` (which the server can never send); the gate is uncovered, and said."""
+    cases = _cases(cli, DEAD_GATE, "dead_condition_output_schema")
+    returned = [r["returns"]["content"] for c in cases for r in c["results"]]
+    assert returned and all(isinstance(v, str) for v in returned), returned
+    assert [c["covers"] for c in cases] == [["the run, every condition holding and every confirmation a yes"]]
+    r = cli("build", "--no-cache", "--no-config", "--out", str(tmp_path / "out"), str(DEAD_GATE))
+    assert r.code == 0 and "warning[dead-condition]" in r.err, r.err  # the one word on it (not eval-uncovered too)
+
+
+def test_a_field_with_an_enum_fails_with_another_of_its_values_and_a_required_one_is_never_left_out(cli, tree):
+    root = tree({"wf/ship.yaml": ENUM_GATE})
+    cases = {c["covers"][0]: c["results"][0]["returns"] for c in _cases(cli, root / "wf" / "ship.yaml", "ship")}
+    assert cases == {
+        "the run, every condition holding and every confirmation a yes": {"state": "packed", "note": "example"},
+        "ship: when[0] fails": {"state": "new", "note": "example"},  # one of its values; never "example", never absent
+        "ship: when[1] fails": {"state": "packed", "note": "hold"},
+    }
+
+
+# ----------------------------------------------------------------- linear in the steps (issue 38, item 9)
+
+
+def _long(n: int):
+    """n steps: every tenth reads a prompt argument, every fiftieth the previous result's field, one confirms."""
+    from projector.model import Argument, Condition, Confirm, FromStep, Step, Tool, Workflow
+    from projector.model import FromArg
+
+    from tests.test_gates import CountingSteps
+
+    steps = []
+    for i in range(n):
+        when = ()
+        if i % 50 == 25:
+            when = (Condition(FromStep(f"r{i - 1}", "ok"), "equals", True),)
+        elif i % 10 == 5:
+            when = (Condition(FromArg("go"), "equals", True),)
+        steps.append(
+            Step(
+                f"s{i}",
+                tool="act" if i % 2 else "look",
+                bind=f"r{i}",
+                when=when,
+                on_fail="skip" if when else "stop",
+                confirm=Confirm("Go on?") if i == 7 else None,
+            )
+        )
+    tools = (
+        Tool("look", annotations={"readOnlyHint": True}, output_schema={"type": "object", "properties": {"ok": {}}}),
+        Tool("act", annotations={"readOnlyHint": False}),
+    )
+    return Workflow(
+        "long", "A long one.", (Argument("go", type="boolean", required=True),), (), tools, CountingSteps(steps)
+    )
+
+
+@pytest.mark.slow
+def test_deriving_the_cases_is_linear_in_the_steps(monkeypatch):
+    """Linear, by counting: the step records read and compared grow tenfold for ten times the steps (each step
+    looked itself up by equality among the steps, which made 10,000 steps a hundred times 1,000's time)."""
+    from projector.evals import evals_json
+    from projector.model import Step
+
+    from tests.test_gates import CountingSteps
+
+    compared = [0]
+    real = Step.__eq__
+
+    def counting(self, other):
+        compared[0] += 1
+        return real(self, other)
+
+    monkeypatch.setattr(Step, "__eq__", counting)
+    work = {}
+    for n in (100, 1000):
+        wf = _long(n)
+        CountingSteps.reads, compared[0] = 0, 0
+        text, _problems = evals_json(wf, "long")
+        work[n] = CountingSteps.reads + compared[0]
+        assert json.loads(text)["evals"]
+    assert work[1000] <= 10 * work[100] + 10, work
