@@ -878,7 +878,7 @@ def test_a_gated_step_looks_its_guidance_up_once_in_one_pass_over_its_words(monk
 
 
 def test_the_steps_bench_workflow_is_valid_and_gated():
-    """bench/steps.py times this workflow at 2,000 and 20,000 steps; it must stay a valid one that fires the gates."""
+    """bench/steps.py times this workflow at 1,000 and 10,000 steps; it must stay a valid one that fires the gates."""
     import importlib.util
     import sys
     from pathlib import Path
