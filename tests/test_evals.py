@@ -56,27 +56,17 @@ def test_every_example_has_derived_cases_at_least_as_many_as_its_gates(cli, tmp_
 def test_the_approved_refund_has_a_case_for_each_condition_answer_and_asked_input(cli, tmp_path):
     out = _build(cli, tmp_path)
     cases = {tuple(c["projector"]["covers"]): c["projector"] for c in _evals(out, "refund-flow-approved")}
-    assert set(cases) == {
-        ("the run, every condition holding and every confirmation a yes",),
-        ("issue_refund: when[0] fails",),
-        ("issue_refund: confirm decline",),
-        ("issue_refund: confirm cancel",),
-        ("reason: asked, given",),
-        ("reason: asked, refused",),
-    }
+    assert set(cases) == {("the run, every condition holding and every confirmation a yes",),
+                          ("issue_refund: when[0] fails",), ("issue_refund: confirm decline",),
+                          ("issue_refund: confirm cancel",), ("reason: asked, given",), ("reason: asked, refused",)}
 
     run = cases[("the run, every condition holding and every confirmation a yes",)]
     assert run["results"] == [{"step": "check_eligibility", "tool": "check_eligibility", "returns": {"eligible": True}}]
-    assert [(c["tool"], c["called"]) for c in run["calls"]] == [
-        ("get_order", True),
-        ("check_eligibility", True),
-        ("issue_refund", True),
-    ]
+    assert [(c["tool"], c["called"]) for c in run["calls"]] == [("get_order", True), ("check_eligibility", True),
+                                                                 ("issue_refund", True)]
     assert run["calls"][0]["arguments"] == {"id": run["arguments"]["order_id"]}
-    assert run["calls"][2]["arguments"] == {
-        "order_id": {"step": "order", "field": "id"},
-        "amount": {"step": "order", "field": "total"},
-    }
+    assert run["calls"][2]["arguments"] == {"order_id": {"step": "order", "field": "id"},
+                                            "amount": {"step": "order", "field": "total"}}
 
     failed = cases[("issue_refund: when[0] fails",)]
     assert failed["results"][0]["returns"] == {"eligible": False}
@@ -89,12 +79,8 @@ def test_the_approved_refund_has_a_case_for_each_condition_answer_and_asked_inpu
     given, refused = cases[("reason: asked, given",)], cases[("reason: asked, refused",)]
     for case in (given, refused):
         assert "reason" not in case["arguments"]
-    assert given["answers"][0] == {
-        "step": "issue_refund",
-        "question": "ask",
-        "action": "accept",
-        "content": {"reason": "example-reason"},
-    }
+    assert given["answers"][0] == {"step": "issue_refund", "question": "ask", "action": "accept",
+                                   "content": {"reason": "example-reason"}}
     assert refused["answers"][0] == {"step": "issue_refund", "question": "ask", "action": "decline"}
     assert (given["calls"][0]["called"], refused["calls"][0]["called"]) == (True, False)
 
@@ -159,7 +145,8 @@ steps:
 
 
 def _gated(tree, name: str, *conditions: str, description: str = "Write the mode down.") -> Path:
-    text = GATED.format(name=name, description=description, conditions="".join(f"      - {c}\n" for c in conditions))
+    text = GATED.format(name=name, description=description,
+                        conditions="".join(f"      - {c}\n" for c in conditions))
     return tree({f"wf/{name}.yaml": text})
 
 
@@ -167,17 +154,13 @@ def test_each_condition_gets_a_case_where_it_fails_with_the_others_holding(cli, 
     root = _gated(tree, "two", "{arg: mode, in: [a, b]}", "{arg: count, not_equals: 3}", "{arg: count, exists: true}")
     out = _build(cli, tmp_path, str(root / "wf"))
     cases = {c["projector"]["covers"][0]: c["projector"] for c in _evals(out, "two")}
-    assert cases["the run, every condition holding and every confirmation a yes"]["arguments"] == {
-        "mode": "a",
-        "count": 0,
-    }
+    assert cases["the run, every condition holding and every confirmation a yes"]["arguments"] == {"mode": "a",
+                                                                                                   "count": 0}
     assert cases["write: when[0] fails"]["arguments"] == {"mode": "example", "count": 0}
     assert cases["write: when[1] fails"]["arguments"] == {"mode": "a", "count": 3}
     assert cases["write: when[2] fails"]["arguments"] == {"mode": "a"}  # an optional argument left out
-    assert all(
-        cases[f"write: when[{i}] fails"]["calls"] == [{"step": "write", "tool": "write", "called": False}]
-        for i in range(3)
-    )
+    assert all(cases[f"write: when[{i}] fails"]["calls"] == [{"step": "write", "tool": "write", "called": False}]
+               for i in range(3))
 
 
 def test_a_gate_no_case_can_cover_warns_and_fails_strict(cli, tmp_path, tree):
@@ -195,18 +178,13 @@ def test_a_gate_no_case_can_cover_warns_and_fails_strict(cli, tmp_path, tree):
 def test_trigger_negatives_are_the_nearest_descriptions_and_bounded(cli, tmp_path, tree):
     files = {}
     for i in range(12):
-        text = GATED.format(
-            name=f"w{i:02}",
-            description=f"Write the mode number {i} down.",
-            conditions="      - {arg: mode, equals: a}\n",
-        )
+        text = GATED.format(name=f"w{i:02}", description=f"Write the mode number {i} down.",
+                            conditions="      - {arg: mode, equals: a}\n")
         files[f"wf/w{i:02}.yaml"] = text
-    files["wf/near.yaml"] = GATED.format(
-        name="near", description="Refund a customer order quickly.", conditions="      - {arg: mode, equals: a}\n"
-    )
-    files["wf/nearer.yaml"] = GATED.format(
-        name="nearer", description="Refund an order for a customer.", conditions="      - {arg: mode, equals: a}\n"
-    )
+    files["wf/near.yaml"] = GATED.format(name="near", description="Refund a customer order quickly.",
+                                         conditions="      - {arg: mode, equals: a}\n")
+    files["wf/nearer.yaml"] = GATED.format(name="nearer", description="Refund an order for a customer.",
+                                           conditions="      - {arg: mode, equals: a}\n")
     root = tree(files)
     out = _build(cli, tmp_path, str(root / "wf"))
     negatives = [q["query"] for q in _queries(out, "near") if not q["should_trigger"]]

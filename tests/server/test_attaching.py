@@ -67,7 +67,6 @@ async def prompts(server: Any, framework: str) -> list[str]:
 
 # ------------------------------------------------------------------------------------ the server's own policy
 
-
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_a_state_key_never_replaces_the_servers_own_policy(framework, tmp_path, monkeypatch):
     """A server that seals with a 2-second expiry of its own, and a state key in the environment: refused, loudly,
@@ -97,9 +96,8 @@ async def test_a_policy_that_takes_the_key_is_kept_with_its_expiry(framework, tm
         first = await first_round(c)
         await anyio.sleep(1.0)
         with pytest.raises(MCPError) as refused:
-            await c.session.get_prompt(
-                PROMPT, ARGS, input_responses=YES, request_state=first.request_state, allow_input_required=True
-            )
+            await c.session.get_prompt(PROMPT, ARGS, input_responses=YES, request_state=first.request_state,
+                                       allow_input_required=True)
     assert refused.value.error.code == -32602 and store.ledger() == []
 
 
@@ -110,7 +108,6 @@ async def attach_async(server: Any, **kwargs: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- a key needs a shared replay guard
-
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 async def test_a_state_key_with_a_guard_in_memory_is_refused(framework):
@@ -136,15 +133,8 @@ async def test_a_state_key_with_a_shared_guard_or_nothing_to_confirm_is_served(t
 @pytest.mark.slow
 def test_serve_with_a_state_key_and_no_replay_db_does_not_start():
     env = {k: v for k, v in os.environ.items() if k != "PROJECT_SKILL_REPLAY_DB"}
-    proc = subprocess.run(
-        [sys.executable, *serve_args()],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**env, "PROJECT_SKILL_STATE_KEY": secrets.token_hex(32)},
-    )
+    proc = subprocess.run([sys.executable, *serve_args()], cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=120, env={**env, "PROJECT_SKILL_STATE_KEY": secrets.token_hex(32)})
     assert proc.returncode == 1, proc.stderr
     assert "replay-not-shared" in proc.stderr and "PROJECT_SKILL_REPLAY_DB" in proc.stderr
     assert "Traceback" not in proc.stderr and "serving MCP" not in proc.stderr
@@ -165,9 +155,8 @@ async def test_a_yes_replayed_to_a_restarted_server_runs_nothing(tmp_path):
     try:
         async with Client(f"http://127.0.0.1:{port}/mcp", cache=None) as c:
             with pytest.raises(MCPError) as refused:
-                await c.session.get_prompt(
-                    PROMPT, ARGS, input_responses=YES, request_state=first.request_state, allow_input_required=True
-                )
+                await c.session.get_prompt(PROMPT, ARGS, input_responses=YES, request_state=first.request_state,
+                                           allow_input_required=True)
         assert refused.value.error.code == -32602 and "answered before" in refused.value.error.message
         assert await ledger(port) == []
     finally:
@@ -176,19 +165,15 @@ async def test_a_yes_replayed_to_a_restarted_server_runs_nothing(tmp_path):
 
 # ------------------------------------------------------------- the workflow prompts a served skill names
 
-
 async def test_attach_refuses_skills_whose_prompt_is_not_offered():
     server = MCPServer("x")
     with pytest.raises(AttachError) as info:
         attach(server, SKILLS, None)
     diags = info.value.diagnostics
     assert [(d.code, Path(d.span.file).parent.name) for d in diags] == [
-        ("missing-workflow-prompt", "code-mode"),
-        ("missing-workflow-prompt", "hello-world"),
-        ("missing-workflow-prompt", "refund-flow-approved"),
-        ("missing-workflow-prompt", "refund-flow-gated"),
-        ("missing-workflow-prompt", "refund-flow"),
-    ]
+        ("missing-workflow-prompt", "code-mode"), ("missing-workflow-prompt", "hello-world"),
+        ("missing-workflow-prompt", "refund-flow-approved"), ("missing-workflow-prompt", "refund-flow-gated"),
+        ("missing-workflow-prompt", "refund-flow")]
     assert "skill 'refund-flow' names the workflow prompt 'refund_flow'" in diags[4].message
     assert "--skills-only" in diags[3].hint
     async with Client(server) as client:  # nothing was added: no skill, no prompt
@@ -225,24 +210,16 @@ async def test_skills_only_bundles_are_served_without_workflows(tmp_path):
     attach(server, tree, None)
     async with Client(server) as client:
         prompts = sorted(p.name for p in (await client.list_prompts()).prompts)
-        assert prompts == [
-            "skill.code-mode",
-            "skill.hello-world",
-            "skill.refund-flow",
-            "skill.refund-flow-approved",
-            "skill.refund-flow-gated",
-        ]
+        assert prompts == ["skill.code-mode", "skill.hello-world", "skill.refund-flow",
+                           "skill.refund-flow-approved", "skill.refund-flow-gated"]
         text = (await client.read_resource("skill://refund-flow/SKILL.md")).contents[0].text
         assert "refund_flow" not in text and "Server-accelerated" not in text
 
 
 async def test_a_titled_workflow_prompt_has_its_title(tmp_path):
     wf = tmp_path / "greet.yaml"
-    wf.write_text(
-        "name: greet_flow\ntitle: Greet someone\ndescription: Greet.\narguments: [{name: name}]\n"
-        "steps: [{name: g, tool: greet, args: {name: {arg: name}}}]\n",
-        "utf-8",
-    )
+    wf.write_text("name: greet_flow\ntitle: Greet someone\ndescription: Greet.\narguments: [{name: name}]\n"
+                  "steps: [{name: g, tool: greet, args: {name: {arg: name}}}]\n", "utf-8")
     server = MCPServer("x")
 
     @server.tool()
@@ -256,7 +233,6 @@ async def test_a_titled_workflow_prompt_has_its_title(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------- attach checks
-
 
 def bare_refund_tools(server: MCPServer, *, drop: str | None = None, rename: dict[str, str] | None = None) -> None:
     async def get_order(id: str) -> dict:
@@ -290,7 +266,8 @@ def test_attach_fails_when_a_tool_is_missing():
     msg = serve_error(server, refunds_only())
     assert "step 'issue_refund' calls the tool 'issue_refund', which the server does not have" in msg
     assert "refunds.yaml:47:5: error[unknown-tool]" in msg  # where the step is written
-    assert "register it on the server before calling attach(); the server's tools: check_eligibility, get_order" in msg
+    assert "register it on the server before calling attach(); the server's tools: check_eligibility, get_order" \
+        in msg
 
 
 def test_attach_fails_when_the_schema_does_not_accept_the_arguments():
@@ -303,11 +280,9 @@ def test_attach_fails_when_the_schema_does_not_accept_the_arguments():
     server.add_tool(issue_refund)
     msg = serve_error(server, refunds_only())
     # one misspelling, one error at the key (issue 19): 'order_id' for the required 'order'
-    assert (
-        "refunds.yaml:50:7: error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a "
-        "parameter of the tool 'issue_refund'; the tool requires 'order', which is not given\n"
-        "  hint: did you mean 'order'?" in msg
-    )
+    assert "refunds.yaml:50:7: error[unknown-parameter]: step 'issue_refund' passes 'order_id', which is not a " \
+           "parameter of the tool 'issue_refund'; the tool requires 'order', which is not given\n" \
+           "  hint: did you mean 'order'?" in msg
     assert "missing-parameter" not in msg
     assert "no resource or template matching 'docs://refund-policy/{region}'" in msg  # every problem at once
 
@@ -319,35 +294,19 @@ def test_attach_checks_argument_types():
     def count(n: int) -> int:
         return n
 
-    wfs = [
-        WorkflowBuilder("c1", "Const of the wrong type.")
-        .tool("count")
-        .step("s", tool="count", args={"n": const("three")})
-        .build(),
-        WorkflowBuilder("c2", "Argument of the wrong type.")
-        .argument("flag", type="boolean")
-        .tool("count")
-        .step("s", tool="count", args={"n": arg("flag")})
-        .build(),
-    ]
+    wfs = [WorkflowBuilder("c1", "Const of the wrong type.").tool("count")
+           .step("s", tool="count", args={"n": const("three")}).build(),
+           WorkflowBuilder("c2", "Argument of the wrong type.").argument("flag", type="boolean").tool("count")
+           .step("s", tool="count", args={"n": arg("flag")}).build()]
     msg = serve_error(server, wfs)
     # each at the line of its .step(...) call (the builder records the caller's place)
     lines = Path(__file__).read_text("utf-8").splitlines()
-    at = [
-        next(i for i, s in enumerate(lines, 1) if s.strip().startswith(call))
-        for call in (
-            '.step("s", tool="count", args={"n": const("three")})',
-            '.step("s", tool="count", args={"n": arg("flag")})',
-        )
-    ]
-    assert (
-        f"test_attaching.py:{at[0]}:13: error[parameter-type]: step 's' passes the string \"three\" as 'n', "
-        "which the tool 'count' does not accept: 'three' is not of type 'integer'" in msg
-    )
-    assert (
-        f"test_attaching.py:{at[1]}:13: error[parameter-type]: step 's' passes the input 'flag' "
-        "(boolean) as 'n', but the tool 'count' takes integer there" in msg
-    )
+    at = [next(i for i, s in enumerate(lines, 1) if s.strip().startswith(call)) for call in
+          ('.step("s", tool="count", args={"n": const("three")})', '.step("s", tool="count", args={"n": arg("flag")})')]
+    assert f"test_attaching.py:{at[0]}:13: error[parameter-type]: step 's' passes the string \"three\" as 'n', " \
+           "which the tool 'count' does not accept: 'three' is not of type 'integer'" in msg
+    assert f"test_attaching.py:{at[1]}:13: error[parameter-type]: step 's' passes the input 'flag' " \
+           "(boolean) as 'n', but the tool 'count' takes integer there" in msg
 
 
 async def test_attach_refuses_prompt_name_collisions_and_changes_nothing():
@@ -376,35 +335,20 @@ async def test_attach_with_the_extension_given_at_construction_uses_it():
     async with Client(server) as client:
         page = await client.session.send_request(
             types.Request[dict[str, Any] | None, str](method="skills/list", params={}),
-            __import__("pydantic").TypeAdapter(dict[str, Any]),
-        )
+            __import__("pydantic").TypeAdapter(dict[str, Any]))
         assert len(page["skills"]) == 2 and "nextCursor" in page
         names = sorted(p.name for p in (await client.list_prompts()).prompts)
-        assert names == [
-            "code_mode",
-            "hello_world",
-            "refund_flow",
-            "refund_flow_approved",
-            "refund_flow_gated",
-            "skill.code-mode",
-            "skill.hello-world",
-            "skill.refund-flow",
-            "skill.refund-flow-approved",
-            "skill.refund-flow-gated",
-        ]
+        assert names == ["code_mode", "hello_world", "refund_flow", "refund_flow_approved", "refund_flow_gated",
+                         "skill.code-mode", "skill.hello-world", "skill.refund-flow", "skill.refund-flow-approved",
+                         "skill.refund-flow-gated"]
 
 
 def test_build_server_is_one_call(tmp_path):
     def greet(name: str) -> str:
         return f"hi {name}"
 
-    wf = (
-        WorkflowBuilder("hello_world", "Greet.")
-        .argument("name", required=True)
-        .tool("greet")
-        .step("greet", tool="greet", args={"name": arg("name")}, bind="g")
-        .build()
-    )
+    wf = (WorkflowBuilder("hello_world", "Greet.").argument("name", required=True).tool("greet")
+          .step("greet", tool="greet", args={"name": arg("name")}, bind="g").build())
     server = build_server("mine", built(tmp_path, "hello-world.yaml"), [wf], tools=[greet])
     assert server.name == "mine"
 
