@@ -431,3 +431,31 @@ def test_a_dead_gate_before_a_read_only_step_is_served(tmp_path):
         "utf-8",
     )
     attach(server, None, [path])
+
+
+def test_serve_refuses_a_dead_gate_before_a_side_effect(tmp_path, capsys):
+    """`project-skill serve` calls attach: the demo shop's `issue_refund` behind `equals: "true"` on a boolean input
+    (the string never equals the boolean, so no refund would ever run) exits 1 at the operand, serving nothing."""
+    import shutil
+
+    folder = tmp_path / "workflows"
+    shutil.copytree(WORKFLOWS, folder)
+    gate = folder / "approved-refund.yaml"
+    gate.write_text(
+        "name: refund_when_approved\n"
+        "description: Refund an order once a person approved it.\n"
+        "arguments:\n"
+        "  - {name: order_id, required: true}\n"
+        "  - {name: approved, type: boolean, required: true}\n"
+        "steps:\n"
+        "  - name: refund\n"
+        "    tool: issue_refund\n"
+        "    args: {order_id: {arg: order_id}, amount: {const: 5}}\n"
+        '    when: {arg: approved, equals: "true"}\n',
+        "utf-8",
+    )
+    assert main("serve", ["--skills", str(SKILLS), "--workflows", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert f"{gate}:10:35: error[dead-condition]" in err, err
+    assert "the argument `approved` is `\"true\"` can never hold: a string never equals a boolean" in err
+    assert "Traceback" not in err
