@@ -11,10 +11,13 @@ operand. Nothing is evaluated as code. The rules:
   fails every condition except ``exists: false``, which it satisfies.
 
 The operators are one table, :data:`OPERATORS`: each entry says what its operand must be, when it holds (with a
-value and without one) and how it is worded. The loader (:mod:`projector.shape`), the validator
-(:mod:`projector.validate`), the evaluator (:func:`holds`) and both renderings (:func:`requirement` and
-:func:`statement` here, :func:`projector.render.describe_condition` in the SKILL.md) read it, so a new operator is
-one entry here plus its key in the JSON Schema (``tests/test_schema.py`` keeps the two equal).
+value and without one), how it is worded, and what its subject's type decides before any run (:class:`Typed`: which
+operand values meet the subject, when one never can, and whether the condition then never holds or never fails).
+The loader (:mod:`projector.shape`), the validator (:mod:`projector.validate`), the evaluator (:func:`holds`), the
+build's ``dead-condition`` (:func:`never_decided`, for :mod:`projector.gates`) and both renderings
+(:func:`requirement` and :func:`statement` here, :func:`projector.render.describe_condition` in the SKILL.md) read
+it, so a new operator is one entry here plus its key in the JSON Schema (``tests/test_schema.py`` keeps the two
+equal).
 
 The runner (:mod:`projector.server.workflow`, and any framework adapter over it) calls :func:`first_failure` just
 before a step runs, and words what it found with :func:`failure_text`. The SKILL.md states the same conditions in

@@ -273,7 +273,8 @@ def attach(
 
     It is synchronous, so it runs at import time; it also works inside a running event loop (or use
     :func:`attach_async` there). Raises :class:`AttachError` when the tree does not match its manifest, when a step
-    does not fit the server's tools, when a skill names a workflow prompt (``metadata.workflow``) that the server
+    does not fit the server's tools, when a step that calls a side-effecting tool has a condition that the tool's
+    result, or an argument's type, decides before any run (``dead-condition``) and does not acknowledge it, when a skill names a workflow prompt (``metadata.workflow``) that the server
     will not offer (build such skills with ``project-skill build --skills-only``), or when a prompt name is already
     taken. Nothing is added to the server when it raises.
     """
