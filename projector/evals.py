@@ -108,7 +108,7 @@ def _allowed(wf: Workflow, subject: FromArg | FromStep) -> Allowed:
     if isinstance(subject, FromArg):
         arg = wf.argument(subject.name)
         if arg is None:
-            return Allowed(absent=True)
+            return Allowed()
         kinds = frozenset(_ARG_KINDS.get(arg.type, {"string"})) if arg.type else None
         return Allowed(kinds, absent=not arg.required)
     made = wf.step_for_bind(subject.bind)
