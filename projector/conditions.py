@@ -11,10 +11,13 @@ operand. Nothing is evaluated as code. The rules:
   fails every condition except ``exists: false``, which it satisfies.
 
 The operators are one table, :data:`OPERATORS`: each entry says what its operand must be, when it holds (with a
-value and without one) and how it is worded. The loader (:mod:`projector.shape`), the validator
-(:mod:`projector.validate`), the evaluator (:func:`holds`) and both renderings (:func:`requirement` and
-:func:`statement` here, :func:`projector.render.describe_condition` in the SKILL.md) read it, so a new operator is
-one entry here plus its key in the JSON Schema (``tests/test_schema.py`` keeps the two equal).
+value and without one), how it is worded, and what its subject's type decides before any run (:class:`Typed`: which
+operand values meet the subject, when one never can, and whether the condition then never holds or never fails).
+The loader (:mod:`projector.shape`), the validator (:mod:`projector.validate`), the evaluator (:func:`holds`), the
+build's ``dead-condition`` (:func:`never_decided`, for :mod:`projector.gates`) and both renderings
+(:func:`requirement` and :func:`statement` here, :func:`projector.render.describe_condition` in the SKILL.md) read
+it, so a new operator is one entry here plus its key in the JSON Schema (``tests/test_schema.py`` keeps the two
+equal).
 
 The runner (:mod:`projector.server.workflow`, and any framework adapter over it) calls :func:`first_failure` just
 before a step runs, and words what it found with :func:`failure_text`. The SKILL.md states the same conditions in
@@ -82,6 +85,32 @@ class Words(NamedTuple):
 
 
 @dataclass(frozen=True)
+class Known:
+    """What the build knows of a subject's values before any run (:func:`never_decided`): their JSON types (a prompt
+    argument's declared type, the type an output schema gives a result or a field), every value it can have (an
+    ``enum`` or ``const`` there), or that it is the whole result of a tool that returns text. None: not known."""
+
+    kinds: frozenset[str] | None = None
+    values: tuple[Any, ...] | None = None
+    text: bool = False
+
+
+@dataclass(frozen=True)
+class Typed:
+    """How an operator meets its subject's type, for the build's ``dead-condition`` (:func:`never_decided`).
+
+    ``values``: the operand values the subject is compared with; ``mismatch``: why a subject of what is
+    :class:`Known` can never match one of them, and the operand to write instead ("" when there is none to
+    suggest), or None when it can; ``dead``: what follows when no value can match: the condition never holds
+    (``"hold"``), or never fails while the subject has a value (``"fail"``). A new operator says these three things
+    (an operator whose operand the type says nothing about, as ``exists``, has no ``Typed``)."""
+
+    values: Callable[[Any], list[Any]]
+    mismatch: Callable[[Known, Any], tuple[str, str] | None]
+    dead: Literal["hold", "fail"]
+
+
+@dataclass(frozen=True)
 class Operator:
     """One operator of the condition language, everything any part of the tool needs to know about it."""
 
@@ -90,6 +119,7 @@ class Operator:
     test: Callable[[Any, Any], bool]  # (value, operand): whether a subject that has a value satisfies it
     absent: Callable[[Any], bool]  # (operand): whether a subject with no value satisfies it
     words: Callable[[Any, bool], Words]  # (operand, the subject is an argument): how it is said
+    typed: Typed | None = None  # how the subject's type decides it before any run (dead-condition)
 
 
 def _equals(value: Any, operand: Any) -> bool:
@@ -141,6 +171,96 @@ def _exists_words(given: Any, of_argument: bool) -> Words:
     )
 
 
+# ------------------------------------------------------------------------ what a subject's type decides (dead-condition)
+
+_KIND_WORDS = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "array": "a list",
+    "object": "an object",
+    "null": "null",
+}
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int) or isinstance(value, float) and value.is_integer():
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "null" if value is None else "array" if isinstance(value, list) else "object"
+
+
+def _arg_mismatch(kinds: set[str], value: Any) -> str | None:
+    """Instead of ``value``, the operand a subject of ``kinds`` could equal (as YAML text), or "" when there is none
+    to suggest; None when ``value`` can be equal to such a subject."""
+    kind = _kind(value)
+    if kind in kinds:
+        return None
+    if "boolean" in kinds and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower()
+    if "string" in kinds and kind in ("integer", "number", "boolean"):
+        return literal(literal(value))
+    if kinds & {"integer", "number"} and isinstance(value, str):
+        from .results import text_value
+
+        number = text_value(value.strip())
+        return literal(number) if _kind(number) in kinds else ""
+    return ""
+
+
+def _kinds_words(kinds: set[str]) -> str:
+    shown = kinds - {"integer"} if "number" in kinds else kinds
+    return " or ".join(sorted(_KIND_WORDS[k] for k in shown))
+
+
+def _text_mismatch(value: Any) -> str | None:
+    """For a text result: instead of the string ``value``, the operand it could equal (the JSON value its text reads
+    as), or None when ``value`` can be equal to such a result."""
+    from .results import text_value
+
+    if not isinstance(value, str):
+        return None
+    read = text_value(value)
+    return None if isinstance(read, str) and read == value else literal(read)
+
+
+def _the_operand(operand: Any) -> list[Any]:
+    return [operand]
+
+
+def _its_items(operand: Any) -> list[Any]:
+    return list(operand) if isinstance(operand, (list, tuple)) else []
+
+
+def _unequal(known: Known, value: Any) -> tuple[str, str] | None:
+    """Why a subject of what is ``known`` never equals ``value``, and the operand to write instead; None when it
+    can: a value of another JSON type (``"true"`` against a boolean, a number against a string), one outside the
+    values it can have (an ``enum``), or JSON text against the whole result of a tool that returns text, whose text
+    is read as JSON when it is JSON (:mod:`projector.results`), so a string that is JSON text (``"[]"``) never
+    equals it."""
+    if known.kinds is not None:
+        instead = _arg_mismatch(set(known.kinds), value)
+        if instead is not None:
+            return f"{_KIND_WORDS[_kind(value)]} never equals {_kinds_words(set(known.kinds))}", instead
+    if known.values is not None and not any(json_equal(value, v) for v in known.values):
+        return f"{literal(value)} is none of the values it can have ({_short(list(known.values))})", ""
+    if known.text:
+        instead = _text_mismatch(value)
+        if instead is not None:
+            return (
+                f"its tool returns text, which is read as JSON when it is JSON: the text {value} is "
+                f"{instead}, never the string {literal(value)}",
+                instead,
+            )
+    return None
+
+
 # The one table of operators, in the order messages list them. The loader (projector.shape), the validator, the
 # evaluator (holds) and both renderings (requirement and statement here, describe_condition in projector.render) read
 # it; the JSON Schema's condition lists exactly these keys (tests/test_schema.py keeps the two equal).
@@ -154,6 +274,7 @@ OPERATORS: Mapping[str, Operator] = MappingProxyType(
                 _equals,
                 _never,
                 _worded(Words("{operand}", "{subject} is {operand}", "{subject} is {operand}")),
+                Typed(_the_operand, _unequal, "hold"),
             ),
             Operator(
                 "not_equals",
@@ -161,6 +282,7 @@ OPERATORS: Mapping[str, Operator] = MappingProxyType(
                 _not_equals,
                 _never,
                 _worded(Words("anything but {operand}", "{subject} is not {operand}", "{subject} is not {operand}")),
+                Typed(_the_operand, _unequal, "fail"),
             ),
             Operator(
                 "in",
@@ -168,6 +290,7 @@ OPERATORS: Mapping[str, Operator] = MappingProxyType(
                 _one_of,
                 _never,
                 _worded(Words("one of {operand}", "{subject} is one of {operand}", "{subject} is one of {operand}")),
+                Typed(_its_items, _unequal, "hold"),
             ),
             Operator(
                 "not_in",
@@ -175,6 +298,7 @@ OPERATORS: Mapping[str, Operator] = MappingProxyType(
                 _none_of,
                 _never,
                 _worded(Words("none of {operand}", "{subject} is none of {operand}", "{subject} is none of {operand}")),
+                Typed(_its_items, _unequal, "fail"),
             ),
             Operator("exists", "bool", _has_value, _has_none, _exists_words),
         )
@@ -308,90 +432,24 @@ def statement(cond: Condition) -> str:
 
 # ------------------------------------------------------------------------------------------- the build's warnings
 
-_KIND_WORDS = {
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "a boolean",
-    "array": "a list",
-    "object": "an object",
-    "null": "null",
-}
+
+def dead_end(cond: Condition) -> Literal["hold", "fail"] | None:
+    """What follows when no operand value of ``cond`` can match its subject (:class:`Typed`), or None for an operator
+    that its subject's type does not decide."""
+    typed = OPERATORS[cond.op].typed
+    return typed.dead if typed is not None else None
 
 
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int) or isinstance(value, float) and value.is_integer():
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "null" if value is None else "array" if isinstance(value, list) else "object"
-
-
-def _arg_mismatch(kinds: set[str], value: Any) -> str | None:
-    """Instead of ``value``, the operand a subject of ``kinds`` could equal (as YAML text), or "" when there is none
-    to suggest; None when ``value`` can be equal to such a subject."""
-    kind = _kind(value)
-    if kind in kinds:
-        return None
-    if "boolean" in kinds and isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower()
-    if "string" in kinds and kind in ("integer", "number", "boolean"):
-        return literal(literal(value))
-    if kinds & {"integer", "number"} and isinstance(value, str):
-        from .results import text_value
-
-        number = text_value(value.strip())
-        return literal(number) if _kind(number) in kinds else ""
-    return ""
-
-
-def _kinds_words(kinds: set[str]) -> str:
-    shown = kinds - {"integer"} if "number" in kinds else kinds
-    return " or ".join(sorted(_KIND_WORDS[k] for k in shown))
-
-
-def _text_mismatch(value: Any) -> str | None:
-    """For a text result: instead of the string ``value``, the operand it could equal (the JSON value its text reads
-    as), or None when ``value`` can be equal to such a result."""
-    from .results import text_value
-
-    if not isinstance(value, str):
-        return None
-    read = text_value(value)
-    return None if isinstance(read, str) and read == value else literal(read)
-
-
-def never_decided(cond: Condition, subject_kinds: set[str] | None, text_result: bool) -> list[tuple[int, str, str]]:
-    """The operand values of ``cond`` that its subject can never equal, as ``(index of the value, why, what to
-    write instead)``: the subject is a prompt argument whose values are of ``subject_kinds`` (``"true"`` against a
-    boolean argument, a number against a string), or the whole result of a tool that returns text
-    (``text_result``), whose text is read as JSON when it is JSON (:mod:`projector.results`), so a string that is
-    JSON text (``"[]"``) is never equal to it."""
-    kind = OPERATORS[cond.op].operand
-    values = (
-        list(cond.value)
-        if kind == "list" and isinstance(cond.value, (list, tuple))
-        else ([cond.value] if kind == "value" else [])
-    )
+def never_decided(cond: Condition, known: Known) -> list[tuple[int, str, str]]:
+    """The operand values of ``cond`` that its subject can never match, by what is :class:`Known` of it, as
+    ``(index of the value, why, what to write instead)``; the operator's :class:`Typed` says which values are
+    compared and how."""
+    typed = OPERATORS[cond.op].typed
+    if typed is None:
+        return []
     out: list[tuple[int, str, str]] = []
-    for i, value in enumerate(values):
-        if subject_kinds is not None:
-            instead = _arg_mismatch(subject_kinds, value)
-            if instead is not None:
-                out.append((i, f"{_KIND_WORDS[_kind(value)]} never equals {_kinds_words(subject_kinds)}", instead))
-        elif text_result:
-            instead = _text_mismatch(value)
-            if instead is not None:
-                out.append(
-                    (
-                        i,
-                        f"its tool returns text, which is read as JSON when it is JSON: the text {value} is "
-                        f"{instead}, never the string {literal(value)}",
-                        instead,
-                    )
-                )
+    for i, value in enumerate(typed.values(cond.value)):
+        found = typed.mismatch(known, value)
+        if found is not None:
+            out.append((i, *found))
     return out

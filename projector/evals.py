@@ -22,10 +22,12 @@ from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conditions import MISSING, first_failure, holds, statement
+from .conditions import MISSING, first_failure, holds, json_equal, literal, statement, subject_value
 from .errors import Diagnostic
 from .model import Condition, Const, FromArg, FromStep, Source, Step, Workflow
 from .render import json_text
+from .results import saved_schema
+from .toolschema import json_types
 
 EVALS_FILE = "evals/evals.json"
 QUERIES_FILE = "evals/eval_queries.json"
@@ -67,12 +69,74 @@ def sample(name: str, kind: str | None) -> Any:
     return {"integer": 1, "number": 1, "boolean": True}.get(kind or "string", f"example-{name}")
 
 
-_KINDS = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "null" if value is None else "array" if isinstance(value, list) else "object"
 
 
-def _candidates(cond: Condition, kind: str | None, may_be_absent: bool) -> list[Any]:
+_ARG_KINDS = {"string": {"string"}, "integer": {"integer"}, "number": {"number", "integer"}, "boolean": {"boolean"}}
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """The values a case may give a subject: those of ``kinds`` (JSON types; None: any), one of ``values`` when
+    given (an output schema's ``enum`` or ``const``), and no value at all when ``absent``. A prompt argument takes
+    values of its declared type; a result, or a field of one, what the output schema of its tool allows (a
+    required field is always there), so no case gives a tool a result the server can never send."""
+
+    kinds: frozenset[str] | None = None
+    values: tuple[Any, ...] | None = None
+    absent: bool = False
+
+    def admits(self, value: Any) -> bool:
+        if value is MISSING:
+            return self.absent
+        if self.values is not None and not any(json_equal(value, v) for v in self.values):
+            return False
+        kind = _json_kind(value)
+        return self.kinds is None or kind in self.kinds or (kind == "integer" and "number" in self.kinds)
+
+
+def _allowed(wf: Workflow, subject: FromArg | FromStep) -> Allowed:
+    if isinstance(subject, FromArg):
+        arg = wf.argument(subject.name)
+        if arg is None:
+            return Allowed()
+        kinds = frozenset(_ARG_KINDS.get(arg.type, {"string"})) if arg.type else None
+        return Allowed(kinds, absent=not arg.required)
+    made = wf.step_for_bind(subject.bind)
+    tool = wf.tool(made[1].tool) if made is not None and made[1].tool is not None else None
+    path = subject.path
+    schema = saved_schema(tool, path)
+    absent = bool(path)
+    if path:
+        parent = saved_schema(tool, path[:-1])
+        required = parent.get("required") if parent is not None else None
+        absent = not (isinstance(required, list) and str(path[-1]) in required)
+    if schema is None:
+        return Allowed(absent=absent)
+    kinds = json_types(schema)
+    values = (
+        (schema["const"],)
+        if "const" in schema
+        else tuple(schema["enum"])
+        if isinstance(schema.get("enum"), list)
+        else None
+    )
+    return Allowed(frozenset(kinds) if kinds is not None else None, values, absent)
+
+
+def _candidates(cond: Condition, allowed: Allowed) -> list[Any]:
     """Values a subject could take, in the order tried: the operand's own, then one of each JSON kind, then ones that
-    equal none of the operand's; :data:`MISSING` last, where the subject may have no value."""
+    equal none of the operand's, then those of an ``enum``; :data:`MISSING` last, where the subject may have no
+    value. Only those ``allowed``."""
     operand = cond.value if isinstance(cond.value, list) else [cond.value]
     strings = [v for v in operand if isinstance(v, str)]
     numbers = [v for v in operand if isinstance(v, (int, float)) and not isinstance(v, bool)]
@@ -87,10 +151,10 @@ def _candidates(cond: Condition, kind: str | None, may_be_absent: bool) -> list[
         "other",
         "x" * (max(map(len, strings), default=0) + 1),
         None,
+        *(allowed.values or ()),
+        MISSING,
     ]
-    if kind is not None:  # an argument of a declared type takes values of that type only
-        found = [v for v in found if isinstance(v, _KINDS[kind]) and (kind == "boolean") == isinstance(v, bool)]
-    return [*found, MISSING] if may_be_absent else found
+    return [v for v in found if allowed.admits(v)]
 
 
 def _put(given: Given, subject: FromArg | FromStep, value: Any) -> None:
@@ -125,19 +189,24 @@ def _put(given: Given, subject: FromArg | FromStep, value: Any) -> None:
             return  # a path through a value a condition already set: verification decides
 
 
-def _value_for(wf: Workflow, cond: Condition, want: bool, given: Given, check: Any) -> bool:
+def _same(now: Any, value: Any) -> bool:
+    """Whether giving a subject ``value`` leaves it as it is ``now``: the case is then the state it came from."""
+    return (now is MISSING) == (value is MISSING) and (now is MISSING or literal(now) == literal(value))
+
+
+def _value_for(wf: Workflow, cond: Condition, want: bool, given: Given, check: Any, settled: bool) -> bool:
     """Give ``cond``'s subject the first candidate value for which the condition holds (``want``) or fails, and
-    ``check(given)`` agrees; True when one was found (``given`` is changed), False when none (it is unchanged)."""
+    ``check(given)`` agrees (a value that changes nothing needs no check when ``given`` passes it: ``settled``); True
+    when one was found (``given`` is changed), False when none (it is unchanged). ``check`` is told only of states
+    that differ from ``given`` in this subject: it need look only at the conditions that read it."""
     subject = cond.subject
-    arg = wf.argument(subject.name) if isinstance(subject, FromArg) else None
-    kind = arg.type if arg is not None else None
-    absent_ok = (arg is not None and not arg.required) or (isinstance(subject, FromStep) and subject.field is not None)
-    for value in _candidates(cond, kind, absent_ok):
+    now = subject_value(subject, given.arguments, given.results)
+    for value in _candidates(cond, _allowed(wf, subject)):
         if holds(cond.op, cond.value, value) != want:
             continue
         trial = given.copy()
         _put(trial, subject, value)
-        if check(trial):
+        if (settled and _same(now, value)) or check(trial):
             given.arguments, given.results = trial.arguments, trial.results
             return True
     return False
@@ -153,6 +222,12 @@ class Case:
     step: Step | None  # the step the case is about (None: the whole run)
     called: bool
     why: str
+
+
+def _key(subject: FromArg | FromStep) -> tuple[str, str]:
+    """What a case changes when it gives a subject a value: one prompt argument, or one saved result (a field's
+    value is part of its result). A condition on another key reads the same before and after."""
+    return ("arg", subject.name) if isinstance(subject, FromArg) else ("step", subject.bind)
 
 
 def _reachable(wf: Workflow, given: Given) -> list[Step]:
@@ -171,38 +246,55 @@ def _reachable(wf: Workflow, given: Given) -> list[Step]:
 
 def _base(wf: Workflow) -> Given:
     """Every argument given, each condition holding where it can (in order: a later condition may not undo an
-    earlier one), every confirmation answered yes."""
+    earlier one), every confirmation answered yes.
+
+    A value is kept when every condition so far holds with it. Only those that read what it changes (:func:`_key`)
+    are evaluated again; the others are counted once, when they are set, as holding or not (``failing``). So the
+    work is linear in the conditions, whatever the number of steps."""
     given = Given({a.name: sample(a.name, a.type) for a in wf.arguments})
-    for n, step in enumerate(wf.steps):
-        for i, cond in enumerate(step.when):
-            done = [s.when for s in wf.steps[:n] if s.when] + [step.when[: i + 1]]
+    read: dict[tuple[str, str], list[Condition]] = {}  # the conditions so far, by what they read
+    failing: dict[tuple[str, str], int] = {}  # by what they read: how many of those do not hold in `given`
+    for step in wf.steps:
+        for cond in step.when:
+            key = _key(cond.subject)
+            conds = read.setdefault(key, [])
+            conds.append(cond)
+            others = sum(failing.values()) - failing.get(key, 0)
 
-            def still(trial: Given, done: list[tuple[Condition, ...]] = done) -> bool:
-                return all(first_failure(when, trial.arguments, trial.results) is None for when in done)
+            def still(trial: Given, conds: list[Condition] = conds, others: int = others) -> bool:
+                return not others and first_failure(conds, trial.arguments, trial.results) is None
 
-            _value_for(wf, cond, True, given, still)
+            settled = not sum(failing.values())
+            if _value_for(wf, cond, True, given, still, settled):
+                failing[key] = 0
+            elif first_failure((cond,), given.arguments, given.results) is not None:
+                failing[key] = failing.get(key, 0) + 1
         if step.confirm is not None:
             given.answers[(step.name, "confirm")] = {"action": "accept"}
     return given
 
 
 def derive(wf: Workflow) -> tuple[list[Case], list[Step]]:
-    """The cases of ``wf``, and its gated or confirmed side-effecting steps that no case covers."""
+    """The cases of ``wf``, and its gated or confirmed side-effecting steps that no case covers.
+
+    A failing case changes one subject of the run's state: the steps that ran before still run when each of them
+    that reads that subject still holds (:func:`_key`; the others read what they read before), so each trial looks
+    at those steps only, and deriving stays linear in the steps."""
     base = _base(wf)
     ran = _reachable(wf, base)
     names = {s.name for s in ran}
+    readers: dict[tuple[str, str], list[Step]] = {}  # the steps that ran so far, by what their conditions read
     cases = [Case(["the run, every condition holding and every confirmation a yes"], base, None, True, "")]
     covered: set[str] = set()
     for step in ran:
-        before = wf.steps[: wf.steps.index(step)]
 
-        def earlier_hold(trial: Given, before: tuple[Step, ...] = before) -> bool:
-            now = {s.name for s in _reachable(wf, trial)}
-            return all(s.name in now for s in before if s.name in names)
+        def earlier_hold(trial: Given, key: tuple[str, str]) -> bool:
+            return all(first_failure(s.when, trial.arguments, trial.results) is None for s in readers.get(key, ()))
 
         for i, cond in enumerate(step.when):
             trial = base.copy()
-            if _value_for(wf, cond, False, trial, earlier_hold):
+            key = _key(cond.subject)
+            if _value_for(wf, cond, False, trial, lambda t, key=key: earlier_hold(t, key), True):
                 cases.append(
                     Case(
                         [f"{step.name}: when[{i}] fails"],
@@ -213,6 +305,8 @@ def derive(wf: Workflow) -> tuple[list[Case], list[Step]]:
                     )
                 )
                 covered.add(f"{step.name}:when{i}")
+        for key in dict.fromkeys(_key(c.subject) for c in step.when):
+            readers.setdefault(key, []).append(step)
         if step.confirm is not None:
             for action, words in (("decline", "the person says no"), ("cancel", "the person gives no answer")):
                 trial = base.copy()
@@ -221,15 +315,14 @@ def derive(wf: Workflow) -> tuple[list[Case], list[Step]]:
                     Case([f"{step.name}: confirm {action}"], trial, step, False, f"{words} ({_on_fail(step)})")
                 )
     cases += _ask_cases(wf, base, ran)
-    tool_of = {t.name: t for t in wf.tools}
     uncovered = [
         s
         for s in wf.steps
         if s.tool is not None
         and (s.when or s.confirm)
-        and tool_of.get(s.tool)
-        and tool_of[s.tool].side_effecting
-        and (s not in ran or any(f"{s.name}:when{i}" not in covered for i in range(len(s.when))))
+        and (tool := wf.tool(s.tool)) is not None
+        and tool.side_effecting
+        and (s.name not in names or any(f"{s.name}:when{i}" not in covered for i in range(len(s.when))))
     ]
     return cases, uncovered
 
@@ -242,10 +335,15 @@ def _ask_cases(wf: Workflow, base: Given, ran: list[Step]) -> list[Case]:
     """For each ``ask: true`` input: the prompt called without it, the person giving it, or refusing it, when the
     first step that reads it is about to run."""
     cases: list[Case] = []
+    first_reader: dict[str, Step] = {}
+    if any(arg.ask for arg in wf.arguments):
+        for s in ran:
+            for name in s.arguments_read():
+                first_reader.setdefault(name, s)
     for arg in wf.arguments:
         if not arg.ask or arg.required or arg.name not in base.arguments:
             continue
-        first = next((s for s in ran if arg.name in s.arguments_read()), None)
+        first = first_reader.get(arg.name)
         if first is None:
             continue
         value = base.arguments[arg.name]
@@ -311,7 +409,7 @@ def _said(step: Step, called: bool, arguments: dict[str, Any]) -> str:
     return f"`{step.tool}` (step `{step.name}`) was called" + (f" with {', '.join(parts)}" if parts else "")
 
 
-def _entry(wf: Workflow, n: int, case: Case) -> dict[str, Any]:
+def _entry(wf: Workflow, n: int, case: Case, order: dict[str, int]) -> dict[str, Any]:
     given = case.given
     if case.step is None:
         ran = {s.name for s in _reachable(wf, given)}
@@ -340,12 +438,8 @@ def _entry(wf: Workflow, n: int, case: Case) -> dict[str, Any]:
         said = [_said(case.step, case.called, done)]
         expected = said[0] + (f": {case.why}." if case.why else ".")
     inputs = "; ".join(f"{k} = {json_text(v, indent=None, sort_keys=True)}" for k, v in given.arguments.items())
-    results = [
-        {"step": s.name, "tool": s.tool, "returns": given.results[s.bind]}
-        for s in wf.steps
-        if s.bind is not None and s.bind in given.results and wf.step_for_bind(s.bind) == (wf.steps.index(s), s)
-    ]
-    order = {s.name: i for i, s in enumerate(wf.steps)}
+    made = sorted((found for bind in given.results if (found := wf.step_for_bind(bind))), key=lambda f: f[0])
+    results = [{"step": s.name, "tool": s.tool, "returns": given.results[s.bind]} for _, s in made if s.bind]
     answers = [
         {"step": step, "question": q, **a}
         for (step, q), a in sorted(  # in the order the run asks: by step, ask first
@@ -372,7 +466,8 @@ def evals_json(wf: Workflow, skill_name: str) -> tuple[bytes, list[Diagnostic]]:
     """``evals/evals.json`` of ``wf``, and an ``eval-uncovered`` warning for each gated or confirmed side-effecting
     step that no case covers."""
     cases, uncovered = derive(wf)
-    doc = {"skill_name": skill_name, "evals": [_entry(wf, n, c) for n, c in enumerate(cases, 1)]}
+    order = {s.name: i for i, s in enumerate(wf.steps)}  # the steps' places, by name: the order the run asks in
+    doc = {"skill_name": skill_name, "evals": [_entry(wf, n, c, order) for n, c in enumerate(cases, 1)]}
     problems = [
         Diagnostic(
             s.span,

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .errors import Diagnostic
-from .conditions import never_decided, statement, subject_label
+from .errors import Diagnostic, Span
+from .conditions import Known, dead_end, never_decided, statement, subject_label
 from .fit import ARG_JSON_TYPES, returns_text, unstructured_reads
-from .model import FromArg, FromStep, Step, Tool, Workflow
+from .results import saved_schema
+from .toolschema import json_types
+from .model import Condition, FromArg, FromStep, Step, Tool, Workflow
 
 # Each pattern is one family of gate-like wording. The first match (leftmost) is quoted in the warning.
 GATE_WORDING: tuple[tuple[str, str], ...] = (
@@ -86,6 +88,7 @@ ACKNOWLEDGEABLE = (
     "guidance-on-side-effect",
     "uses-skippable-result",
     "unstructured-result",
+    "dead-condition",
 )
 
 
@@ -317,39 +320,63 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
     return GateFindings(out, tuple(gated))
 
 
-_NEVER = {
-    "equals": "can never hold",
-    "in": "can never hold",
-    "not_equals": "can never fail while {subject} has a value",
-    "not_in": "can never fail while {subject} has a value",
-}
+_NEVER = {"hold": "can never hold", "fail": "can never fail while {subject} has a value"}
+
+
+def _known(wf: Workflow, cond: Condition) -> tuple[Known, str]:
+    """What the build knows of the subject of ``cond`` (:class:`Known`), and where that comes from, for the message
+    ("" when said otherwise): a prompt argument's declared type; the whole result of a tool that returns text; or the
+    type and ``enum`` that the output schema of the tool that made the result gives it, or the field."""
+    subject = cond.subject
+    if isinstance(subject, FromArg):
+        declared = wf.argument(subject.name)
+        if declared is None:
+            return Known(), ""
+        return Known(kinds=frozenset(ARG_JSON_TYPES.get(declared.type or "string", {"string"}))), ""
+    made = wf.step_for_bind(subject.bind)
+    tool = wf.tool(made[1].tool) if made is not None and made[1].tool is not None else None
+    if tool is None:
+        return Known(), ""
+    if subject.field is None and returns_text(tool):
+        return Known(text=True), ""
+    schema = saved_schema(tool, subject.path)
+    if schema is None:
+        return Known(), ""
+    kinds = json_types(schema)
+    values = (
+        (schema["const"],)
+        if "const" in schema
+        else tuple(schema["enum"])
+        if isinstance(schema.get("enum"), list) and schema["enum"]
+        else None
+    )
+    return Known(
+        frozenset(kinds) if kinds is not None else None, values
+    ), f", as the output schema of the tool '{tool.name}' declares it"
 
 
 def _dead_conditions(wf: Workflow, step: Step, label: str) -> list[Diagnostic]:
-    """``dead-condition``: a ``when:`` operand that its subject can never equal (:func:`never_decided`), at the
-    operand. When every value of the operand is such, the condition never holds (``equals``, ``in``) or never fails
-    (``not_equals``, ``not_in``); otherwise the one value never matters."""
+    """``dead-condition``: a ``when:`` operand that its subject can never match (:func:`never_decided`), at the
+    operand. When no value of the operand can, the condition never holds (``equals``, ``in``) or never fails
+    (``not_equals``, ``not_in``), as the operator's entry says; otherwise the one value never matters."""
     out: list[Diagnostic] = []
     for cond in step.when:
-        kinds: set[str] | None = None
-        text = False
-        if isinstance(cond.subject, FromArg):
-            declared = wf.argument(cond.subject.name)
-            kinds = None if declared is None else set(ARG_JSON_TYPES.get(declared.type or "string", {"string"}))
-        elif cond.subject.field is None:
-            made = wf.step_for_bind(cond.subject.bind)
-            text = made is not None and made[1].tool is not None and returns_text(wf.tool(made[1].tool))
-        found = never_decided(cond, kinds, text)
-        whole = len(found) == (len(cond.value) if isinstance(cond.value, (list, tuple)) else 1)
+        known, source = _known(wf, cond)
+        found = never_decided(cond, known)
+        end = dead_end(cond)
+        whole = end is not None and len(found) == (len(cond.value) if isinstance(cond.value, (list, tuple)) else 1)
         for i, why, instead in found:
             at = cond.operand_spans[i] if i < len(cond.operand_spans) else cond.span
-            if whole:
+            if whole and end is not None:
                 message = (
                     f"{label}: the condition that {statement(cond)} "
-                    f"{_NEVER[cond.op].format(subject=subject_label(cond.subject))}: {why}"
+                    f"{_NEVER[end].format(subject=subject_label(cond.subject))}: {why}{source}"
                 )
             else:
-                message = f"{label}: in the condition that {statement(cond)}, the value {i + 1} can never match: {why}"
+                message = (
+                    f"{label}: in the condition that {statement(cond)}, the value {i + 1} can never match: "
+                    f"{why}{source}"
+                )
             fix = (
                 (
                     f"write {cond.op}: {instead}"
@@ -361,9 +388,43 @@ def _dead_conditions(wf: Workflow, step: Step, label: str) -> list[Diagnostic]:
             )
             out.append(
                 Diagnostic(
-                    at if at.line else step.span, "warning", "dead-condition", message, fix, extra={"step": step.name}
+                    at if at.line else step.span,
+                    "warning",
+                    "dead-condition",
+                    message,
+                    fix,
+                    acknowledged=step.acknowledged.get("dead-condition"),
+                    extra={"step": step.name, **({"never": end} if whole and end is not None else {})},
                 )
             )
+    return out
+
+
+def refused_on_server(wf: Workflow) -> list[Diagnostic]:
+    """What a server refuses to serve (``attach``, ``serve``, the gateway; ``wf``'s tools are the server's, each
+    filled in from the workflow's declaration): a ``dead-condition`` on a step that calls a side-effecting tool,
+    unless the step acknowledges it. Such a gate never stops the call (or never lets it run), and on the server
+    nobody reads the build's warning: the run would go on quietly. An error, at the operand."""
+    out: list[Diagnostic] = []
+    for index, step in enumerate(wf.steps, 1):
+        tool = wf.tool(step.tool) if step.tool is not None else None
+        if tool is None or not tool.side_effecting or "dead-condition" in step.acknowledged:
+            continue
+        label = f"workflow '{wf.name}', step {index} '{step.name}'"
+        out.extend(
+            Diagnostic(
+                d.span if d.span.line else Span(wf.source),
+                "error",
+                "dead-condition",
+                f"{d.message}; the step calls the side-effecting tool '{tool.name}', so the server will not run a "
+                "gate that the tool's result can never decide",
+                f"{d.hint}; or, if the step is meant to run so, acknowledge it on the step "
+                "(acknowledge: {dead-condition: why})",
+                extra=d.extra,
+            )
+            for d in _dead_conditions(wf, step, label)
+            if "never" in d.extra  # a whole condition: one value of a list that never matters is the build's word
+        )
     return out
 
 

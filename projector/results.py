@@ -28,7 +28,7 @@ from typing import Any
 
 from . import bounded
 from .model import Tool
-from .toolschema import json_types, properties, wraps_result
+from .toolschema import field_schema, json_types, properties, wraps_result
 
 # How the SKILL.md states the rule to the model (projector.render), after "Save the result as `BIND`." on a step whose
 # text result a later step tests or reads a field of; the docs (projector.docs) say it too.
@@ -57,6 +57,18 @@ def is_text_schema(output_schema: Any) -> bool:
 def returns_text(tool: Tool | None) -> bool:
     """Whether ``tool`` returns text (:func:`is_text_schema` of its output schema). False for an unknown tool."""
     return tool is not None and is_text_schema(tool.output_schema)
+
+
+def saved_schema(tool: Tool | None, path: Sequence[str | int] = ()) -> dict[str, Any] | None:
+    """The schema of what a run saves for a call of ``tool`` (its output schema, inside the SDKs' ``{"result": x}``
+    envelope), or of the field at ``path`` in it: None when that is not known before a run (an unknown tool, a
+    tool that returns text, a path the schema does not declare). A declared output schema is the server's promise
+    of every result (the SDKs validate their structured content against it)."""
+    if tool is None or returns_text(tool) or not isinstance(tool.output_schema, dict):
+        return None
+    schema = tool.output_schema
+    inner = properties(schema)["result"] if wraps_result(schema) else schema
+    return field_schema(inner, path, schema)
 
 
 def _finite(value: Any) -> bool:

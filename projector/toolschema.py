@@ -516,3 +516,26 @@ def wraps_result(output_schema: Any) -> bool:
     """Whether a tool's output schema is the SDKs' ``{"result": x}`` envelope for a result that is not an object.
     A step saves ``x`` itself then (the server-side run unwraps it), so field paths start inside ``result``."""
     return isinstance(output_schema, dict) and set(properties(output_schema)) == {"result"}
+
+
+def field_schema(schema: Any, path: Sequence[str | int], root: Any = None) -> Any:
+    """The schema of the value at ``path`` in a value of ``schema`` (a dict), or None when the schema does not say:
+    a path through ``anyOf``/``oneOf``/``allOf`` branches, a ``$ref`` that resolves nowhere, a name it does not
+    declare. What the build knows of a result's field before any run (its type, its ``enum``), so None means "could
+    be anything"."""
+    root = schema if root is None else root
+    budget = [_MAX_REFS]
+    schema = _deref(schema, root, budget)
+    for part in path:
+        if not isinstance(schema, dict):
+            return None
+        if isinstance(part, int) and str(part) not in properties(schema):
+            prefix = schema.get("prefixItems")
+            items = schema.get("items")
+            schema = prefix[part] if isinstance(prefix, list) and part < len(prefix) else items
+        else:
+            props = properties(schema)
+            name = str(part)
+            schema = props.get(name) if name in props else schema.get("additionalProperties")
+        schema = _deref(schema, root, budget)
+    return schema if isinstance(schema, dict) else None

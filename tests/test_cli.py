@@ -403,6 +403,7 @@ def test_corpus_has_every_class():
         "dead-condition-json-text",
         "dead-condition-boolean",
         "dead-condition-number",
+        "dead-condition-output-schema",
         "bad-workflow-name",
     }
     assert required <= names

@@ -201,3 +201,121 @@ def test_eval_files_are_stable_json(cli, tmp_path, skill):
         data = (out / skill / "evals" / name).read_bytes()
         assert data.endswith(b"}\n") or data.endswith(b"]\n")
         assert json.dumps(json.loads(data), indent=2, ensure_ascii=False).encode("utf-8") + b"\n" == data
+
+
+# ------------------------------------------- a case gives a tool only what its output schema allows (issue 38, item 0)
+
+DEAD_GATE = Path(__file__).resolve().parent / "bad_inputs" / "dead-condition-output-schema.yaml"
+
+ENUM_GATE = """\
+name: ship
+description: Ship an order once it is packed.
+tools:
+  - name: order_status
+    input_schema: {type: object}
+    output_schema:
+      type: object
+      properties: {state: {enum: [new, packed, shipped]}, note: {type: string}}
+      required: [state]
+    annotations: {readOnlyHint: true}
+  - name: ship
+    input_schema: {type: object}
+    annotations: {readOnlyHint: false}
+steps:
+  - {name: status, tool: order_status, bind: order}
+  - name: ship
+    tool: ship
+    when:
+      - {step: order, field: state, equals: packed}
+      - {step: order, field: note, not_equals: hold}
+"""
+
+
+def _cases(cli, path: Path, workflow: str) -> list[dict]:
+    r = cli("evals", "--no-config", str(path), "--workflow", workflow)
+    assert r.code == 0, r.err
+    return [c["projector"] for c in json.loads(r.out)["evals"]]
+
+
+def test_a_case_never_gives_a_result_the_output_schema_rules_out(cli, tmp_path):
+    """The issue's gate: `status.content` is a string, so no result of the tool makes `not_equals: false` fail. No
+    case feeds the tool `{"content": false}` (which the server can never send); the gate is uncovered, and said."""
+    cases = _cases(cli, DEAD_GATE, "dead_condition_output_schema")
+    returned = [r["returns"]["content"] for c in cases for r in c["results"]]
+    assert returned and all(isinstance(v, str) for v in returned), returned
+    assert [c["covers"] for c in cases] == [["the run, every condition holding and every confirmation a yes"]]
+    r = cli("build", "--no-cache", "--no-config", "--out", str(tmp_path / "out"), str(DEAD_GATE))
+    assert r.code == 0 and "warning[dead-condition]" in r.err, r.err  # the one word on it (not eval-uncovered too)
+
+
+def test_a_field_with_an_enum_fails_with_another_of_its_values_and_a_required_one_is_never_left_out(cli, tree):
+    root = tree({"wf/ship.yaml": ENUM_GATE})
+    cases = {c["covers"][0]: c["results"][0]["returns"] for c in _cases(cli, root / "wf" / "ship.yaml", "ship")}
+    assert cases == {
+        "the run, every condition holding and every confirmation a yes": {"state": "packed", "note": "example"},
+        "ship: when[0] fails": {"state": "new", "note": "example"},  # one of its values; never "example", never absent
+        "ship: when[1] fails": {"state": "packed", "note": "hold"},
+    }
+
+
+# ----------------------------------------------------------------- linear in the steps (issue 38, item 9)
+
+
+def _long(n: int):
+    """n steps: every tenth reads a prompt argument, every fiftieth the previous result's field, one confirms."""
+    from projector.model import Argument, Condition, Confirm, FromStep, Step, Tool, Workflow
+    from projector.model import FromArg
+
+    from tests.test_gates import CountingSteps
+
+    steps = []
+    for i in range(n):
+        when = ()
+        if i % 50 == 25:
+            when = (Condition(FromStep(f"r{i - 1}", "ok"), "equals", True),)
+        elif i % 10 == 5:
+            when = (Condition(FromArg("go"), "equals", True),)
+        steps.append(
+            Step(
+                f"s{i}",
+                tool="act" if i % 2 else "look",
+                bind=f"r{i}",
+                when=when,
+                on_fail="skip" if when else "stop",
+                confirm=Confirm("Go on?") if i == 7 else None,
+            )
+        )
+    tools = (
+        Tool("look", annotations={"readOnlyHint": True}, output_schema={"type": "object", "properties": {"ok": {}}}),
+        Tool("act", annotations={"readOnlyHint": False}),
+    )
+    return Workflow(
+        "long", "A long one.", (Argument("go", type="boolean", required=True),), (), tools, CountingSteps(steps)
+    )
+
+
+@pytest.mark.slow
+def test_deriving_the_cases_is_linear_in_the_steps(monkeypatch):
+    """Linear, by counting: the step records read and compared grow tenfold for ten times the steps (each step
+    looked itself up by equality among the steps, which made 10,000 steps a hundred times 1,000's time)."""
+    from projector.evals import evals_json
+    from projector.model import Step
+
+    from tests.test_gates import CountingSteps
+
+    compared = [0]
+    real = Step.__eq__
+
+    def counting(self, other):
+        compared[0] += 1
+        return real(self, other)
+
+    monkeypatch.setattr(Step, "__eq__", counting)
+    work = {}
+    for n in (100, 1000):
+        wf = _long(n)
+        CountingSteps.reads, compared[0] = 0, 0
+        text, _problems = evals_json(wf, "long")
+        work[n] = CountingSteps.reads + compared[0]
+        assert json.loads(text)["evals"]
+    assert work[1000] <= 10 * work[100] + 10, work

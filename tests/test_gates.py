@@ -878,7 +878,7 @@ def test_a_gated_step_looks_its_guidance_up_once_in_one_pass_over_its_words(monk
 
 
 def test_the_steps_bench_workflow_is_valid_and_gated():
-    """bench/steps.py times this workflow at 2,000 and 20,000 steps; it must stay a valid one that fires the gates."""
+    """bench/steps.py times this workflow at 1,000 and 10,000 steps; it must stay a valid one that fires the gates."""
     import importlib.util
     import sys
     from pathlib import Path
@@ -1093,3 +1093,53 @@ def test_a_confirmed_step_still_gets_the_gate_warning_for_a_condition_in_words()
         .build()
     )
     assert "gate-on-side-effect" in _codes(gates.check(wf).diagnostics)
+
+
+# ------------------------------------------------- what the tool's output schema decides (issue 38, item 0)
+
+SCHEMA_GATE = """\
+name: ship
+description: Ship an order.
+tools:
+  - name: status
+    annotations: {{readOnlyHint: true}}
+    output_schema:
+      type: object
+      properties:
+        state: {{enum: [new, packed]}}
+        lines: {{type: array, items: {{$ref: "#/$defs/line"}}}}
+        note: {{}}
+      $defs: {{line: {{type: object, properties: {{qty: {{type: integer}}}}}}}}
+  - name: ship
+    annotations: {{readOnlyHint: false}}
+steps:
+  - {{name: look, tool: status, bind: order}}
+  - name: go
+    tool: ship
+    when: {when}
+"""
+
+
+@pytest.mark.parametrize(
+    ("when", "found"),
+    [
+        ("{step: order, field: state, equals: shipped}", "can never hold: \"shipped\" is none of the values it can have"),
+        ("{step: order, field: lines.0.qty, not_equals: \"2\"}", "can never fail while `order.lines.0.qty` has a value: "
+         "a string never equals an integer"),
+        ("{step: order, not_in: [[]]}", "can never fail while `order` has a value: a list never equals an object"),
+        ("{step: order, field: state, in: [packed, gone]}", "the value 2 can never match"),
+        ("{step: order, field: note, equals: 3}", None),  # the schema says nothing of `note`: anything goes
+        ("{step: order, field: state, equals: packed}", None),
+        ("{step: order, field: state, exists: false}", None),  # its type says nothing of whether it is there
+    ],
+)
+def test_a_condition_the_output_schema_decides_is_dead_at_the_operand(when, found):
+    wf, diags = parse(SCHEMA_GATE.format(when=when), "ship.yaml")
+    assert wf is not None and not [d for d in diags if d.severity == "error"], diags
+    dead = [d for d in gates.check(wf).diagnostics if d.code == "dead-condition"]
+    if found is None:
+        assert dead == []
+    else:
+        assert len(dead) == 1 and found in dead[0].message, dead
+        assert "as the output schema of the tool 'status' declares it" in dead[0].message
+        assert dead[0].span.line == 19  # at the operand

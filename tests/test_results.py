@@ -20,11 +20,12 @@ from projector.server import attach
 TEXT = "[]"  # what mcp-server-sqlite answers for a query with no rows
 
 
-def _workflow(**operator):
+def _workflow(acknowledge=None, **operator):
     return (WorkflowBuilder("orders_flow", "Close the day when no order is open.")
             .tool("open_orders").tool("close_day")
             .step("find", tool="open_orders", bind="orders")
-            .step("close", tool="close_day", when=condition(step("orders"), **operator), bind="closed")
+            .step("close", tool="close_day", when=condition(step("orders"), **operator), bind="closed",
+                  acknowledge=acknowledge)
             .build())
 
 
@@ -91,8 +92,14 @@ async def test_the_same_condition_gives_the_same_answer_on_every_server(kind):
 @pytest.mark.parametrize("kind", SERVERS)
 async def test_a_string_that_looks_like_json_never_equals_a_text_result(kind):
     """The issue's case: `not_equals: "[]"` compares the list [] with a string, so it holds on every server (and the
-    build warns at the operand: tests/bad_inputs/condition-never-holds-json-text.yaml)."""
-    _sent, last = await _run(SERVERS[kind](), _workflow(not_equals="[]"))
+    build warns at the operand: tests/bad_inputs/dead-condition-json-text.yaml). Before a side effect, attach
+    refuses such a gate (issue 38) unless the step acknowledges it; acknowledged, it runs as written."""
+    from projector.server import AttachError
+
+    with pytest.raises(AttachError, match=r"error\[dead-condition\]"):
+        attach(SERVERS[kind](), None, [_workflow(not_equals="[]")])
+    ack = {"dead-condition": "close_day refuses itself while an order is open"}
+    _sent, last = await _run(SERVERS[kind](), _workflow(ack, not_equals="[]"))
     assert last.startswith("Done: all 2 steps"), last
 
 

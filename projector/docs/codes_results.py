@@ -46,15 +46,28 @@ steps:
     "dead-condition": dict(
         fires="A `when:` operand can never equal its subject, so the condition never holds (`equals`, `in`) or never "
         'fails while the subject has a value (`not_equals`, `not_in`): `"true"` against a `type: boolean` '
-        'argument, a number against a string argument, or JSON text (`"[]"`) against the whole result of a '
-        "tool that returns text, which is read as JSON when the whole text is JSON, on every server.",
-        fix='Write the operand as the value the subject has (`equals: true`, `equals: "7"`, `equals: []`).',
+        'argument, a number against a string argument, JSON text (`"[]"`) against the whole result of a '
+        "tool that returns text, which is read as JSON when the whole text is JSON, on every server, or a value "
+        "that the tool's output schema rules out for the result or the field: `not_equals: false` against a "
+        'field it declares `type: string` (the text `false` is the string `"false"`, never the boolean), a '
+        "value outside its `enum`. The output schema is the server's (`--tools-from`, `attach`, `serve`), or "
+        "the workflow's `output_schema` where the server declares none.\n\n"
+        "On a step that calls a side-effecting tool, `attach()`, `project-skill serve` and the gateway refuse "
+        "such a condition (an error, `dead-condition`, as they refuse an unknown tool), unless the step "
+        "acknowledges it: a gate that never stops the call must not run quietly on a server, where nobody reads "
+        "the build's warning. The derived evals give a tool only results its output schema allows, so no case "
+        "rests on a result the server can never send (the condition's failing case is then `eval-uncovered`).",
+        fix='Write the operand as the value the subject has (`equals: true`, `equals: "7"`, `equals: []`, '
+        '`not_equals: "false"`). If the step is meant to run so, acknowledge the warning on the step and say why.',
+        reason="close_day itself refuses while an order is open.",
         example="""name: close_day
 description: Close the day when no order is open.
 tools: [{name: open_orders, annotations: {readOnlyHint: true}}, {name: close_day, annotations: {readOnlyHint: false}}]
 steps:
   - {name: find, tool: open_orders, bind: orders}
-  - {name: close, tool: close_day, when: {step: orders, not_equals: "[]"}}
+  - name: close
+    tool: close_day
+    when: {step: orders, not_equals: "[]"}
 """,
     ),
 }

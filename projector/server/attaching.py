@@ -10,6 +10,7 @@ prompts and the tools. Nothing is added to the server when it raises.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from mcp.server.caching import CacheHint
 from mcp.shared.uri_template import UriTemplate
 
-from .. import fit
+from .. import fit, gates
 from ..errors import Diagnostic, Span, error
 from ..model import PLACEHOLDER, Workflow
 from . import adapters
@@ -79,12 +80,27 @@ def check_served_workflows(
     """Every way the steps do not fit the server. ``tools`` maps tool names to their input schemas (dicts), to
     ``mcp_types.Tool`` objects or to model :class:`~projector.model.Tool` objects (then output schemas are checked
     too). The steps are fitted to the tools by the core (:func:`projector.fit.check_workflows`), exactly as ``build``
-    fits them; resources are checked here, against the server's resources and templates."""
+    fits them; resources are checked here, against the server's resources and templates. A condition that the
+    tool's result can never decide, on a step that changes the world, is refused too
+    (:func:`projector.gates.refused_on_server`, ``dead-condition``) unless the step acknowledges it."""
     problems = fit.check_workflows(workflows, tools, hint=ATTACH_HINT)
     parsed = [UriTemplate.parse(t) for t in templates]
     for wf in workflows:
         problems += _unknown_resources(wf, resources, parsed)
+        problems += gates.refused_on_server(_as_served(wf, tools))
     return sorted(problems, key=Diagnostic.sort_key)
+
+
+def _as_served(wf: Workflow, tools: dict[str, Any]) -> Workflow:
+    """``wf`` with the server's tools, each filled in from the workflow's declaration of it where the server leaves
+    a field out (its annotations, its output schema: :func:`projector.fit.fill_declared`), as ``--tools-from`` does:
+    what the run will meet."""
+    served = []
+    for name in dict.fromkeys(step.tool for step in wf.steps if step.tool is not None and step.tool in tools):
+        tool = fit.as_tool(name, tools[name])
+        declared = wf.tool(name)
+        served.append(fit.fill_declared(declared, tool)[0] if declared is not None else tool)
+    return replace(wf, tools=tuple(served))
 
 
 def _check_prompt_names(names: Sequence[str], taken: set[str], tree: SkillTree | None = None) -> None:
@@ -257,7 +273,8 @@ def attach(
 
     It is synchronous, so it runs at import time; it also works inside a running event loop (or use
     :func:`attach_async` there). Raises :class:`AttachError` when the tree does not match its manifest, when a step
-    does not fit the server's tools, when a skill names a workflow prompt (``metadata.workflow``) that the server
+    does not fit the server's tools, when a step that calls a side-effecting tool has a condition that the tool's
+    result, or an argument's type, decides before any run (``dead-condition``) and does not acknowledge it, when a skill names a workflow prompt (``metadata.workflow``) that the server
     will not offer (build such skills with ``project-skill build --skills-only``), or when a prompt name is already
     taken. Nothing is added to the server when it raises.
     """

@@ -14,7 +14,7 @@ import secrets
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import anyio
 import mcp_types as types
@@ -351,3 +351,111 @@ def test_build_server_is_one_call(tmp_path):
           .step("greet", tool="greet", args={"name": arg("name")}, bind="g").build())
     server = build_server("mine", built(tmp_path, "hello-world.yaml"), [wf], tools=[greet])
     assert server.name == "mine"
+
+
+# ------------------------------------------------ a gate that the tool's result can never decide (issue 38, item 0)
+
+DEAD_GATE = ROOT / "tests" / "bad_inputs" / "dead-condition-output-schema.yaml"
+
+
+class Text(TypedDict):
+    content: str
+
+
+def files_server(structured: bool = True) -> MCPServer:
+    """The npm filesystem server's two tools as a server author writes them: every read is ``{content: string}``
+    (declared as its output schema, or, with ``structured=False``, not declared at all)."""
+    server = MCPServer("files")
+
+    def read_text_file(path: str) -> Text:
+        return {"content": "false"}
+
+    def move_file(source: str, destination: str) -> str:
+        return "moved"
+
+    server.add_tool(
+        read_text_file,
+        annotations=types.ToolAnnotations(read_only_hint=True),
+        structured_output=structured,
+    )
+    server.add_tool(move_file, annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False))
+    return server
+
+
+def dead_gate(tmp_path: Path, *, acknowledged: bool = False, declared: bool = True) -> Path:
+    """The issue's workflow: publish unless the status file says false, written `not_equals: false`."""
+    text = DEAD_GATE.read_text("utf-8")
+    if not declared:
+        text = text.replace(
+            "    output_schema: {type: object, properties: {content: {type: string}}, required: [content]}\n", ""
+        )
+    if acknowledged:
+        text += "    acknowledge: {dead-condition: the status file only ever says true; the gate is a placeholder}\n"
+    path = tmp_path / "publish.yaml"
+    path.write_text(text, "utf-8")
+    return path
+
+
+@pytest.mark.parametrize("declared_by", ["server", "workflow"])
+def test_attach_refuses_a_gate_that_can_never_fail_before_a_side_effect(tmp_path, declared_by):
+    """The output schema says `content` is a string, so `not_equals: false` holds for every file: the server would
+    move it whatever the file says. Refused as an unknown tool is, whether the server declares the schema or the
+    workflow fills it in for a server that declares none."""
+    server = files_server(structured=declared_by == "server")
+    path = dead_gate(tmp_path, declared=declared_by == "workflow")
+    msg = serve_error(server, [path])
+    line = 21 if declared_by == "workflow" else 20  # the file without its output_schema line is one line shorter
+    assert f"{path}:{line}:54: error[dead-condition]" in msg  # at the operand
+    assert "`status.content` is not `false` can never fail while `status.content` has a value" in msg
+    assert "a boolean never equals a string, as the output schema of the tool 'read_text_file' declares it" in msg
+    assert "the side-effecting tool 'move_file'" in msg
+    assert 'write not_equals: "false"' in msg and "acknowledge: {dead-condition: why}" in msg
+
+
+async def test_an_acknowledged_dead_gate_is_served_and_runs_as_written(tmp_path):
+    server = files_server()
+    attach(server, None, [dead_gate(tmp_path, acknowledged=True)])
+    async with Client(server) as client:
+        names = [p.name for p in (await client.list_prompts()).prompts]
+    assert "dead_condition_output_schema" in names
+
+
+def test_a_dead_gate_before_a_read_only_step_is_served(tmp_path):
+    """Nothing changes the world behind it: the build's warning is enough."""
+    server = files_server()
+    path = dead_gate(tmp_path)
+    path.write_text(
+        path.read_text("utf-8")
+        .replace("tool: move_file", "tool: read_text_file")
+        .replace("args: {source: {arg: draft}, destination: {const: published/}}", "args: {path: {arg: draft}}"),
+        "utf-8",
+    )
+    attach(server, None, [path])
+
+
+def test_serve_refuses_a_dead_gate_before_a_side_effect(tmp_path, capsys):
+    """`project-skill serve` calls attach: the demo shop's `issue_refund` behind `equals: "true"` on a boolean input
+    (the string never equals the boolean, so no refund would ever run) exits 1 at the operand, serving nothing."""
+    import shutil
+
+    folder = tmp_path / "workflows"
+    shutil.copytree(WORKFLOWS, folder)
+    gate = folder / "approved-refund.yaml"
+    gate.write_text(
+        "name: refund_when_approved\n"
+        "description: Refund an order once a person approved it.\n"
+        "arguments:\n"
+        "  - {name: order_id, required: true}\n"
+        "  - {name: approved, type: boolean, required: true}\n"
+        "steps:\n"
+        "  - name: refund\n"
+        "    tool: issue_refund\n"
+        "    args: {order_id: {arg: order_id}, amount: {const: 5}}\n"
+        '    when: {arg: approved, equals: "true"}\n',
+        "utf-8",
+    )
+    assert main("serve", ["--skills", str(SKILLS), "--workflows", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert f"{gate}:10:35: error[dead-condition]" in err, err
+    assert "the argument `approved` is `\"true\"` can never hold: a string never equals a boolean" in err
+    assert "Traceback" not in err
