@@ -325,7 +325,10 @@ def test_a_build_writes_nothing_into_the_installed_package(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"TMPDIR": str(temporary)}
     run = subprocess.run(
         [sys.executable, "-m", "projector.cli", "build", str(EXAMPLES), "--out", str(tmp_path / "out")],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert run.returncode == 0, run.stderr
     assert not (package / "templates" / "__pycache__").exists()
