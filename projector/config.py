@@ -8,9 +8,10 @@ Where the file is: the first ``pyproject.toml`` found walking up from the curren
 the walk stops there whether or not the file holds the table, so a nested project never inherits its parent's
 settings, and a ``pyproject.toml`` without the table changes nothing. Paths in the table, and the default paths
 when the table is there, are relative to the file's folder, not to the current directory: the same project builds
-the same way from any of its folders. They must stay inside that folder (no absolute path, no ``..`` out of it,
-``outside-project``): the file comes with a cloned repository, which must not decide where ``build`` writes or what
-it reads elsewhere; the command line, the user's own, may name any path, and so may a file it names with
+the same way from any of its folders. They must stay inside that folder, as written and once resolved (no absolute
+path, no ``..`` out of it, no link on the way that leads out of it: ``outside-project``; the default paths too, when
+the file has the table): the file comes with a cloned repository, and so do its links, which must not decide where
+``build`` writes or what it reads elsewhere; the command line, the user's own, may name any path, and so may a file it names with
 ``--config FILE`` (a ``ci/project.toml`` that points at ``../workflows``).
 
 The read is bounded (:data:`MAX_BYTES`), and ``tomllib`` is imported only when a file is there to read, so ``build``
@@ -67,6 +68,7 @@ class Config:
     root: Path
     values: dict[str, Any] = field(default_factory=dict)
     contained: bool = True  # its paths must stay in its folder: a file found, not one named by --config
+    at: tuple[int, int] = (1, 1)  # where the table starts in the file (line, column)
 
     def path(self, value: str) -> str:
         """``value``, a path written in the file, as a path from the current directory."""
@@ -157,7 +159,7 @@ def _read(file: Path, shown: str, root: Path, *, contained: bool = True) -> Conf
         raise UsageError(
             error(Span(shown, line, col), "wrong-type", f"[tool.{TABLE}] must be a table, not {_type_name(table)}")
         )
-    config = Config(shown, root, contained=contained)
+    config = Config(shown, root, contained=contained, at=_locate(text, TABLE))
     problems = [(key, p) for key in sorted(table) if (p := _check(key, table[key], config)) is not None]
     # Each problem is located by a scan of the text: a bounded number of them, and the rest counted.
     diags = [error(Span(shown, *_locate(text, key)), *problem) for key, problem in problems[:MAX_PROBLEMS]]
@@ -224,7 +226,29 @@ def _check(key: str, value: Any, config: Config) -> tuple[str, str, str | None] 
             f"of {FILE_NAME}, not {printable_quote(outside[:200])}",
             _OUTSIDE_HINT.format(flag=_PATH_KEYS[key]),
         )
+    linked = _linked_out(value, config) if key in _PATH_KEYS and config.contained else None
+    if linked is not None:
+        return (
+            "outside-project",
+            f"'{key}' in [tool.{TABLE}] must stay inside the folder of {FILE_NAME}, but "
+            f"{printable_quote(linked[0][:200])} leads out of it through a link, to {printable_quote(linked[1][:200])}",
+            _LINKED_HINT.format(flag=_PATH_KEYS[key]),
+        )
     config.values[key] = _RESOLVE.get(key, lambda v, _c: v)(value, config)
+    return None
+
+
+def _linked_out(value: str | list[str], config: Config) -> tuple[str, str] | None:
+    """The first path of ``value`` (each relative, inside the file's folder as written: :func:`_outside`) that a
+    link on the way to it leads out of that folder once resolved, with where it leads; or None. A path that is not
+    there yet is resolved as far as it is (a link to its folder is followed). A URL is no path."""
+    top = os.path.realpath(config.root)
+    for path in [value] if isinstance(value, str) else value:
+        if path.startswith(("http://", "https://")):
+            continue
+        real = os.path.realpath(config.root / path)
+        if real != top and not real.startswith(top.rstrip(os.sep) + os.sep):
+            return path, real
     return None
 
 
@@ -251,9 +275,8 @@ def _is_tools(value: Any) -> str | None:
 
 
 def _outside(value: str | list[str]) -> str | None:
-    """The first path of ``value`` that is absolute or leaves the file's folder once its ``..`` are resolved (as
-    written: links are not followed, for a link in the repository is the repository's), or None. A URL is no
-    path."""
+    """The first path of ``value`` that is absolute or leaves the file's folder once its ``..`` are resolved, as
+    written (a link on the way is :func:`_linked_out`'s), or None. A URL is no path."""
     for path in [value] if isinstance(value, str) else value:
         if path.startswith(("http://", "https://")):
             continue
@@ -300,6 +323,11 @@ _PATH_KEYS = {"workflows": "PATH ...", "out": "--out", "tools-from": "--tools-fr
 _OUTSIDE_HINT = (
     "the file comes with the repository (a clone, a pull request), so it may not decide where a build "
     "writes or what it reads outside it; a path elsewhere is given on the command line ({flag})"
+)
+
+_LINKED_HINT = (
+    "the file comes with the repository, and so may a link in it: a build may not write or read outside it "
+    "through one; name a folder inside the project, remove the link, or give the path on the command line ({flag})"
 )
 
 _HINTS = {
@@ -381,9 +409,26 @@ def settle(args: Any, config: Config | None) -> None:
         if config is not None and key in config.values:
             setattr(args, dest, config.values[key])
         elif config is not None and key in _RESOLVE and DEFAULTS[key] is not None:
+            _default_stays_inside(key, config)
             setattr(args, dest, _RESOLVE[key](DEFAULTS[key], config))
         else:
             setattr(args, dest, DEFAULTS[key])
+
+
+def _default_stays_inside(key: str, config: Config) -> None:
+    """Raise :class:`UsageError` (``outside-project``, at the table) when the default path of ``key``, which is
+    relative to the file's folder as the table's own paths are, leads out of that folder through a link."""
+    linked = _linked_out(DEFAULTS[key], config) if config.contained else None
+    if linked is not None:
+        raise UsageError(
+            error(
+                Span(config.shown, *config.at),
+                "outside-project",
+                f"the default '{key}' ({printable_quote(linked[0])}, from the folder of {FILE_NAME}) leads out of "
+                f"that folder through a link, to {printable_quote(linked[1][:200])}",
+                _LINKED_HINT.format(flag=_PATH_KEYS[key]),
+            )
+        )
 
 
 def workflows_folder(config: Config | None) -> str:
@@ -391,6 +436,8 @@ def workflows_folder(config: Config | None) -> str:
     ``workflows``, else ``workflows`` (in the file's folder when there is a table)."""
     if config is None:
         return DEFAULTS["workflows"][0]
+    if "workflows" not in config.values:
+        _default_stays_inside("workflows", config)
     paths = config.values.get("workflows") or _RESOLVE["workflows"](DEFAULTS["workflows"], config)
     return next((p for p in paths if not p.endswith((".yaml", ".yml"))), config.path(DEFAULTS["workflows"][0]))
 

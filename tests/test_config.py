@@ -358,6 +358,63 @@ def test_a_path_in_the_file_that_leaves_the_project_is_refused(cli, tmp_path, ta
     assert (out / "a" / "SKILL.md").is_file()
 
 
+def _clone_with_links(tmp_path: Path, table: str) -> tuple[Path, Path]:
+    """Issue 38 (6): a clone whose committed links lead out of it (``gen -> ../elsewhere/gen``, ``wf ->
+    ../elsewhere/wf``, ``tools.json -> ../elsewhere/tools.json``), the folder they lead to holding a workflow."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "gen").mkdir(parents=True)
+    (elsewhere / "wf").mkdir()
+    (elsewhere / "wf" / "a.yaml").write_text(WF.format(name="a"), "utf-8")
+    (elsewhere / "tools.json").write_bytes(snapshot_bytes([{"name": "lookup", "inputSchema": {"type": "object"}}]))
+    (tmp_path / "clone").mkdir()
+    root = project(tmp_path / "clone", table, {"workflows/b.yaml": WF.format(name="b")})
+    for name in ("gen", "wf", "tools.json", "generated_skills"):
+        (root / name).symlink_to(Path("..", "elsewhere", "wf" if name == "generated_skills" else name))
+    return root, elsewhere
+
+
+@pytest.mark.parametrize(
+    ("table", "shown"),
+    [
+        pytest.param('out = "gen"\nworkflows = "wf"\n', "pyproject.toml:6:1: error[outside-project]: 'workflows' "
+                     "in [tool.project-skill] must stay inside the folder of pyproject.toml, but 'wf' leads out of "
+                     "it through a link, to '", id="out-and-workflows"),
+        pytest.param('out = "gen/skills"\n', "pyproject.toml:5:1: error[outside-project]: 'out' in "
+                     "[tool.project-skill] must stay inside the folder of pyproject.toml, but 'gen/skills' leads out",
+                     id="a-link-on-the-way"),
+        pytest.param('tools-from = "tools.json"\n', "error[outside-project]: 'tools-from'", id="tools-from"),
+        pytest.param('strict = false\n', "pyproject.toml:4:1: error[outside-project]: the default 'out' "
+                     "('generated_skills', from the folder of pyproject.toml) leads out of that folder through a "
+                     "link, to '", id="the-default-out"),
+    ],
+)
+def test_a_path_in_the_file_that_a_committed_link_leads_out_of_the_project_is_refused(cli, tmp_path, table, shown):
+    """Issue 38 (6): the paths were checked as written, so a clone's committed links made a plain ``build`` write
+    its tree outside the clone and compile files from outside. Resolved, a path from the file (or a default one,
+    which is relative to the file's folder too) stays inside the project; nothing is read or written."""
+    root, elsewhere = _clone_with_links(tmp_path, table)
+    before = snapshot_tree(tmp_path)
+    for command in ("build", "check"):
+        run = cli(command, cwd=root)
+        assert run.code == 2, run.err
+        assert shown in run.err and "Traceback" not in run.err, run.err
+    assert snapshot_tree(tmp_path) == before
+    assert list((elsewhere / "gen").iterdir()) == []
+    out = tmp_path / "chosen"  # the command line, the user's own, still names any path, links or not
+    assert cli("build", "--no-config", str(root / "wf"), "--out", str(out), cwd=root).code == 0
+    assert (out / "a" / "SKILL.md").is_file()
+
+
+def test_a_link_that_stays_inside_the_project_is_followed(cli, tmp_path):
+    root = project(tmp_path, 'out = "gen"\nworkflows = "wf"\n', {"flows/a.yaml": WF.format(name="a")})
+    (root / "skills").mkdir()
+    (root / "gen").symlink_to("skills")
+    (root / "wf").symlink_to("flows")
+    run = cli("build", cwd=root)
+    assert run.code == 0, run.err
+    assert (root / "skills" / "a" / "SKILL.md").is_file()
+
+
 def test_a_path_inside_the_project_may_name_a_dotdot_that_stays_inside(cli, tmp_path):
     root = project(tmp_path, 'out = "build/../skills"\n', {"workflows/a.yaml": WF.format(name="a")})
     assert cli("build", cwd=root).code == 0

@@ -504,11 +504,13 @@ and its `--workflow-tools` to `workflow-tools` (`--no-workflow-tools` turns it o
 - **Paths are relative to the file's folder**, not to the current folder: `workflows`, `out`, a `tools-from` that is
   a snapshot (a `.json` path), and the default `workflows` and `generated_skills` when the table is there. A
   `tools-from` URL is used as written.
-- **Paths stay inside the project.** A path in the file that is absolute (`out = "/anywhere"`) or leaves the file's
-  folder once its `..` are resolved (`out = "../../x"`) is refused (`outside-project`); links are not followed to
-  decide. The file comes with the repository, so a clone must not decide where `build` writes, nor what it reads
-  elsewhere on your machine. The command line is yours: `--out`, `--tools-from` and the workflow paths given there
-  may name any path, and so may a file it names with `--config FILE`.
+- **Paths stay inside the project.** A path in the file that is absolute (`out = "/anywhere"`), leaves the file's
+  folder once its `..` are resolved (`out = "../../x"`), or leads out of it through a link once resolved (`out =
+  "gen"` with a committed link `gen -> /elsewhere`) is refused (`outside-project`), and so is a default path that
+  a link leads out (`generated_skills -> /elsewhere`, with the table there). The file comes with the repository,
+  and so do its links, so a clone must not decide where `build` writes, nor what it reads elsewhere on your
+  machine. A link that stays inside the project is followed. The command line is yours: `--out`, `--tools-from`
+  and the workflow paths given there may name any path, and so may a file it names with `--config FILE`.
 - **No commands.** `tools-from` in the file is a snapshot or an `http(s)://` URL, never a command line: the file
   comes with the repository (a clone, a pull request, and the hooks run on it), so a command in it would start a
   program for whoever builds. A server to start is given on the command line, `--tools-from COMMAND`.
