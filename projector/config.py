@@ -40,6 +40,7 @@ MAX_PROBLEMS = 20  # the problems in one table that are each located and reporte
 KEYS = {
     "workflows": "paths",
     "out": "out",
+    "evals-out": "evals_out",
     "tools-from": "tools_from",
     "strict": "strict",
     "uri-prefix": "uri_prefix",
@@ -50,6 +51,7 @@ KEYS = {
 DEFAULTS: dict[str, Any] = {
     "workflows": ["workflows"],
     "out": "generated_skills",
+    "evals-out": None,  # beside out: evals_beside
     "tools-from": None,
     "strict": False,
     "uri-prefix": None,
@@ -240,16 +242,19 @@ def _check(key: str, value: Any, config: Config) -> tuple[str, str, str | None] 
 
 def _linked_out(value: str | list[str], config: Config) -> tuple[str, str] | None:
     """The first path of ``value`` (each relative, inside the file's folder as written: :func:`_outside`) that a
-    link on the way to it leads out of that folder once resolved, with where it leads; or None. A path that is not
-    there yet is resolved as far as it is (a link to its folder is followed). A URL is no path."""
-    top = os.path.realpath(config.root)
+    link on the way to it leads out of that folder once resolved, with where it leads; or None. A URL is no path."""
     for path in [value] if isinstance(value, str) else value:
-        if path.startswith(("http://", "https://")):
-            continue
-        real = os.path.realpath(config.root / path)
-        if real != top and not real.startswith(top.rstrip(os.sep) + os.sep):
+        real = None if path.startswith(("http://", "https://")) else _leads_out(config.path(path), config)
+        if real is not None:
             return path, real
     return None
+
+
+def _leads_out(path: str, config: Config) -> str | None:
+    """Where ``path`` (from the current folder) resolves to when that is outside the file's folder, else None. A
+    path that is not there yet is resolved as far as it is (a link to its folder is followed)."""
+    top, real = os.path.realpath(config.root), os.path.realpath(path)
+    return None if real == top or real.startswith(top.rstrip(os.sep) + os.sep) else real
 
 
 def _is_bool(value: Any) -> str | None:
@@ -304,6 +309,7 @@ def _is_prefix(value: Any) -> str | None:
 _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "workflows": _is_paths,
     "out": _is_path,
+    "evals-out": _is_path,
     "tools-from": _is_tools,
     "strict": _is_bool,
     "uri-prefix": _is_prefix,
@@ -319,7 +325,7 @@ def _tools(value: str, config: Config) -> str:
 
 
 # The keys that name paths, and the flag that may still name any path.
-_PATH_KEYS = {"workflows": "PATH ...", "out": "--out", "tools-from": "--tools-from"}
+_PATH_KEYS = {"workflows": "PATH ...", "out": "--out", "evals-out": "--evals-out", "tools-from": "--tools-from"}
 _OUTSIDE_HINT = (
     "the file comes with the repository (a clone, a pull request), so it may not decide where a build "
     "writes or what it reads outside it; a path elsewhere is given on the command line ({flag})"
@@ -338,6 +344,7 @@ _HINTS = {
 _RESOLVE: dict[str, Callable[[Any, Config], Any]] = {
     "workflows": lambda v, c: [c.path(p) for p in ([v] if isinstance(v, str) else v)],
     "out": lambda v, c: c.path(v),
+    "evals-out": lambda v, c: c.path(v),
     "tools-from": _tools,
 }
 
@@ -399,7 +406,9 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
 
 def settle(args: Any, config: Config | None) -> None:
     """Give every flag of :data:`KEYS` that the command line left unset (None, or no paths) the file's value, else
-    its default; the default paths are relative to the file's folder when there is a table."""
+    its default; the default paths are relative to the file's folder when there is a table. The evals folder left
+    unset goes beside the output folder (:func:`evals_beside`)."""
+    out_given = getattr(args, "out", None) is not None
     for key, dest in KEYS.items():
         if not hasattr(args, dest):
             continue
@@ -413,12 +422,31 @@ def settle(args: Any, config: Config | None) -> None:
             setattr(args, dest, _RESOLVE[key](DEFAULTS[key], config))
         else:
             setattr(args, dest, DEFAULTS[key])
+    if getattr(args, "evals_out", "") is None and getattr(args, "out", None):
+        args.evals_out = evals_beside(args.out)
+        if config is not None and not out_given:  # beside the file's out, so the file's too
+            _default_stays_inside("evals-out", config, args.evals_out)
 
 
-def _default_stays_inside(key: str, config: Config) -> None:
+def evals_beside(out: str) -> str:
+    """Where the eval cases go when nothing says: the folder beside ``out`` named as it, with a last ``skills`` made
+    ``evals`` (``generated_skills`` -> ``generated_evals``), else ``-evals`` added (``gen`` -> ``gen-evals``)."""
+    head, name = os.path.split(out.rstrip("/") or out)
+    if name in ("", ".", ".."):
+        head, name = os.path.split(os.path.abspath(out))
+    name = name[: -len("skills")] + "evals" if name.endswith("skills") else f"{name}-evals"
+    return Path(head, name).as_posix()
+
+
+def _default_stays_inside(key: str, config: Config, path: str | None = None) -> None:
     """Raise :class:`UsageError` (``outside-project``, at the table) when the default path of ``key``, which is
-    relative to the file's folder as the table's own paths are, leads out of that folder through a link."""
-    linked = _linked_out(DEFAULTS[key], config) if config.contained else None
+    relative to the file's folder as the table's own paths are, leads out of that folder through a link. ``path``:
+    that default as a path from the current folder, when it is not :data:`DEFAULTS`'s."""
+    if path is not None:
+        real = _leads_out(path, config) if config.contained else None
+        linked = None if real is None else (path, real)
+    else:
+        linked = _linked_out(DEFAULTS[key], config) if config.contained else None
     if linked is not None:
         raise UsageError(
             error(

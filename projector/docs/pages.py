@@ -133,7 +133,9 @@ Tests marked `slow` are left out.{slow_note} CI runs everything, with `./scripts
 
 `generated_skills/` holds one folder per workflow, each a SEP-2640 skill bundle: a `SKILL.md` and a
 `references/tools.md`, plus `skills.json`, the `skills` array that `skills/list` serves. The
-[skill catalog](catalog.md) shows them, and [the SKILL.md layout](skill-layout.md) walks through one.
+[skill catalog](catalog.md) shows them, and [the SKILL.md layout](skill-layout.md) walks through one. Beside it,
+`generated_evals/` holds each skill's derived eval cases ([Evals](evals.md)), out of the skills' folders, so that no
+skills server pointed at `generated_skills/` hands an agent the answers it is graded on.
 
 The build prints one line per skill, and any warnings. The refunds example gets one on purpose:
 `gate-on-side-effect`, because its refund step is guarded only by prose. [Warnings](warnings.md) explains it.
@@ -470,6 +472,8 @@ def config_reference() -> str:
         flag = "`PATH ...`" if key == "workflows" else f"`--{key}`"
         default = config.DEFAULTS[key]
         shown = "none" if default is None else f"`{json.dumps(default).lower()}`"
+        if key == "evals-out":
+            shown = "beside `out`: `generated_evals` for `generated_skills`, `NAME-evals` for another `NAME`"
         rows.append(f"| `{key}` | {flag} | {cell(config.expects(key))} | {shown} |")
     example = "\n".join(
         [
