@@ -78,7 +78,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     read = _configure(args)
     out, evals_out = Path(args.out), Path(args.evals_out)
-    evals_root(out, evals_out)
+    evals_root(out, evals_out, replaced=True)
     with fresh_stage(out) as stage:  # into a folder that is not there yet: each bundle is written as it is compiled
         build = _load_and_compile(args, stage)
         report(build.diagnostics, args.format)

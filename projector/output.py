@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from .bounded import BadJSON, Unreadable, loads, read_regular
 from .bundle import Bundle, bundle, index
-from .disk import Plan, folder, io_error, replace_tree, side_of, stage_bundle
+from .disk import Plan, folder, io_error, replace_tree, side_of, stage_bundle, target
 from .errors import BuildError, Diagnostic, LoadError, Span, UsageError, error, printable
 from .evals import EVALS_FILE, QUERIES_FILE, tree_files
 from .load import discover, load_data, read_source
@@ -514,10 +514,11 @@ def write(build: Build, out: Path, stage: Path | None = None) -> bool:
 # --------------------------------------------------------------------------------------------------- the evals tree
 
 
-def evals_root(out: Path, evals_out: Path) -> Path:
-    """``evals_out`` as :func:`projector.disk.folder` makes it; refused (:class:`UsageError`) where it is the output
-    folder, inside it or holds it, for then writing one tree would replace the other."""
-    root, evals = folder(out), folder(evals_out)
+def evals_root(out: Path, evals_out: Path, *, replaced: bool = False) -> Path:
+    """``evals_out`` as :func:`projector.disk.folder` makes it (:func:`projector.disk.target`, with ``out``, when
+    both are to be ``replaced``); refused (:class:`UsageError`) where it is the output folder, inside it or holds it,
+    for then writing one tree would replace the other."""
+    root, evals = (target(out), target(evals_out)) if replaced else (folder(out), folder(evals_out))
     if evals == root or root in evals.parents or evals in root.parents:
         where = "is" if evals == root else "is inside" if root in evals.parents else "holds"
         raise UsageError(

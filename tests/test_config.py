@@ -155,7 +155,7 @@ def test_no_config_and_config_file(cli, tmp_path):
     (tmp_path / "ci").mkdir()
     (tmp_path / "ci" / "project.toml").write_text('[tool.project-skill]\nworkflows = "../workflows"\nout = "out"\n')
     run = cli("check", "--config", "ci/project.toml", cwd=tmp_path)
-    assert run.code == 1 and "ci/out is out of date" in run.out and "(configuration: ci/project.toml)" in run.out
+    assert run.code == 1 and "ci/out and ci/out-evals are out of date" in run.out and "(configuration: ci/project.toml)" in run.out
     assert "run: project-skill build --config ci/project.toml" in run.out
     assert cli("build", "--config", "ci/project.toml", cwd=tmp_path).code == 0
     assert (tmp_path / "ci" / "out" / "a" / "SKILL.md").is_file()
@@ -172,7 +172,7 @@ BAD = [
     pytest.param('strict = true\nworkflow_tools = true\n', "pyproject.toml:6:1: error[unknown-key]: unknown key "
                  "'workflow_tools' in [tool.project-skill]\n  hint: did you mean 'workflow-tools'?", id="unknown-key"),
     pytest.param('  "colour" = "blue"\n', "pyproject.toml:5:3: error[unknown-key]: unknown key 'colour' in "
-                 "[tool.project-skill]\n  hint: the keys are: workflows, out, tools-from, strict, uri-prefix, "
+                 "[tool.project-skill]\n  hint: the keys are: workflows, out, evals-out, tools-from, strict, uri-prefix, "
                  "skills-only, workflow-tools", id="unknown-quoted-key"),
     pytest.param('out = "x"\nstrict = "yes"\n', "pyproject.toml:6:1: error[wrong-type]: 'strict' in "
                  "[tool.project-skill] must be true or false, not a string", id="wrong-type-bool"),
@@ -368,8 +368,10 @@ def _clone_with_links(tmp_path: Path, table: str) -> tuple[Path, Path]:
     (elsewhere / "tools.json").write_bytes(snapshot_bytes([{"name": "lookup", "inputSchema": {"type": "object"}}]))
     (tmp_path / "clone").mkdir()
     root = project(tmp_path / "clone", table, {"workflows/b.yaml": WF.format(name="b")})
-    for name in ("gen", "wf", "tools.json", "generated_skills"):
-        (root / name).symlink_to(Path("..", "elsewhere", "wf" if name == "generated_skills" else name))
+    links = {"gen": "gen", "wf": "wf", "tools.json": "tools.json", "generated_skills": "wf", "ev": "gen"}
+    links["evals"] = "gen"  # where the eval cases of out = "skills" go by default
+    for name, to in links.items():
+        (root / name).symlink_to(Path("..", "elsewhere", to))
     return root, elsewhere
 
 
@@ -383,6 +385,10 @@ def _clone_with_links(tmp_path: Path, table: str) -> tuple[Path, Path]:
                      "[tool.project-skill] must stay inside the folder of pyproject.toml, but 'gen/skills' leads out",
                      id="a-link-on-the-way"),
         pytest.param('tools-from = "tools.json"\n', "error[outside-project]: 'tools-from'", id="tools-from"),
+        pytest.param('out = "skills"\nevals-out = "ev"\n', "pyproject.toml:6:1: error[outside-project]: "
+                     "'evals-out' in [tool.project-skill] must stay inside", id="evals-out"),
+        pytest.param('out = "skills"\n', "pyproject.toml:4:1: error[outside-project]: the default 'evals-out' "
+                     "('evals', from the folder of pyproject.toml) leads out", id="the-default-evals-out"),
         pytest.param('strict = false\n', "pyproject.toml:4:1: error[outside-project]: the default 'out' "
                      "('generated_skills', from the folder of pyproject.toml) leads out of that folder through a "
                      "link, to '", id="the-default-out"),

@@ -661,15 +661,18 @@ def test_switching_a_uri_prefix_off_removes_the_folders_it_made(cli, tree):
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
         "alpha",
         "alpha/SKILL.md",
-        "alpha/evals",
-        "alpha/evals/eval_queries.json",
-        "alpha/evals/evals.json",
         "alpha/references",
         "alpha/references/tools.md",
         "empty",
         "skills.json",
         "x",
         "x/notes.md",
+    ]
+    cases = root / "out-evals"  # the prefixes' folders of the eval cases go too
+    assert sorted(p.relative_to(cases).as_posix() for p in cases.rglob("*")) == [
+        "alpha",
+        "alpha/eval_queries.json",
+        "alpha/evals.json",
     ]
 
 
@@ -1012,7 +1015,7 @@ def test_a_fresh_build_that_fails_leaves_no_folder_and_no_stage(cli, tree, jobs)
     assert run.code == 1 and "--strict" in run.err and "Traceback" not in run.err
     assert sorted(p.name for p in root.iterdir()) == ["wf"]
     assert cli("build", str(root / "wf"), "--out", str(root / "out"), "--jobs", jobs).code == 0
-    assert sorted(p.name for p in root.iterdir()) == ["out", "wf"]
+    assert sorted(p.name for p in root.iterdir()) == ["out", "out-evals", "wf"]
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -1032,7 +1035,7 @@ def test_a_fresh_build_that_fails_makes_no_parent_folder(cli, tree, jobs):
     assert run.code == 1 and "--strict" in run.err
     assert sorted(p.name for p in root.iterdir()) == ["wf"]
     assert cli("build", str(root / "wf"), "--out", str(out), "--jobs", jobs).code == 0
-    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out", "out-evals"]
 
 
 # The limited runs write no .pyc: under RLIMIT_FSIZE, with SIGXFSZ ignored, Python writes a cut one and keeps it

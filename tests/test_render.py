@@ -50,8 +50,22 @@ def test_committed_tree_is_the_build(rel):
     assert (GENERATED / rel).read_bytes() == BUILD.files[rel]
 
 
+def test_eval_file_list(snap):
+    assert "\n".join(BUILD.evals).encode() + b"\n" == snap(name="eval-file-list")
+
+
+@pytest.mark.parametrize("rel", list(BUILD.evals))
+def test_every_eval_file_is_pinned(rel, snap):
+    assert BUILD.evals[rel] == snap(name="evals__" + rel.replace("/", "__"))
+
+
+@pytest.mark.parametrize("rel", list(BUILD.evals))
+def test_committed_evals_tree_is_the_build(rel):
+    assert (GENERATED.with_name("generated_evals") / rel).read_bytes() == BUILD.evals[rel]
+
+
 def test_output_rules():
-    for rel, data in BUILD.files.items():
+    for rel, data in {**BUILD.files, **{f"evals/{k}": v for k, v in BUILD.evals.items()}}.items():
         text = data.decode("utf-8")
         assert "\r" not in text, rel
         assert text.endswith("\n") and not text.endswith("\n\n"), rel
