@@ -518,7 +518,8 @@ def evals_root(out: Path, evals_out: Path, *, replaced: bool = False) -> Path:
     """``evals_out`` as :func:`projector.disk.folder` makes it (:func:`projector.disk.target`, with ``out``, when
     both are to be ``replaced``); refused (:class:`UsageError`) where it is the output folder, inside it or holds it,
     for then writing one tree would replace the other."""
-    root, evals = (target(out), target(evals_out)) if replaced else (folder(out), folder(evals_out))
+    checked = target if replaced else folder
+    root, evals = checked(out), checked(evals_out, "--evals-out")
     if evals == root or root in evals.parents or evals in root.parents:
         where = "is" if evals == root else "is inside" if root in evals.parents else "holds"
         raise UsageError(
