@@ -117,7 +117,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if all(cmp.clean for _, cmp in trees):
         return _up_to_date(args, len(build.bundles), build.diagnostics)
     stream = sys.stderr if args.format == "json" else sys.stdout
-    for shown, cmp in trees:
+    for _, cmp in trees:
         if cmp.diff:
             stream.write(cmp.diff if cmp.diff.endswith("\n") else cmp.diff + "\n")
     for shown, cmp in trees:
@@ -125,9 +125,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             for f in files:
                 print(f"{label}: {shown.as_posix()}/{f}", file=stream)
     stale, missing, extra = (sum(len(getattr(cmp, k)) for _, cmp in trees) for k in ("stale", "missing", "extra"))
+    named = [shown.as_posix() for shown, cmp in trees if not cmp.clean]
     print(
-        f"{' and '.join(shown.as_posix() for shown, cmp in trees if not cmp.clean)} "
-        f"{'are' if not any(cmp.clean for _, cmp in trees) else 'is'} out of date ({stale} stale, {missing} missing, "
+        f"{' and '.join(named)} {'is' if len(named) == 1 else 'are'} out of date ({stale} stale, {missing} missing, "
         f"{extra} extra){args.configuration}; run: {rebuild_command(args)}",
         file=stream,
     )
