@@ -111,7 +111,7 @@ def size_cases(work: Path, n: int) -> dict[str, tuple[list[str], list[str] | Non
     built, fresh, target = work / f"built-{n}", work / f"fresh-{n}", work / f"floor-{n}"
     subprocess.run([*project_skill(), "build", str(src), "--out", str(built)], cwd=ROOT, check=True,
                    capture_output=True, timeout=3600)
-    blob = floors.capture(built, work / f"tree-{n}.marshal")
+    blob = floors.capture(built, work / f"tree-{n}.marshal", work / f"built-{n}-evals")
     aside = work / ASIDE
     aside.mkdir(exist_ok=True)
     cases: dict[str, tuple[list[str], list[str] | None]] = {
