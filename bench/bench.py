@@ -55,10 +55,11 @@ COLD_CHECK = "check of the examples (cold)"
 # write-back of another's 4,000 files (a check right after three builds did: 1.1-1.8 s for the same work).
 ASIDE = "aside"
 SYNC = "import os; os.sync()"
-PUT_ASIDE = (
+PUT_ASIDE = (  # each folder named (a build's skills and its eval cases) into the last one
     "import os, secrets, sys\n"
-    "if os.path.lexists(sys.argv[1]):\n"
-    "    os.rename(sys.argv[1], os.path.join(sys.argv[2], secrets.token_hex(8)))\n"
+    "for path in sys.argv[1:-1]:\n"
+    "    if os.path.lexists(path):\n"
+    "        os.rename(path, os.path.join(sys.argv[-1], secrets.token_hex(8)))\n"
     "os.sync()"
 )
 
@@ -110,12 +111,12 @@ def size_cases(work: Path, n: int) -> dict[str, tuple[list[str], list[str] | Non
     built, fresh, target = work / f"built-{n}", work / f"fresh-{n}", work / f"floor-{n}"
     subprocess.run([*project_skill(), "build", str(src), "--out", str(built)], cwd=ROOT, check=True,
                    capture_output=True, timeout=3600)
-    blob = floors.capture(built, work / f"tree-{n}.marshal")
+    blob = floors.capture(built, work / f"tree-{n}.marshal", work / f"built-{n}-evals")
     aside = work / ASIDE
     aside.mkdir(exist_ok=True)
     cases: dict[str, tuple[list[str], list[str] | None]] = {
-        "build": ([*project_skill(), "build", str(src), "--out", str(fresh)], [PY, "-c", PUT_ASIDE, str(fresh),
-                                                                             str(aside)]),
+        "build": ([*project_skill(), "build", str(src), "--out", str(fresh)],
+                  [PY, "-c", PUT_ASIDE, str(fresh), f"{fresh}-evals", str(aside)]),
         "check after a build": ([*project_skill(), "check", str(src), "--out", str(built)], [PY, "-c", SYNC])}
     for case in floors.SCRIPTS:
         prepare = [PY, "-c", PUT_ASIDE, str(target), str(aside)] if case == floors.WRITE_CASE else [PY, "-c", SYNC]

@@ -107,11 +107,13 @@ def tree_files(out: Path) -> list[tuple[str, bytes]]:
     return found
 
 
-def capture(out: Path, blob: Path) -> Path:
-    """Capture the tree a build wrote at ``out`` into one file (``marshal``: the write floor loads it in
-    milliseconds, as the build has its bytes in memory), once per bench run; returns ``blob``."""
+def capture(out: Path, blob: Path, *beside: Path) -> Path:
+    """Capture the tree a build wrote at ``out`` (and the trees ``beside`` it, its eval cases', each under its folder's
+    name) into one file (``marshal``: the write floor loads it in milliseconds, as the build has its bytes in
+    memory), once per bench run; returns ``blob``."""
     if not blob.exists():
-        blob.write_bytes(marshal.dumps(tree_files(out)))
+        files = tree_files(out) + [(f"{b.name}/{rel}", data) for b in beside for rel, data in tree_files(b)]
+        blob.write_bytes(marshal.dumps(files))
     return blob
 
 

@@ -30,7 +30,7 @@ class Bundle:
     entry: dict[str, Any]
     diagnostics: tuple[Diagnostic, ...] = ()
     span: Span = Span()  # where the workflow is: where a problem with the whole bundle is reported
-    # evals/evals.json, written in the bundle's folder but no file of the bundle: not in its entry, not served
+    # evals.json, no file of the bundle: written in the evals tree beside the skills, not in its entry, not served
     # (projector.evals says why)
     evals: bytes = b""
 

@@ -74,17 +74,20 @@ def _strict_fail(args: argparse.Namespace, diags: list[Diagnostic]) -> bool:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .disk import fresh_stage
-    from .output import write
+    from .output import evals_root, previous_skills, write, write_evals
 
     read = _configure(args)
-    out = Path(args.out)
+    out, evals_out = Path(args.out), Path(args.evals_out)
+    evals_root(out, evals_out, replaced=True)
     with fresh_stage(out) as stage:  # into a folder that is not there yet: each bundle is written as it is compiled
         build = _load_and_compile(args, stage)
         report(build.diagnostics, args.format)
         if _strict_fail(args, build.diagnostics):
             print(f"error: --strict: {_tally(build.diagnostics)}; nothing was written", file=sys.stderr)
             return EXIT_FINDINGS
+        previous = previous_skills(build, out)  # whose eval cases are the build's to drop
         changed = write(build, out, stage)
+    changed = write_evals(build, evals_out, previous) or changed  # the stage's lock is let go: it may be the same
     for b in build.bundles:
         n = len(b.diagnostics)
         size = sum(r["size"] for r in b.entry["resources"])
@@ -103,25 +106,29 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from .disk import folder
-    from .output import compare
+    from .output import compare, compare_evals, evals_root
 
     args.configuration = _configure(args)
+    out, evals_out = Path(args.out), Path(args.evals_out)
+    evals_root(out, evals_out)
     build = _load_and_compile(args)
     report(build.diagnostics, args.format)
-    root = folder(Path(args.out))
-    cmp = compare(build, root)
-    if cmp.clean:
+    trees = [(out, compare(build, folder(out))), (evals_out, compare_evals(build, out, evals_out))]
+    if all(cmp.clean for _, cmp in trees):
         return _up_to_date(args, len(build.bundles), build.diagnostics)
-    out = Path(args.out)
     stream = sys.stderr if args.format == "json" else sys.stdout
-    if cmp.diff:
-        stream.write(cmp.diff if cmp.diff.endswith("\n") else cmp.diff + "\n")
-    for label, files in (("stale", cmp.stale), ("missing", cmp.missing), ("extra", cmp.extra)):
-        for f in files:
-            print(f"{label}: {out.as_posix()}/{f}", file=stream)
+    for _, cmp in trees:
+        if cmp.diff:
+            stream.write(cmp.diff if cmp.diff.endswith("\n") else cmp.diff + "\n")
+    for shown, cmp in trees:
+        for label, files in (("stale", cmp.stale), ("missing", cmp.missing), ("extra", cmp.extra)):
+            for f in files:
+                print(f"{label}: {shown.as_posix()}/{f}", file=stream)
+    stale, missing, extra = (sum(len(getattr(cmp, k)) for _, cmp in trees) for k in ("stale", "missing", "extra"))
+    named = [shown.as_posix() for shown, cmp in trees if not cmp.clean]
     print(
-        f"{out.as_posix()} is out of date ({len(cmp.stale)} stale, {len(cmp.missing)} missing, "
-        f"{len(cmp.extra)} extra){args.configuration}; run: {rebuild_command(args)}",
+        f"{' and '.join(named)} {'is' if len(named) == 1 else 'are'} out of date ({stale} stale, {missing} missing, "
+        f"{extra} extra){args.configuration}; run: {rebuild_command(args)}",
         file=stream,
     )
     return EXIT_FINDINGS
@@ -240,9 +247,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_evals(args: argparse.Namespace) -> int:
-    """Print one workflow's derived eval cases (evals/evals.json, Agent Skills format), or with --queries its trigger
-    queries (evals/eval_queries.json): the bytes `build` writes beside its bundle. To run the cases against the real
-    server on each surface: project-skill evals run --help. See docs/evals.md."""
+    """Print one workflow's derived eval cases (evals.json, Agent Skills format), or with --queries its trigger
+    queries (eval_queries.json): the bytes `build` writes in the evals tree (generated_evals/SKILL/). To run the
+    cases against the real server on each surface: project-skill evals run --help. See docs/evals.md."""
     from .evals import EVALS_FILE, QUERIES_FILE
 
     _configure(args)
@@ -258,7 +265,7 @@ def cmd_evals(args: argparse.Namespace) -> int:
     ]
     if not found:
         raise UsageError(f"evals: no workflow '{args.workflow}' (one of: {', '.join(names)})")
-    sys.stdout.buffer.write(build.files[f"{found[0].path}/{QUERIES_FILE if args.queries else EVALS_FILE}"])
+    sys.stdout.buffer.write(build.evals[f"{found[0].path}/{QUERIES_FILE if args.queries else EVALS_FILE}"])
     sys.stdout.flush()
     return EXIT_OK
 
@@ -274,7 +281,7 @@ def rebuild_command(args: argparse.Namespace) -> str:
 
 CONFIG_EPILOG = (
     "The nearest pyproject.toml (from the current folder up) may set these flags' defaults in its "
-    "[tool.project-skill] table: workflows (the PATHs), out, tools-from, strict, uri-prefix, skills-only, "
+    "[tool.project-skill] table: workflows (the PATHs), out, evals-out, tools-from, strict, uri-prefix, skills-only, "
     "workflow-tools. Its paths are relative to its folder. A flag overrides the file."
 )
 
@@ -290,6 +297,12 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 def _add_compile_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH", help="workflow files or folders (default: workflows)")
     p.add_argument("--out", help="output folder (default: generated_skills)")
+    p.add_argument(
+        "--evals-out",
+        metavar="DIR",
+        help="folder of the derived eval cases, kept out of the skills' folders (default: beside --out, "
+        "generated_evals for generated_skills, NAME-evals for another NAME)",
+    )
     p.add_argument("--uri-prefix", metavar="P", help="skill path prefix: a/b gives skill://a/b/<name>/SKILL.md")
     p.add_argument(
         "--strict", action=argparse.BooleanOptionalAction, help="unacknowledged warnings fail the run (exit 1)"
@@ -432,7 +445,7 @@ def _add_evals(sub: Any) -> None:
     e.add_argument(
         "--queries",
         action="store_true",
-        help="print the trigger queries (evals/eval_queries.json) instead of the cases",
+        help="print the trigger queries (eval_queries.json) instead of the cases",
     )
     e.add_argument("--uri-prefix", metavar="P", help="skill path prefix, as for build")
     e.add_argument("--tools-from", metavar="SERVER|FILE", help="take the tools from a server or a snapshot, as build")

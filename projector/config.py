@@ -8,9 +8,10 @@ Where the file is: the first ``pyproject.toml`` found walking up from the curren
 the walk stops there whether or not the file holds the table, so a nested project never inherits its parent's
 settings, and a ``pyproject.toml`` without the table changes nothing. Paths in the table, and the default paths
 when the table is there, are relative to the file's folder, not to the current directory: the same project builds
-the same way from any of its folders. They must stay inside that folder (no absolute path, no ``..`` out of it,
-``outside-project``): the file comes with a cloned repository, which must not decide where ``build`` writes or what
-it reads elsewhere; the command line, the user's own, may name any path, and so may a file it names with
+the same way from any of its folders. They must stay inside that folder, as written and once resolved (no absolute
+path, no ``..`` out of it, no link on the way that leads out of it: ``outside-project``; the default paths too, when
+the file has the table): the file comes with a cloned repository, and so do its links, which must not decide where
+``build`` writes or what it reads elsewhere; the command line, the user's own, may name any path, and so may a file it names with
 ``--config FILE`` (a ``ci/project.toml`` that points at ``../workflows``).
 
 The read is bounded (:data:`MAX_BYTES`), and ``tomllib`` is imported only when a file is there to read, so ``build``
@@ -39,6 +40,7 @@ MAX_PROBLEMS = 20  # the problems in one table that are each located and reporte
 KEYS = {
     "workflows": "paths",
     "out": "out",
+    "evals-out": "evals_out",
     "tools-from": "tools_from",
     "strict": "strict",
     "uri-prefix": "uri_prefix",
@@ -49,6 +51,7 @@ KEYS = {
 DEFAULTS: dict[str, Any] = {
     "workflows": ["workflows"],
     "out": "generated_skills",
+    "evals-out": None,  # beside out: evals_beside
     "tools-from": None,
     "strict": False,
     "uri-prefix": None,
@@ -67,6 +70,7 @@ class Config:
     root: Path
     values: dict[str, Any] = field(default_factory=dict)
     contained: bool = True  # its paths must stay in its folder: a file found, not one named by --config
+    at: tuple[int, int] = (1, 1)  # where the table starts in the file (line, column)
 
     def path(self, value: str) -> str:
         """``value``, a path written in the file, as a path from the current directory."""
@@ -157,7 +161,7 @@ def _read(file: Path, shown: str, root: Path, *, contained: bool = True) -> Conf
         raise UsageError(
             error(Span(shown, line, col), "wrong-type", f"[tool.{TABLE}] must be a table, not {_type_name(table)}")
         )
-    config = Config(shown, root, contained=contained)
+    config = Config(shown, root, contained=contained, at=_locate(text, TABLE))
     problems = [(key, p) for key in sorted(table) if (p := _check(key, table[key], config)) is not None]
     # Each problem is located by a scan of the text: a bounded number of them, and the rest counted.
     diags = [error(Span(shown, *_locate(text, key)), *problem) for key, problem in problems[:MAX_PROBLEMS]]
@@ -224,8 +228,33 @@ def _check(key: str, value: Any, config: Config) -> tuple[str, str, str | None] 
             f"of {FILE_NAME}, not {printable_quote(outside[:200])}",
             _OUTSIDE_HINT.format(flag=_PATH_KEYS[key]),
         )
+    linked = _linked_out(value, config) if key in _PATH_KEYS and config.contained else None
+    if linked is not None:
+        return (
+            "outside-project",
+            f"'{key}' in [tool.{TABLE}] must stay inside the folder of {FILE_NAME}, but "
+            f"{printable_quote(linked[0][:200])} leads out of it through a link, to {printable_quote(linked[1][:200])}",
+            _LINKED_HINT.format(flag=_PATH_KEYS[key]),
+        )
     config.values[key] = _RESOLVE.get(key, lambda v, _c: v)(value, config)
     return None
+
+
+def _linked_out(value: str | list[str], config: Config) -> tuple[str, str] | None:
+    """The first path of ``value`` (each relative, inside the file's folder as written: :func:`_outside`) that a
+    link on the way to it leads out of that folder once resolved, with where it leads; or None. A URL is no path."""
+    for path in [value] if isinstance(value, str) else value:
+        real = None if path.startswith(("http://", "https://")) else _leads_out(config.path(path), config)
+        if real is not None:
+            return path, real
+    return None
+
+
+def _leads_out(path: str, config: Config) -> str | None:
+    """Where ``path`` (from the current folder) resolves to when that is outside the file's folder, else None. A
+    path that is not there yet is resolved as far as it is (a link to its folder is followed)."""
+    top, real = os.path.realpath(config.root), os.path.realpath(path)
+    return None if real == top or real.startswith(top.rstrip(os.sep) + os.sep) else real
 
 
 def _is_bool(value: Any) -> str | None:
@@ -251,9 +280,8 @@ def _is_tools(value: Any) -> str | None:
 
 
 def _outside(value: str | list[str]) -> str | None:
-    """The first path of ``value`` that is absolute or leaves the file's folder once its ``..`` are resolved (as
-    written: links are not followed, for a link in the repository is the repository's), or None. A URL is no
-    path."""
+    """The first path of ``value`` that is absolute or leaves the file's folder once its ``..`` are resolved, as
+    written (a link on the way is :func:`_linked_out`'s), or None. A URL is no path."""
     for path in [value] if isinstance(value, str) else value:
         if path.startswith(("http://", "https://")):
             continue
@@ -281,6 +309,7 @@ def _is_prefix(value: Any) -> str | None:
 _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "workflows": _is_paths,
     "out": _is_path,
+    "evals-out": _is_path,
     "tools-from": _is_tools,
     "strict": _is_bool,
     "uri-prefix": _is_prefix,
@@ -296,10 +325,15 @@ def _tools(value: str, config: Config) -> str:
 
 
 # The keys that name paths, and the flag that may still name any path.
-_PATH_KEYS = {"workflows": "PATH ...", "out": "--out", "tools-from": "--tools-from"}
+_PATH_KEYS = {"workflows": "PATH ...", "out": "--out", "evals-out": "--evals-out", "tools-from": "--tools-from"}
 _OUTSIDE_HINT = (
     "the file comes with the repository (a clone, a pull request), so it may not decide where a build "
     "writes or what it reads outside it; a path elsewhere is given on the command line ({flag})"
+)
+
+_LINKED_HINT = (
+    "the file comes with the repository, and so may a link in it: a build may not write or read outside it "
+    "through one; name a folder inside the project, remove the link, or give the path on the command line ({flag})"
 )
 
 _HINTS = {
@@ -310,6 +344,7 @@ _HINTS = {
 _RESOLVE: dict[str, Callable[[Any, Config], Any]] = {
     "workflows": lambda v, c: [c.path(p) for p in ([v] if isinstance(v, str) else v)],
     "out": lambda v, c: c.path(v),
+    "evals-out": lambda v, c: c.path(v),
     "tools-from": _tools,
 }
 
@@ -371,7 +406,9 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
 
 def settle(args: Any, config: Config | None) -> None:
     """Give every flag of :data:`KEYS` that the command line left unset (None, or no paths) the file's value, else
-    its default; the default paths are relative to the file's folder when there is a table."""
+    its default; the default paths are relative to the file's folder when there is a table. The evals folder left
+    unset goes beside the output folder (:func:`evals_beside`)."""
+    out_given = getattr(args, "out", None) is not None
     for key, dest in KEYS.items():
         if not hasattr(args, dest):
             continue
@@ -381,9 +418,45 @@ def settle(args: Any, config: Config | None) -> None:
         if config is not None and key in config.values:
             setattr(args, dest, config.values[key])
         elif config is not None and key in _RESOLVE and DEFAULTS[key] is not None:
+            _default_stays_inside(key, config)
             setattr(args, dest, _RESOLVE[key](DEFAULTS[key], config))
         else:
             setattr(args, dest, DEFAULTS[key])
+    if getattr(args, "evals_out", "") is None and getattr(args, "out", None):
+        args.evals_out = evals_beside(args.out)
+        if config is not None and not out_given:  # beside the file's out, so the file's too
+            _default_stays_inside("evals-out", config, args.evals_out)
+
+
+def evals_beside(out: str) -> str:
+    """Where the eval cases go when nothing says: the folder beside ``out`` named as it, with a last ``skills`` made
+    ``evals`` (``generated_skills`` -> ``generated_evals``), else ``-evals`` added (``gen`` -> ``gen-evals``)."""
+    head, name = os.path.split(out.rstrip("/") or out)
+    if name in ("", ".", ".."):
+        head, name = os.path.split(os.path.abspath(out))
+    name = name[: -len("skills")] + "evals" if name.endswith("skills") else f"{name}-evals"
+    return Path(head, name).as_posix()
+
+
+def _default_stays_inside(key: str, config: Config, path: str | None = None) -> None:
+    """Raise :class:`UsageError` (``outside-project``, at the table) when the default path of ``key``, which is
+    relative to the file's folder as the table's own paths are, leads out of that folder through a link. ``path``:
+    that default as a path from the current folder, when it is not :data:`DEFAULTS`'s."""
+    if path is not None:
+        real = _leads_out(path, config) if config.contained else None
+        linked = None if real is None else (path, real)
+    else:
+        linked = _linked_out(DEFAULTS[key], config) if config.contained else None
+    if linked is not None:
+        raise UsageError(
+            error(
+                Span(config.shown, *config.at),
+                "outside-project",
+                f"the default '{key}' ({printable_quote(linked[0])}, from the folder of {FILE_NAME}) leads out of "
+                f"that folder through a link, to {printable_quote(linked[1][:200])}",
+                _LINKED_HINT.format(flag=_PATH_KEYS[key]),
+            )
+        )
 
 
 def workflows_folder(config: Config | None) -> str:
@@ -391,6 +464,8 @@ def workflows_folder(config: Config | None) -> str:
     ``workflows``, else ``workflows`` (in the file's folder when there is a table)."""
     if config is None:
         return DEFAULTS["workflows"][0]
+    if "workflows" not in config.values:
+        _default_stays_inside("workflows", config)
     paths = config.values.get("workflows") or _RESOLVE["workflows"](DEFAULTS["workflows"], config)
     return next((p for p in paths if not p.endswith((".yaml", ".yml"))), config.path(DEFAULTS["workflows"][0]))
 

@@ -67,24 +67,24 @@ class Plan:
 # ----------------------------------------------------------------------------------------------- the target folder
 
 
-def folder(out: Path) -> Path:
+def folder(out: Path, flag: str = "--out") -> Path:
     """``out`` with symlinks followed (a symlinked output folder is read and written where it points).
     Raises :class:`UsageError` when it names something that exists and is not a folder."""
     real = Path(os.path.realpath(out))
     if real.is_symlink() or (real.exists() and not real.is_dir()):
-        raise UsageError(f"--out {out}: exists and is not a folder")
+        raise UsageError(f"{flag} {out}: exists and is not a folder")
     return real
 
 
-def target(out: Path) -> Path:
+def target(out: Path, flag: str = "--out") -> Path:
     """:func:`folder`, and one that can be replaced whole: not the root, not the current folder or one holding it."""
-    real = folder(out)
+    real = folder(out, flag)
     if real.parent == real:
         raise DiskError(error(Span(str(out)), "io", "the root folder cannot be replaced", "name a folder inside it"))
     here = Path(os.path.realpath(os.getcwd()))
     if here == real or real in here.parents:
         raise UsageError(
-            f"--out {out}: the output folder is replaced whole, so it cannot be the current folder or "
+            f"{flag} {out}: the output folder is replaced whole, so it cannot be the current folder or "
             "one that holds it; name a folder inside it"
         )
     return real

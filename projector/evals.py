@@ -2,12 +2,13 @@
 
 Each ``when:`` condition has a case where it holds and one where it does not, each ``confirm:`` a yes, a no and no
 answer, each ``ask: true`` input an answer given and one refused; and the server's own state (which tool was called,
-with which arguments) says what should have happened, so no model judges a case. The build writes them beside each
-bundle, in the Agent Skills layout (``evals/evals.json``, and ``evals/eval_queries.json`` for triggering, whose
-should-not-trigger queries are the nearest other workflows' descriptions). They sit in the bundle's folder but are
-not part of the bundle: ``skills.json`` does not list them and ``serve`` does not serve them, because an agent that
-could read a skill's expected answers would be graded on what it read (skill-creator leaves ``evals/`` out of the
-packages it makes, for the same reason).
+with which arguments) says what should have happened, so no model judges a case. The build writes them in the Agent
+Skills format (``evals.json``, and ``eval_queries.json`` for triggering, whose should-not-trigger queries are the
+nearest other workflows' descriptions) into a tree of their own beside the skills (``generated_evals/<skill>/``
+beside ``generated_skills/``), never in a skill's folder: an agent that could read a skill's expected answers would
+be graded on what it read, and a generic skills server (FastMCP's ``SkillsDirectoryProvider``, the TypeScript SDK's
+``SkillCatalog``) pointed at the skills serves every file of a skill's folder (skill-creator leaves ``evals/`` out
+of the packages it makes, for the same reason).
 
 Everything here is derived from the model alone, with the one condition evaluator
 (:func:`projector.conditions.first_failure`): every case is checked against it before it is written, and a case
@@ -29,8 +30,9 @@ from .render import json_text
 from .results import saved_schema
 from .toolschema import json_types
 
-EVALS_FILE = "evals/evals.json"
-QUERIES_FILE = "evals/eval_queries.json"
+# Each skill's two files, by their path in its folder of the evals tree (``generated_evals/<skill>/``).
+EVALS_FILE = "evals.json"
+QUERIES_FILE = "eval_queries.json"
 NEGATIVES = 10  # should-not-trigger queries per skill: the Agent Skills guide asks for 8 to 10
 COMMON_WORD = 50  # a word in more descriptions than this says nothing about nearness (and would make it quadratic)
 
@@ -463,7 +465,7 @@ def _entry(wf: Workflow, n: int, case: Case, order: dict[str, int]) -> dict[str,
 
 
 def evals_json(wf: Workflow, skill_name: str) -> tuple[bytes, list[Diagnostic]]:
-    """``evals/evals.json`` of ``wf``, and an ``eval-uncovered`` warning for each gated or confirmed side-effecting
+    """``evals.json`` of ``wf``, and an ``eval-uncovered`` warning for each gated or confirmed side-effecting
     step that no case covers."""
     cases, uncovered = derive(wf)
     order = {s.name: i for i, s in enumerate(wf.steps)}  # the steps' places, by name: the order the run asks in
@@ -498,7 +500,8 @@ def _words(text: str) -> frozenset[str]:
 
 
 def tree_files(bundles: list[Any]) -> dict[str, bytes]:
-    """Each bundle's (a :class:`projector.bundle.Bundle`, which imports this module) two eval files by their path in the output tree. The trigger queries: the skill's description
+    """Each bundle's (a :class:`projector.bundle.Bundle`, which imports this module) two eval files by their path in
+    the evals tree (the bundle's path, then the file's). The trigger queries: the skill's description
     should trigger it; the :data:`NEGATIVES` other descriptions nearest to it (most words shared, then by path, a
     word shared by more than :data:`COMMON_WORD` descriptions not counted) should not, filled up with the next
     skills by path when fewer share a word. Linear in the skills, so a build of thousands stays fast."""

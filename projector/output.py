@@ -3,8 +3,13 @@
 The tree is derived whole in memory. ``write`` stages it beside the output folder and swaps it in, so a failed run
 leaves the old tree byte-for-byte as it was. Only bundles this tool generated (those the previous ``skills.json``
 lists and the disk proves its own, :mod:`projector.ownership`) are pruned, and in them only the files it wrote (those
-the previous index lists, and the bundle's eval files); anything else in the folder, a file the user put inside a
-bundle folder too, is carried over untouched.
+the previous index lists); anything else in the folder, a file the user put inside a bundle folder too, is carried
+over untouched.
+
+The derived eval cases (:mod:`projector.evals`) go to a tree of their own beside it (``generated_evals/`` beside
+``generated_skills/``, :func:`evals_root`), never into a skill's folder, which a generic skills server serves whole.
+``write_evals`` writes it the same way; there the tool's files are each skill's two eval files, for the skills the
+previous ``skills.json`` listed and those the build writes, and anything else is carried over.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from pathlib import Path, PurePosixPath
 
 from .bounded import BadJSON, Unreadable, loads, read_regular
 from .bundle import Bundle, bundle, index
-from .disk import Plan, io_error, replace_tree, side_of, stage_bundle
-from .errors import BuildError, Diagnostic, LoadError, Span, error, printable
+from .disk import Plan, folder, io_error, replace_tree, side_of, stage_bundle, target
+from .errors import BuildError, Diagnostic, LoadError, Span, UsageError, error, printable
 from .evals import EVALS_FILE, QUERIES_FILE, tree_files
 from .load import discover, load_data, read_source
 from .model import Workflow
@@ -32,6 +37,7 @@ class Build:
     files: dict[str, bytes]  # POSIX path relative to the output root -> bytes, skills.json included
     diagnostics: list[Diagnostic] = field(default_factory=list)
     staged: frozenset[str] = frozenset()  # those of ``files`` already written into a fresh build's stage
+    evals: dict[str, bytes] = field(default_factory=dict)  # the evals tree: POSIX path relative to its root -> bytes
 
 
 def compile_workflows(
@@ -60,9 +66,9 @@ def _assemble(bundles: list[Bundle]) -> Build:
         for rel, data in b.files.items():
             files[f"{b.path}/{rel}"] = data
     files[INDEX_FILE] = index(bundles)
-    files.update(tree_files(bundles))  # beside each bundle, in its folder; not in skills.json (projector.evals)
     diagnostics = sorted((d for b in bundles for d in b.diagnostics), key=Diagnostic.sort_key)
-    return Build(bundles, dict(sorted(files.items())), diagnostics)
+    evals = dict(sorted(tree_files(bundles).items()))  # in a tree of their own, not the skills' (projector.evals)
+    return Build(bundles, dict(sorted(files.items())), diagnostics, evals=evals)
 
 
 # A worker's answer for one file: the workflow's name and where it came from (for collisions), and its bundle; or
@@ -81,12 +87,6 @@ class Options:
     stage: Path | None = None  # a fresh build's stage (projector.disk.fresh_stage): each bundle is written there
 
 
-def _in_folder(b: Bundle) -> dict[str, bytes]:
-    """What a bundle's folder holds that is known from the bundle alone (the queries need every bundle): its files
-    and its evals.json, by path relative to the folder."""
-    return {**b.files, EVALS_FILE: b.evals}
-
-
 def _compile_one(data: bytes, display: str, options: Options) -> _Result:
     try:
         wf = load_data(data, display)
@@ -99,7 +99,7 @@ def _compile_one(data: bytes, display: str, options: Options) -> _Result:
     if options.stage is None:
         return (wf.name, wf.span, wf.source, b, [], False)
     try:
-        staged = stage_bundle(options.stage, b.path, _in_folder(b))
+        staged = stage_bundle(options.stage, b.path, b.files)
     except OSError as exc:
         return (wf.name, wf.span, wf.source, None, io_error(exc, side_of(options.stage)).diagnostics, False)
     return (wf.name, wf.span, wf.source, b, [], staged)
@@ -227,7 +227,7 @@ def _finish_files(results: list[_Result]) -> Build:
     if limits:
         raise BuildError(limits)
     built = _assemble([r[3] for r in results if r[3] is not None])
-    built.staged = frozenset(f"{b.path}/{rel}" for *_, b, _, staged in results if staged for rel in _in_folder(b))
+    built.staged = frozenset(f"{b.path}/{rel}" for *_, b, _, staged in results if staged for rel in b.files)
     return built
 
 
@@ -258,8 +258,9 @@ def _owned_dirs(out: Path, limit: int) -> tuple[set[str], str, dict[str, str], s
 
 def _written(entries: list[dict], owned: set[str]) -> set[str]:
     """The paths (POSIX, relative to the output folder) of the files a previous run wrote in the ``owned`` folders:
-    each one's SKILL.md and eval files (not in the index), and every resource its entry (the first that lists the
-    folder) records, at most :data:`~projector.sep2640.MAX_FILES` each. Nothing else in those folders is the tool's."""
+    each one's SKILL.md (not in the index) and the eval files that earlier versions wrote there (so a build drops
+    them), and every resource its entry (the first that lists the folder) records, at most
+    :data:`~projector.sep2640.MAX_FILES` each. Nothing else in those folders is the tool's."""
     written: set[str] = set()
     seen: set[str] = set()
     for entry in entries:
@@ -267,7 +268,7 @@ def _written(entries: list[dict], owned: set[str]) -> set[str]:
         if folder not in owned or folder in seen:
             continue
         seen.add(folder)
-        written.update(f"{folder}/{rel}" for rel in (SKILL_FILE, EVALS_FILE, QUERIES_FILE))
+        written.update(f"{folder}/{rel}" for rel in (SKILL_FILE, *_EVALS_IN_FOLDER))
         resources, base = entry.get("resources"), f"{SCHEME}{folder}/"
         for ref in resources[:MAX_FILES] if isinstance(resources, list) else []:
             uri = ref.get("uri") if isinstance(ref, dict) else None
@@ -275,6 +276,10 @@ def _written(entries: list[dict], owned: set[str]) -> set[str]:
             if parts:
                 written.add("/".join([folder, *parts]))
     return written
+
+
+# Where versions before the evals tree wrote a bundle's eval cases: in its folder, which a skills server serves.
+_EVALS_IN_FOLDER = ("evals/evals.json", "evals/eval_queries.json")
 
 
 def _entries(index_bytes: bytes) -> tuple[list[dict], str]:
@@ -343,18 +348,26 @@ def _on_disk(path: str, limit: int) -> tuple[bytes | None, str]:
 
 
 def compare(
-    build: Build, out: Path, *, written: set[str] | None = None, disk: dict[str, str] | None = None, diff: bool = True
+    build: Build,
+    out: Path,
+    *,
+    written: set[str] | None = None,
+    disk: dict[str, str] | None = None,
+    diff: bool = True,
+    files: dict[str, bytes] | None = None,
 ) -> Comparison:
     """What differs between the derived tree and the one on disk, among the files this tool owns: those it writes,
     and ``written``, those the previous run wrote (by default read from the previous index, :func:`_written`); a
     file the user put beside them, which ``build`` carries over, is not extra. The unified diff
     of the stale files is built only when ``diff`` is true (``check`` prints it; ``write`` needs only the verdict).
     A file is read up to the size the build writes or SEP-2640's 16 MiB, whichever is larger: past that it is stale
-    unread, like a file that is not a regular file (:attr:`Comparison.unread` says why)."""
+    unread, like a file that is not a regular file (:attr:`Comparison.unread` says why). ``files``: the tree to
+    compare, by default the skills (:attr:`Build.files`)."""
+    files = build.files if files is None else files
     written = _owned_dirs(out, _index_limit(build))[3] if written is None else written
     disk = _disk_files(out) if disk is None else disk
     stale, missing, lines, unread = [], [], [], {}
-    for rel, data in build.files.items():
+    for rel, data in files.items():
         path = disk.get(rel)
         if path is None:
             missing.append(rel)
@@ -379,7 +392,7 @@ def compare(
                     tofile=f"b/{rel}",
                 )
             )
-    extra = [rel for rel in disk if rel not in build.files and rel in written]
+    extra = [rel for rel in disk if rel not in files and rel in written]
     return Comparison(stale, missing, extra, "".join(lines), unread)
 
 
@@ -394,11 +407,11 @@ def _diff_line(line: str) -> str:
     return printable(line) + "\n\\ No newline at end of file\n"
 
 
-def _same(build: Build, written: set[str], disk: dict[str, str]) -> bool:
+def _same(files: dict[str, bytes], written: set[str], disk: dict[str, str]) -> bool:
     """:func:`compare`'s ``clean``, stopping at the first difference and building no diff: what ``write`` needs."""
-    if any(rel not in build.files and rel in written for rel in disk):
+    if any(rel not in files and rel in written for rel in disk):
         return False
-    for rel, data in build.files.items():
+    for rel, data in files.items():
         path = disk.get(rel)
         if path is None or _on_disk(path, len(data))[0] != data:  # a longer file is not read: it differs
             return False
@@ -491,8 +504,59 @@ def write(build: Build, out: Path, stage: Path | None = None) -> bool:
         problems = conflicts(build, root, previous, unread, unproven) + taken(build, root, previous, written, disk)
         if problems:
             raise BuildError(problems)
-        if _same(build, written, disk):  # no diff: only check prints one
+        if _same(build.files, written, disk):  # no diff: only check prints one
             return None
         return Plan(build.files, {rel for rel in disk if rel in written} | {INDEX_FILE}, build.staged)
 
     return replace_tree(out, plan, stage=stage)
+
+
+# --------------------------------------------------------------------------------------------------- the evals tree
+
+
+def evals_root(out: Path, evals_out: Path, *, replaced: bool = False) -> Path:
+    """``evals_out`` as :func:`projector.disk.folder` makes it (:func:`projector.disk.target`, with ``out``, when
+    both are to be ``replaced``); refused (:class:`UsageError`) where it is the output folder, inside it or holds it,
+    for then writing one tree would replace the other."""
+    checked = target if replaced else folder
+    root, evals = checked(out), checked(evals_out, "--evals-out")
+    if evals == root or root in evals.parents or evals in root.parents:
+        where = "is" if evals == root else "is inside" if root in evals.parents else "holds"
+        raise UsageError(
+            f"--evals-out {evals_out}: {where} the output folder ({out}); the eval cases go to a folder of their "
+            "own, beside it, which a skills server pointed at the output folder does not serve"
+        )
+    return evals
+
+
+def previous_skills(build: Build, out: Path) -> set[str]:
+    """The bundle folders of ``out`` that its ``skills.json`` lists and the disk proves this tool's: their eval files
+    in the evals tree are the tool's to drop. Read before :func:`write` replaces the index."""
+    return _owned_dirs(folder(out), _index_limit(build))[0]
+
+
+def _evals_written(build: Build, previous: set[str]) -> set[str]:
+    """The files of the evals tree that are the tool's: each skill's two, for the ``previous`` skills and those the
+    build writes. Anything else there is the user's, and carried over."""
+    return {f"{path}/{name}" for path in previous for name in (EVALS_FILE, QUERIES_FILE)} | set(build.evals)
+
+
+def write_evals(build: Build, evals_out: Path, previous: set[str]) -> bool:
+    """Make the folder ``evals_out`` hold the build's eval cases (:attr:`Build.evals`), atomically, as :func:`write`
+    does the skills; False when it already did. ``previous``: :func:`previous_skills`, read before the skills were
+    written. Raises as :func:`projector.disk.replace_tree` does."""
+    written = _evals_written(build, previous)
+
+    def plan(root: Path) -> Plan | None:
+        disk = _disk_files(root)
+        if _same(build.evals, written, disk):
+            return None
+        return Plan(build.evals, {rel for rel in disk if rel in written})
+
+    return replace_tree(evals_out, plan)
+
+
+def compare_evals(build: Build, out: Path, evals_out: Path, *, diff: bool = True) -> Comparison:
+    """:func:`compare` for the evals tree: what differs among the files of it that are the tool's."""
+    written = _evals_written(build, previous_skills(build, out))
+    return compare(build, folder(evals_out), written=written, files=build.evals, diff=diff)

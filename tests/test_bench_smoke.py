@@ -80,7 +80,7 @@ def test_parallel_build_is_byte_equal_to_serial(workgen, tmp_path: Path) -> None
     folder = workgen.write_set(120, tmp_path / "wf", seed=11).as_posix()
     serial = compile_paths([folder], jobs=1)
     parallel = compile_paths([folder], jobs=3)
-    assert parallel.files == serial.files
+    assert (parallel.files, parallel.evals) == (serial.files, serial.evals)
     assert parallel.diagnostics == serial.diagnostics
     assert serial.files == compile_workflows(load_all([folder])).files
     assert default_jobs(10) == 1 and default_jobs(10_000) >= 1
@@ -143,17 +143,20 @@ def test_bench_times_the_package_with_its_bytecode_compiled(bench_modules, tmp_p
 def test_write_floor_writes_the_builds_own_tree(workgen, bench_modules, tmp_path: Path) -> None:
     import subprocess
 
-    from projector.output import write
+    from projector.output import write, write_evals
 
     _, floors = bench_modules
-    out = tmp_path / "out"
-    write(compile_workflows(load_all([workgen.write_set(15, tmp_path / "wf", seed=5).as_posix()])), out)
-    blob = floors.capture(out, tmp_path / "tree.marshal")
+    out, cases = tmp_path / "out", tmp_path / "out-evals"
+    built = compile_workflows(load_all([workgen.write_set(15, tmp_path / "wf", seed=5).as_posix()]))
+    write(built, out)
+    write_evals(built, cases, set())
+    blob = floors.capture(out, tmp_path / "tree.marshal", cases)
     target = tmp_path / "floor"
     for case in floors.SCRIPTS:
         subprocess.run(floors.argv(case, tmp_path / "wf", out, blob, target), check=True, timeout=120)
-    assert floors.tree_files(target) == floors.tree_files(out)  # the same folders, names and bytes
-    assert len(floors.tree_files(out)) == 61  # 15 bundles of 2 files, their 2 derived eval files each, skills.json
+    both = {**dict(floors.tree_files(out)), **{f"out-evals/{rel}": data for rel, data in floors.tree_files(cases)}}
+    assert dict(floors.tree_files(target)) == both  # the same folders, names and bytes
+    assert len(both) == 61  # 15 bundles of 2 files and skills.json; beside them, their 2 derived eval files each
 
 
 def _result(build: float, check: float, start: float, parse: float, write: float, cold: float, imports: float,

@@ -155,7 +155,7 @@ def test_no_config_and_config_file(cli, tmp_path):
     (tmp_path / "ci").mkdir()
     (tmp_path / "ci" / "project.toml").write_text('[tool.project-skill]\nworkflows = "../workflows"\nout = "out"\n')
     run = cli("check", "--config", "ci/project.toml", cwd=tmp_path)
-    assert run.code == 1 and "ci/out is out of date" in run.out and "(configuration: ci/project.toml)" in run.out
+    assert run.code == 1 and "ci/out and ci/out-evals are out of date" in run.out and "(configuration: ci/project.toml)" in run.out
     assert "run: project-skill build --config ci/project.toml" in run.out
     assert cli("build", "--config", "ci/project.toml", cwd=tmp_path).code == 0
     assert (tmp_path / "ci" / "out" / "a" / "SKILL.md").is_file()
@@ -172,7 +172,7 @@ BAD = [
     pytest.param('strict = true\nworkflow_tools = true\n', "pyproject.toml:6:1: error[unknown-key]: unknown key "
                  "'workflow_tools' in [tool.project-skill]\n  hint: did you mean 'workflow-tools'?", id="unknown-key"),
     pytest.param('  "colour" = "blue"\n', "pyproject.toml:5:3: error[unknown-key]: unknown key 'colour' in "
-                 "[tool.project-skill]\n  hint: the keys are: workflows, out, tools-from, strict, uri-prefix, "
+                 "[tool.project-skill]\n  hint: the keys are: workflows, out, evals-out, tools-from, strict, uri-prefix, "
                  "skills-only, workflow-tools", id="unknown-quoted-key"),
     pytest.param('out = "x"\nstrict = "yes"\n', "pyproject.toml:6:1: error[wrong-type]: 'strict' in "
                  "[tool.project-skill] must be true or false, not a string", id="wrong-type-bool"),
@@ -356,6 +356,69 @@ def test_a_path_in_the_file_that_leaves_the_project_is_refused(cli, tmp_path, ta
     out = tmp_path / "elsewhere-out"
     assert cli("build", "--no-config", str(root / "workflows"), "--out", str(out), cwd=root).code == 0
     assert (out / "a" / "SKILL.md").is_file()
+
+
+def _clone_with_links(tmp_path: Path, table: str) -> tuple[Path, Path]:
+    """Issue 38 (6): a clone whose committed links lead out of it (``gen -> ../elsewhere/gen``, ``wf ->
+    ../elsewhere/wf``, ``tools.json -> ../elsewhere/tools.json``), the folder they lead to holding a workflow."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "gen").mkdir(parents=True)
+    (elsewhere / "wf").mkdir()
+    (elsewhere / "wf" / "a.yaml").write_text(WF.format(name="a"), "utf-8")
+    (elsewhere / "tools.json").write_bytes(snapshot_bytes([{"name": "lookup", "inputSchema": {"type": "object"}}]))
+    (tmp_path / "clone").mkdir()
+    root = project(tmp_path / "clone", table, {"workflows/b.yaml": WF.format(name="b")})
+    links = {"gen": "gen", "wf": "wf", "tools.json": "tools.json", "generated_skills": "wf", "ev": "gen"}
+    links["evals"] = "gen"  # where the eval cases of out = "skills" go by default
+    for name, to in links.items():
+        (root / name).symlink_to(Path("..", "elsewhere", to))
+    return root, elsewhere
+
+
+@pytest.mark.parametrize(
+    ("table", "shown"),
+    [
+        pytest.param('out = "gen"\nworkflows = "wf"\n', "pyproject.toml:6:1: error[outside-project]: 'workflows' "
+                     "in [tool.project-skill] must stay inside the folder of pyproject.toml, but 'wf' leads out of "
+                     "it through a link, to '", id="out-and-workflows"),
+        pytest.param('out = "gen/skills"\n', "pyproject.toml:5:1: error[outside-project]: 'out' in "
+                     "[tool.project-skill] must stay inside the folder of pyproject.toml, but 'gen/skills' leads out",
+                     id="a-link-on-the-way"),
+        pytest.param('tools-from = "tools.json"\n', "error[outside-project]: 'tools-from'", id="tools-from"),
+        pytest.param('out = "skills"\nevals-out = "ev"\n', "pyproject.toml:6:1: error[outside-project]: "
+                     "'evals-out' in [tool.project-skill] must stay inside", id="evals-out"),
+        pytest.param('out = "skills"\n', "pyproject.toml:4:1: error[outside-project]: the default 'evals-out' "
+                     "('evals', from the folder of pyproject.toml) leads out", id="the-default-evals-out"),
+        pytest.param('strict = false\n', "pyproject.toml:4:1: error[outside-project]: the default 'out' "
+                     "('generated_skills', from the folder of pyproject.toml) leads out of that folder through a "
+                     "link, to '", id="the-default-out"),
+    ],
+)
+def test_a_path_in_the_file_that_a_committed_link_leads_out_of_the_project_is_refused(cli, tmp_path, table, shown):
+    """Issue 38 (6): the paths were checked as written, so a clone's committed links made a plain ``build`` write
+    its tree outside the clone and compile files from outside. Resolved, a path from the file (or a default one,
+    which is relative to the file's folder too) stays inside the project; nothing is read or written."""
+    root, elsewhere = _clone_with_links(tmp_path, table)
+    before = snapshot_tree(tmp_path)
+    for command in ("build", "check"):
+        run = cli(command, cwd=root)
+        assert run.code == 2, run.err
+        assert shown in run.err and "Traceback" not in run.err, run.err
+    assert snapshot_tree(tmp_path) == before
+    assert list((elsewhere / "gen").iterdir()) == []
+    out = tmp_path / "chosen"  # the command line, the user's own, still names any path, links or not
+    assert cli("build", "--no-config", str(root / "wf"), "--out", str(out), cwd=root).code == 0
+    assert (out / "a" / "SKILL.md").is_file()
+
+
+def test_a_link_that_stays_inside_the_project_is_followed(cli, tmp_path):
+    root = project(tmp_path, 'out = "gen"\nworkflows = "wf"\n', {"flows/a.yaml": WF.format(name="a")})
+    (root / "skills").mkdir()
+    (root / "gen").symlink_to("skills")
+    (root / "wf").symlink_to("flows")
+    run = cli("build", cwd=root)
+    assert run.code == 0, run.err
+    assert (root / "skills" / "a" / "SKILL.md").is_file()
 
 
 def test_a_path_inside_the_project_may_name_a_dotdot_that_stays_inside(cli, tmp_path):

@@ -500,9 +500,11 @@ def test_a_run_killed_in_the_middle_of_the_parallel_removal_is_finished_by_the_n
     left = leftovers(root)
     assert len(left) == 1 and left[0].startswith(".out.stage-")
     assert "changed" in (out / "w000" / "SKILL.md").read_text() and (out / "notes" / "keep.md").exists()
-    assert cli("check", str(root / "wf"), "--out", str(out)).code == 0
+    check = cli("check", str(root / "wf"), "--out", str(out))  # the eval cases' tree, written after, is the old one
+    assert check.code == 1 and "stale: " in check.out
+    assert all("/out-evals/" in line for line in check.out.splitlines() if line.startswith(("stale:", "missing:")))
     assert cli("build", str(root / "wf"), "--out", str(out)).code == 0
-    assert leftovers(root) == []
+    assert leftovers(root) == [] and cli("check", str(root / "wf"), "--out", str(out)).code == 0
 
 
 @pytest.mark.slow
@@ -661,15 +663,18 @@ def test_switching_a_uri_prefix_off_removes_the_folders_it_made(cli, tree):
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
         "alpha",
         "alpha/SKILL.md",
-        "alpha/evals",
-        "alpha/evals/eval_queries.json",
-        "alpha/evals/evals.json",
         "alpha/references",
         "alpha/references/tools.md",
         "empty",
         "skills.json",
         "x",
         "x/notes.md",
+    ]
+    cases = root / "out-evals"  # the prefixes' folders of the eval cases go too
+    assert sorted(p.relative_to(cases).as_posix() for p in cases.rglob("*")) == [
+        "alpha",
+        "alpha/eval_queries.json",
+        "alpha/evals.json",
     ]
 
 
@@ -783,7 +788,7 @@ def build_update(base: Path) -> Callable[[], None]:
     user_files(out)
 
     def run() -> None:
-        assert main(["build", str(EXAMPLES), "--out", str(out)]) == 0
+        assert main(["build", str(EXAMPLES), "--out", str(out), "--evals-out", str(base / "cases")]) == 0
 
     return run
 
@@ -792,7 +797,9 @@ def build_first(base: Path) -> Callable[[], None]:
     (base / "box").mkdir(parents=True)
 
     def run() -> None:
-        assert main(["build", str(EXAMPLES), "--out", str(base / "box" / "out")]) == 0
+        assert (
+            main(["build", str(EXAMPLES), "--out", str(base / "box" / "out"), "--evals-out", str(base / "cases")]) == 0
+        )
 
     return run
 
@@ -933,11 +940,14 @@ def test_a_kill_at_any_step_leaves_a_complete_tree_and_the_next_run_finishes(
     with monkeypatch.context() as m:
         counter = Killer(m, None)
         run()
-    new = snap(base / "box" / "out")
+    new, cases = snap(base / "box" / "out"), snap(base / "cases")
     assert new is not None and new != old and side(base / "box") == []
     if old is not None:
         assert all(new[k] == old[k] for k in ("notes/keep.md", "notes/private", "empty", "to-readme", "."))
     swap = [s for s in counter.steps if s in ("_rename", "_exchange")]
+    if scenario.startswith("build"):  # the last: the eval cases' tree, written (fresh) after the skills' is swapped in
+        assert cases is not None and swap[-1] == "_rename"
+        swap = swap[:-1]
     expected = {
         (True, True): ["_exchange"],
         (True, False): ["_rename"] * 3,
@@ -963,7 +973,8 @@ def test_a_kill_at_any_step_leaves_a_complete_tree_and_the_next_run_finishes(
         allowed(box, old, new, not exchange or scenario == "build-after-a-killed-swap")
         run()  # the next run, in this process: recovers first, then writes
         assert snap(box / "out") == new, at
-        assert side(box) == [], (at, side(box))
+        assert snap(base / "cases") == cases, at
+        assert side(box) == [] and not [p for p in base.iterdir() if p.name.startswith(".cases.")], (at, side(box))
     capsys.readouterr()
 
 
@@ -1012,7 +1023,7 @@ def test_a_fresh_build_that_fails_leaves_no_folder_and_no_stage(cli, tree, jobs)
     assert run.code == 1 and "--strict" in run.err and "Traceback" not in run.err
     assert sorted(p.name for p in root.iterdir()) == ["wf"]
     assert cli("build", str(root / "wf"), "--out", str(root / "out"), "--jobs", jobs).code == 0
-    assert sorted(p.name for p in root.iterdir()) == ["out", "wf"]
+    assert sorted(p.name for p in root.iterdir()) == ["out", "out-evals", "wf"]
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -1032,7 +1043,7 @@ def test_a_fresh_build_that_fails_makes_no_parent_folder(cli, tree, jobs):
     assert run.code == 1 and "--strict" in run.err
     assert sorted(p.name for p in root.iterdir()) == ["wf"]
     assert cli("build", str(root / "wf"), "--out", str(out), "--jobs", jobs).code == 0
-    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out", "out-evals"]
 
 
 # The limited runs write no .pyc: under RLIMIT_FSIZE, with SIGXFSZ ignored, Python writes a cut one and keeps it

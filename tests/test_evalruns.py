@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _written_cases() -> int:
     return sum(len(json.loads(p.read_text("utf-8"))["evals"])
-               for p in (ROOT / "generated_skills").glob("*/evals/evals.json"))
+               for p in (ROOT / "generated_evals").glob("*/evals.json"))
 
 
 @pytest.mark.slow

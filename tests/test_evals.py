@@ -22,12 +22,17 @@ def _build(cli, tmp_path: Path, *paths: str, strict: bool = False) -> Path:
     return out
 
 
+def _cases(out: Path) -> Path:
+    """The folder of the eval cases that a build into ``out`` writes: beside it (``out-evals``)."""
+    return out.with_name(f"{out.name}-evals")
+
+
 def _evals(out: Path, skill: str) -> list[dict]:
-    return json.loads((out / skill / "evals" / "evals.json").read_text("utf-8"))["evals"]
+    return json.loads((_cases(out) / skill / "evals.json").read_text("utf-8"))["evals"]
 
 
 def _queries(out: Path, skill: str) -> list[dict]:
-    return json.loads((out / skill / "evals" / "eval_queries.json").read_text("utf-8"))
+    return json.loads((_cases(out) / skill / "eval_queries.json").read_text("utf-8"))
 
 
 def test_every_example_has_derived_cases_at_least_as_many_as_its_gates(cli, tmp_path):
@@ -89,36 +94,127 @@ def test_check_fails_on_a_stale_or_missing_eval_file(cli, tmp_path):
     out = _build(cli, tmp_path)
     check = ["check", "--no-cache", "--no-config", "--out", str(out), str(EXAMPLES)]
     assert cli(*check).code == 0
-    cases = out / "refund-flow-gated" / "evals" / "evals.json"
+    cases = _cases(out) / "refund-flow-gated" / "evals.json"
     cases.write_text(cases.read_text("utf-8").replace('"called": false', '"called": true'), "utf-8")
     r = cli(*check)
-    assert r.code == 1 and "stale: " in r.out and "refund-flow-gated/evals/evals.json" in r.out
+    assert r.code == 1 and "stale: " in r.out and "out-evals/refund-flow-gated/evals.json" in r.out
     cases.unlink()
-    (out / "hello-world" / "evals" / "eval_queries.json").unlink()
+    (_cases(out) / "hello-world" / "eval_queries.json").unlink()
     r = cli(*check)
     assert r.code == 1
-    assert "missing: " in r.out and "refund-flow-gated/evals/evals.json" in r.out
-    assert "hello-world/evals/eval_queries.json" in r.out
+    assert "missing: " in r.out and "out-evals/refund-flow-gated/evals.json" in r.out
+    assert "out-evals/hello-world/eval_queries.json" in r.out
     assert _build(cli, tmp_path) == out and cli(*check).code == 0
 
 
-def test_eval_files_are_beside_the_bundle_not_in_it(cli, tmp_path):
-    """The cases hold the expected answers: skills.json does not list them, so a server never serves them."""
+def test_eval_cases_are_in_a_tree_of_their_own_beside_the_skills(cli, tmp_path):
+    """Issue 38 (8): the cases hold the expected answers, and a skills server serves a skill's folder whole: no file
+    of them is in the skills tree, and its index does not name them."""
     from projector.server.tree import SkillTree
 
     out = _build(cli, tmp_path)
-    assert "evals/" not in (out / "skills.json").read_text("utf-8")
+    assert not [p for p in out.rglob("*") if "eval" in p.name]
+    assert "eval" not in (out / "skills.json").read_text("utf-8")
     tree = SkillTree.load(out)
     skill = tree.skill("skill://refund-flow-approved/SKILL.md")
     assert skill is not None and sorted(f.rel for f in skill.files) == ["SKILL.md", "references/tools.md"]
+    assert sorted(p.relative_to(_cases(out)).as_posix() for p in _cases(out).rglob("*.json")) == sorted(
+        f"{skill}/{name}"
+        for skill in ("code-mode", "hello-world", "refund-flow", "refund-flow-approved", "refund-flow-gated")
+        for name in ("eval_queries.json", "evals.json")
+    )
+
+
+async def _served_by_fastmcps_directory_provider(root: Path) -> dict[str, list[str]]:
+    """Every resource FastMCP's own ``SkillsDirectoryProvider`` lists for ``root``, and every file of each skill
+    that its skills client reads (verified): what any agent on such a server could read."""
+    from fastmcp import Client, FastMCP
+    from fastmcp.skills import SkillsClientExtension
+    from fastmcp.skills.provider import SkillsDirectoryProvider
+
+    server = FastMCP("generic")
+    server.add_provider(SkillsDirectoryProvider(root))
+    async with Client(server, extensions=[SkillsClientExtension()]) as client:
+        served = {"resources": sorted(str(r.uri) for r in await client.list_resources())}
+        for entry in await client.list_skills():
+            served[entry.uri] = sorted((await client.read_skill(entry.uri)).files)
+    return served
+
+
+@pytest.mark.parametrize("tree", ["built", "committed"])
+def test_a_generic_skills_server_pointed_at_the_skills_serves_no_eval_case(cli, tmp_path, tree):
+    """Issue 38 (8): FastMCP's ``SkillsDirectoryProvider`` serves every file of a skill's folder; pointed at the
+    skills (a fresh build, and the committed generated_skills/), it serves each skill's own files and no case."""
+    pytest.importorskip("fastmcp", reason="the fastmcp extra is not installed")
+    import anyio
+
+    from tests.conftest import ROOT
+
+    root = _build(cli, tmp_path) if tree == "built" else ROOT / "generated_skills"
+    served = anyio.run(_served_by_fastmcps_directory_provider, root)
+    assert not [uri for uri in served["resources"] if "eval" in uri]
+    manifest = json.loads((root / "skills.json").read_text("utf-8"))["skills"]
+    own = {e["uri"]: sorted(r["uri"].removeprefix(e["uri"].removesuffix("SKILL.md")) for r in e["resources"])
+           for e in manifest}
+    assert {k: v for k, v in served.items() if k != "resources"} == own
+
+
+def test_a_rebuild_drops_the_cases_earlier_versions_wrote_in_a_bundles_folder(cli, tmp_path):
+    """A tree built before the evals tree holds ``evals/`` in each bundle's folder: ``check`` counts those files as
+    extra, and a build removes them (and the folder), keeping a file of the user's beside them."""
+    out = _build(cli, tmp_path)
+    for skill in ("hello-world", "refund-flow"):
+        (out / skill / "evals").mkdir()
+        for name in ("evals.json", "eval_queries.json"):
+            (out / skill / "evals" / name).write_text("{}\n", "utf-8")
+    (out / "refund-flow" / "evals" / "mine.md").write_text("my notes\n", "utf-8")
+    check = ["check", "--no-config", "--out", str(out), str(EXAMPLES)]
+    r = cli(*check)
+    assert r.code == 1 and f"extra: {out.as_posix()}/hello-world/evals/evals.json" in r.out
+    assert "(0 stale, 0 missing, 4 extra)" in r.out
+    _build(cli, tmp_path)
+    assert not (out / "hello-world" / "evals").exists()
+    assert [p.name for p in (out / "refund-flow" / "evals").iterdir()] == ["mine.md"]
+    assert cli(*check).code == 0
+
+
+def test_the_evals_tree_drops_a_gone_skills_cases_and_keeps_the_users_files(cli, tmp_path, tree):
+    root = tree({"wf/a.yaml": GATED.format(name="a", description="Write a down.", conditions="      - {arg: mode, "
+                 "equals: a}\n"), "wf/b.yaml": GATED.format(name="b", description="Write b down.", conditions="  "
+                 "    - {arg: mode, equals: b}\n")})
+    out = _build(cli, tmp_path, str(root / "wf"))
+    (_cases(out) / "README.md").write_text("mine\n", "utf-8")
+    (_cases(out) / "b" / "notes.md").write_text("mine too\n", "utf-8")
+    (root / "wf" / "b.yaml").unlink()
+    assert _build(cli, tmp_path, str(root / "wf")) == out
+    assert sorted(p.relative_to(_cases(out)).as_posix() for p in _cases(out).rglob("*") if p.is_file()) == [
+        "README.md", "a/eval_queries.json", "a/evals.json", "b/notes.md"]
+    check = cli("check", "--no-config", "--out", str(out), str(root / "wf"))
+    assert check.code == 0, check.out
+
+
+def test_the_evals_folder_is_chosen_by_flag_or_file_and_never_inside_the_skills(cli, tmp_path):
+    root = tmp_path / "proj"
+    (root / "workflows").mkdir(parents=True)
+    (root / "workflows" / "hello.yaml").write_text((EXAMPLES / "hello-world.yaml").read_text("utf-8"), "utf-8")
+    (root / "pyproject.toml").write_text('[tool.project-skill]\nout = "skills"\nevals-out = "cases"\n', "utf-8")
+    assert cli("build", cwd=root).code == 0
+    assert (root / "cases" / "hello-world" / "evals.json").is_file() and (root / "skills" / "skills.json").is_file()
+    assert cli("check", cwd=root).code == 0
+    assert cli("build", "--evals-out", str(tmp_path / "elsewhere"), cwd=root).code == 0  # the command line's own
+    assert (tmp_path / "elsewhere" / "hello-world" / "eval_queries.json").is_file()
+    for inside in ("skills", "skills/cases", "."):
+        r = cli("build", "--evals-out", inside, cwd=root)
+        assert r.code == 2 and "--evals-out" in r.err and "Traceback" not in r.err, r.err
+    assert not (root / "skills" / "cases").exists()
 
 
 def test_the_evals_command_prints_what_build_writes(cli, tmp_path):
     out = _build(cli, tmp_path)
     r = cli("evals", "--no-config", str(EXAMPLES), "--workflow", "refund_flow_approved")
-    assert r.code == 0 and r.out == (out / "refund-flow-approved" / "evals" / "evals.json").read_text("utf-8")
+    assert r.code == 0 and r.out == (_cases(out) / "refund-flow-approved" / "evals.json").read_text("utf-8")
     r = cli("evals", "--no-config", str(EXAMPLES), "--workflow", "hello-world", "--queries")
-    assert r.code == 0 and r.out == (out / "hello-world" / "evals" / "eval_queries.json").read_text("utf-8")
+    assert r.code == 0 and r.out == (_cases(out) / "hello-world" / "eval_queries.json").read_text("utf-8")
     r = cli("evals", "--no-config", str(EXAMPLES))
     assert r.code == 2 and "--workflow" in r.err and "refund-flow-gated" in r.err
     r = cli("evals", "--no-config", str(EXAMPLES), "--workflow", "nope")
@@ -168,7 +264,7 @@ def test_a_gate_no_case_can_cover_warns_and_fails_strict(cli, tmp_path, tree):
     out = tmp_path / "out"
     r = cli("build", "--no-cache", "--no-config", "--out", str(out), str(root / "wf"))
     assert r.code == 0 and "warning[eval-uncovered]" in r.err and "never.yaml:" in r.err
-    assert (out / "never" / "evals" / "evals.json").exists()  # the run case still, stating that nothing is called
+    assert (_cases(out) / "never" / "evals.json").exists()  # the run case still, stating that nothing is called
     r = cli("check", "--no-cache", "--no-config", "--strict", "--out", str(out), str(root / "wf"))
     assert r.code == 1 and "eval-uncovered" in r.err
     r = cli("build", "--no-cache", "--no-config", "--strict", "--out", str(tmp_path / "other"), str(root / "wf"))
@@ -189,16 +285,16 @@ def test_trigger_negatives_are_the_nearest_descriptions_and_bounded(cli, tmp_pat
     out = _build(cli, tmp_path, str(root / "wf"))
     negatives = [q["query"] for q in _queries(out, "near") if not q["should_trigger"]]
     assert len(negatives) == 10 and negatives[0] == "Refund an order for a customer."
-    first = (out / "near" / "evals" / "eval_queries.json").read_bytes()
+    first = (_cases(out) / "near" / "eval_queries.json").read_bytes()
     again = _build(cli, tmp_path / "again", str(root / "wf"))
-    assert (again / "near" / "evals" / "eval_queries.json").read_bytes() == first
+    assert (_cases(again) / "near" / "eval_queries.json").read_bytes() == first
 
 
 @pytest.mark.parametrize("skill", ["refund-flow-approved", "hello-world"])
 def test_eval_files_are_stable_json(cli, tmp_path, skill):
     out = _build(cli, tmp_path)
     for name in ("evals.json", "eval_queries.json"):
-        data = (out / skill / "evals" / name).read_bytes()
+        data = (_cases(out) / skill / name).read_bytes()
         assert data.endswith(b"}\n") or data.endswith(b"]\n")
         assert json.dumps(json.loads(data), indent=2, ensure_ascii=False).encode("utf-8") + b"\n" == data
 

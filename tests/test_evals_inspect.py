@@ -30,8 +30,8 @@ NO_NETWORK = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0
 def _cases() -> dict[str, dict]:
     """Every derived case of the shipped examples, as ``build`` wrote them, by sample id (WORKFLOW-N)."""
     out = {}
-    for path in sorted((ROOT / "generated_skills").glob("*/evals/evals.json")):
-        skill = (path.parent.parent / "SKILL.md").read_text("utf-8")
+    for path in sorted((ROOT / "generated_evals").glob("*/evals.json")):
+        skill = (ROOT / "generated_skills" / path.parent.name / "SKILL.md").read_text("utf-8")
         workflow = next(line.split(":", 1)[1].strip() for line in skill.splitlines()
                         if line.strip().startswith("workflow:"))
         for case in json.loads(path.read_text("utf-8"))["evals"]:

@@ -77,7 +77,6 @@ def _entry_points(monkeypatch, exc: BaseException):
     import projector.docs as docs
     import projector.matrix.harness as harness
     import projector.matrix.evalruns as matrix_evalruns
-    import projector.matrix.evals_inspect as matrix_evals_inspect
     import projector.matrix.serve as matrix_serve
     import projector.remote.cli as remote_cli
     import projector.server.cli as server_cli
@@ -92,7 +91,6 @@ def _entry_points(monkeypatch, exc: BaseException):
     monkeypatch.setattr(docs, "generate", sync)
     monkeypatch.setattr(matrix_serve, "build", sync)
     monkeypatch.setattr(matrix_evalruns, "_main", sync)
-    monkeypatch.setattr(matrix_evals_inspect, "_main", sync)
 
     def python_m_server() -> int:
         with pytest.raises(SystemExit) as info:
@@ -114,19 +112,33 @@ def _entry_points(monkeypatch, exc: BaseException):
         ("python -m projector.server", python_m_server),
         ("python -m projector.matrix.serve", lambda: matrix_serve.main([])),
         ("python -m projector.matrix.evalruns", lambda: matrix_evalruns.main([])),
-        ("python -m projector.matrix.evals_inspect", lambda: matrix_evals_inspect.main([])),
     ]
 
 
-@pytest.mark.parametrize("cls, exc, code", TABLE, ids=[row[0].__name__ for row in TABLE])
-def test_every_entry_point_maps_an_error_to_the_same_code(monkeypatch, capsys, cls, exc, code):
-    monkeypatch.setattr("sys.argv", ["projector"])  # python -m projector.server reads its arguments from here
-    for name, call in _entry_points(monkeypatch, exc):
+def _maps(capsys, cls, exc, code, entries) -> None:
+    for name, call in entries:
         assert call() == code, f"{name}: {cls.__name__}"
         err = capsys.readouterr().err
         assert "Traceback" not in err
         if isinstance(exc, ProjectorError):
             assert err.strip(), f"{name} printed nothing for {cls.__name__}"
+
+
+@pytest.mark.parametrize("cls, exc, code", TABLE, ids=[row[0].__name__ for row in TABLE])
+def test_every_entry_point_maps_an_error_to_the_same_code(monkeypatch, capsys, cls, exc, code):
+    monkeypatch.setattr("sys.argv", ["projector"])  # python -m projector.server reads its arguments from here
+    _maps(capsys, cls, exc, code, _entry_points(monkeypatch, exc))
+
+
+@pytest.mark.parametrize("cls, exc, code", TABLE, ids=[row[0].__name__ for row in TABLE])
+def test_the_inspect_entry_point_maps_an_error_to_the_same_code(monkeypatch, capsys, cls, exc, code):
+    """``python -m projector.matrix.evals_inspect`` imports Inspect AI, which only the ``evals`` extra installs:
+    without it, this entry point (and only it) is skipped."""
+    pytest.importorskip("inspect_ai", reason="the evals extra (inspect-ai) is not installed")
+    import projector.matrix.evals_inspect as matrix_evals_inspect
+
+    monkeypatch.setattr(matrix_evals_inspect, "_main", _raising(exc)[0])
+    _maps(capsys, cls, exc, code, [("python -m projector.matrix.evals_inspect", lambda: matrix_evals_inspect.main([]))])
 
 
 def test_every_python_m_entry_is_in_the_table():
@@ -196,11 +208,26 @@ OUTSIDE_THE_ROOT = {
 }
 
 
+# The modules that import an optional extra's package at their top, and that package: without the extra, they are
+# not walked (and define no exception class).
+NEEDS_AN_EXTRA = {"projector.matrix.evals_inspect": "inspect_ai"}
+
+
+def _installed(package: str) -> bool:
+    try:
+        importlib.import_module(package)
+    except ImportError:
+        return False
+    return True
+
+
 def _exception_classes() -> dict[str, type[BaseException]]:
     found: dict[str, type[BaseException]] = {}
     for info in pkgutil.walk_packages(projector.__path__, "projector."):
         if info.name.rsplit(".", 1)[-1] == "__main__":
             continue  # runs the server when imported
+        if info.name in NEEDS_AN_EXTRA and not _installed(NEEDS_AN_EXTRA[info.name]):
+            continue
         module = importlib.import_module(info.name)
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if issubclass(obj, BaseException) and obj.__module__ == info.name:

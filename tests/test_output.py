@@ -573,7 +573,8 @@ def test_build_and_check_write_nothing_but_the_output_tree(cli, tmp_path, monkey
             assert run.code == 0, run.err
     left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if not p.is_dir())
     assert [p for p in left if ".projector_cache" in p] == []
-    assert [p for p in left if not p.startswith(("generated_skills/", "many_skills/"))] == sorted({**small, **large})
+    trees = ("generated_skills/", "generated_evals/", "many_skills/", "many_evals/")  # each with its eval cases
+    assert [p for p in left if not p.startswith(trees)] == sorted({**small, **large})
 
 
 # ------------------------------------------------------------------------------------ workers die with it
@@ -685,9 +686,10 @@ def serve_load(root: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def out(tmp_path) -> Path:
-    """A copy of the committed tree: what ``build workflows`` writes."""
+    """A copy of the committed tree: what ``build workflows`` writes (and its eval cases, beside it)."""
     dst = tmp_path / "out"
     shutil.copytree(GENERATED, dst)
+    shutil.copytree(GENERATED.with_name("generated_evals"), tmp_path / "out-evals")
     return dst
 
 
@@ -1012,12 +1014,16 @@ def test_a_file_the_previous_build_wrote_and_the_new_one_does_not_is_removed_the
     assert run.code == 0, run.err
     assert sorted(rel for rel, (kind, _) in _listing(base).items() if kind == "file") == [
         "alpha/SKILL.md",
-        "alpha/evals/eval_queries.json",
-        "alpha/evals/evals.json",
         "alpha/references/mine.md",
         "beta/NOTES.md",
         "beta/references/mine.md",
         *([] if prefix else ["skills.json"]),
+    ]
+    cases = Path("out-evals", *prefix)  # beta's cases go with it
+    assert sorted(p.relative_to(cases).as_posix() for p in cases.rglob("*")) == [
+        "alpha",
+        "alpha/eval_queries.json",
+        "alpha/evals.json",
     ]
     assert (base / "beta" / "NOTES.md").read_text("utf-8") == "beta notes"
     assert [e["uri"] for e in json.loads(Path("out/skills.json").read_text())["skills"]] == [

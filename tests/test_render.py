@@ -50,8 +50,22 @@ def test_committed_tree_is_the_build(rel):
     assert (GENERATED / rel).read_bytes() == BUILD.files[rel]
 
 
+def test_eval_file_list(snap):
+    assert "\n".join(BUILD.evals).encode() + b"\n" == snap(name="eval-file-list")
+
+
+@pytest.mark.parametrize("rel", list(BUILD.evals))
+def test_every_eval_file_is_pinned(rel, snap):
+    assert BUILD.evals[rel] == snap(name="evals__" + rel.replace("/", "__"))
+
+
+@pytest.mark.parametrize("rel", list(BUILD.evals))
+def test_committed_evals_tree_is_the_build(rel):
+    assert (GENERATED.with_name("generated_evals") / rel).read_bytes() == BUILD.evals[rel]
+
+
 def test_output_rules():
-    for rel, data in BUILD.files.items():
+    for rel, data in {**BUILD.files, **{f"evals/{k}": v for k, v in BUILD.evals.items()}}.items():
         text = data.decode("utf-8")
         assert "\r" not in text, rel
         assert text.endswith("\n") and not text.endswith("\n\n"), rel
@@ -292,6 +306,7 @@ def test_template_cache_never_changes_the_bytes(tmp_path, monkeypatch):
     monkeypatch.setattr(render, "environment", lambda: render.make_environment(None))
     expected = project(wf).files
     cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
     monkeypatch.setattr(render, "environment", lambda: render.make_environment(cache_dir))
     assert project(wf).files == expected  # compiles and writes the cache
     assert len(list(cache_dir.iterdir())) == 2
@@ -303,6 +318,38 @@ def test_template_cache_never_changes_the_bytes(tmp_path, monkeypatch):
     blocked.write_text("x")
     monkeypatch.setattr(render, "environment", lambda: render.make_environment(blocked / "cache"))
     assert project(wf).files == expected  # an unwritable cache costs only the compile
+
+
+def test_a_build_writes_nothing_into_the_installed_package(tmp_path):
+    """The compiled templates go to Jinja's own per-user folder under the temporary folder, never beside the
+    templates in the package (which may be shared, read-only, or a checkout that running must not change)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from projector import render
+
+    package = Path(render.__file__).parent
+    shutil.rmtree(package / "templates" / "__pycache__", ignore_errors=True)  # what earlier versions wrote
+    before = sorted(p.relative_to(package).as_posix() for p in package.rglob("*") if "__pycache__" not in p.parts)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"TMPDIR": str(temporary)}
+    run = subprocess.run(
+        [sys.executable, "-m", "projector.cli", "build", str(EXAMPLES), "--out", str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert not (package / "templates" / "__pycache__").exists()
+    after = sorted(p.relative_to(package).as_posix() for p in package.rglob("*") if "__pycache__" not in p.parts)
+    assert after == before
+    cached = [p for folder in temporary.iterdir() for p in folder.iterdir()]  # Jinja's _jinja2-cache-UID
+    assert len(cached) == 2 and all(p.name.endswith(".jinja.cache") for p in cached)
 
 
 import json

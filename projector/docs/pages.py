@@ -133,7 +133,9 @@ Tests marked `slow` are left out.{slow_note} CI runs everything, with `./scripts
 
 `generated_skills/` holds one folder per workflow, each a SEP-2640 skill bundle: a `SKILL.md` and a
 `references/tools.md`, plus `skills.json`, the `skills` array that `skills/list` serves. The
-[skill catalog](catalog.md) shows them, and [the SKILL.md layout](skill-layout.md) walks through one.
+[skill catalog](catalog.md) shows them, and [the SKILL.md layout](skill-layout.md) walks through one. Beside it,
+`generated_evals/` holds each skill's derived eval cases ([Evals](evals.md)), out of the skills' folders, so that no
+skills server pointed at `generated_skills/` hands an agent the answers it is graded on.
 
 The build prints one line per skill, and any warnings. The refunds example gets one on purpose:
 `gate-on-side-effect`, because its refund step is guarded only by prose. [Warnings](warnings.md) explains it.
@@ -472,6 +474,8 @@ def config_reference() -> str:
         flag = "`PATH ...`" if key == "workflows" else f"`--{key}`"
         default = config.DEFAULTS[key]
         shown = "none" if default is None else f"`{json.dumps(default).lower()}`"
+        if key == "evals-out":
+            shown = "beside `out`: `generated_evals` for `generated_skills`, `NAME-evals` for another `NAME`"
         rows.append(f"| `{key}` | {flag} | {cell(config.expects(key))} | {shown} |")
     example = "\n".join(
         [
@@ -506,11 +510,13 @@ and its `--workflow-tools` to `workflow-tools` (`--no-workflow-tools` turns it o
 - **Paths are relative to the file's folder**, not to the current folder: `workflows`, `out`, a `tools-from` that is
   a snapshot (a `.json` path), and the default `workflows` and `generated_skills` when the table is there. A
   `tools-from` URL is used as written.
-- **Paths stay inside the project.** A path in the file that is absolute (`out = "/anywhere"`) or leaves the file's
-  folder once its `..` are resolved (`out = "../../x"`) is refused (`outside-project`); links are not followed to
-  decide. The file comes with the repository, so a clone must not decide where `build` writes, nor what it reads
-  elsewhere on your machine. The command line is yours: `--out`, `--tools-from` and the workflow paths given there
-  may name any path, and so may a file it names with `--config FILE`.
+- **Paths stay inside the project.** A path in the file that is absolute (`out = "/anywhere"`), leaves the file's
+  folder once its `..` are resolved (`out = "../../x"`), or leads out of it through a link once resolved (`out =
+  "gen"` with a committed link `gen -> /elsewhere`) is refused (`outside-project`), and so is a default path that
+  a link leads out (`generated_skills -> /elsewhere`, with the table there). The file comes with the repository,
+  and so do its links, so a clone must not decide where `build` writes, nor what it reads elsewhere on your
+  machine. A link that stays inside the project is followed. The command line is yours: `--out`, `--tools-from`
+  and the workflow paths given there may name any path, and so may a file it names with `--config FILE`.
 - **No commands.** `tools-from` in the file is a snapshot or an `http(s)://` URL, never a command line: the file
   comes with the repository (a clone, a pull request, and the hooks run on it), so a command in it would start a
   program for whoever builds. A server to start is given on the command line, `--tools-from COMMAND`.

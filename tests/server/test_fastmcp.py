@@ -345,8 +345,8 @@ def test_remote_load_from_the_fastmcp_demo_is_byte_equal_to_generated_skills(url
     server = urls["fastmcp"] if transport == "http" else stdio_command("fastmcp")
     done = cli("remote", "load", server, "--all", "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
-    # the bundles, and the index of what it wrote (skills.json); the derived evals beside each bundle are not served
-    assert tree(tmp_path / "out") == {k: v for k, v in tree(SKILLS).items() if "/evals/" not in f"/{k}"}
+    # the bundles, and the index of what it wrote (skills.json): the tree build wrote
+    assert tree(tmp_path / "out") == tree(SKILLS)
 
 
 @pytest.mark.slow
@@ -355,21 +355,14 @@ def test_remote_load_verifies_fastmcps_own_directory_provider(urls, transport, t
     server = urls["directory"] if transport == "http" else f"{sys.executable} {DIRECTORY_SERVER} {SKILLS}"
     listed = cli("remote", "list", server, "--format", "json")
     assert listed.returncode == 0, listed.stderr
-    # FastMCP lists the same entries, in the same order, with the same bundle files; its provider serves every file
-    # of a skill's folder, so it also lists the derived evals that build writes beside each bundle (and projector's
-    # own server does not serve): docs/evals.md says so
-    assert _without_evals(json.loads(listed.stdout)) == {"skills": MANIFEST}
-    assert all(any("/evals/" in r["uri"] for r in e["resources"]) for e in json.loads(listed.stdout)["skills"])
+    # FastMCP lists the same entries, in the same order, with the same files: its provider serves every file of a
+    # skill's folder, and the derived eval cases are not in one (generated_evals/, docs/evals.md)
+    assert json.loads(listed.stdout) == {"skills": MANIFEST}
     done = cli("remote", "load", server, "--all", "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     loaded = tree(tmp_path / "out")
-    assert _without_evals(json.loads(loaded.pop("skills.json"))) == {"skills": MANIFEST}  # the index it wrote
-    assert loaded == BUNDLES  # every file of each folder, evals included, verified and written
-
-
-def _without_evals(index: dict[str, Any]) -> dict[str, Any]:
-    return {"skills": [{**e, "resources": [r for r in e["resources"] if "/evals/" not in r["uri"]]}
-                       for e in index["skills"]]}
+    assert json.loads(loaded.pop("skills.json")) == {"skills": MANIFEST}  # the index it wrote
+    assert loaded == BUNDLES  # every file of each folder, verified and written
 
 
 def _conformance_script():
