@@ -50,6 +50,7 @@ from ..remote.errors import ServerError
 from ..remote.tools import listed_tools
 from . import adapters
 from .attaching import Skills, Workflows, attach_async
+from .forwarded import Forwarded
 
 START_TIMEOUT = 30.0  # seconds for the upstream's handshake and tools/list
 CALL_TIMEOUT = 60.0  # seconds for each forwarded call
@@ -67,7 +68,7 @@ class Upstream:
     def __init__(self, remote: RemoteSkills, spec: str, timeout: float = CALL_TIMEOUT):
         self.remote, self.spec, self.timeout = remote, spec, timeout
         self._told = False
-        self.listed: frozenset[str] | None = None  # the tool names as last listed (None: not listed yet)
+        self.listed: Forwarded | None = None  # the tools as last listed (None: not listed yet)
         # a change the upstream announced and the gateway has not re-listed yet (one is enough: it re-lists all)
         self.changed_in, self.changed_out = anyio.create_memory_object_stream[None](1)
 
@@ -75,12 +76,15 @@ class Upstream:
         """Every page of the upstream's ``tools/list``, by the one bounded listing of a server's tools
         (:func:`projector.remote.tools.listed_tools`: pages, bytes, a repeated cursor), naming the upstream."""
         tools = await listed_tools(self.remote)
-        self.listed = frozenset(t.name for t in tools)
+        if self.listed is None:
+            self.listed = Forwarded(tools)
+        elif self.listed.update(tools):
+            await self.listed.announce()
         return tools
 
-    def visible(self) -> frozenset[str] | None:
-        """The upstream's tools as it lists them now (None: every forwarding tool)."""
-        return self.listed
+    def current(self) -> dict[str, mcp_types.Tool]:
+        """The upstream's tools as it lists them now, by name."""
+        return self.listed.tools if self.listed is not None else {}
 
     async def on_message(self, message: Any) -> None:
         """The connection's message handler: a ``notifications/tools/list_changed`` asks for a re-listing."""
@@ -192,10 +196,11 @@ async def gateway(
     remote.message_handler = connection.on_message
     async with remote:
         tools = await _tools(connection, upstream, start_timeout)
+        assert connection.listed is not None  # listed just now
         server = adapters.get(framework).forwarding_server(
-            name, tools, connection.call, UpstreamGone, visible=connection.visible
+            name, tools, connection.call, UpstreamGone, listed=connection.listed
         )
-        await attach_async(server, skills, workflows, **attach_options)
+        await attach_async(server, skills, workflows, changing=connection.current, **attach_options)
         failed: Exception | None = None  # the caller's, raised as it came, not in a task group's ExceptionGroup
         async with anyio.create_task_group() as tg:
             tg.start_soon(connection.follow, start_timeout)  # never raises: it says what failed on stderr

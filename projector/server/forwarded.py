@@ -1,0 +1,114 @@
+"""The gateway's forwarded tools as the upstream lists them (:mod:`projector.server.gateway`).
+
+What the gateway lists of a forwarded tool is the upstream's ``tools/list`` entry as it last listed it, field for
+field (name, title, description, input and output schemas, annotations, ``execution``, icons, ``_meta``): each
+framework's own rendering of its forwarding tool (MCPServer's key order, FastMCP's ``_meta.fastmcp`` tags and default
+title, either dropping ``execution``) is replaced on the wire by the upstream's entry. The gateway adds nothing to it.
+A field the MCP schema does not define is not kept (the gateway reads the upstream through the ``mcp`` client's
+models).
+
+When the upstream says its tools changed, the gateway lists them again (:meth:`Forwarded.update`): a tool it no
+longer lists is not listed, one whose description, schemas or annotations changed is listed as it is now, and the
+workflows whose steps no longer fit are withdrawn (:mod:`projector.server.refit`). Then every client is told
+(:meth:`Forwarded.announce`): a ``subscriptions/listen`` event on the 2026-07-28 wire where the framework serves it
+(MCPServer), and ``notifications/tools/list_changed`` (and the prompts' and resources') to each connection of an
+earlier protocol version that has sent a request.
+
+Framework-free: each adapter's ``forwarding_server`` puts :meth:`Forwarded.middleware` in its low-level server's
+middleware, the layer that sees the wire form of each result.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+MODERN = "2026-07-28"  # from this protocol version on, list changes are subscriptions/listen events
+MAX_SESSIONS = 4096  # connections kept to be told of a change (the oldest are forgotten first)
+
+
+def wire(tool: Any) -> dict[str, Any]:
+    """A tool (``mcp_types.Tool``) as its ``tools/list`` entry."""
+    return tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+class Forwarded:
+    """The upstream's tools as last listed, by name, in its order; and who to tell when they change."""
+
+    def __init__(self, tools: Sequence[Any]):
+        self.names = frozenset(t.name for t in tools)  # the forwarding tools the gateway's server was built with
+        self.tools: dict[str, Any] = {}
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.update(tools)
+        self._sessions: weakref.WeakKeyDictionary[Any, None] = weakref.WeakKeyDictionary()
+        self._publishers: list[Callable[[], Awaitable[None]]] = []
+
+    def update(self, tools: Sequence[Any]) -> bool:
+        """Take the upstream's new listing; whether anything a client sees of it changed."""
+        entries = {t.name: wire(t) for t in tools}
+        changed = list(entries.items()) != list(self.entries.items())
+        self.tools = {t.name: t for t in tools}  # a new mapping each time: refit caches on its identity
+        self.entries = entries
+        return changed
+
+    def visible(self) -> frozenset[str]:
+        return frozenset(self.tools)
+
+    def publisher(self, publish: Callable[[], Awaitable[None]]) -> None:
+        """Call ``publish()`` on each change (the framework's ``subscriptions/listen`` events)."""
+        self._publishers.append(publish)
+
+    def listed(self, entries: list[Any]) -> list[Any]:
+        """A page of the server's ``tools/list`` with each forwarded tool as the upstream lists it now, and without
+        those it no longer lists."""
+        out = []
+        for entry in entries:
+            name = entry.get("name") if isinstance(entry, dict) else None
+            if name not in self.names:
+                out.append(entry)
+            elif name in self.entries:
+                out.append(dict(self.entries[name]))
+        return out
+
+    def middleware(self) -> Callable[..., Any]:
+        """The low-level server middleware (``async (ctx, call_next)``) that serves :meth:`listed` on the wire and
+        remembers each connection of an earlier protocol version, to tell it of changes."""
+
+        async def forwarded_as_listed(ctx: Any, call_next: Any) -> Any:
+            version = getattr(ctx, "protocol_version", MODERN)
+            if isinstance(version, str) and version < MODERN and getattr(ctx, "session", None) is not None:
+                self._remember(ctx.session)
+            result = await call_next(ctx)
+            if ctx.method != "tools/list":
+                return result
+            if hasattr(result, "model_dump"):
+                result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if not isinstance(result, Mapping) or not isinstance(result.get("tools"), list):
+                return result
+            return {**result, "tools": self.listed(result["tools"])}
+
+        return forwarded_as_listed
+
+    def _remember(self, session: Any) -> None:
+        if session in self._sessions:
+            return
+        if len(self._sessions) >= MAX_SESSIONS:
+            self._sessions.pop(next(iter(self._sessions.keys())), None)
+        self._sessions[session] = None
+
+    async def announce(self) -> None:
+        """Tell every client that the tools changed, and the prompts and resources with them (a workflow withdrawn
+        or back takes its prompts, its tool and its skill's files). A connection that has closed is forgotten."""
+        for publish in self._publishers:
+            try:
+                await publish()
+            except Exception:  # nobody listening, or a listener gone: the next listing shows the change
+                pass
+        for session in list(self._sessions.keys()):
+            try:
+                await session.send_tool_list_changed()
+                await session.send_prompt_list_changed()
+                await session.send_resource_list_changed()
+            except Exception:  # a closed connection
+                self._sessions.pop(session, None)
