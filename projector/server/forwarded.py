@@ -8,8 +8,10 @@ A field the MCP schema does not define is not kept (the gateway reads the upstre
 models).
 
 When the upstream says its tools changed, the gateway lists them again (:meth:`Forwarded.update`): a tool it no
-longer lists is not listed, one whose description, schemas or annotations changed is listed as it is now, and the
-workflows whose steps no longer fit are withdrawn (:mod:`projector.server.refit`). Then every client is told
+longer lists is not listed, one whose description, schemas or annotations changed is listed as it is now, one it
+lists for the first time is listed (after the gateway's own tools) and its calls forwarded, unless its name is one of
+the gateway's own tools (a workflow tool, a skill tool), which keeps it; and the workflows whose steps no longer fit
+are withdrawn (:mod:`projector.server.refit`). Then every client is told
 (:meth:`Forwarded.announce`): a ``subscriptions/listen`` event on the 2026-07-28 wire where the framework serves it
 (MCPServer), and ``notifications/tools/list_changed`` (and the prompts' and resources') to each connection of an
 earlier protocol version that has sent a request.
@@ -24,6 +26,8 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import mcp_types
+
 MODERN = "2026-07-28"  # from this protocol version on, list changes are subscriptions/listen events
 MAX_SESSIONS = 4096  # connections kept to be told of a change (the oldest are forgotten first)
 
@@ -36,8 +40,12 @@ def wire(tool: Any) -> dict[str, Any]:
 class Forwarded:
     """The upstream's tools as last listed, by name, in its order; and who to tell when they change."""
 
-    def __init__(self, tools: Sequence[Any]):
+    def __init__(self, tools: Sequence[Any], call: Callable[[str, dict[str, Any]], Awaitable[Any]], gone: type):
+        """``call(name, arguments)``: a ``tools/call`` upstream (its ``CallToolResult``); ``gone``: what it raises
+        when the upstream cannot answer (a tool error for the client)."""
         self.names = frozenset(t.name for t in tools)  # the forwarding tools the gateway's server was built with
+        self.own: frozenset[str] = frozenset()  # the gateway's own tools (workflow and skill tools): set after attach
+        self.call, self.gone = call, gone
         self.tools: dict[str, Any] = {}
         self.entries: dict[str, dict[str, Any]] = {}
         self.update(tools)
@@ -59,17 +67,36 @@ class Forwarded:
         """Call ``publish()`` on each change (the framework's ``subscriptions/listen`` events)."""
         self._publishers.append(publish)
 
-    def listed(self, entries: list[Any]) -> list[Any]:
-        """A page of the server's ``tools/list`` with each forwarded tool as the upstream lists it now, and without
-        those it no longer lists."""
-        out = []
+    def added(self, name: Any) -> bool:
+        """Whether ``name`` is a tool the upstream listed after the gateway started, forwarded by the middleware."""
+        return name in self.entries and name not in self.names and name not in self.own
+
+    def listed(self, entries: list[Any], last: bool) -> list[Any]:
+        """A page of the server's ``tools/list`` with each forwarded tool as the upstream lists it now, without those
+        it no longer lists, and (on the ``last`` page) with those it listed since the gateway started."""
+        out, seen = [], set()
         for entry in entries:
             name = entry.get("name") if isinstance(entry, dict) else None
+            seen.add(name)
             if name not in self.names:
                 out.append(entry)
             elif name in self.entries:
                 out.append(dict(self.entries[name]))
+        if last:
+            out += [dict(e) for name, e in self.entries.items() if self.added(name) and name not in seen]
         return out
+
+    async def forward(self, params: Any) -> dict[str, Any]:
+        """A ``tools/call`` of a tool the upstream listed after the gateway started, sent upstream; its result as it
+        came (an upstream's JSON-RPC error stays that error)."""
+        arguments = params.get("arguments") if isinstance(params, Mapping) else None
+        try:
+            result = await self.call(params["name"], dict(arguments or {}))
+        except self.gone as exc:
+            result = mcp_types.CallToolResult(
+                content=[mcp_types.TextContent(type="text", text=str(exc))], is_error=True
+            )
+        return wire(result)
 
     def middleware(self) -> Callable[..., Any]:
         """The low-level server middleware (``async (ctx, call_next)``) that serves :meth:`listed` on the wire and
@@ -79,6 +106,9 @@ class Forwarded:
             version = getattr(ctx, "protocol_version", MODERN)
             if isinstance(version, str) and version < MODERN and getattr(ctx, "session", None) is not None:
                 self._remember(ctx.session)
+            params = ctx.params if isinstance(ctx.params, Mapping) else {}
+            if ctx.method == "tools/call" and self.added(params.get("name")):
+                return await self.forward(params)
             result = await call_next(ctx)
             if ctx.method != "tools/list":
                 return result
@@ -86,7 +116,7 @@ class Forwarded:
                 result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
             if not isinstance(result, Mapping) or not isinstance(result.get("tools"), list):
                 return result
-            return {**result, "tools": self.listed(result["tools"])}
+            return {**result, "tools": self.listed(result["tools"], result.get("nextCursor") is None)}
 
         return forwarded_as_listed
 

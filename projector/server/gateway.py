@@ -77,7 +77,7 @@ class Upstream:
         (:func:`projector.remote.tools.listed_tools`: pages, bytes, a repeated cursor), naming the upstream."""
         tools = await listed_tools(self.remote)
         if self.listed is None:
-            self.listed = Forwarded(tools)
+            self.listed = Forwarded(tools, self.call, UpstreamGone)
         elif self.listed.update(tools):
             await self.listed.announce()
         return tools
@@ -201,6 +201,9 @@ async def gateway(
             name, tools, connection.call, UpstreamGone, listed=connection.listed
         )
         await attach_async(server, skills, workflows, changing=connection.current, **attach_options)
+        connection.listed.own = frozenset((await adapters.for_server(server).listing(server)).tools) - frozenset(
+            t.name for t in tools
+        )
         failed: Exception | None = None  # the caller's, raised as it came, not in a task group's ExceptionGroup
         async with anyio.create_task_group() as tg:
             tg.start_soon(connection.follow, start_timeout)  # never raises: it says what failed on stderr

@@ -64,9 +64,13 @@ async def listed(client: Client) -> list[dict[str, Any]]:
     raise AssertionError("tools/list did not end")
 
 
-def forwarded(ours: list[dict[str, Any]], upstream: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    names = {t["name"] for t in upstream}
-    return [t for t in ours if t["name"] in names]
+def by_name(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {t["name"]: t for t in tools}
+
+
+def forwarded(ours: list[dict[str, Any]], upstream: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The gateway's entries of the upstream's tools, by name (as ``by_name(upstream)`` has them)."""
+    return {t["name"]: t for t in ours if t["name"] in by_name(upstream)}
 
 
 async def until(client: Client, done: Callable[[list[dict[str, Any]]], bool]) -> list[dict[str, Any]]:
@@ -108,7 +112,7 @@ def test_every_forwarded_tool_is_listed_as_the_upstream_lists_it(tmp_path, frame
     dropped from each, so its task-only tool looked like a plain one; FastMCP's ``_meta.fastmcp.tags`` and default
     title added). Now the JSON of each forwarded tool equals the upstream's, and the gateway forwards all of them."""
     upstream, ours = anyio.run(_direct_and_through, _reference(which, tmp_path), framework)
-    assert upstream and forwarded(ours, upstream) == upstream
+    assert upstream and forwarded(ours, upstream) == by_name(upstream)
     if which == "everything":
         assert any(t.get("execution", {}).get("taskSupport") == "required" for t in ours)
 
@@ -133,9 +137,10 @@ async def _before_and_after(command: str, framework: str, change: tuple[str, dic
     ("script", "change", "undo"),
     [
         (CHANGING, ("change", {"how": "both"}), ("restore", {})),
+        (CHANGING, ("change", {"how": "added"}), ("restore", {})),
         (HIDING_V1, ("hide", {"name": "issue_refund"}), ("show", {"name": "issue_refund"})),
     ],
-    ids=["mcp-2", "mcp-1"],
+    ids=["mcp-2", "mcp-2-added", "mcp-1"],
 )
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_after_a_list_change_each_forwarded_tool_is_listed_as_the_upstream_lists_it_now(
@@ -152,8 +157,9 @@ def test_after_a_list_change_each_forwarded_tool_is_listed_as_the_upstream_lists
         python = str(installed()["sqlite"].parent / "python")  # mcp 1.x, in the reference SQLite server's venv
     seen = anyio.run(_before_and_after, python_command(script, python), framework, change, undo)
     assert seen["upstream before"] != seen["upstream after"]
-    assert forwarded(seen["before"], seen["upstream before"]) == seen["upstream before"]
-    assert forwarded(seen["after"], seen["upstream before"]) == seen["upstream after"]
+    both = seen["upstream before"] + seen["upstream after"]
+    assert forwarded(seen["before"], both) == by_name(seen["upstream before"])
+    assert forwarded(seen["after"], both) == by_name(seen["upstream after"])
     assert seen["again"] == seen["before"]
 
 
@@ -247,3 +253,28 @@ def test_a_workflow_whose_step_no_longer_fits_is_withdrawn_until_it_fits_again(c
     assert skill not in changed["skills"]
     assert not changed["prompt runs"] and not changed["tool runs"]
     assert again == whole
+
+
+async def _call_added(framework: str) -> list[Any]:
+    async with gateway(python_command(CHANGING), None, None, framework=framework) as server:
+        async with Client(for_server(server).in_process(server), cache=None) as client:
+            await client.call_tool("change", {"how": "added"})
+            await until(client, lambda tools: "archive" in by_name(tools))
+            added = await client.call_tool("archive", {"order_id": "A1"})
+            await client.call_tool("restore", {})
+            await until(client, lambda tools: "archive" not in by_name(tools))
+            try:
+                gone = await client.call_tool("archive", {"order_id": "A1"})
+            except MCPError as exc:
+                gone = exc
+    return [added, gone]
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_tool_the_upstream_lists_after_start_is_forwarded_while_it_lists_it(framework):
+    """Issue 38 item 2: on 006a534 a tool the upstream listed only after the gateway started was never listed nor
+    callable through it. Now it is listed as the upstream lists it, its calls go upstream, and once the upstream no
+    longer lists it the gateway does not know it."""
+    added, gone = anyio.run(_call_added, framework)
+    assert not added.is_error and added.content[0].text == "archived A1"
+    assert isinstance(gone, MCPError) or gone.is_error
