@@ -15,10 +15,13 @@ projector's verifying client (:func:`projector.remote.connect`): ``mcp``'s :clas
 bounded where its bytes arrive; a stdio server's stderr kept and shown only when it fails, or with ``verbose``.
 
 Then it builds a server of the chosen framework (mcp's ``MCPServer``, or FastMCP) whose tools are the upstream's,
-forwarding: the same names, schemas and annotations in ``tools/list``, and each ``tools/call`` sent upstream and its
-result returned unchanged (an upstream's JSON-RPC error stays that error). On that server it calls the one
+forwarding: each tool listed as the upstream last listed it, field for field (:mod:`projector.server.forwarded`),
+and each ``tools/call`` sent upstream and its result returned unchanged (an upstream's JSON-RPC error stays that
+error). On that server it calls the one
 :func:`~projector.server.attach`, so every step is checked against the upstream's tools at start-up by the same
-rules, and the workflow prompts' steps call the upstream's tools through the forwarding ones.
+rules, and the workflow prompts' steps call the upstream's tools through the forwarding ones. When the upstream says
+its tools changed, they are listed again, and a workflow that no longer fits them is withdrawn until it fits again
+(:mod:`projector.server.refit`).
 
 Why ``mcp``'s client session and not FastMCP's proxy: one connection serves both frameworks, FastMCP stays an optional
 extra, and the client already has the bounds, the stderr capture and the era fallback that the commands use
