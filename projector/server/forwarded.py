@@ -22,14 +22,15 @@ middleware, the layer that sees the wire form of each result.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import anyio
 import mcp_types
 
 MODERN = "2026-07-28"  # from this protocol version on, list changes are subscriptions/listen events
 MAX_SESSIONS = 4096  # connections kept to be told of a change (the oldest are forgotten first)
+TELL_TIMEOUT = 5.0  # seconds to tell one connection of a change; one that does not take it in time is forgotten
 
 
 def wire(tool: Any) -> dict[str, Any]:
@@ -49,7 +50,9 @@ class Forwarded:
         self.tools: dict[str, Any] = {}
         self.entries: dict[str, dict[str, Any]] = {}
         self.update(tools)
-        self._sessions: weakref.WeakKeyDictionary[Any, None] = weakref.WeakKeyDictionary()
+        # a session of each connection, by its client's initialize params (one object per connection: a session is
+        # made per request, and any of them can notify its connection), kept with them
+        self._sessions: dict[int, tuple[Any, Any]] = {}
         self._publishers: list[Callable[[], Awaitable[None]]] = []
 
     def update(self, tools: Sequence[Any]) -> bool:
@@ -121,11 +124,12 @@ class Forwarded:
         return forwarded_as_listed
 
     def _remember(self, session: Any) -> None:
-        if session in self._sessions:
+        connection = getattr(session, "client_params", None)
+        if connection is None or id(connection) in self._sessions:
             return
         if len(self._sessions) >= MAX_SESSIONS:
-            self._sessions.pop(next(iter(self._sessions.keys())), None)
-        self._sessions[session] = None
+            self._sessions.pop(next(iter(self._sessions)))
+        self._sessions[id(connection)] = (connection, session)
 
     async def announce(self) -> None:
         """Tell every client that the tools changed, and the prompts and resources with them (a workflow withdrawn
@@ -135,10 +139,15 @@ class Forwarded:
                 await publish()
             except Exception:  # nobody listening, or a listener gone: the next listing shows the change
                 pass
-        for session in list(self._sessions.keys()):
-            try:
-                await session.send_tool_list_changed()
-                await session.send_prompt_list_changed()
-                await session.send_resource_list_changed()
-            except Exception:  # a closed connection
-                self._sessions.pop(session, None)
+        for key, (_, session) in list(self._sessions.items()):
+            told = False
+            with anyio.move_on_after(TELL_TIMEOUT):
+                try:
+                    await session.send_tool_list_changed()
+                    await session.send_prompt_list_changed()
+                    await session.send_resource_list_changed()
+                    told = True
+                except Exception:  # a closed connection
+                    pass
+            if not told:
+                self._sessions.pop(key, None)

@@ -72,6 +72,7 @@ class Upstream:
         self.remote, self.spec, self.timeout = remote, spec, timeout
         self._told = False
         self.listed: Forwarded | None = None  # the tools as last listed (None: not listed yet)
+        self.changed = False  # whether the last listing changed what a client sees
         # a change the upstream announced and the gateway has not re-listed yet (one is enough: it re-lists all)
         self.changed_in, self.changed_out = anyio.create_memory_object_stream[None](1)
 
@@ -81,8 +82,8 @@ class Upstream:
         tools = await listed_tools(self.remote)
         if self.listed is None:
             self.listed = Forwarded(tools, self.call, UpstreamGone)
-        elif self.listed.update(tools):
-            await self.listed.announce()
+        else:
+            self.changed = self.listed.update(tools)
         return tools
 
     def current(self) -> dict[str, mcp_types.Tool]:
@@ -109,6 +110,9 @@ class Upstream:
                     await _tools(self, self.spec, start_timeout)
                 except ServerError as exc:  # the last listing stays
                     self._note(f"its tools/list failed; the gateway keeps its last listing: {exc}")
+                    continue
+                if self.changed and self.listed is not None:
+                    await self.listed.announce()
 
     async def _listen(self) -> None:
         """On the 2026-07-28 wire, changes come as ``subscriptions/listen`` events (before it, as notifications,

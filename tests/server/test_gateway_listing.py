@@ -13,7 +13,10 @@ All slow: each starts the upstream as a subprocess."""
 
 from __future__ import annotations
 
+import json
+import os
 import shlex
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,12 +31,14 @@ from pydantic import TypeAdapter
 
 from projector.server import gateway
 from projector.server.adapters import for_server
+from tests.conftest import ROOT
 from tests.server.test_gateway import FRAMEWORKS, _stdio, workflows
 
 pytestmark = pytest.mark.slow
 
 CHANGING = Path(__file__).parent / "gateway" / "changing_upstream.py"
 HIDING_V1 = Path(__file__).parent / "gateway" / "hiding_upstream_v1.py"
+LEGACY_LISTENER = Path(__file__).parent / "gateway" / "legacy_listener.py"
 CHECK_ORDER = """
 name: check_order
 description: Look an order up.
@@ -282,3 +287,47 @@ def test_a_tool_the_upstream_lists_after_start_is_forwarded_while_it_lists_it(fr
     added, gone = anyio.run(_call_added, framework)
     assert not added.is_error and added.content[0].text == "archived A1"
     assert isinstance(gone, MCPError) or gone.is_error
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_handshake_era_client_is_told_when_the_upstream_changes_its_tools(cli, tmp_path, framework):
+    """Issue 38 item 2: clients get ``list_changed``. A client of the handshake era (``mcp`` 1.x), connected to
+    ``project-skill serve --upstream`` over stdio, hears ``notifications/tools/list_changed`` and
+    ``prompts/list_changed`` once the upstream changed ``lookup`` and the gateway withdrew the workflow; on 006a534 it
+    heard nothing."""
+    from tests.remote.upstreams import installed
+
+    wfs = workflows(tmp_path, CHECK_ORDER)
+    skills = tmp_path / "skills"
+    built = cli("build", str(wfs), "--tools-from", python_command(CHANGING), "--workflow-tools", "--out", str(skills))
+    assert built.code == 0, built.err
+    serve = [
+        sys.executable,
+        "-m",
+        "projector.cli",
+        "serve",
+        "--upstream",
+        python_command(CHANGING),
+        "--workflows",
+        str(wfs),
+        "--skills",
+        str(skills),
+        "--workflow-tools",
+        "--framework",
+        framework,
+    ]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    python = str(installed()["sqlite"].parent / "python")  # mcp 1.x
+    run = subprocess.run(
+        [python, str(LEGACY_LISTENER), json.dumps(serve), json.dumps(env), "both"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+    )
+    assert run.returncode == 0, run.stderr
+    seen = json.loads(run.stdout)
+    assert {"notifications/tools/list_changed", "notifications/prompts/list_changed"} <= set(seen["heard"])
+    assert "check_order" in seen["tools before"] and "check_order" not in seen["tools after"]
+    assert "check_order" in seen["prompts before"] and "check_order" not in seen["prompts after"]
