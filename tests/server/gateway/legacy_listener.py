@@ -28,7 +28,7 @@ async def main(command: list[str], env: dict[str, str], how: str) -> dict:
     params = StdioServerParameters(command=command[0], args=command[1:], env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write, message_handler=handler) as session:
         await session.initialize()
-        seen = {"version": session._server_capabilities is not None}  # noqa: SLF001 - only to show it initialized
+        seen: dict[str, list[str]] = {}
         seen["tools before"] = sorted(t.name for t in (await session.list_tools()).tools)
         seen["prompts before"] = sorted(p.name for p in (await session.list_prompts()).prompts)
         await session.call_tool("change", {"how": how})
