@@ -15,13 +15,13 @@ the skill's tools are served elsewhere (a pure skills catalog such as ``serve --
 fetched, or a host whose tools live on another server). A tool registered after ``attach`` is not known to be the
 server's until a caller is shown it.
 
+A second rule: with the skill tools on, a client that declared the skills extension itself reads skills through it,
+so ``load_skill`` and ``read_skill_file`` are not offered to it twice.
+
 A third rule, for a server whose tools change while it serves (the gateway's upstream): a workflow whose steps no
 longer fit the tools as they are now (:mod:`projector.server.refit`) is withdrawn, whatever the caller sees: its
 workflow prompt and workflow tool, the skill that names it (``metadata.workflow``) and that skill's bootstrap prompt,
 until it fits again.
-
-A second rule: with the skill tools on, a client that declared the skills extension itself reads skills through it,
-so ``load_skill`` and ``read_skill_file`` are not offered to it twice.
 
 Nothing here depends on the framework: the adapters (:mod:`projector.server.adapters`) ask :class:`Bound`.
 """
@@ -105,7 +105,7 @@ class Bound:
 
     def hidden(self, visible: Collection[str] | None) -> frozenset[str]:
         """The prompt and tool names a caller who sees the tools ``visible`` (None: every tool) is not offered: those
-        that call a tool the server has and the caller cannot see."""
+        that call a tool the server has and the caller cannot see, and those withdrawn."""
         gone = self._withdrawn()
         if visible is None:
             return gone
