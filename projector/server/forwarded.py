@@ -4,8 +4,9 @@ What the gateway lists of a forwarded tool is the upstream's ``tools/list`` entr
 field (name, title, description, input and output schemas, annotations, ``execution``, icons, ``_meta``): each
 framework's own rendering of its forwarding tool (MCPServer's key order, FastMCP's ``_meta.fastmcp`` tags and default
 title, either dropping ``execution``) is replaced on the wire by the upstream's entry. The gateway adds nothing to it.
-A field the MCP schema does not define is not kept (the gateway reads the upstream through the ``mcp`` client's
-models).
+The entry is the upstream's JSON as it came (:func:`as_listed`: its keys in its order, and the fields the ``mcp``
+client's models do not know), where the models read it as the listing the gateway checked its workflows against; else
+(the upstream answered the two listings differently) the listing as the models read it.
 
 When the upstream says its tools changed, the gateway lists them again (:meth:`Forwarded.update`): a tool it no
 longer lists is not listed, one whose description, schemas or annotations changed is listed as it is now, one it
@@ -22,6 +23,7 @@ middleware, the layer that sees the wire form of each result.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -38,26 +40,65 @@ def wire(tool: Any) -> dict[str, Any]:
     return tool.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
+async def as_listed(remote: Any, tools: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """Each of ``tools`` (the upstream's listing as the ``mcp`` client's models read it) as the JSON the upstream
+    sent, by name: ``tools/list`` asked again as raw JSON (each message bounded, within :data:`MAX_PAGES` pages and
+    the :data:`SNAPSHOT_LIMIT` bytes of the models' listing), and an entry kept as it came when the models read it as
+    the tool they have; else the models' entry. Never raises: the models' listing is already checked."""
+    from ..remote.tools import MAX_PAGES
+    from ..toolset import SNAPSHOT_LIMIT
+
+    entries = {t.name: wire(t) for t in tools}
+    raw: dict[str, dict[str, Any]] = {}
+    cursor, kept = None, 0
+    try:
+        for _ in range(MAX_PAGES):
+            page = await remote.request("tools/list", {"cursor": cursor} if cursor else {})
+            for entry in page.get("tools") or ():
+                if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                    raw.setdefault(entry["name"], entry)
+                    kept += len(json.dumps(entry))
+            cursor = page.get("nextCursor")
+            if cursor is None or kept > SNAPSHOT_LIMIT:
+                break
+    except Exception:  # the listing of the models stands
+        return entries
+    for name, entry in raw.items():
+        try:
+            if name in entries and wire(mcp_types.Tool.model_validate(entry)) == entries[name]:
+                entries[name] = entry
+        except ValueError:
+            pass
+    return entries
+
+
 class Forwarded:
     """The upstream's tools as last listed, by name, in its order; and who to tell when they change."""
 
-    def __init__(self, tools: Sequence[Any], call: Callable[[str, dict[str, Any]], Awaitable[Any]], gone: type):
+    def __init__(
+        self,
+        tools: Sequence[Any],
+        call: Callable[[str, dict[str, Any]], Awaitable[Any]],
+        gone: type,
+        entries: Mapping[str, dict[str, Any]] | None = None,
+    ):
         """``call(name, arguments)``: a ``tools/call`` upstream (its ``CallToolResult``); ``gone``: what it raises
-        when the upstream cannot answer (a tool error for the client)."""
+        when the upstream cannot answer (a tool error for the client); ``entries``: :func:`as_listed`."""
         self.names = frozenset(t.name for t in tools)  # the forwarding tools the gateway's server was built with
         self.own: frozenset[str] = frozenset()  # the gateway's own tools (workflow and skill tools): set after attach
         self.call, self.gone = call, gone
         self.tools: dict[str, Any] = {}
         self.entries: dict[str, dict[str, Any]] = {}
-        self.update(tools)
+        self.update(tools, entries)
         # a session of each connection, by its client's initialize params (one object per connection: a session is
         # made per request, and any of them can notify its connection), kept with them
         self._sessions: dict[int, tuple[Any, Any]] = {}
         self._publishers: list[Callable[[], Awaitable[None]]] = []
 
-    def update(self, tools: Sequence[Any]) -> bool:
-        """Take the upstream's new listing; whether anything a client sees of it changed."""
-        entries = {t.name: wire(t) for t in tools}
+    def update(self, tools: Sequence[Any], entries: Mapping[str, dict[str, Any]] | None = None) -> bool:
+        """Take the upstream's new listing (``entries``: each tool's JSON, :func:`as_listed`; by default the models'
+        own); whether anything a client sees of it changed."""
+        entries = {t.name: (entries or {}).get(t.name) or wire(t) for t in tools}
         changed = list(entries.items()) != list(self.entries.items())
         self.tools = {t.name: t for t in tools}  # a new mapping each time: refit caches on its identity
         self.entries = entries

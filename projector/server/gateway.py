@@ -53,7 +53,7 @@ from ..remote.errors import ServerError
 from ..remote.tools import listed_tools
 from . import adapters
 from .attaching import Skills, Workflows, attach_async
-from .forwarded import Forwarded
+from .forwarded import Forwarded, as_listed
 
 START_TIMEOUT = 30.0  # seconds for the upstream's handshake and tools/list
 CALL_TIMEOUT = 60.0  # seconds for each forwarded call
@@ -80,10 +80,11 @@ class Upstream:
         """Every page of the upstream's ``tools/list``, by the one bounded listing of a server's tools
         (:func:`projector.remote.tools.listed_tools`: pages, bytes, a repeated cursor), naming the upstream."""
         tools = await listed_tools(self.remote)
+        entries = await as_listed(self.remote, tools)
         if self.listed is None:
-            self.listed = Forwarded(tools, self.call, UpstreamGone)
+            self.listed = Forwarded(tools, self.call, UpstreamGone, entries)
         else:
-            self.changed = self.listed.update(tools)
+            self.changed = self.listed.update(tools, entries)
         return tools
 
     def current(self) -> dict[str, mcp_types.Tool]:

@@ -114,10 +114,12 @@ def _reference(which: str, folder: Path) -> str:
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_every_forwarded_tool_is_listed_as_the_upstream_lists_it(tmp_path, framework, which):
     """Issue 38 item 3: on 006a534, 0 of server-everything's 13 tools were listed as it lists them (``execution``
-    dropped from each, so its task-only tool looked like a plain one; FastMCP's ``_meta.fastmcp.tags`` and default
-    title added). Now the JSON of each forwarded tool equals the upstream's, and the gateway forwards all of them."""
+    dropped from each, so its task-only tool looked like a plain one; MCPServer's key order; FastMCP's
+    ``_meta.fastmcp.tags`` and default title added). Now the JSON of each forwarded tool equals the upstream's, its
+    keys in the upstream's order, and the gateway forwards all of them."""
     upstream, ours = anyio.run(_direct_and_through, _reference(which, tmp_path), framework)
     assert upstream and forwarded(ours, upstream) == by_name(upstream)
+    assert [list(t) for t in forwarded(ours, upstream).values()] == [list(t) for t in by_name(upstream).values()]
     if which == "everything":
         assert any(t.get("execution", {}).get("taskSupport") == "required" for t in ours)
 
