@@ -19,8 +19,8 @@ one half.
 ``--install-only`` also installs the npm peers that the cross-SDK tests drive (:data:`PEERS`: the TypeScript SDK
 v1, its v2 client, the Inspector and the Tasks extension's client), each at its pinned version in its own folder under the cache, skipped when
 already there; and the upstream servers that ``serve --upstream`` is tested behind (:func:`install_upstreams`): the
-reference memory server from npm (:data:`SERVER_MEMORY`, TypeScript SDK v1), and the reference SQLite server from
-PyPI, which runs only on ``mcp`` 1.x, in a virtual environment of its own (:data:`SQLITE`).
+reference memory server from npm (:data:`SERVER_MEMORY`, TypeScript SDK v1), the reference "everything" server from
+npm (:data:`SERVER_EVERYTHING`), and the reference SQLite server from PyPI, which runs only on ``mcp`` 1.x, in a virtual environment of its own (:data:`SQLITE`).
 
 To run the server scenarios against a gateway in front of another server, give the serve command:
 ``--server-only --server-command "project-skill serve --upstream 'SERVER' --skills DIR --workflows DIR"``
@@ -153,6 +153,9 @@ TS_EXT_TASKS = Peer("ext-tasks", "@modelcontextprotocol/ext-tasks", "0.2.2",
 PEERS = (TS_SDK, TS_CLIENT_V2, INSPECTOR, TS_EXT_TASKS)
 # an upstream server of another language and SDK, for serve --upstream (the TypeScript SDK v1 inside)
 SERVER_MEMORY = Peer("server-memory", "@modelcontextprotocol/server-memory", "2026.8.31")
+# the reference server that uses every feature (tasks' `execution`, output schemas, icons, annotations), for the
+# gateway's listing: each forwarded tool is listed as the upstream lists it
+SERVER_EVERYTHING = Peer("server-everything", "@modelcontextprotocol/server-everything", "2026.8.31")
 
 
 @dataclass(frozen=True)
@@ -208,9 +211,10 @@ def install_python_upstream(cache: Path, upstream: PythonUpstream, log=print) ->
 
 
 def install_upstreams(cache: Path, log=print) -> dict[str, Path]:
-    """The upstream servers ``serve --upstream`` is tested behind: the npm memory server's folder and the SQLite
-    server's executable."""
-    return {"memory": install_peer(cache, SERVER_MEMORY, log), "sqlite": install_python_upstream(cache, SQLITE, log)}
+    """The upstream servers ``serve --upstream`` is tested behind: the npm memory and everything servers' folders and
+    the SQLite server's executable."""
+    return {"memory": install_peer(cache, SERVER_MEMORY, log), "everything": install_peer(cache, SERVER_EVERYTHING, log),
+            "sqlite": install_python_upstream(cache, SQLITE, log)}
 
 
 def install_peer(cache: Path, peer: Peer, log=print) -> Path:

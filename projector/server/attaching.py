@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,9 @@ from ..errors import Diagnostic, Span, error
 from ..model import PLACEHOLDER, Workflow
 from . import adapters
 from .adapters.base import Adapter, Listing, OwnStatePolicy
-from .bound import Bound
+from .bound import Bound, nothing
 from .errors import AttachError, serve_error
+from .refit import Refit
 from .replay import REPLAY_DB_ENV, ReplayGuard, from_env
 from .skill_tools import TOOL_NAMES, check_names
 from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SkillsExtension, SkillTree
@@ -313,8 +314,13 @@ async def attach_async(
     replay: ReplayGuard | None = None,
     tasks: Any = None,
     state: str | Path | None = None,
+    changing: Callable[[], Mapping[str, Any]] | None = None,
 ) -> Any:
-    """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it."""
+    """:func:`attach`, awaited: for an ``async def main()`` that builds its server before running it.
+
+    ``changing``: for a server whose tools change while it serves (the gateway's, :mod:`projector.server.gateway`),
+    those tools as they are now, by name; a workflow that no longer fits them by the rules checked here is withdrawn
+    until it fits again (:mod:`projector.server.refit`)."""
     adapter = adapters.for_server(server)
     if state is not None:
         tasks = _durable(tasks, state, workflow_tools)
@@ -362,6 +368,7 @@ async def attach_async(
             bootstrap_prompts,
             skill_tools and tree is not None,
             has=has,
+            withdrawn=Refit(wfs, listing.tools, changing).withdrawn if changing is not None and wfs else nothing,
         ),
         served,
     )

@@ -18,15 +18,21 @@ server's until a caller is shown it.
 A second rule: with the skill tools on, a client that declared the skills extension itself reads skills through it,
 so ``load_skill`` and ``read_skill_file`` are not offered to it twice.
 
+A third rule, for a server whose tools change while it serves (the gateway's upstream): a workflow whose steps no
+longer fit the tools as they are now (:mod:`projector.server.refit`) is withdrawn, whatever the caller sees: its
+workflow prompt and workflow tool, the skill that names it (``metadata.workflow``) and that skill's bootstrap prompt,
+until it fits again.
+
 Nothing here depends on the framework: the adapters (:mod:`projector.server.adapters`) ask :class:`Bound`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..fit import workflow_prompt
 from ..model import Workflow
 from ..sep2640 import EXTENSION_ID, SCHEME
 from .bootstrap import bootstrap_name
@@ -37,6 +43,10 @@ from .tree import SkillTree
 def calls(wf: Workflow) -> frozenset[str]:
     """The tools ``wf``'s steps call."""
     return frozenset(s.tool for s in wf.steps if s.tool)
+
+
+def nothing() -> frozenset[str]:
+    return frozenset()
 
 
 def declares_skills(capabilities: Any) -> bool:
@@ -52,7 +62,7 @@ class Bound:
     ``tree``: the served skills (None: prompts only). ``needs``: each workflow prompt, bootstrap prompt and workflow
     tool by name, and the tools it calls. ``skill_tools``: whether ``load_skill`` and ``read_skill_file`` are served.
     ``called``: every tool a skill or a prompt calls. ``has``: those of them the server is known to have (it grows
-    as callers are shown more of them).
+    as callers are shown more of them). ``withdrawn()``: the workflows withdrawn now (:mod:`projector.server.refit`).
     """
 
     tree: SkillTree | None
@@ -60,6 +70,7 @@ class Bound:
     skill_tools: bool = False
     called: frozenset[str] = frozenset()
     has: set[str] = field(default_factory=set, compare=False)
+    withdrawn: Callable[[], frozenset[str]] = field(default=nothing, compare=False)
 
     @classmethod
     def of(
@@ -71,14 +82,15 @@ class Bound:
         skill_tools: bool,
         *,
         has: Collection[str],
+        withdrawn: Callable[[], frozenset[str]] = nothing,
     ) -> Bound:
-        """``has``: the tools registered on the server when ``attach`` ran."""
+        """``has``: the tools registered on the server when ``attach`` ran. ``withdrawn``: see :class:`Bound`."""
         needs = {wf.name: calls(wf) for wf in (*prompts, *tools)}
         if tree is not None and bootstrap:
             needs.update({bootstrap_name(s): s.tools for s in tree.skills if s.tools is not None})
         skills = tree.skills if tree is not None else ()
         called = frozenset().union(*needs.values(), *(s.tools for s in skills if s.tools is not None))
-        return cls(tree, needs, skill_tools, called, set(called.intersection(has)))
+        return cls(tree, needs, skill_tools, called, set(called.intersection(has)), withdrawn)
 
     def known(self, visible: Collection[str] | None) -> frozenset[str]:
         """The called tools this server has, once the ones a caller who sees ``visible`` is shown are added."""
@@ -93,15 +105,30 @@ class Bound:
 
     def hidden(self, visible: Collection[str] | None) -> frozenset[str]:
         """The prompt and tool names a caller who sees the tools ``visible`` (None: every tool) is not offered: those
-        that call a tool the server has and the caller cannot see."""
+        that call a tool the server has and the caller cannot see, and those withdrawn."""
+        gone = self._withdrawn()
         if visible is None:
-            return frozenset()
+            return gone
         has, seen = self.known(visible), frozenset(visible)
-        return frozenset(name for name, tools in self.needs.items() if not tools & has <= seen)
+        return gone | frozenset(name for name, tools in self.needs.items() if not tools & has <= seen)
+
+    def _withdrawn(self) -> frozenset[str]:
+        """The withdrawn workflows' prompt and tool names, and the bootstrap prompts of the skills that name them."""
+        names = self.withdrawn()
+        if not names or self.tree is None:
+            return names
+        return names | frozenset(bootstrap_name(s) for s in self._skills_of(names))
+
+    def _skills_of(self, workflows: frozenset[str]) -> list[Any]:
+        return [s for s in self.tree.skills if workflow_prompt(s.frontmatter) in workflows] if self.tree else []
 
     def tree_for(self, visible: Collection[str] | None) -> SkillTree | None:
         """The tree a caller who sees the tools ``visible`` (None: every tool) is served."""
-        return None if self.tree is None else self.tree.for_caller(visible, self.known(visible))
+        if self.tree is None:
+            return None
+        names = self.withdrawn()
+        without = frozenset(s.path for s in self._skills_of(names)) if names else frozenset()
+        return self.tree.for_caller(visible, self.known(visible), without)
 
     def hides_uri(self, uri: str, served: SkillTree | None) -> bool:
         """Whether ``uri`` (a file or directory of the whole tree) is left out of ``served``, a caller's tree."""

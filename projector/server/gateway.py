@@ -15,10 +15,13 @@ projector's verifying client (:func:`projector.remote.connect`): ``mcp``'s :clas
 bounded where its bytes arrive; a stdio server's stderr kept and shown only when it fails, or with ``verbose``.
 
 Then it builds a server of the chosen framework (mcp's ``MCPServer``, or FastMCP) whose tools are the upstream's,
-forwarding: the same names, schemas and annotations in ``tools/list``, and each ``tools/call`` sent upstream and its
-result returned unchanged (an upstream's JSON-RPC error stays that error). On that server it calls the one
+forwarding: each tool listed as the upstream last listed it, field for field (:mod:`projector.server.forwarded`),
+and each ``tools/call`` sent upstream and its result returned unchanged (an upstream's JSON-RPC error stays that
+error). On that server it calls the one
 :func:`~projector.server.attach`, so every step is checked against the upstream's tools at start-up by the same
-rules, and the workflow prompts' steps call the upstream's tools through the forwarding ones.
+rules, and the workflow prompts' steps call the upstream's tools through the forwarding ones. When the upstream says
+its tools changed, they are listed again, and a workflow that no longer fits them is withdrawn until it fits again
+(:mod:`projector.server.refit`).
 
 Why ``mcp``'s client session and not FastMCP's proxy: one connection serves both frameworks, FastMCP stays an optional
 extra, and the client already has the bounds, the stderr capture and the era fallback that the commands use
@@ -56,6 +59,7 @@ from ..remote.errors import ServerError
 from ..remote.tools import listed_tools
 from . import adapters
 from .attaching import Skills, Workflows, attach_async
+from .forwarded import Forwarded, as_listed
 
 START_TIMEOUT = 30.0  # seconds for the upstream's handshake and tools/list
 CALL_TIMEOUT = 60.0  # seconds for each forwarded call
@@ -73,7 +77,8 @@ class Upstream:
     def __init__(self, remote: RemoteSkills, spec: str, timeout: float = CALL_TIMEOUT):
         self.remote, self.spec, self.timeout = remote, spec, timeout
         self._told = ""  # the upstream's ending last said on the gateway's stderr
-        self.listed: frozenset[str] | None = None  # the tool names as last listed (None: not listed yet)
+        self.listed: Forwarded | None = None  # the tools as last listed (None: not listed yet)
+        self.changed = False  # whether the last listing changed what a client sees
         # a change the upstream announced and the gateway has not re-listed yet (one is enough: it re-lists all)
         self.changed_in, self.changed_out = anyio.create_memory_object_stream[None](1)
 
@@ -81,12 +86,16 @@ class Upstream:
         """Every page of the upstream's ``tools/list``, by the one bounded listing of a server's tools
         (:func:`projector.remote.tools.listed_tools`: pages, bytes, a repeated cursor), naming the upstream."""
         tools = await listed_tools(self.remote)
-        self.listed = frozenset(t.name for t in tools)
+        entries = await as_listed(self.remote, tools)
+        if self.listed is None:
+            self.listed = Forwarded(tools, self.call, UpstreamGone, entries)
+        else:
+            self.changed = self.listed.update(tools, entries)
         return tools
 
-    def visible(self) -> frozenset[str] | None:
-        """The upstream's tools as it lists them now (None: every forwarding tool)."""
-        return self.listed
+    def current(self) -> dict[str, mcp_types.Tool]:
+        """The upstream's tools as it lists them now, by name."""
+        return self.listed.tools if self.listed is not None else {}
 
     async def on_message(self, message: Any) -> None:
         """The connection's message handler: a ``notifications/tools/list_changed`` asks for a re-listing."""
@@ -108,6 +117,9 @@ class Upstream:
                     await _tools(self, self.spec, start_timeout)
                 except ServerError as exc:  # the last listing stays
                     self._note(f"its tools/list failed; the gateway keeps its last listing: {exc}")
+                    continue
+                if self.changed and self.listed is not None:
+                    await self.listed.announce()
 
     async def _listen(self) -> None:
         """On the 2026-07-28 wire, changes come as ``subscriptions/listen`` events (before it, as notifications,
@@ -210,10 +222,14 @@ async def gateway(
     remote.message_handler = connection.on_message
     async with remote:
         tools = await _tools(connection, upstream, start_timeout)
+        assert connection.listed is not None  # listed just now
         server = adapters.get(framework).forwarding_server(
-            name, tools, connection.call, UpstreamGone, visible=connection.visible
+            name, tools, connection.call, UpstreamGone, listed=connection.listed
         )
-        await attach_async(server, skills, workflows, **attach_options)
+        await attach_async(server, skills, workflows, changing=connection.current, **attach_options)
+        connection.listed.own = frozenset((await adapters.for_server(server).listing(server)).tools) - frozenset(
+            t.name for t in tools
+        )
         failed: Exception | None = None  # the caller's, raised as it came, not in a task group's ExceptionGroup
         async with anyio.create_task_group() as tg:
             tg.start_soon(connection.follow, start_timeout)  # never raises: it says what failed on stderr

@@ -199,13 +199,16 @@ class SkillTree:
     def skill(self, uri: str) -> Skill | None:
         return self.by_uri.get(uri)
 
-    def for_caller(self, visible: Collection[str] | None, has: Collection[str]) -> SkillTree:
+    def for_caller(
+        self, visible: Collection[str] | None, has: Collection[str], without: Collection[str] = ()
+    ) -> SkillTree:
         """The tree as a caller who sees the tools ``visible`` (None: every tool) is served it by a server that has
         the tools ``has``: without the skills that call a tool the server has and the caller cannot see
-        (:meth:`Skill.usable`), their files and directories. The whole tree when it loses nothing; the same object
-        for the same hidden skills (the last :data:`MAX_VIEWS` kept)."""
-        has = frozenset(has)
-        hidden = frozenset(s.path for s in self.skills if not s.usable(visible, has))
+        (:meth:`Skill.usable`), nor those at the paths ``without`` (withdrawn), their files and directories. The
+        whole tree when it loses nothing; the same object for the same hidden skills (the last :data:`MAX_VIEWS`
+        kept)."""
+        has, without = frozenset(has), frozenset(without)
+        hidden = frozenset(s.path for s in self.skills if s.path in without or not s.usable(visible, has))
         if not hidden:
             return self
         view = self.views.get(hidden)

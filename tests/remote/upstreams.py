@@ -40,5 +40,15 @@ def sqlite_command(db: Path) -> str:
 def memory_command(memory_file: Path) -> str:
     """The command line of the reference memory server (TypeScript SDK v1, from npm), storing in ``memory_file``."""
     entry = installed()["memory"] / "node_modules" / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
-    return (f"env MEMORY_FILE_PATH={shlex.quote(str(memory_file))} {shlex.quote(str(installed()['node']))} "
-            f"{shlex.quote(str(entry))}")
+    return (
+        f"env MEMORY_FILE_PATH={shlex.quote(str(memory_file))} {shlex.quote(str(installed()['node']))} "
+        f"{shlex.quote(str(entry))}"
+    )
+
+
+def everything_command() -> str:
+    """The command line of the reference "everything" server (TypeScript SDK, from npm) on stdio."""
+    entry = (
+        installed()["everything"] / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    )
+    return f"{shlex.quote(str(installed()['node']))} {shlex.quote(str(entry))} stdio"

@@ -162,12 +162,19 @@ class Adapter(ABC):
         """Serve on this process's stdin and stdout until the input ends."""
 
     def forwarding_server(
-        self, name: str, tools: Sequence[Any], forward: Callable[[str, dict[str, Any]], Any], gone: type[Exception]
+        self,
+        name: str,
+        tools: Sequence[Any],
+        forward: Callable[[str, dict[str, Any]], Any],
+        gone: type[Exception],
+        listed: Any = None,
     ) -> Any:
         """A new server of this framework whose tools are ``tools`` (``mcp_types.Tool``, as an upstream lists them),
         each call handed to ``forward(name, arguments)`` and its ``CallToolResult`` returned as it came; ``gone``
-        (raised by ``forward`` when the upstream cannot answer) becomes a tool error. The gateway's server
-        (:mod:`projector.server.gateway`). A framework that cannot keeps this default, a TypeError."""
+        (raised by ``forward`` when the upstream cannot answer) becomes a tool error. ``listed``
+        (:class:`~projector.server.forwarded.Forwarded`): its middleware goes in the low-level server's, so that
+        ``tools/list`` shows each tool as the upstream lists it now, and its changes are announced. The gateway's
+        server (:mod:`projector.server.gateway`). A framework that cannot keeps this default, a TypeError."""
         raise TypeError(f"the {self.name} adapter cannot build a gateway's server")
 
     async def serve_stdio_async(self, server: Any, max_line_bytes: int | None = None) -> None:

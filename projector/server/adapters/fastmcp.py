@@ -540,11 +540,11 @@ class FastMCPAdapter(Adapter):
         tools: Sequence[Any],
         forward: Callable[[str, dict[str, Any]], Any],
         gone: type[Exception],
-        visible: Callable[[], Any] | None = None,
+        listed: Any = None,
     ) -> FastMCP:
         from .fastmcp_forward import forwarding_server
 
-        return forwarding_server(name, tools, forward, gone, visible)
+        return forwarding_server(name, tools, forward, gone, listed)
 
     def in_process(self, server: FastMCP) -> Any:
         return in_process_http(server)

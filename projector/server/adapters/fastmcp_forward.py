@@ -2,6 +2,11 @@
 
 Apart from :mod:`projector.server.adapters.fastmcp` so that module stays within the house's size; like it, only
 imported when FastMCP is the framework.
+
+FastMCP renders a tool its own way on the wire (a default ``title``, ``_meta.fastmcp.tags``, its own ``execution``),
+so the gateway's wire middleware (:class:`projector.server.forwarded.Forwarded`) sits in FastMCP's low-level server,
+the one layer that sees the wire form of ``tools/list``; FastMCP's own middleware leaves out the tools the upstream no
+longer lists, for the listings FastMCP makes itself (the skills bound to their tools ask it).
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ def forwarding_server(
     tools: Sequence[Any],
     forward: Callable[[str, dict[str, Any]], Any],
     gone: type[Exception],
-    visible: Callable[[], Any] | None = None,
+    listed: Any = None,
 ) -> Any:
-    """A ``fastmcp.FastMCP`` with one forwarding tool per upstream tool, and a middleware that lists only those
-    ``visible()`` names."""
+    """A ``fastmcp.FastMCP`` with one forwarding tool per upstream tool, listed as ``listed``
+    (:class:`~projector.server.forwarded.Forwarded`) has them."""
     from fastmcp import FastMCP
     from fastmcp.exceptions import ToolError
     from fastmcp.server.middleware import Middleware
@@ -41,13 +46,17 @@ def forwarding_server(
 
     class ListedOnly(Middleware):
         async def on_list_tools(self, context: Any, call_next: Any) -> Any:
-            listed = await call_next(context)
-            now = visible() if visible is not None else None
-            return listed if now is None else [t for t in listed if t.name not in forwarded or t.name in now]
+            shown = await call_next(context)
+            now = upstream.visible()
+            return [t for t in shown if t.name not in forwarded or t.name in now]
 
+    upstream = listed
     server = FastMCP(name)
-    if visible is not None:
+    if upstream is not None:
         server.add_middleware(ListedOnly())
+        # FastMCP keeps its low-level server private; its middleware list is the SDK's public one (outermost: the
+        # last word on the wire form)
+        server._mcp_server.middleware.insert(0, upstream.middleware())
     for t in tools:
         server.add_tool(
             ForwardingTool(

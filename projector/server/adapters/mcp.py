@@ -227,22 +227,6 @@ def _register_extension(server: MCPServer, ext: SkillsExtension) -> None:
 _CTX = "projector_ctx"
 
 
-def listed_only(forwarded: frozenset[str], visible: Callable[[], Any]) -> Callable[..., Any]:
-    """The gateway's middleware: ``tools/list`` without the ``forwarded`` tools that ``visible()`` leaves out."""
-
-    async def middleware(ctx: Any, call_next: Any) -> Any:
-        result = await call_next(ctx)
-        now = visible() if ctx.method == "tools/list" else None
-        if now is None:
-            return result
-        if hasattr(result, "model_dump"):
-            result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        kept = [t for t in result.get("tools", []) if t.get("name") not in forwarded or t.get("name") in now]
-        return {**result, "tools": kept}
-
-    return middleware
-
-
 class MCPAdapter(Adapter):
     """mcp's MCPServer."""
 
@@ -364,11 +348,14 @@ class MCPAdapter(Adapter):
         tools: Sequence[Any],
         forward: Callable[[str, dict[str, Any]], Any],
         gone: type[Exception],
-        visible: Callable[[], Any] | None = None,
+        listed: Any = None,
     ) -> MCPServer:
         """An ``MCPServer`` built with one forwarding tool per upstream tool (its ``tools=`` argument: public API),
-        and a middleware that lists only those ``visible()`` names."""
+        whose ``tools/list`` shows them as ``listed`` (:class:`~projector.server.forwarded.Forwarded`) has them, and
+        whose ``subscriptions/listen`` streams hear of each change."""
         from mcp.server.mcpserver import MCPServer
+        from mcp.server.subscriptions import InMemorySubscriptionBus, PromptsListChanged, ResourcesListChanged
+        from mcp.server.subscriptions import ToolsListChanged
         from mcp.server.mcpserver.exceptions import ToolError
         from mcp.server.mcpserver.tools.base import Tool
         from mcp.server.mcpserver.utilities.func_metadata import func_metadata
@@ -405,9 +392,16 @@ class MCPAdapter(Adapter):
             )
             for t in tools
         ]
-        server = MCPServer(name, tools=made)
-        if visible is not None:
-            server.middleware.append(listed_only(frozenset(t.name for t in tools), visible))
+        bus = InMemorySubscriptionBus()
+        server = MCPServer(name, tools=made, subscriptions=bus)
+        if listed is not None:
+            server.middleware.append(listed.middleware())
+
+            async def publish() -> None:
+                for event in (ToolsListChanged(), PromptsListChanged(), ResourcesListChanged()):
+                    await bus.publish(event)
+
+            listed.publisher(publish)
         return server
 
     def in_process(self, server: MCPServer) -> MCPServer:
