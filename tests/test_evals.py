@@ -327,7 +327,7 @@ steps:
 """
 
 
-def _cases(cli, path: Path, workflow: str) -> list[dict]:
+def _printed_cases(cli, path: Path, workflow: str) -> list[dict]:
     r = cli("evals", "--no-config", str(path), "--workflow", workflow)
     assert r.code == 0, r.err
     return [c["projector"] for c in json.loads(r.out)["evals"]]
@@ -336,7 +336,7 @@ def _cases(cli, path: Path, workflow: str) -> list[dict]:
 def test_a_case_never_gives_a_result_the_output_schema_rules_out(cli, tmp_path):
     """The issue's gate: `status.content` is a string, so no result of the tool makes `not_equals: false` fail. No
     case feeds the tool `{"content": false}` (which the server can never send); the gate is uncovered, and said."""
-    cases = _cases(cli, DEAD_GATE, "dead_condition_output_schema")
+    cases = _printed_cases(cli, DEAD_GATE, "dead_condition_output_schema")
     returned = [r["returns"]["content"] for c in cases for r in c["results"]]
     assert returned and all(isinstance(v, str) for v in returned), returned
     assert [c["covers"] for c in cases] == [["the run, every condition holding and every confirmation a yes"]]
@@ -346,7 +346,7 @@ def test_a_case_never_gives_a_result_the_output_schema_rules_out(cli, tmp_path):
 
 def test_a_field_with_an_enum_fails_with_another_of_its_values_and_a_required_one_is_never_left_out(cli, tree):
     root = tree({"wf/ship.yaml": ENUM_GATE})
-    cases = {c["covers"][0]: c["results"][0]["returns"] for c in _cases(cli, root / "wf" / "ship.yaml", "ship")}
+    cases = {c["covers"][0]: c["results"][0]["returns"] for c in _printed_cases(cli, root / "wf" / "ship.yaml", "ship")}
     assert cases == {
         "the run, every condition holding and every confirmation a yes": {"state": "packed", "note": "example"},
         "ship: when[0] fails": {"state": "new", "note": "example"},  # one of its values; never "example", never absent
