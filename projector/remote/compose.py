@@ -6,7 +6,8 @@ skill on the server that pinned it, and verifies it against its pin before any b
 :class:`Composition`:
 
 - ``instructions``: the system instructions. Only pinned skills enter them, each inside an origin tag that names
-  the server, the skill URI and the manifest digest (:func:`.origin.origin_tag`). Anything in a skill's text that looks
+  the server (as the lock names it: its name, never how it is started or reached, :mod:`.pins`; the caller says
+  how to reach each one, ``targets``), the skill URI and the manifest digest (:func:`.origin.origin_tag`). Anything in a skill's text that looks
   like the tag, look-alike characters included, is escaped (:func:`.origin.escape_tags`), so a skill can neither close
   its own tag nor open another. The bytes are a pure function of the lock and the verified files, so composing twice gives the same bytes.
 - ``user_turns``: skills the lock does not pin. They are refused, unless the caller opts in with
@@ -134,15 +135,14 @@ class FileReader:
     def read(self, server: str, uri: str) -> bytes:
         """The verified bytes of ``uri`` from ``server``: ``not-pinned`` when no skill pinned from that server holds
         the URI, ``unlisted-file`` when one does but its pinned manifest does not list it."""
-        key = server
-        mine = [s for s in self._skills if s.server == key and uri.startswith(s.root + "/")]
+        mine = [s for s in self._skills if s.server == server and uri.startswith(s.root + "/")]
         if not mine:
             owners = sorted({s.server for s in self._skills if uri.startswith(s.root + "/")})
             where = f"; it was pinned from {', '.join(owners)}" if owners else ""
             raise LockError(
                 "not-pinned",
                 uri,
-                f"no skill composed from {key} holds this file{where}",
+                f"no skill composed from {server} holds this file{where}",
                 "a skill's files are read only from the server that pinned it",
             )
         skill = max(mine, key=lambda s: len(s.root))

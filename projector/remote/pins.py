@@ -54,7 +54,7 @@ from typing import Any, Iterable
 from .. import bounded
 from ..bundle import stable_json
 from ..disk import write_file
-from ..errors import plural
+from ..errors import UsageError, plural
 from .errors import LockError
 from ..sep2640 import DIGEST_RULE, FRONTMATTER_YAML, FileRef, SkillEntry, check_manifest, check_reading, clip, digest
 
@@ -82,8 +82,6 @@ def name_problem(name: object) -> str | None:
 def server_name(given: str | None, identity: str | None, spec: str) -> str:
     """The name a lock knows the server started by ``spec`` by: ``given`` (``--name``), else ``identity`` (the
     ``name`` of its ``serverInfo``). A usage error when neither is a good name."""
-    from ..errors import UsageError
-
     name = given if given is not None else identity
     if name is None:
         raise UsageError(
