@@ -48,7 +48,7 @@ from dataclasses import replace
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from .errors import Diagnostic, Span, error, suggest
+from .errors import Diagnostic, Span, closest, error, suggest
 from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
 from .results import returns_text as _returns_text
 from .toolschema import (
@@ -238,13 +238,9 @@ def _misspelled(step: Step, schema: dict[str, Any], props: dict[str, Any], given
     for name, _src in step.args:
         if not missing:
             break
-        if _unknown(schema, props, name):
-            import difflib  # here: only a misspelt name needs it
-
-            close = difflib.get_close_matches(name, missing, n=1, cutoff=0.6)
-            if close:
-                meant[name] = close[0]
-                missing.remove(close[0])
+        if _unknown(schema, props, name) and (close := closest(name, missing)) is not None:
+            meant[name] = close
+            missing.remove(close)
     return meant
 
 
