@@ -268,8 +268,8 @@ async def serve_http_async(
     install_loop_guard()
     _preload()
     level = "info" if verbose else "warning"
-    for name in QUIET_LOGGERS:  # the frameworks' own start-up and per-request lines
-        logging.getLogger(name).setLevel(level.upper())
+    for name in QUIET_LOGGERS if not verbose else ():  # the frameworks' own start-up and per-request lines
+        logging.getLogger(name).setLevel(logging.WARNING)
     options: dict[str, Any] = {"http": bounded_protocol(limit), "limit_concurrency": limit + 1, "log_level": level}
     await adapter.serve_http(
         server,
