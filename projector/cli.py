@@ -135,12 +135,21 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _up_to_date(args: argparse.Namespace, skills: int, diags: list[Diagnostic]) -> int:
+    """The tree matches the workflows: said so, unless ``--strict`` fails on a warning, which is then said first and
+    alone (a failing check never reads "up to date")."""
+    out, configuration = Path(args.out).as_posix(), getattr(args, "configuration", "")
+    if _strict_fail(args, diags):
+        print(
+            f"error: --strict: {_tally(diags)}; the files in {out} match the workflows "
+            f"({plural(skills, 'skill')}){configuration}, but a warning fails --strict",
+            file=sys.stderr,
+        )
+        return EXIT_FINDINGS
     print(
-        f"{Path(args.out).as_posix()} is up to date: {plural(skills, 'skill')}; {_tally(diags)}"
-        f"{getattr(args, 'configuration', '')}",
+        f"{out} is up to date: {plural(skills, 'skill')}; {_tally(diags)}{configuration}",
         file=sys.stderr if args.format == "json" else sys.stdout,
     )
-    return EXIT_FINDINGS if _strict_fail(args, diags) else EXIT_OK
+    return EXIT_OK
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -509,12 +518,14 @@ def _run_evals(rest: list[str]) -> int:
     return evals_run(rest)
 
 
-def _shell(fmt: str) -> Shell:
-    """How ``project-skill`` prints an error: the findings in the chosen format, then how many there were."""
+def _shell(fmt: str, command: str | None = None) -> Shell:
+    """How ``project-skill`` prints an error: the findings in the chosen format, then how many there were (and, for
+    a command that writes, that it wrote nothing: ``check`` never writes)."""
+    written = "" if command == "check" else "; nothing was written"
     return Shell(
         "project-skill",
         findings=lambda diags: report(diags, fmt),
-        closing=lambda exc: f"error: {plural(len(exc.diagnostics), 'problem')}; nothing was written",
+        closing=lambda exc: f"error: {plural(len(exc.diagnostics), 'problem')}{written}",
     )
 
 
@@ -525,7 +536,7 @@ def _parsed(argv: list[str]) -> int:
     if args.command is None:
         ap.print_help()
         return EXIT_USAGE
-    return run(_shell(getattr(args, "format", "text")), lambda: args.func(args))
+    return run(_shell(getattr(args, "format", "text"), args.command), lambda: args.func(args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

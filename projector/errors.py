@@ -138,12 +138,20 @@ def error(span: Span, code: str, message: str, hint: str | None = None) -> Diagn
     return Diagnostic(span, "error", code, message, hint)
 
 
-def suggest(word: str, options: Iterable[str]) -> str | None:
-    """The hint ``did you mean 'x'?`` for the closest of ``options`` to a misspelled ``word``, or None."""
+def closest(word: str, options: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The one owner of "did you mean": the closest of ``options`` to a misspelled ``word`` (``difflib``'s ratio at
+    least ``cutoff``), or None."""
     import difflib  # here: only a misspelt name needs it
 
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else None
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+def suggest(word: str, options: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The hint ``did you mean 'x'?`` for the closest of ``options`` to a misspelled ``word`` (:func:`closest`), or
+    None."""
+    close = closest(word, options, cutoff=cutoff)
+    return f"did you mean '{close}'?" if close else None
 
 
 def format_text(d: Diagnostic) -> str:

@@ -48,7 +48,7 @@ from dataclasses import replace
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from .errors import Diagnostic, Span, error, suggest
+from .errors import Diagnostic, Span, closest, error, suggest
 from .model import Const, FromArg, FromStep, Source, Step, Tool, Workflow
 from .results import returns_text as _returns_text
 from .toolschema import (
@@ -188,13 +188,9 @@ def _misspelled(step: Step, schema: dict[str, Any], props: dict[str, Any], given
     for name, _src in step.args:
         if not missing:
             break
-        if _unknown(schema, props, name):
-            import difflib  # here: only a misspelt name needs it
-
-            close = difflib.get_close_matches(name, missing, n=1, cutoff=0.6)
-            if close:
-                meant[name] = close[0]
-                missing.remove(close[0])
+        if _unknown(schema, props, name) and (close := closest(name, missing)) is not None:
+            meant[name] = close
+            missing.remove(close)
     return meant
 
 
@@ -475,22 +471,20 @@ def unknown_tool(
     what: str,
     at: Span,
     lacks: str,
-    did_you_mean: bool = True,
     then: Sequence[str | None] = (),
 ) -> Diagnostic | None:
     """``unknown-tool``, the one rule that a step calls only a tool there is: ``known`` are the tools, the
     workflow's own (:func:`projector.validate.validate`), a server's (:func:`check_workflows`) or those of
     ``--tools-from`` (:func:`projector.toolset.merge_tools`). Each caller says only how the step is named
-    (``what``, at ``at``), what the owner of the tools ``lacks`` and its hints (``then``, after the did-you-mean
-    when ``did_you_mean``)."""
+    (``what``, at ``at``: where ``tool:`` is written, when it is), what the owner of the tools ``lacks`` and its
+    hints (``then``, after the did-you-mean of :func:`projector.errors.suggest`)."""
     if step.tool is None or step.tool in known:
         return None
-    close = suggest(step.tool, known) if did_you_mean else None
     return error(
         at,
         "unknown-tool",
         f"{what} calls the tool '{step.tool}', which {lacks}",
-        "; ".join(p for p in (close, *then) if p),
+        "; ".join(p for p in (suggest(step.tool, known), *then) if p),
     )
 
 
@@ -512,7 +506,7 @@ def check_workflows(
                     step,
                     table,
                     what=_label(wf, step),
-                    at=_at(step.span, step, wf),
+                    at=_at(step.tool_span, step, wf),
                     lacks=f"{owner} does not have",
                     then=(hint, f"{owner}'s tools: {known}"),
                 )

@@ -189,6 +189,39 @@ def asks_user(wf: Workflow, step: Step, key: str, src: object) -> bool:
     return isinstance(required, list) and key in required
 
 
+ASK_HINT = (
+    "if asking is right, say so with ask: true on the argument (the server-side run then asks for it too, and this "
+    "note goes); if the step cannot run without it, make the argument required"
+)
+
+
+def _ask_notes(wf: Workflow, step: Step, label: str, asked: set[str]) -> list[Diagnostic]:
+    """``ask-for-input``: once per input (at its first use), and not for one declared ``ask: true``, whose author
+    has already said that asking is right. ``asked`` holds the inputs named so far."""
+    out = []
+    for key, src in step.args:
+        if not asks_user(wf, step, key, src) or src.name in asked:
+            continue
+        assert isinstance(src, FromArg)
+        asked.add(src.name)
+        declared = wf.argument(src.name)
+        if declared is not None and declared.ask:
+            continue
+        out.append(
+            Diagnostic(
+                src.span if src.span.line else step.span,
+                "note",
+                "ask-for-input",
+                f"{label} passes the optional input '{src.name}' as '{key}', which the "
+                f"side-effecting tool '{step.tool}' requires: the skill tells the model to ask "
+                "the user for it and never to work it out itself",
+                ASK_HINT,
+                extra={"step": step.name},
+            )
+        )
+    return out
+
+
 def _diag(step: Step, code: str, message: str, hint: str | None) -> Diagnostic:
     return Diagnostic(
         step.guidance_span if code != "unverifiable-step" else step.span,
@@ -223,6 +256,7 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
     gated: list[str] = []
     names = ResultNames()  # the results saved before the current step, by bind and step name
     skippable: dict[str, tuple[int, Step]] = {}  # bind -> the earlier step that on_fail: skip may leave out
+    asked: set[str] = set()  # the inputs an ask-for-input note has named already
     for index, step in enumerate(wf.steps, 1):
         fired: set[str] = set()
         tool = wf.tool(step.tool) if step.tool else None
@@ -285,21 +319,7 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
         ]:
             out.append(found)
             fired.add(found.code)
-        for key, src in step.args:
-            if asks_user(wf, step, key, src):
-                assert isinstance(src, FromArg)
-                out.append(
-                    Diagnostic(
-                        src.span if src.span.line else step.span,
-                        "note",
-                        "ask-for-input",
-                        f"{label} passes the optional input '{src.name}' as '{key}', which the "
-                        f"side-effecting tool '{step.tool}' requires: the skill tells the model to ask "
-                        "the user for it and never to work it out itself",
-                        "make the argument required if the step cannot run without it",
-                        extra={"step": step.name},
-                    )
-                )
+        out.extend(_ask_notes(wf, step, label, asked))
         out.extend(_confirm_on_read_only(tool, step, label))
         for code, reason in step.acknowledge:
             if code not in fired:

@@ -213,6 +213,9 @@ class Step:
     # Where each key of ``args`` is written, for a problem with the key itself (a misspelled parameter); empty for a
     # step built in Python, whose problems are reported at the step.
     arg_spans: tuple[tuple[str, Span], ...] = field(default=(), compare=False, repr=False)
+    # Where ``tool:``'s value is written, for a problem with the tool's name (``unknown-tool``); the step's own span
+    # for a step built in Python.
+    tool_span: Span = _span()
     # ``confirm:``: a person's yes before the step runs (:class:`Confirm`); None: no confirmation.
     confirm: Confirm | None = _additive(None)
 

@@ -34,9 +34,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import naming
-from .errors import UsageError
+from .errors import UsageError, suggest
 from .fit import ARG_JSON_TYPES
-from .toolschema import json_types as _types
+from .toolschema import json_types as _types, type_words
 from .model import Tool
 from .validate import DESCRIPTION_PLACEHOLDER
 from .yaml12 import CORE, QUOTE_TOO
@@ -86,7 +86,7 @@ def _optional_comment(tool: Tool) -> str | None:
         if name in required:
             continue
         kinds = _types(prop)
-        facts = [" or ".join(sorted(kinds)) if kinds else "any type"]
+        facts = [type_words(kinds) if kinds else "any type"]
         if isinstance(prop, dict) and "default" in prop:
             import json
 
@@ -111,12 +111,10 @@ def _check_request(name: str, tools: Mapping[str, Tool], chosen: Sequence[str]) 
         raise UsageError("init: name at least one tool with --tool")
     missing = [t for t in chosen if t not in tools]
     if missing:
-        import difflib
-
-        close = difflib.get_close_matches(missing[0], list(tools), n=1, cutoff=0.6)
+        close = suggest(missing[0], tools)
         raise UsageError(
             f"init: the tools' source has no tool {', '.join(repr(t) for t in missing)}"
-            + (f" (did you mean '{close[0]}'?)" if close else "")
+            + (f" ({close})" if close else "")
             + f"; its tools: {', '.join(sorted(tools)) or 'none'}"
         )
 
@@ -140,7 +138,7 @@ def _wire(
         if kind is None:
             raise UsageError(
                 f"init: the tool '{tool.name}' requires '{param}', which takes "
-                f"{' or '.join(sorted(_types(prop) or ()))}: no prompt argument can carry it; "
+                f"{type_words(_types(prop) or set())}: no prompt argument can carry it; "
                 "leave that tool out, and write its step by hand with a {step: ...} or "
                 "{const: ...} source"
             )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .conditions import OPERATORS, literal
-from .errors import Diagnostic, Span, error, plural, printable_quote
+from .errors import Diagnostic, Span, closest, error, plural, printable_quote, suggest
 from .model import Argument, Condition, Confirm, Const, FromArg, FromStep, Instruction, Source, Step, Tool, Workflow
 from .positioned import Y, Reader, type_name, decode, normalize
 from .validate import NO_STEPS, validate
@@ -38,10 +38,7 @@ ARG_TYPES = tuple(_DEFS["argument"]["properties"]["type"]["enum"])
 
 def near_miss(key: str, kind: str) -> str | None:
     """The allowed key of a ``kind`` object (:data:`KEYS`) that the unknown ``key`` is a near miss of, or None."""
-    import difflib  # here: only a misspelt name needs it
-
-    close = difflib.get_close_matches(key, KEYS[kind], n=1, cutoff=0.5)
-    return close[0] if close else None
+    return closest(key, KEYS[kind], cutoff=0.5)
 
 
 def _named(m: dict[str, Y]) -> bool:
@@ -207,14 +204,11 @@ class _Builder:
         if "type" in m:
             typ = m["type"].value
             if typ not in ARG_TYPES:
-                import difflib
-
-                close = difflib.get_close_matches(str(typ), ARG_TYPES, n=1, cutoff=0.5)
                 self.err(
                     m["type"].span,
                     "wrong-type",
                     f"'type' of {what} must be one of {', '.join(ARG_TYPES)}",
-                    f"did you mean '{close[0]}'?" if close else None,
+                    suggest(str(typ), ARG_TYPES, cutoff=0.5),
                 )
                 typ = None
         return Argument(
@@ -304,14 +298,11 @@ class _Builder:
         m = y.value
         for key in m:
             if key not in SOURCE_KEYS:
-                import difflib
-
-                close = difflib.get_close_matches(key, SOURCE_KEYS, n=1, cutoff=0.5)
                 self.err(
                     y.key_span(key),
                     "unknown-key",
                     f"unknown key '{key}' in {what}",
-                    f"did you mean '{close[0]}'?" if close else hint,
+                    suggest(key, SOURCE_KEYS, cutoff=0.5) or hint,
                 )
                 return None
         kinds = [k for k in ("arg", "step", "const") if k in m]
@@ -395,6 +386,7 @@ class _Builder:
             template=self.sources(m, "template", what),
             acknowledge=tuple(acks),
             span=y.span,
+            tool_span=m["tool"].span if "tool" in m else y.span,
             guidance_span=m["guidance"].span if "guidance" in m else y.span,
             when=when,
             on_fail=on_fail,  # type: ignore[arg-type]  # validate() refuses anything but stop and skip
@@ -456,10 +448,7 @@ class _Builder:
             if key in OPERATORS:
                 ops.append(key)
             elif key not in SUBJECT_KEYS and key != "const":  # a constant subject is a bad-source below
-                import difflib
-
-                close = difflib.get_close_matches(key, OPERATORS, n=1, cutoff=0.5)
-                hint = f"did you mean '{close[0]}'?" if close else f"the operators are {', '.join(OPERATORS)}"
+                hint = suggest(key, OPERATORS, cutoff=0.5) or f"the operators are {', '.join(OPERATORS)}"
                 self.err(y.key_span(key), "unknown-operator", f"unknown operator '{key}' in {what}", hint)
                 sound = False
         if len(ops) > 1:

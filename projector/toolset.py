@@ -349,9 +349,8 @@ def merge_tools(
                     step,
                     tools,
                     what=f"step '{step.name}'",
-                    at=_where(step.span, wf),
+                    at=_where(step.tool_span if step.tool_span.line else step.span, wf),
                     lacks=f"{source.words} does not have",
-                    did_you_mean=False,
                     then=(f"{source.words}'s tools: {known}", refresh),
                 )
             )

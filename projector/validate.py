@@ -336,7 +336,7 @@ def _tool_or_resources(step: Step, what: str, tools: list[str] | None) -> list[D
                     step,
                     tools,
                     what=what,
-                    at=step.span,
+                    at=step.tool_span if step.tool_span.line else step.span,
                     lacks="is not listed under tools",
                     then=("declare the tool under tools, or take it from a live server with --tools-from SERVER",),
                 )

@@ -261,8 +261,59 @@ def test_matrix_agent_section_nests_its_lists(site, browser):
         }""")
         assert len(nested) == 2, nested
         turns, sizes = nested
+        bullets = page.evaluate("""() => {
+          for (let e = document.getElementById("how-the-agent-gets-its-skill").nextElementSibling;
+               e && e.tagName !== "H2"; e = e.nextElementSibling)
+            if (e.tagName === "UL") return [...e.children].map(li => li.querySelector("strong").textContent);
+          return [];
+        }""")
+        assert bullets == ["The client's figures do not change.", "The agent's own loop is one step shorter.",
+                           "The instructions are larger than the SKILL.md"], bullets  # three bullets, none run in
         assert turns and all("server model turns" in item for item in turns), turns
         assert sizes and all("bytes, the SKILL.md's" in item for item in sizes), sizes
+        assert problems == []
+    finally:
+        page.close()
+
+
+_TABLES = """() => {
+  const out = {wide: [], split: [], task: []};
+  document.querySelectorAll("article table").forEach((t, i) => {
+    const wrap = t.closest(".md-typeset__scrollwrap") || t.parentElement;
+    if (t.scrollWidth > wrap.clientWidth + 1) out.wide.push([i, t.rows[0].cells.length, t.scrollWidth, wrap.clientWidth]);
+    for (const c of t.querySelectorAll("td code")) {
+      const text = c.firstChild;
+      if (!text || text.nodeType !== Node.TEXT_NODE) continue;
+      let top = null;
+      for (let k = 0; k < text.length; k++) {
+        const r = document.createRange();
+        r.setStart(text, k);
+        r.setEnd(text, k + 1);
+        const y = r.getBoundingClientRect().top;
+        if (top !== null && y > top + 2 && !"-/ ".includes(text.data[k - 1])) out.split.push(text.data);
+        top = y;
+      }
+    }
+  });
+  const heading = [...document.querySelectorAll("article h3")].find(h => h.textContent.includes("(B3t)"));
+  for (let e = heading && heading.nextElementSibling; e && !/^H[23]$/.test(e.tagName); e = e.nextElementSibling) {
+    const t = e.tagName === "TABLE" ? e : e.querySelector("table");
+    if (t) { out.task = [...t.rows].slice(1).map(r => r.getBoundingClientRect().height); break; }
+  }
+  return out;
+}"""
+
+
+def test_matrix_tables_fit_the_column_and_split_no_name(site, browser):
+    """At 1280 px every table of the matrix page fits the text column, with no column off-screen (the B3t task
+    table had an eighth one, and rows five lines tall); and no name in code is split inside a word (the first table
+    wrapped `refund_flow_approved` mid-word): a code element breaks, if anywhere, after a hyphen or a slash."""
+    page, problems = _open(browser, f"{site}/matrix.html")
+    try:
+        got = page.evaluate(_TABLES)
+        assert got["wide"] == [], got["wide"]
+        assert got["split"] == [], got["split"]
+        assert len(got["task"]) == 4 and max(got["task"]) < 80, got["task"]  # at most two lines of text a row
         assert problems == []
     finally:
         page.close()
@@ -294,6 +345,49 @@ def test_home_page_next_steps_link_every_page_of_the_nav(site, browser):
             assert md.replace(".md", ".html") in hrefs, (md, links)
         for href in ("own-server.html", "matrix.html", "cli.html"):
             assert page.locator(f'article li > a[href="{href}"]').first.is_visible(), href
+        assert problems == []
+    finally:
+        page.close()
+
+
+def test_home_page_says_where_judgment_runs_on_each_surface(site, browser):
+    """The home page's table gives each server-run surface (the workflow prompt, the workflow tool, the task) what is
+    true of it: judgment on the server only as `when:` data, a person at `confirm:`; none says "nowhere"."""
+    page, problems = _open(browser, f"{site}/index.html")
+    try:
+        rows = page.evaluate("""() => {
+          for (let e = document.getElementById("where-judgment-runs").nextElementSibling; e && e.tagName !== "H2";
+               e = e.nextElementSibling) {
+            const table = e.tagName === "TABLE" ? e : e.querySelector("table");
+            if (table) return [...table.rows].map(tr => [...tr.cells].map(c => c.textContent.trim()));
+          }
+          return [];
+        }""")
+        judgment = {row[0]: row[2] for row in rows[1:]}
+        assert list(judgment) == ["skill", "workflow prompt", "workflow tool", "workflow tool as a task", "agent"]
+        for surface in ("workflow prompt", "workflow tool", "workflow tool as a task"):
+            assert "when:" in judgment[surface] and "confirm:" in judgment[surface], (surface, judgment[surface])
+        assert not any("nowhere" in cell for cell in judgment.values()), judgment
+        assert problems == []
+    finally:
+        page.close()
+
+
+def test_own_server_page_opens_lightly(site, browser):
+    """"Your own server" opens with a short sentence and the path as a list of linked steps, not a heavy paragraph."""
+    page, problems = _open(browser, f"{site}/own-server.html")
+    try:
+        opening = page.evaluate("""() => {
+          const out = [];
+          for (let e = document.querySelector("article h1").nextElementSibling; e && e.tagName !== "H2";
+               e = e.nextElementSibling) out.push([e.tagName, e.textContent.trim(), e.querySelectorAll("a").length]);
+          return out;
+        }""")
+        first = next(text for tag, text, _ in opening if tag == "P")
+        assert len(first.split()) <= 20, first
+        assert all(len(text.split()) <= 30 for tag, text, _ in opening if tag == "P"), opening
+        steps = [(text, links) for tag, text, links in opening if tag == "OL"]
+        assert len(steps) == 1 and steps[0][1] >= 4, opening
         assert problems == []
     finally:
         page.close()

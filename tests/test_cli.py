@@ -151,6 +151,27 @@ def test_strict_turns_warnings_into_exit_1_and_writes_nothing(cli, tree):
     assert cli("check", str(root / "wf"), "--out", str(root / "out"), "--strict").code == 1
 
 
+def test_check_strict_that_fails_never_says_up_to_date(cli, tree):
+    """A check that fails under --strict leads with the failure; "up to date" is said only by a check that passes."""
+    root = tree({"wf/a.yaml": GATE_WF.format(name="alpha")})
+    assert cli("build", str(root / "wf"), "--out", str(root / "out")).code == 0
+    run = cli("check", str(root / "wf"), "--out", str(root / "out"), "--strict")
+    assert run.code == 1
+    assert "up to date" not in run.out + run.err
+    assert f"error: --strict: 1 warning, 0 notes; the files in {(root / 'out').as_posix()} match the workflows" in run.err
+    run = cli("check", str(root / "wf"), "--out", str(root / "out"))
+    assert run.code == 0 and "is up to date: 1 skill; 1 warning" in run.out
+
+
+def test_check_never_says_it_wrote_nothing(cli, tree):
+    """A check writes nothing by definition, so its closing line does not say so; a build's does."""
+    root = tree({"wf/a.yaml": "name: x\ndescription: d\nsteps: [{name: a, tool: nope}]\n"})
+    run = cli("check", str(root / "wf"), "--out", str(root / "o"))
+    assert run.code == 1 and run.err.splitlines()[-1] == "error: 1 problem"
+    run = cli("build", str(root / "wf"), "--out", str(root / "o"))
+    assert run.code == 1 and run.err.splitlines()[-1] == "error: 1 problem; nothing was written"
+
+
 def test_acknowledged_warning_passes_strict(cli, tree):
     acked = GATE_WF.format(name="alpha") + "    acknowledge:\n      gate-on-side-effect: the tool checks itself\n"
     root = tree({"wf/a.yaml": acked})

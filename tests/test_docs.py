@@ -434,6 +434,18 @@ def test_readme_is_short_and_keeps_what_ci_and_the_quick_start_read():
     assert STALE_FIGURE.findall(text) == []
 
 
+def test_readme_says_what_the_test_command_installs_as_root():
+    """Every system package that ./scripts/test installs with apt-get when run as root is named in the README, in a
+    sentence that says root (PostgreSQL and hyperfine were not)."""
+    script = (ROOT / "scripts" / "test").read_text("utf-8")
+    packages = re.findall(r"apt-get install -y -qq (\w+)", script)
+    assert sorted(packages) == ["chromium", "hyperfine", "postgresql"], packages
+    text = (ROOT / "README.md").read_text("utf-8")
+    sentence = next(p for p in text.split("\n\n") if "as root" in p)
+    for package in packages:
+        assert package in sentence.lower(), package
+
+
 @pytest.mark.parametrize("text", ["8 min 55 s for 2,584 tests", "the tests take about 9 minutes", "takes 12 s"])
 def test_the_stale_figure_pattern_catches_a_measurement(text):
     assert STALE_FIGURE.search(text)

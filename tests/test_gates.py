@@ -314,7 +314,10 @@ _ASK = (
     "which the side-effecting tool 'pay' requires: the skill tells the model to ask the user for it and never to "
     "work it out itself"
 )
-_ASK_HINT = "make the argument required if the step cannot run without it"
+_ASK_HINT = (
+    "if asking is right, say so with ask: true on the argument (the server-side run then asks for it too, and this "
+    "note goes); if the step cannot run without it, make the argument required"
+)
 _GATE_HINT = (
     "the guidance names the saved result 'check': state the condition as data, when: {step: check, field: "
     "FIELD, equals: VALUE}, and {then}; or make the tool enforce the condition itself and acknowledge the "
@@ -727,6 +730,16 @@ def test_an_input_without_a_position_is_reported_at_its_step():
     placed = Step("s", tool="pay", args=(("to", FromArg("who", Span("w.yaml", 8, 11))),), span=Span("w.yaml", 7, 5))
     [d] = gates.check(_wf(placed, tools=[PAY], arguments=[Argument("who")])).diagnostics
     assert (d.code, d.span) == ("ask-for-input", Span("w.yaml", 8, 11))
+
+
+def test_ask_for_input_is_said_once_per_input_and_not_when_the_argument_says_ask():
+    """The note names an input once, at its first use, with a hint that agrees with ``ask: true``; an argument that
+    already says ``ask: true`` gets none (its author chose asking)."""
+    steps = [Step(n, tool="pay", args=(("to", FromArg("who")),), span=Span("w.yaml", i, 5)) for i, n in ((7, "a"), (9, "b"))]
+    [d] = gates.check(_wf(*steps, tools=[PAY], arguments=[Argument("who")])).diagnostics
+    assert (d.code, d.span, d.extra) == ("ask-for-input", Span("w.yaml", 7, 5), {"step": "a"})
+    assert "ask: true" in d.hint and "make the argument required" in d.hint
+    assert gates.check(_wf(*steps, tools=[PAY], arguments=[Argument("who", ask=True)])).diagnostics == []
 
 
 READ = Tool("t", annotations={"readOnlyHint": True}, output_schema={"type": "object"})

@@ -89,7 +89,7 @@ def test_tools_from_server_reaches_the_rules_from_every_entry_point(tmp_path, mo
     (tmp_path / "wf").mkdir()
     (tmp_path / "wf" / "served.yaml").write_bytes(SERVER_TOOL)
     monkeypatch.chdir(tmp_path)
-    unknown = ["wf/served.yaml:3:9: error[unknown-tool]: step 'a' calls the tool 't', which is not listed under tools"]
+    unknown = ["wf/served.yaml:3:25: error[unknown-tool]: step 'a' calls the tool 't', which is not listed under tools"]
     for call in (
         lambda **kw: load_all(["wf"], **kw),
         lambda **kw: load_file("wf/served.yaml", **kw),

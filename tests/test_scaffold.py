@@ -127,6 +127,17 @@ def test_the_yaml_is_deterministic_and_reads_the_same_under_yaml_1_1_and_1_2(pro
     assert "ratio:\n" in text and "default: 1.0e-07" in text
 
 
+def test_an_optional_number_parameter_is_listed_as_a_number(project, cli):
+    """JSON Schema's ``number`` admits integers, but the comment names the type the schema says: "number"."""
+    tools = [{"name": "tip", "inputSchema": {"type": "object", "properties": {"rate": {"type": "number"},
+                                                                            "n": {"type": ["integer", "null"]}}},
+              "annotations": {"readOnlyHint": True}}]
+    (project / "tools.json").write_bytes(snapshot_bytes(tools))
+    assert init(cli, "tip").code == 0
+    text = (project / "workflows" / "start.yaml").read_text("utf-8")
+    assert "    #   rate (number)\n" in text and "    #   n (integer or null)\n" in text
+
+
 def test_init_never_writes_over_an_existing_file(project, cli):
     target = project / "workflows" / "start.yaml"
     target.parent.mkdir()

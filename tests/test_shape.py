@@ -433,7 +433,7 @@ def test_a_misspelled_top_level_key_hides_what_follows_from_its_absence_and_says
         "  hint: rename 'agruments' to 'arguments': they are checked then",
         f"{f}:5:1: error[unknown-key]: unknown key 'agruments' in the workflow\n  hint: did you mean 'arguments'?",
         # not a consequence of the missing key: still shown
-        f"{f}:13:5: error[unknown-tool]: step 'again' calls the tool 'get_ordr', which is not listed under tools\n"
+        f"{f}:14:11: error[unknown-tool]: step 'again' calls the tool 'get_ordr', which is not listed under tools\n"
         "  hint: did you mean 'get_order'?; declare the tool under tools, or take it from a live server with "
         "--tools-from SERVER"]
 

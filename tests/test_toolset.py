@@ -183,6 +183,20 @@ def test_drift_is_one_warning_per_field_at_the_declaration_with_the_refresh_comm
     assert new.tool("count").description == "Count letters."  # the snapshot's declaration is used
 
 
+def test_unknown_tool_from_a_snapshot_is_at_tool_and_says_did_you_mean(cli, tmp_path):
+    """A step that calls a tool the snapshot lacks is reported where ``tool:`` names it, with the nearest name."""
+    snap = tmp_path / "tools.json"
+    snap.write_bytes(snapshot_of(counting_server()))
+    wf = tmp_path / "wf" / "counting.yaml"
+    wf.parent.mkdir()
+    wf.write_text((WORKFLOW % {"times": "integer"}).replace("tool: count", "tool: cuont"), encoding="utf-8")
+    run = cli("check", str(wf.parent), "--out", str(tmp_path / "out"), "--tools-from", str(snap))
+    assert run.code == 1
+    line = next(i for i, text in enumerate(wf.read_text().splitlines(), 1) if "tool: cuont" in text)
+    assert f"{wf}:{line}:11: error[unknown-tool]: step 'count' calls the tool 'cuont'" in run.err
+    assert "hint: did you mean 'count'?" in run.err
+
+
 def test_check_strict_fails_on_drift_from_a_snapshot_and_passes_when_in_line(cli, tmp_path):
     snap = tmp_path / "tools.json"
     snap.write_bytes(snapshot_of(counting_server()))

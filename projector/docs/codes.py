@@ -253,8 +253,10 @@ arguments:
         fires="An optional prompt argument feeds a parameter that a side-effecting tool requires. A model that "
         "follows the skill must not invent the value of a side effect (an amount, a recipient), so the SKILL.md "
         "says to ask the user for it and never to work it out itself, where an optional input elsewhere may be "
-        "worked out. This is a note: it never fails a build, not even under `--strict`.",
-        fix="Nothing, if asking is right. If the step cannot run without the value, make the argument "
+        "worked out. It is said once for each input, at its first use, and not for an argument declared "
+        "`ask: true`. This is a note: it never fails a build, not even under `--strict`.",
+        fix="If asking is right, say so with `ask: true` on the argument: the server-side run then asks the person "
+        "for it too, and the note goes. If the step cannot run without the value, make the argument "
         "`required: true`; the skill then collects it before the procedure starts.",
         example="""name: refund_flow
 description: Refund an order.

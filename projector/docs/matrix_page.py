@@ -184,7 +184,8 @@ def _agent_section(data: dict[str, Any]) -> str:
     if not runs or any("instructions_bytes" not in r for _, r in runs):
         return ""
     sizes = dict.fromkeys((t, r["skill_md_bytes"], r["instructions_bytes"]) for t, r in runs)  # in task order
-    # A nested list needs a blank line before it and a 4-space indent, or Python-Markdown runs it into the paragraph.
+    # A nested list needs a blank line before it and a 4-space indent, or Python-Markdown runs it into the paragraph;
+    # and the bullet after an indented paragraph needs a blank line before it, or it runs into that paragraph.
     size_text = "\n" + "".join(f"\n    - {t}: {i} bytes, the SKILL.md's {m} plus {i - m};" for t, m, i in sizes)
     turns = "\n" + "".join(
         f"\n    - {t}, {r['scenario']}: {r['server_model_turns']} server model turns (it was "
@@ -209,6 +210,7 @@ What this changes, and what it does not:
 - **The client's figures do not change.** Round trips, client model turns, context bytes and the refund are what
   they were before the agent composed: the client still sends one `tools/call` and receives only the final message.
   The composition adds no byte that reaches the client.
+
 - **The agent's own loop is one step shorter.** The SKILL.md is in its instructions, so the agent no longer reads it
   from its server as its first request: its server requests are the skill surface's requests less that first
   read, and it has one server model turn fewer than when it read the SKILL.md itself:{turns}
@@ -216,6 +218,7 @@ What this changes, and what it does not:
     The composition's own requests (opening the in-process connection, `skills/list`, then a `resources/read` of
     each file of the pinned manifest, each checked against the pin) run before the loop, with no model involved, so
     they count as neither the agent's requests nor its turns.
+
 - **The instructions are larger than the SKILL.md** by the preamble and the origin tag (`instructions_bytes` and
   `skill_md_bytes` in the data):{size_text}
 

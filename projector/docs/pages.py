@@ -107,7 +107,8 @@ You need Python 3.11 or newer. These are the README's two set-up commands, quote
 
 The first makes a virtual environment, installs the project into it and compiles the example workflows under
 `workflows/` into `generated_skills/`. The second installs what the tests need and runs the whole suite, as CI does
-(`.ci/run`): the extras marked below, Debian's Chromium for the browser test (when it is missing and you are root),
+(`.ci/run`): the extras marked below; when you are root, with `apt-get` and each only when it is missing, Debian's
+Chromium (the browser test), PostgreSQL (the durable tasks' Postgres test) and hyperfine (the bench's smoke test);
 and Node 22 with the official MCP conformance suite, the TypeScript SDKs and the MCP Inspector, into `.cache/`, for
 the conformance and cross-SDK tests. The first run spends extra time installing them.
 
@@ -238,7 +239,8 @@ generated.
             parts.append(f"- Workflow prompt: `{workflow}`\n")
         parts.append("\n| file | size | digest |\n| --- | --- | --- |\n")
         for res, _, _ in files:
-            parts.append(f"| `{cell(res['uri'])}` | {res['size']} | `{cell(res['digest'])}` |\n")
+            # a digest is no word: it may break anywhere (docs/stylesheets/matrix.css), where a name in code may not
+            parts.append(f'| `{cell(res["uri"])}` | {res["size"]} | <code class="digest">{res["digest"]}</code> |\n')
         for res, rel, data in files:
             parts.append(
                 f"\n### {rel.split('/', 1)[1]}\n\n{fenced(data.decode('utf-8').rstrip(chr(10)), 'markdown')}\n"

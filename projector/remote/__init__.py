@@ -7,7 +7,7 @@
         lock = read_lock("skills.lock")
         async with connect("http://127.0.0.1:8000/mcp") as remote:
             for entry in await remote.list_skills():          # reads no file
-                pin = lock.find("http://127.0.0.1:8000/mcp", entry.uri)
+                pin = lock.find(remote.identity(), entry.uri)  # the pins of the server by its name
                 skill = await remote.load(entry, pin=pin)     # VerificationError / LockError on any mismatch
                 print(skill.uri, sorted(skill.paths()))
 

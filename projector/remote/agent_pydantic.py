@@ -44,19 +44,22 @@ READ_DESCRIPTION = (
 
 
 def toolset_target(server: str, target: Any = None) -> Any:
-    """What ``MCPToolset`` connects to for a server as the lock names it. ``target`` is used when given (an
-    in-process server, a transport). Otherwise an ``http(s)://`` URL is used as it is, and a command line becomes
-    fastmcp's ``StdioTransport``, split as the client splits it."""
-    if target is not None:
+    """What ``MCPToolset`` connects to for a server as the lock names it (a lock names it by its name, not by how it
+    is reached: :mod:`.pins`). ``target`` is what to reach (an in-process server, a transport, or a spec); without
+    one, the name itself is taken as a spec. A spec that is an ``http(s)://`` URL is used as it is, and a command
+    line becomes fastmcp's ``StdioTransport``, split as the client splits it."""
+    if target is None:
+        target = server
+    if not isinstance(target, str):
         return target
-    if server.startswith(("http://", "https://")):
-        return server
+    if target.startswith(("http://", "https://")):
+        return target
     import os
     import shlex
 
     from fastmcp.client.transports import StdioTransport
 
-    words = shlex.split(server)
+    words = shlex.split(target)
     return StdioTransport(words[0], words[1:], env=dict(os.environ), cwd=os.getcwd())
 
 

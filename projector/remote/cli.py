@@ -53,6 +53,16 @@ FRONTMATTER_YAML_HELP = (
 )
 
 
+NAME_HELP = (
+    "the name the lock knows the server by (default: the name in the server's serverInfo); the same on every "
+    "machine, however the server is started there"
+)
+
+
+def _add_name(p: argparse.ArgumentParser, help_tail: str = "") -> None:
+    p.add_argument("--name", metavar="NAME", default=None, help=NAME_HELP + help_tail)
+
+
 def _add_frontmatter_yaml(p: argparse.ArgumentParser, help_tail: str) -> None:
     p.add_argument(
         "--frontmatter-yaml",
@@ -108,6 +118,7 @@ def _remote_parser() -> argparse.ArgumentParser:
         help="compare each served manifest with this lock file before any read; without NAMEs or --all, "
         "load every skill the lock pins for SERVER",
     )
+    _add_name(ld, "; with --locked, the pins of that name are used")
     ld.add_argument(
         "--keep-going",
         action="store_true",
@@ -132,12 +143,22 @@ def _remote_parser() -> argparse.ArgumentParser:
 def _pin_parser() -> argparse.ArgumentParser:
     ap = _Parser(
         prog="project-skill pin",
-        description="Pin skill manifests in a lock file: server, uri, the manifest digest and each file's "
-        "digest. Reads no file of the skills: the manifest is the approval.",
+        description="Pin skill manifests in a lock file: the server's name, uri, the manifest digest and each "
+        "file's digest. Reads no file of the skills: the manifest is the approval. The server is named by --name, "
+        "else by its serverInfo name, never by its command line or URL, so the lock verifies on any machine.",
         epilog="exit codes: 0 ok, 1 refused or server problem, 2 usage",
     )
     ap.add_argument("server", metavar="SERVER", help=SERVER_HELP)
-    ap.add_argument("targets", nargs="*", metavar="NAME|URI", help="skills to pin (default: every listed skill)")
+    ap.add_argument(
+        "targets", nargs="*", metavar="NAME|URI", help="skills to pin (default, as with --all: every listed skill)"
+    )
+    ap.add_argument(
+        "--all",
+        action="store_true",
+        help="pin every listed skill, and drop the lock's other pins of this server (what pinning with no "
+        "NAME|URI does)",
+    )
+    _add_name(ap)
     ap.add_argument("--lock", default="skills.lock", metavar="FILE", help="the lock file (default: skills.lock)")
     _add_frontmatter_yaml(ap, "the pin records it, and remote load --locked reads the skill that way")
     _add_common(ap)
@@ -177,25 +198,26 @@ async def cmd_load(args: argparse.Namespace) -> int:
     from .batch import Options, load_targets
     from .client import connect
     from .output import write_bundles
-    from .pins import read_lock
+    from .pins import read_lock, server_name
     from .targets import choose
 
     if not args.targets and not args.all and not args.locked:
         raise _usage("name at least one skill (NAME or URI), or pass --all or --locked LOCK")
     lock = read_lock(args.locked) if args.locked else None
-    opts = Options(
-        args.server,
-        lock,
-        args.locked,
-        writing=bool(args.out),
-        allow_dynamic=args.allow_dynamic,
-        frontmatter_yaml=args.frontmatter_yaml,
-        keep_going=args.keep_going,
-    )
     async with connect(args.server, timeout=args.timeout, verbose=args.verbose) as remote:
+        name = server_name(args.name, remote.identity(), args.server) if lock is not None else args.server
+        opts = Options(
+            name,
+            lock,
+            args.locked,
+            writing=bool(args.out),
+            allow_dynamic=args.allow_dynamic,
+            frontmatter_yaml=args.frontmatter_yaml,
+            keep_going=args.keep_going,
+        )
         targets = await choose(
             remote,
-            args.server,
+            name,
             args.targets,
             everything=args.all,
             lock=lock,
@@ -278,21 +300,28 @@ def _file_json(skill: Any, uri: str, data: bytes) -> dict[str, Any]:
 
 async def cmd_pin(args: argparse.Namespace) -> int:
     from .client import connect
-    from .pins import pin_entry, read_lock, write_lock
+    from .pins import pin_entry, read_lock, server_name, write_lock
     from .targets import resolve
 
+    if args.all and args.targets:
+        raise _usage("pin either the skills you name or --all, not both")
     lock = read_lock(args.lock, missing_ok=True)
+    everything = args.all or not args.targets
     async with connect(args.server, timeout=args.timeout, verbose=args.verbose) as remote:
-        targets = await resolve(remote, args.targets, not args.targets)
+        name = server_name(args.name, remote.identity(), args.server)
+        targets = await resolve(remote, args.targets, everything)
     for entry, files in targets:
         if files is not None:
             raise _usage(f"pin whole skills, not files: {', '.join(files)}")
-    pins = [pin_entry(args.server, entry, frontmatter_yaml=args.frontmatter_yaml or "1.2") for entry, _ in targets]
-    write_lock(args.lock, lock.updated(args.server, pins, replace_server=not args.targets))
+    pins = [pin_entry(name, entry, frontmatter_yaml=args.frontmatter_yaml or "1.2") for entry, _ in targets]
+    write_lock(args.lock, lock.updated(name, pins, replace_server=everything))
     for p in pins:
         how = f", frontmatter read as YAML {p.frontmatter_yaml}" if p.frontmatter_yaml != "1.2" else ""
         print(f"pinned {printable(p.uri)}: {len(p.files)} file{'s' * (len(p.files) != 1)}, manifest {p.manifest}{how}")
-    print(f"{args.lock}: {len(pins)} skill{'s' * (len(pins) != 1)} of {args.server} pinned; no file read")
+    print(
+        f"{args.lock}: {plural(len(pins), 'skill')} of the server {printable(repr(name))} pinned "
+        f"({printable(args.server)}); no file read"
+    )
     return EXIT_OK
 
 

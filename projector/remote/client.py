@@ -230,6 +230,13 @@ class RemoteSkills:
     def protocol_version(self) -> str:
         return self.client.protocol_version
 
+    def identity(self) -> str | None:
+        """The server's own name: the ``name`` of the ``serverInfo`` it sent (None when it sent none). A lock knows
+        the server by it unless the user names it (:func:`~.pins.server_name`)."""
+        info = self.client.server_info
+        name = getattr(info, "name", None)
+        return name if isinstance(name, str) else None
+
     def declares_skills(self) -> bool | None:
         """True/False from the server's capabilities; None when it sent no extensions map at all (a handshake-era
         server whose ``initialize`` result cannot carry one)."""

@@ -6,7 +6,8 @@ skill on the server that pinned it, and verifies it against its pin before any b
 :class:`Composition`:
 
 - ``instructions``: the system instructions. Only pinned skills enter them, each inside an origin tag that names
-  the server, the skill URI and the manifest digest (:func:`.origin.origin_tag`). Anything in a skill's text that looks
+  the server (as the lock names it: its name, never how it is started or reached, :mod:`.pins`; the caller says
+  how to reach each one, ``targets``), the skill URI and the manifest digest (:func:`.origin.origin_tag`). Anything in a skill's text that looks
   like the tag, look-alike characters included, is escaped (:func:`.origin.escape_tags`), so a skill can neither close
   its own tag nor open another. The bytes are a pure function of the lock and the verified files, so composing twice gives the same bytes.
 - ``user_turns``: skills the lock does not pin. They are refused, unless the caller opts in with
@@ -72,12 +73,6 @@ class _Wire:
         return parse_lock(data, path)
 
     @staticmethod
-    def server_key(spec: str) -> str:
-        from .pins import server_key
-
-        return server_key(spec)
-
-    @staticmethod
     def manifest_digest(files: Any) -> str:
         from .pins import manifest_digest
 
@@ -134,22 +129,20 @@ class FileReader:
         self._lock_path = lock_path
 
     def uris(self, server: str) -> list[str]:
-        """Every file the reader will hand out for ``server``, sorted."""
-        key = _Wire.server_key(server)
-        return sorted(u for s in self._skills if s.server == key for u in s.files)
+        """Every file the reader will hand out for ``server`` (as the lock names it), sorted."""
+        return sorted(u for s in self._skills if s.server == server for u in s.files)
 
     def read(self, server: str, uri: str) -> bytes:
         """The verified bytes of ``uri`` from ``server``: ``not-pinned`` when no skill pinned from that server holds
         the URI, ``unlisted-file`` when one does but its pinned manifest does not list it."""
-        key = _Wire.server_key(server)
-        mine = [s for s in self._skills if s.server == key and uri.startswith(s.root + "/")]
+        mine = [s for s in self._skills if s.server == server and uri.startswith(s.root + "/")]
         if not mine:
             owners = sorted({s.server for s in self._skills if uri.startswith(s.root + "/")})
             where = f"; it was pinned from {', '.join(owners)}" if owners else ""
             raise LockError(
                 "not-pinned",
                 uri,
-                f"no skill composed from {key} holds this file{where}",
+                f"no skill composed from {server} holds this file{where}",
                 "a skill's files are read only from the server that pinned it",
             )
         skill = max(mine, key=lambda s: len(s.root))
@@ -305,8 +298,7 @@ def _plan(lock: PositionedLock, selection: Mapping[str, Sequence[str]] | None) -
                 "pin one first: project-skill pin SERVER NAME --lock FILE",
             )
     plan: dict[str, list[_Want]] = {}
-    for server, names in selection.items():
-        key = _Wire.server_key(server)
+    for key, names in selection.items():
         for name in names:
             if "://" in name and not name.endswith("/" + _Wire.skill_file()):
                 raise UsageError(f"compose whole skills (a name or a SKILL.md URI), not files: {name}")
@@ -317,7 +309,10 @@ def _plan(lock: PositionedLock, selection: Mapping[str, Sequence[str]] | None) -
         if not pins:
             servers = ", ".join(lock.lock.servers()) or "none"
             raise LockError(
-                "not-pinned", lock.path, f"the lock pins no skill of {key}", f"servers in the lock: {servers}"
+                "not-pinned",
+                lock.path,
+                f"the lock pins no skill of the server {key!r}",
+                f"servers in the lock: {servers}",
             )
         plan.setdefault(key, []).extend(_Want(pin=p) for p in pins)
     return plan
@@ -378,7 +373,7 @@ async def _one(remote: Any, key: str, want: _Want, run: _Run, seen: list[str]) -
             "not-pinned",
             entry.uri,
             f"{run.lock.path} does not pin this skill for {key}",
-            f"pin it after review (project-skill pin {key} {entry.uri} --lock {run.lock.path}), or pass "
+            f"pin it after review (project-skill pin SERVER {entry.uri} --lock {run.lock.path} --name {key}), or pass "
             "--unpinned user-turn to hand it to the agent as a user-role turn, outside its instructions",
         )
     loaded = await remote.load(entry, files=())  # SKILL.md only, verified against the served manifest
@@ -432,10 +427,12 @@ async def compose(
 ) -> Composition:
     """Compose the skills of ``selection`` from the lock at ``lock_path``.
 
-    ``selection``: {server: names or SKILL.md URIs}; a server with no names means every skill the lock pins for it;
-    None means every skill the lock pins. ``unpinned``: ``"refuse"`` (the default) or ``"user-turn"``, for a named
-    skill that the lock does not pin. ``targets``: {server as the lock names it: what to connect to instead} (an
-    in-process server, a transport); by default the server's own spec.
+    ``selection``: {server as the lock names it: names or SKILL.md URIs}; a server with no names means every skill
+    the lock pins for it; None means every skill the lock pins. ``unpinned``: ``"refuse"`` (the default) or
+    ``"user-turn"``, for a named skill that the lock does not pin. ``targets``: {server as the lock names it: what
+    to connect to} (a command line or URL, an in-process server, a transport). A lock names a server by its name,
+    not by how it is started (:mod:`.pins`), so that is said here; a server without a target is reached at its name
+    taken as a command line or URL.
 
     Raises :class:`CompositionRefused` with every refusal, each at its entry in the lock, before anything is
     returned; a bad lock file is :class:`~.errors.LockError` (``bad-lock``), a bad selection

@@ -29,8 +29,9 @@ def parser() -> argparse.ArgumentParser:
     ap = _Parser(
         prog=PROG,
         description="Compose an agent's system instructions from pinned skills. Each skill is resolved on the "
-        "server that pinned it and verified against its pin before any byte is used, then put inside "
-        "an origin tag that names the server, the skill URI and the manifest digest. A changed "
+        "server that pinned it (reached as --server NAME=SPEC says) and verified against its pin before any byte "
+        "is used, then put inside an origin tag that names the server by its name in the lock, the skill URI and "
+        "the manifest digest. A changed "
         "manifest, a changed file or frontmatter, an unpinned skill (without --unpinned user-turn) or "
         'a "dynamic" skill is refused at the lock entry\'s line:col, and nothing is written.',
         epilog="exit codes: 0 ok, 1 refused (nothing written), 2 usage",
@@ -40,7 +41,16 @@ def parser() -> argparse.ArgumentParser:
         "server",
         nargs="?",
         metavar="SERVER",
-        help="compose from this server only, as the lock names it (default: every skill the lock pins)",
+        help="compose from this server only, by the name the lock knows it by (default: every skill the lock pins)",
+    )
+    ap.add_argument(
+        "--server",
+        dest="reach",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="how to reach the server the lock names NAME here: an http(s):// URL, or a command line that starts it "
+        "on stdio (quote it as one argument); once for each server composed from",
     )
     ap.add_argument(
         "skills",
@@ -73,11 +83,38 @@ def _write(path: str, data: bytes) -> None:
         ) from None
 
 
+def _targets(args: argparse.Namespace) -> dict[str, str]:
+    """``--server NAME=SPEC`` as {name: spec}, with one for each server composed from (a usage error names the
+    ones missing)."""
+    from .pins import read_lock
+
+    targets: dict[str, str] = {}
+    for given in args.reach:
+        name, eq, spec = given.partition("=")
+        if not eq or not name or not spec.strip():
+            raise UsageError(
+                f"--server takes NAME=SPEC (the lock's name for the server, then how to reach it): {given}"
+            )
+        if name in targets:
+            raise UsageError(f"--server {name}=... is given twice")
+        targets[name] = spec
+    pinned = read_lock(args.locked).servers()
+    wanted = pinned if args.server is None else [args.server]
+    missing = [n for n in wanted if n not in targets and n in pinned]  # a server the lock lacks is refused there
+    if missing:
+        raise UsageError(
+            "say how to reach each server the lock names, on this machine: "
+            + " ".join(f"--server {printable(repr(n + '=...'))}" for n in missing)
+            + " (an http(s):// URL, or the command line that starts it)"
+        )
+    return targets
+
+
 async def _compose(args: argparse.Namespace) -> int:
     from .compose import compose, summary
 
     selection = None if args.server is None else {args.server: tuple(args.skills)}
-    composition = await compose(args.locked, selection, unpinned=args.unpinned)
+    composition = await compose(args.locked, selection, unpinned=args.unpinned, targets=_targets(args))
     data = composition.instructions.encode("utf-8")
     if args.out:
         _write(args.out, data)

@@ -11,7 +11,8 @@
 - policy: ``dynamic-declined``
 - pins (:class:`LockError`): ``lock-mismatch`` (also a frontmatter reading asked for that is not the pin's),
   ``bad-lock`` (also a lock too deep, too large, with a huge integer, a ``version`` that is not exactly the integer
-  1, a file pinned twice, or a ``frontmatter_yaml`` that is neither "1.2" nor "1.1"), ``not-pinned``
+  2, a version 1 lock (it named servers by their local command line), a server's name that is not one, a file
+  pinned twice, or a ``frontmatter_yaml`` that is neither "1.2" nor "1.1"), ``not-pinned``
 - the server (:class:`ServerError`): ``server-error``, ``not-a-skills-server``, ``unknown-skill``, ``ambiguous-skill``,
   ``response-too-large`` (an answer past its limit, refused before it was buffered whole; the connection is closed),
   ``no-skills`` (``remote load --all`` from a server that lists no skill, unless ``--allow-empty``)

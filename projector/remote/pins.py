@@ -5,13 +5,20 @@ A pinned digest is the approval; a changed manifest revokes it before anything i
 sha256 of the canonical JSON of the sorted ``[uri, digest]`` pairs (``[["skill://a/SKILL.md","sha256:…"],…]``,
 separators ``,`` and ``:``, UTF-8, no whitespace), so any added, removed or changed file changes it.
 
+A pin names its server by a name, never by how the server is started or reached here: the name the author gives
+(``project-skill pin SERVER --name NAME``), else the server's own identity, the ``name`` of the ``serverInfo`` it
+sends in its handshake. So a lock written on one machine verifies on another, and in CI, where the same server is
+started from another path or reached at another address; ``remote load SERVER --locked`` and ``compose`` find the
+pins by the same name (``--name``, else the ``serverInfo`` name). A name is 1 to :data:`MAX_NAME` printable
+characters, with no line break and no space at either end.
+
 The lock file is stable JSON (indent 2, fixed key order, one trailing newline)::
 
     {
-      "version": 1,
+      "version": 2,
       "skills": [
         {
-          "server": "http://127.0.0.1:8000/mcp",
+          "server": "refund-server",
           "uri": "skill://refund-flow/SKILL.md",
           "manifest": "sha256:…",
           "files": [{"uri": "skill://refund-flow/SKILL.md", "digest": "sha256:…", "size": 1234}, …]
@@ -27,6 +34,12 @@ a pin without it reads YAML 1.2, the default, so a lock that pins nothing as YAM
 and the format stays version 1. ``remote load --locked`` reads each skill's frontmatter as its pin says: a pin of 1.2
 refuses a skill that matches its entry only under YAML 1.1, and a pin of 1.1 one that matches only under YAML 1.2.
 A reader that predates the field ignores it and reads YAML 1.2, so it refuses such a skill: it fails closed.
+
+A version 1 lock named each server by its command line or URL, which holds on one
+machine only. It is refused (``bad-lock`` at its ``version``, naming each server in it and the command that pins it
+again), not read: reading its command lines as names would match nothing, or, worse, quietly keep a lock that fails
+on the next machine; and guessing a name for each would approve a server under a name nobody chose. Pinning reads
+only manifests, so pinning again is one command per server, after the review that any new pin takes.
 """
 
 from __future__ import annotations
@@ -41,11 +54,12 @@ from typing import Any, Iterable
 from .. import bounded
 from ..bundle import stable_json
 from ..disk import write_file
-from ..errors import plural
+from ..errors import UsageError, plural
 from .errors import LockError
 from ..sep2640 import DIGEST_RULE, FRONTMATTER_YAML, FileRef, SkillEntry, check_manifest, check_reading, clip, digest
 
-LOCK_VERSION = 1
+LOCK_VERSION = 2
+MAX_NAME = 128  # characters in a server's name
 
 
 def manifest_digest(files: Iterable[FileRef]) -> str:
@@ -54,15 +68,30 @@ def manifest_digest(files: Iterable[FileRef]) -> str:
     return digest(canonical)
 
 
-def server_key(spec: str) -> str:
-    """How a server is named in a lock: a URL as given; a command line re-joined from its shell words, so spacing and
-    quoting style do not matter."""
-    if spec.startswith(("http://", "https://")):
-        return spec
-    try:
-        return shlex.join(shlex.split(spec))
-    except ValueError:
-        return spec
+def name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a server in a lock (see the module), or None."""
+    if not isinstance(name, str) or not name:
+        return "a server's name is a non-empty string"
+    if len(name) > MAX_NAME:
+        return f"a server's name is at most {MAX_NAME} characters, not {len(name)}"
+    if name != name.strip() or not name.isprintable():
+        return "a server's name has no line break, no control character and no space at either end"
+    return None
+
+
+def server_name(given: str | None, identity: str | None, spec: str) -> str:
+    """The name a lock knows the server started by ``spec`` by: ``given`` (``--name``), else ``identity`` (the
+    ``name`` of its ``serverInfo``). A usage error when neither is a good name."""
+    name = given if given is not None else identity
+    if name is None:
+        raise UsageError(
+            f"the server {clip(spec)} sends no serverInfo name, so a lock cannot know it by one; name it with --name NAME"
+        )
+    problem = name_problem(name)
+    if problem:
+        how = "--name" if given is not None else f"the server's serverInfo name {clip(repr(name))}"
+        raise UsageError(f"{how}: {problem}; give another with --name NAME")
+    return name
 
 
 @dataclass(frozen=True)
@@ -86,13 +115,12 @@ class Lock:
     pins: list[Pin] = field(default_factory=list)
 
     def for_server(self, server: str) -> list[Pin]:
-        key = server_key(server)
-        return [p for p in self.pins if p.server == key]
+        """The pins of the server the lock names ``server``."""
+        return [p for p in self.pins if p.server == server]
 
     def find(self, server: str, uri: str) -> Pin | None:
-        key = server_key(server)
         for p in self.pins:
-            if p.server == key and p.uri == uri:
+            if p.server == server and p.uri == uri:
                 return p
         return None
 
@@ -101,9 +129,8 @@ class Lock:
 
     def updated(self, server: str, pins: list[Pin], *, replace_server: bool) -> "Lock":
         """A new lock with ``pins`` added or replaced; with ``replace_server`` every other pin of that server goes."""
-        key = server_key(server)
         new = {p.uri for p in pins}
-        kept = [p for p in self.pins if p.server != key or (not replace_server and p.uri not in new)]
+        kept = [p for p in self.pins if p.server != server or (not replace_server and p.uri not in new)]
         return Lock(sorted([*kept, *pins], key=lambda p: (p.server, p.uri)))
 
     def to_json(self) -> dict[str, Any]:
@@ -115,8 +142,12 @@ class Lock:
 
 def pin_entry(server: str, entry: SkillEntry, *, frontmatter_yaml: str = "1.2") -> Pin:
     """Pin a served entry from its manifest alone: approval reads no file. The manifest is checked first.
-    ``frontmatter_yaml``: the reading of its frontmatter that the pin approves ("1.2", or "1.1")."""
+    ``server``: the server's name (:func:`server_name`). ``frontmatter_yaml``: the reading of its frontmatter that the
+    pin approves ("1.2", or "1.1")."""
     check_reading(frontmatter_yaml)
+    problem = name_problem(server)
+    if problem:
+        raise LockError("bad-lock", str(server), problem)
     if entry.resources is None:
         raise LockError(
             "lock-mismatch",
@@ -126,7 +157,7 @@ def pin_entry(server: str, entry: SkillEntry, *, frontmatter_yaml: str = "1.2") 
         )
     check_manifest(entry)
     files = tuple(sorted(entry.resources, key=lambda f: f.uri))
-    return Pin(server_key(server), entry.uri, manifest_digest(files), files, frontmatter_yaml)
+    return Pin(server, entry.uri, manifest_digest(files), files, frontmatter_yaml)
 
 
 def dumps_lock(lock: Lock) -> bytes:
@@ -157,6 +188,8 @@ def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
         at = f" at line {exc.line}, column {exc.col}" if exc.line else ""
         raise _bad(path, f"not a JSON lock file ({exc}{at})") from None
     version = doc.get("version") if isinstance(doc, dict) else None
+    if type(version) is int and version == 1 and isinstance(doc.get("skills"), list):
+        raise _old_version(path, text, doc["skills"])
     if type(version) is not int or version != LOCK_VERSION or not isinstance(doc.get("skills"), list):
         raise _bad(
             path, f'not a version {LOCK_VERSION} lock file (expected {{"version": {LOCK_VERSION}, "skills": [...]}})'
@@ -191,6 +224,9 @@ def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
                 path,
                 f"{where} ({s['uri']}): its manifest digest does not match its own files; the lock was edited by hand",
             )
+        problem = name_problem(s["server"])
+        if problem:
+            raise _bad(path, f"{where} ({clip(s['uri'])}): {problem}")
         reading = s.get("frontmatter_yaml", FRONTMATTER_YAML[0])
         if reading not in FRONTMATTER_YAML:
             raise _bad(path, f'{where} ({clip(s["uri"])}) has a \'frontmatter_yaml\' that is neither "1.2" nor "1.1"')
@@ -199,6 +235,26 @@ def parse_lock(data: bytes, path: str = "skills.lock") -> Lock:
     if len(set(keys)) != len(keys):
         raise _bad(path, "a (server, uri) pair is pinned twice")
     return Lock(pins)
+
+
+def _old_version(path: str, text: str, skills: list[Any]) -> LockError:
+    """``bad-lock`` for a version 1 lock, at its ``version`` (see the module): it names its servers by how they were
+    started on one machine. The hint pins each of them again."""
+    at = text.find('"version"')
+    line = text.count("\n", 0, at) + 1
+    col = at - (text.rfind("\n", 0, at) + 1) + 1
+    servers = sorted({s["server"] for s in skills if isinstance(s, dict) and isinstance(s.get("server"), str)})
+    again = "; ".join(f"project-skill pin {shlex.quote(clip(s))} --lock {shlex.quote(path)}" for s in servers[:5])
+    more = f" (and {len(servers) - 5} more)" if len(servers) > 5 else ""
+    return LockError(
+        "bad-lock",
+        f"{path}:{line}:{col}" if at >= 0 else path,
+        "a version 1 lock names each server by the command line or URL it was started with on one machine, so it "
+        f"cannot be verified anywhere else; version {LOCK_VERSION} names a server by its name (--name, else its "
+        "serverInfo name)",
+        f"review the servers' skills and pin them again, which writes version {LOCK_VERSION}: "
+        + (again + more if servers else "project-skill pin SERVER --lock FILE"),
+    )
 
 
 MAX_LOCK_BYTES = 64 * 1024 * 1024  # room for thousands of pinned skills of 512 files each
@@ -254,14 +310,19 @@ def compare(
     """Raise ``lock-mismatch`` naming what changed when the served manifest is not the pinned one, or when the caller
     asks for another reading of the frontmatter (``frontmatter_yaml``; None: the pin's) than the pin approved."""
     diff = changes(pin, entry)
-    again = f"project-skill pin {shlex.quote(pin.server)} {shlex.quote(entry.uri)} --lock {shlex.quote(lock_path)}"
+    again = (
+        f"project-skill pin SERVER {shlex.quote(entry.uri)} --lock {shlex.quote(lock_path)} "
+        f"--name {shlex.quote(pin.server)}"
+    )
+    server = f" (SERVER: how the server the lock names {pin.server!r} is started or reached here)"
     if diff:
         raise LockError(
             "lock-mismatch",
             entry.uri,
             f"the served manifest differs from the one pinned in {lock_path}: " + "; ".join(diff),
             f"if the change is expected, pin it again: {again}"
-            + (f" --frontmatter-yaml {pin.frontmatter_yaml}" if pin.frontmatter_yaml != "1.2" else ""),
+            + (f" --frontmatter-yaml {pin.frontmatter_yaml}" if pin.frontmatter_yaml != "1.2" else "")
+            + server,
         )
     if frontmatter_yaml is not None and check_reading(frontmatter_yaml) != pin.frontmatter_yaml:
         raise LockError(
@@ -270,5 +331,5 @@ def compare(
             f"{lock_path} pins this skill with its frontmatter read as YAML "
             f"{pin.frontmatter_yaml}, not as YAML {frontmatter_yaml}",
             "read it as the lock says (leave out --frontmatter-yaml), or pin it again after review: "
-            f"{again} --frontmatter-yaml {frontmatter_yaml}",
+            f"{again} --frontmatter-yaml {frontmatter_yaml}{server}",
         )

@@ -116,7 +116,11 @@ async def pinned(remote: Any, lock: Lock, server: str, lock_path: str) -> list[T
     if not pins:
         servers = ", ".join(lock.servers()) or "none"
         raise LockError(
-            "not-pinned", lock_path, f"the lock pins no skill of {server}", f"servers in the lock: {servers}"
+            "not-pinned",
+            lock_path,
+            f"the lock pins no skill of the server {server!r}",
+            f"servers in the lock: {servers}; a lock knows a server by the name given with --name, else by its "
+            "serverInfo name",
         )
     listing = {e.uri: e for e in await remote.list_skills()}
     targets: list[Target] = []

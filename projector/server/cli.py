@@ -166,7 +166,8 @@ def parser(name: str) -> argparse.ArgumentParser:
     ap.add_argument(
         "--verbose",
         action="store_true",
-        help="--upstream: show a stdio upstream's stderr as it comes (by default it is shown only when "
+        help="--http: show the HTTP server's INFO lines (uvicorn's and the framework's; by default only warnings "
+        "and errors); --upstream: show a stdio upstream's stderr as it comes (by default it is shown only when "
         "the upstream fails)",
     )
     ap.add_argument(
@@ -421,7 +422,9 @@ def _serve(name: str, argv: list[str]) -> int:
             )
             from .http import serve_http
 
-            serve_http(server, host, port, allow_hosts=args.allow_host, allow_origins=args.allow_origin)
+            serve_http(
+                server, host, port, allow_hosts=args.allow_host, allow_origins=args.allow_origin, verbose=args.verbose
+            )
     except KeyboardInterrupt:  # pragma: no cover
         return EXIT_OK
     return EXIT_OK

@@ -263,6 +263,13 @@ async def serve_gateway_async(
         if http is not None:
             from .http import serve_http_async
 
-            await serve_http_async(server, http[0], http[1], allow_hosts=allow_hosts, allow_origins=allow_origins)
+            await serve_http_async(
+                server,
+                http[0],
+                http[1],
+                allow_hosts=allow_hosts,
+                allow_origins=allow_origins,
+                verbose=options.get("verbose", False),
+            )
         else:
             await adapters.for_server(server).serve_stdio_async(server, max_line_bytes)

@@ -15,12 +15,18 @@ How many connections it holds. Every accepted connection costs a file descriptor
 that is closed as soon as it is accepted, and a request beyond it is answered 503), and keeps serving when ``accept``
 fails for lack of descriptors: the event loop's report of it is one line on stderr, written without importing or
 opening anything, where a logging handler that imports lazily (rich's) would fail again and stop the loop.
+
+What it says. Nothing but warnings and errors by default: uvicorn's INFO lines ("Started server process", "Uvicorn
+running on ...", one line per request) and the frameworks' own ("StreamableHTTP session manager started", "Processing
+request of type ...") are shown only with ``verbose`` (``serve --verbose``). The command's own line says where it
+serves.
 """
 
 from __future__ import annotations
 
 import errno
 import ipaddress
+import logging
 import os
 import re
 import sys
@@ -31,6 +37,7 @@ from urllib.parse import urlsplit
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+QUIET_LOGGERS = ("mcp", "fastmcp")  # their INFO lines are shown only with verbose
 MAX_CONNECTIONS = 4096
 _LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
 
@@ -248,9 +255,11 @@ async def serve_http_async(
     allow_origins: Sequence[str] = (),
     max_connections: int | None = None,
     stateless: bool = True,
+    verbose: bool = False,
 ) -> None:
     """Serve ``server`` (an mcp ``MCPServer`` or a ``fastmcp.FastMCP``) over Streamable HTTP at
-    ``http://host:port/path`` behind the Host/Origin allow-list and the connection bound of the module docstring."""
+    ``http://host:port/path`` behind the Host/Origin allow-list and the connection bound of the module docstring.
+    ``verbose``: show the INFO lines of uvicorn and of the framework (by default only warnings and errors)."""
     from .adapters import for_server
 
     adapter = for_server(server)  # a TypeError for anything that is not a server of a known framework
@@ -258,7 +267,10 @@ async def serve_http_async(
     limit = connection_bound(raise_nofile_limit(), max_connections)
     install_loop_guard()
     _preload()
-    options: dict[str, Any] = {"http": bounded_protocol(limit), "limit_concurrency": limit + 1}
+    level = "info" if verbose else "warning"
+    for name in QUIET_LOGGERS if not verbose else ():  # the frameworks' own start-up and per-request lines
+        logging.getLogger(name).setLevel(logging.WARNING)
+    options: dict[str, Any] = {"http": bounded_protocol(limit), "limit_concurrency": limit + 1, "log_level": level}
     await adapter.serve_http(
         server,
         host=host,

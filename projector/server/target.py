@@ -20,7 +20,6 @@ descriptor too: on stdio, standard output is the JSON-RPC stream, and a ``print(
 from __future__ import annotations
 
 import contextlib
-import difflib
 import importlib
 import importlib.util
 import inspect
@@ -31,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import UsageError, suggest
 
 USAGE = (
     "MODULE:ATTR or path/to/file.py:ATTR (a server object, mcp's MCPServer or a fastmcp.FastMCP, or a factory "
@@ -139,11 +138,11 @@ def _attribute(target: str, loaded: ModuleType, module: str, attr: str) -> Any:
     for part in attr.split("."):
         if not hasattr(obj, part):
             names = [n for n in dir(obj) if not n.startswith("_")]
-            close = difflib.get_close_matches(part, names, n=1)
+            close = suggest(part, names)
             raise _fail(
                 target,
                 f"{'module ' if where == module else ''}{where} has no attribute '{part}'"
-                + (f"; did you mean '{close[0]}'?" if close else ""),
+                + (f"; {close}" if close else ""),
             )
         obj = getattr(obj, part)
         where = f"{where}:{part}" if where == module else f"{where}.{part}"

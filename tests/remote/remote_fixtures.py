@@ -86,9 +86,11 @@ class Recorder:
 
 
 def serve(served: Served | None = None, *, mutate: Callable[[Served], None] | None = None,
-          list_patch: Callable[[dict[str, Any]], None] | None = None) -> tuple[MCPServer, Recorder]:
+          list_patch: Callable[[dict[str, Any]], None] | None = None,
+          name: str = "tamper-test") -> tuple[MCPServer, Recorder]:
     """An in-process MCPServer serving ``served`` (default: the honest generated_skills), after ``mutate``.
-    ``list_patch`` edits each skills/list result in place (so skills/list and skills/get can disagree)."""
+    ``list_patch`` edits each skills/list result in place (so skills/list and skills/get can disagree). ``name``:
+    its serverInfo name, by which a lock knows it."""
     served = served or honest()
     if mutate is not None:
         mutate(served)
@@ -106,7 +108,7 @@ def serve(served: Served | None = None, *, mutate: Callable[[Served], None] | No
         skills.append(Skill(path, e, tuple(sfiles)))
     tree = SkillTree(GENERATED.as_posix(), tuple(skills), files, {})
     ext = SkillsExtension(tree)
-    server = MCPServer("tamper-test", extensions=[ext])
+    server = MCPServer(name, extensions=[ext])
     offer_workflow_prompts(server, [s.entry for s in tree.skills])
     attach(server, ext, None, bootstrap_prompts=False)
     rec = Recorder()

@@ -25,7 +25,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 
 from projector.remote.agent_pydantic import READ_TOOL, agent_from_lock, build_agent, user_prompt  # noqa: E402
 from projector.remote.compose import CompositionRefused, compose  # noqa: E402
-from projector.remote.pins import Lock, pin_entry, server_key, write_lock  # noqa: E402
+from projector.remote.pins import Lock, pin_entry, write_lock  # noqa: E402
 from projector.sep2640 import parse_entry  # noqa: E402
 from projector.server.demo import demo_server  # noqa: E402
 from .remote_fixtures import GENERATED, ROOT, SCHEME, Served, honest, serve  # noqa: E402
@@ -161,9 +161,11 @@ def test_the_adapter_imports_the_framework_only_when_it_builds_an_agent():
 def test_a_skills_server_without_tools_is_not_asked_for_them(tmp_path):
     """A low-level ``mcp`` server that serves skills and resources and declares no ``tools`` capability (the shape of
     the TypeScript SDK v2 ``SkillCatalog``): it answers ``tools/list`` with "Method not found". The skills are
-    composed from it in process, and the agent reaches it over stdio, as the lock names it. The agent's first run
-    succeeds, its only tool is the reader, and the reader hands out the catalog's pinned file."""
-    catalog = server_key(shlex.join([sys.executable, str(ROOT / "tests/remote/skills_only_server.py")]))
+    composed from it in process, and the agent reaches it over stdio, by the command line its target gives for
+    the name the lock knows it by. The agent's first run succeeds, its only tool is the reader, and the reader hands
+    out the catalog's pinned file."""
+    catalog = "skills-only"
+    command = shlex.join([sys.executable, str(ROOT / "tests/remote/skills_only_server.py")])
     lock = lock_of(tmp_path, {catalog: ["refund-flow"]})
     script = Script([ToolCallPart(READ_TOOL, {"server": catalog, "uri": TOOLS})])
     offered: list[list[str]] = []
@@ -174,7 +176,7 @@ def test_a_skills_server_without_tools_is_not_asked_for_them(tmp_path):
 
     async def main():
         composition = await compose(lock, targets={catalog: skills_only(GENERATED)})
-        agent = build_agent(composition, FunctionModel(model))  # the toolset connects to the lock's command line
+        agent = build_agent(composition, FunctionModel(model), targets={catalog: command})  # over stdio
         return await agent.run(user_prompt(composition, "Refund order A1001."))
 
     result = anyio.run(main)

@@ -337,7 +337,7 @@ def test_http_pin_then_locked_load(http_url, tmp_path):
     pinned = cli("pin", http_url, "--lock", str(lock))
     assert pinned.returncode == 0, pinned.stderr
     doc = json.loads(lock.read_text("utf-8"))
-    assert {s["server"] for s in doc["skills"]} == {http_url} and len(doc["skills"]) == 5
+    assert {s["server"] for s in doc["skills"]} == {"projector-demo"} and len(doc["skills"]) == 5  # not the URL
     loaded = cli("remote", "load", http_url, "--locked", str(lock), "--out", str(tmp_path / "out"))
     assert loaded.returncode == 0, loaded.stderr
     assert tree(tmp_path / "out") == FULL

@@ -7,6 +7,7 @@ manifest; the same bytes on every derivation (pinned below by a committed file).
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +29,9 @@ PINNED_BYTES = Path(__file__).parent / "composed" / "refund-flow.instructions.tx
 
 @pytest.fixture
 def composer(cli, monkeypatch, capsys):
-    """``(servers, run)``: ``run("pin"|"compose", *argv)`` in process; SERVER names are looked up in ``servers``."""
+    """``(servers, run)``: ``run("pin"|"compose", *argv)`` in process; SERVER names are looked up in ``servers``. A
+    lock knows each of them by its key (``pinned`` pins with ``--name``), and ``compose`` is told to reach each one
+    there (``--server KEY=KEY``)."""
     from projector.remote.compose_cli import main as compose_main
 
     servers, remote_run = cli
@@ -36,7 +39,8 @@ def composer(cli, monkeypatch, capsys):
     def run(name: str, *argv: str) -> tuple[int, str, str]:
         if name != "compose":
             return remote_run(name, *argv)
-        rc = compose_main("compose", list(argv))
+        reach = [a for key in servers for a in ("--server", f"{key}={key}")] if "--locked" in argv else []
+        rc = compose_main("compose", [*argv, *reach])
         out, err = capsys.readouterr()
         return rc, out, err
 
@@ -48,7 +52,7 @@ def pinned(composer, tmp_path: Path, *names: str, server: str = "srv") -> Path:
     servers, run = composer
     servers.setdefault(server, serve()[0])
     lock = tmp_path / "skills.lock"
-    rc, _, err = run("pin", server, *names, "--lock", str(lock))
+    rc, _, err = run("pin", server, *names, "--lock", str(lock), "--name", server)
     assert rc == 0, err
     return lock
 
@@ -85,22 +89,44 @@ def test_the_composed_instructions_are_pinned_and_byte_equal_on_rederivation(tmp
 
 
 @pytest.mark.slow
-def test_compose_from_the_demo_server_over_stdio_with_a_lock_made_by_pin(tmp_path):
-    """The real command lines, the real transport: ``pin`` then ``compose`` twice against ``project-skill serve``'s
-    server on stdio. The bytes are equal, and the same as composing in process, but for the server's name."""
-    spec = f"{sys.executable} -m projector.server --stdio"
+def test_a_lock_pinned_at_one_path_verifies_and_composes_with_the_server_started_from_another(tmp_path):
+    """The real command lines, the real transport: ``pin`` against ``project-skill serve``'s server on stdio, its
+    skills and workflows at path A; then ``remote load --locked`` and ``compose`` twice against the same server
+    started from a copy at path B, as on another machine or in CI. The lock and the instructions name the server by
+    its serverInfo name, never by a path; the bytes are equal, and the same as composing in process, but for that
+    name."""
+    for at in ("a", "b"):
+        shutil.copytree(GENERATED, tmp_path / at / "generated_skills")
+        shutil.copytree(ROOT / "workflows", tmp_path / at / "workflows")
+    a, b = (f"{sys.executable} -m projector.server --stdio --no-config --skills {tmp_path / at / 'generated_skills'} "
+            f"--workflows {tmp_path / at / 'workflows'}" for at in ("a", "b"))
     lock, out = tmp_path / "skills.lock", tmp_path / "instructions.txt"
 
     def cli_run(*argv: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "projector.cli", *argv], cwd=ROOT, capture_output=True,
                               text=True, timeout=120)
 
-    assert cli_run("pin", spec, "--lock", str(lock)).returncode == 0
-    done = cli_run("compose", "--locked", str(lock), spec, "refund-flow", "--out", str(out))
+    pinned = cli_run("pin", a, "--all", "--lock", str(lock))
+    assert pinned.returncode == 0, pinned.stderr
+    assert "5 skills of the server 'projector-demo' pinned" in pinned.stdout
+    assert str(tmp_path) not in lock.read_text("utf-8")
+    assert {s["server"] for s in json.loads(lock.read_text("utf-8"))["skills"]} == {"projector-demo"}
+    verified = cli_run("remote", "load", b, "--locked", str(lock))
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stdout.count("verified skill://") == 5
+    done = cli_run("compose", "--locked", str(lock), "projector-demo", "refund-flow", "--server", f"projector-demo={b}",
+                   "--out", str(out))
     assert done.returncode == 0, done.stderr
-    again = cli_run("compose", "--locked", str(lock), spec, "refund-flow")
-    assert again.returncode == 0 and again.stdout.encode("utf-8") == out.read_bytes()
-    assert out.read_text("utf-8") == PINNED_BYTES.read_text("utf-8").replace('server="demo"', f'server="{spec}"')
+    again = cli_run("compose", "--locked", str(lock), "--server", f"projector-demo={b}")
+    assert again.returncode == 0, again.stderr
+    assert str(tmp_path) not in again.stdout
+    alone = cli_run("compose", "--locked", str(lock), "projector-demo", "refund-flow", "--server",
+                    f"projector-demo={b}")
+    assert alone.returncode == 0 and alone.stdout.encode("utf-8") == out.read_bytes()
+    assert out.read_text("utf-8") == PINNED_BYTES.read_text("utf-8").replace('server="demo"', 'server="projector-demo"')
+    unreached = cli_run("compose", "--locked", str(lock))
+    assert unreached.returncode == 2
+    assert "--server 'projector-demo=...'" in unreached.stderr
 
 
 # ------------------------------------------------------------------------------------------------------ tampering
@@ -291,7 +317,7 @@ def test_the_reader_is_scoped_to_the_pinning_server_and_the_pinned_manifest(tmp_
     servers["srv"], _ = serve()
     servers["other"], _ = serve()
     lock = pinned(composer, tmp_path, "refund-flow")
-    run("pin", "other", "hello-world", "--lock", str(lock))
+    run("pin", "other", "hello-world", "--lock", str(lock), "--name", "other")
     composition = anyio.run(lambda: compose(lock, targets={k: servers[k] for k in ("srv", "other")}))
     reader = composition.reader
     assert reader.read("srv", TOOLS) == (GENERATED / "refund-flow/references/tools.md").read_bytes()
@@ -315,7 +341,7 @@ def test_entry_offsets_find_each_entry_in_any_layout():
 
 
 def test_a_bad_lock_is_refused_as_remote_load_refuses_it(tmp_path):
-    (tmp_path / "bad.lock").write_text('{"version": 2, "skills": []}', "utf-8")
+    (tmp_path / "bad.lock").write_text('{"version": 3, "skills": []}', "utf-8")
     with pytest.raises(LockError) as info:
         read_positioned(tmp_path / "bad.lock")
     assert info.value.code == "bad-lock"

@@ -12,7 +12,7 @@ import pytest
 from projector.remote import pins
 from projector.remote.errors import LockError
 from projector.remote.pins import (Lock, Pin, changes, compare, dumps_lock, manifest_digest, parse_lock, pin_entry,
-                                   read_lock, server_key)
+                                   read_lock)
 from projector.sep2640 import FileRef, parse_entry
 from projector.sep2640 import digest as sha256
 from .remote_fixtures import SCHEME, Served, cli, honest, serve, sha  # noqa: F401 (cli is a fixture)
@@ -33,9 +33,12 @@ def test_manifest_digest_is_sha256_of_the_sorted_pairs():
     assert manifest_digest(files[:1]) != manifest_digest(files)
 
 
-def test_server_key_normalizes_command_lines_only():
-    assert server_key("python  -m   x 'a b'") == server_key('python -m x "a b"') == "python -m x 'a b'"
-    assert server_key("http://h:1/mcp") == "http://h:1/mcp"
+@pytest.mark.parametrize("name, problem", [("", "non-empty"), (" a", "no space at either end"),
+                                           ("a\nb", "no line break"), ("x" * 129, "at most 128 characters"),
+                                           (1, "non-empty string")])
+def test_a_server_name_that_cannot_be_pinned(name, problem):
+    assert problem in pins.name_problem(name)
+    assert pins.name_problem("secure-filesystem-server") is None and pins.name_problem("a b") is None
 
 
 def test_lock_round_trip_is_stable():
@@ -45,7 +48,7 @@ def test_lock_round_trip_is_stable():
     data = dumps_lock(lock)
     assert data.endswith(b"}\n") and b"\r" not in data
     doc = json.loads(data)
-    assert doc["version"] == 1 and [s["uri"] for s in doc["skills"]] == sorted(e["uri"] for e in entries)
+    assert doc["version"] == 2 and [s["uri"] for s in doc["skills"]] == sorted(e["uri"] for e in entries)
     assert list(doc["skills"][0]) == ["server", "uri", "manifest", "files"]
     assert dumps_lock(parse_lock(data)) == data
 
@@ -61,9 +64,9 @@ def test_a_lock_named_through_a_symbolic_link_is_read(tmp_path):
 
 @pytest.mark.parametrize("data, fragment", [
     (b"not json", "not a JSON lock file"),
-    (b'{"version": 2, "skills": []}', "version 1"),
-    (b'{"version": 1, "skills": [{"server": "s", "uri": "u"}]}', "needs the strings"),
-    (b'{"version": 1, "skills": [{"server": "s", "uri": "u", "manifest": "m", "files": [{"uri": "u"}]}]}',
+    (b'{"version": 3, "skills": []}', "version 2"),
+    (b'{"version": 2, "skills": [{"server": "s", "uri": "u"}]}', "needs the strings"),
+    (b'{"version": 2, "skills": [{"server": "s", "uri": "u", "manifest": "m", "files": [{"uri": "u"}]}]}',
      "valid uri, digest and size"),
 ])
 def test_bad_locks(data, fragment):
@@ -110,13 +113,13 @@ def test_pin_reads_no_file_and_is_byte_stable(cli, tmp_path):
     lock = tmp_path / "skills.lock"
     rc, out, err = run("pin", "srv", "--lock", str(lock))
     assert rc == 0, err
-    assert "5 skills of srv pinned; no file read" in out
+    assert "5 skills of the server 'tamper-test' pinned (srv); no file read" in out
     first = lock.read_bytes()
     assert run("pin", "srv", "--lock", str(lock))[0] == 0
     assert lock.read_bytes() == first
     assert rec.reads == []
     doc = json.loads(first)
-    assert [s["server"] for s in doc["skills"]] == ["srv"] * 5
+    assert [s["server"] for s in doc["skills"]] == ["tamper-test"] * 5  # its serverInfo name, not how it was reached
     refund = next(s for s in doc["skills"] if s["uri"] == SKILL)
     assert refund["manifest"] == manifest_digest(FileRef(**f) for f in refund["files"])
     assert refund["files"] == sorted(honest().entry("refund-flow")["resources"], key=lambda r: r["uri"])
@@ -124,8 +127,8 @@ def test_pin_reads_no_file_and_is_byte_stable(cli, tmp_path):
 
 def test_pin_merges_servers_and_skills(cli, tmp_path):
     servers, run = cli
-    servers["a"], _ = serve()
-    servers["b"], _ = serve()
+    servers["a"], _ = serve(name="a")
+    servers["b"], _ = serve(name="b")
     lock = tmp_path / "skills.lock"
     assert run("pin", "a", "refund-flow", "--lock", str(lock))[0] == 0
     assert run("pin", "b", "hello-world", "--lock", str(lock))[0] == 0
@@ -133,6 +136,41 @@ def test_pin_merges_servers_and_skills(cli, tmp_path):
     doc = json.loads(lock.read_text())
     assert [(s["server"], s["uri"].split("/")[2]) for s in doc["skills"]] == [
         ("a", "code-mode"), ("a", "refund-flow"), ("b", "hello-world")]
+
+
+def test_pin_all_and_a_name_of_the_author_s_choosing(cli, tmp_path):
+    """``pin --all`` pins every listed skill (as pinning with no NAME does); ``--name`` is the name the lock knows the
+    server by, and ``remote load --locked --name`` finds its pins by it."""
+    servers, run = cli
+    servers["srv"], _ = serve()
+    lock = tmp_path / "skills.lock"
+    rc, out, err = run("pin", "srv", "--all", "--name", "refunds", "--lock", str(lock))
+    assert rc == 0, err
+    assert "5 skills of the server 'refunds' pinned (srv)" in out
+    assert {s["server"] for s in json.loads(lock.read_text())["skills"]} == {"refunds"}
+    rc, out, err = run("remote", "load", "srv", "--locked", str(lock), "--name", "refunds")
+    assert rc == 0 and out.count("verified") == 5, err
+    rc, _, err = run("remote", "load", "srv", "--locked", str(lock))  # by its serverInfo name: not pinned
+    assert rc == 1 and "the lock pins no skill of the server 'tamper-test'" in err and "refunds" in err
+    rc, _, err = run("pin", "srv", "refund-flow", "--all", "--lock", str(lock))
+    assert rc == 2 and "either the skills you name or --all" in err
+    rc, _, err = run("pin", "srv", "--name", " padded", "--lock", str(lock))
+    assert rc == 2 and "--name: a server's name has no line break" in err
+
+
+def test_a_version_1_lock_is_refused_at_its_version_with_the_commands_that_pin_again(tmp_path, cli):
+    """A version 1 lock named servers by their local command line; it is refused, where its version is written,
+    naming each server and the command that pins it again, and nothing is loaded."""
+    servers, run = cli
+    servers["srv"], rec = serve()
+    lock = tmp_path / "old.lock"
+    lock.write_text(json.dumps({"version": 1, "skills": [skill([file(A)], server="node /home/me/fs.js /data")]},
+                               indent=2), "utf-8")
+    rc, out, err = run("remote", "load", "srv", "--locked", str(lock))
+    assert rc == 1 and out == "" and rec.reads == []
+    assert f"{lock}:2:3: error[bad-lock]: a version 1 lock names each server by the command line or URL" in err
+    assert f"hint: review the servers' skills and pin them again, which writes version 2: project-skill pin " \
+           f"'node /home/me/fs.js /data' --lock {lock}" in err
 
 
 def test_locked_load_of_the_pinned_manifest_succeeds(cli, tmp_path):
@@ -180,9 +218,9 @@ def test_locked_load_of_unpinned_skill_or_server(cli, tmp_path):
     run("pin", "srv", "refund-flow", "--lock", str(lock))
     rc, _, err = run("remote", "load", "srv", "hello-world", "--locked", str(lock))
     assert rc == 1 and "error[not-pinned]" in err
-    servers["other"], _ = serve()
+    servers["other"], _ = serve(name="other")
     rc, _, err = run("remote", "load", "other", "--locked", str(lock))
-    assert rc == 1 and "error[not-pinned]" in err and "servers in the lock: srv" in err
+    assert rc == 1 and "error[not-pinned]" in err and "servers in the lock: tamper-test" in err
     rc, _, err = run("remote", "load", "srv", "--locked", str(tmp_path / "missing.lock"))
     assert rc == 1 and "error[bad-lock]" in err
 
@@ -209,7 +247,7 @@ HINT = "write it again with: project-skill pin SERVER --lock FILE"
 NEEDS = "skills[0] needs the strings 'server', 'uri' and 'manifest'"
 
 
-def lock_json(skills, version=1) -> bytes:
+def lock_json(skills, version=2) -> bytes:
     return json.dumps({"version": version, "skills": skills}).encode()
 
 
@@ -224,9 +262,9 @@ def skill(files, **over):
 
 @pytest.mark.parametrize("data, message", [
     (b"\xff", "not a JSON lock file ('utf-8' codec can't decode byte 0xff in position 0: invalid start byte)"),
-    (b"[]", 'not a version 1 lock file (expected {"version": 1, "skills": [...]})'),
-    (lock_json([], version=2), 'not a version 1 lock file (expected {"version": 1, "skills": [...]})'),
-    (b'{"version": 1, "skills": {}}', 'not a version 1 lock file (expected {"version": 1, "skills": [...]})'),
+    (b"[]", 'not a version 2 lock file (expected {"version": 2, "skills": [...]})'),
+    (lock_json([], version=3), 'not a version 2 lock file (expected {"version": 2, "skills": [...]})'),
+    (b'{"version": 2, "skills": {}}', 'not a version 2 lock file (expected {"version": 2, "skills": [...]})'),
     (lock_json(["x"]), "skills[0] needs the strings 'server', 'uri' and 'manifest'"),
     (lock_json([{"server": "s", "uri": A, "manifest": 1}]), NEEDS),
     (lock_json([{"server": "s", "uri": 1, "manifest": "m"}]), NEEDS),
@@ -306,14 +344,6 @@ def test_manifest_digest_bytes():
     assert manifest_digest(files) == "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-@pytest.mark.parametrize("spec, key", [("http://h/mcp", "http://h/mcp"), ("https://h/mcp", "https://h/mcp"),
-                                       ("http://h/a  'b'", "http://h/a  'b'"),
-                                       ("https://h/a  b", "https://h/a  b"), ("a  'b c'", "a 'b c'"),
-                                       ("'unclosed", "'unclosed"), ("x", "x")])
-def test_server_keys(spec, key):
-    assert pins.server_key(spec) == key
-
-
 def _pin(server, uri):
     f = FileRef(uri, sha256(b"x"), 1)
     return Pin(server, uri, manifest_digest([f]), (f,))
@@ -322,15 +352,16 @@ def _pin(server, uri):
 def test_lock_methods():
     lock = Lock([_pin("b", A), _pin("a  x", B), _pin("a x", A)])
     assert lock.servers() == ["a  x", "a x", "b"]
-    assert [(p.server, p.uri) for p in lock.for_server("a   x")] == [("a x", A)]  # the key is normalized
-    assert lock.find("a  x", A).server == "a x" and lock.find("b", B) is None and lock.find("c", A) is None
+    assert [(p.server, p.uri) for p in lock.for_server("a x")] == [("a x", A)]  # a name is matched as it is
+    assert lock.for_server("a   x") == []
+    assert lock.find("a x", A).server == "a x" and lock.find("b", B) is None and lock.find("c", A) is None
     up = lock.updated("b", [_pin("b", B)], replace_server=False)
     assert [(p.server, p.uri) for p in up.pins] == [("a  x", B), ("a x", A), ("b", A), ("b", B)]
     up = lock.updated("b", [_pin("b", B)], replace_server=True)
     assert [(p.server, p.uri) for p in up.pins] == [("a  x", B), ("a x", A), ("b", B)]
     again = lock.updated("b", [_pin("b", A)], replace_server=False)
     assert [(p.server, p.uri) for p in again.pins if p.server == "b"] == [("b", A)]
-    assert lock.to_json()["version"] == 1
+    assert lock.to_json()["version"] == 2
     assert [s["uri"] for s in lock.to_json()["skills"]] == [B, A, A]
 
 
@@ -341,7 +372,10 @@ def _entry(resources):
 def test_pin_entry():
     e = _entry([file(B), file(A, b"yy")])
     p = pin_entry("a   b", e)
-    assert (p.server, p.uri, [f.uri for f in p.files]) == ("a b", A, [A, B])
+    assert (p.server, p.uri, [f.uri for f in p.files]) == ("a   b", A, [A, B])
+    with pytest.raises(LockError) as info:
+        pin_entry(" a", e)
+    assert info.value.code == "bad-lock" and "no space at either end" in info.value.message
     assert p.manifest == manifest_digest(e.resources)
     with pytest.raises(LockError) as info:
         pin_entry("s", _entry("dynamic"))
@@ -365,8 +399,9 @@ def test_changes_and_compare_in_full():
     e = info.value
     assert (e.code, e.where, e.message, e.hint) == (
         "lock-mismatch", A, f"the served manifest differs from the one pinned in my locks/x.lock: removed {B}",
-        f"if the change is expected, pin it again: project-skill pin 'my server' {A} --lock 'my locks/x.lock'")
+        f"if the change is expected, pin it again: project-skill pin SERVER {A} --lock 'my locks/x.lock' "
+        "--name 'my server' (SERVER: how the server the lock names 'my server' is started or reached here)")
     with pytest.raises(LockError) as info:
         compare(pin, _entry([file(A, b"y")]))
     assert info.value.message.startswith("the served manifest differs from the one pinned in skills.lock: changed")
-    assert "; removed" in info.value.message and info.value.hint.endswith("--lock skills.lock")
+    assert "; removed" in info.value.message and "--lock skills.lock --name 'my server'" in info.value.hint

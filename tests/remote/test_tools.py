@@ -298,8 +298,8 @@ def test_a_tool_the_server_lacks_is_an_error_at_the_step():
     diags = info.value.diagnostics
     assert [d.code for d in diags] == ["unknown-tool", "unknown-tool"]
     steps = {d.span.file.rsplit("/", 1)[-1]: d for d in diags}
-    assert steps["refunds.yaml"].span == wfs[0].steps[2].span and "issue_refund" in steps["refunds.yaml"].message
-    assert steps["hello-world.yaml"].span == wfs[1].steps[0].span and "greet" in steps["hello-world.yaml"].message
+    assert steps["refunds.yaml"].span == wfs[0].steps[2].tool_span and "issue_refund" in steps["refunds.yaml"].message
+    assert steps["hello-world.yaml"].span == wfs[1].steps[0].tool_span and "greet" in steps["hello-world.yaml"].message
 
 
 def test_a_declared_tool_no_step_calls_may_be_missing_with_a_warning():

@@ -21,7 +21,7 @@ from .remote_fixtures import GENERATED, SCHEME, Served, cli, offer_workflow_prom
 from projector.errors import ProjectorError
 from projector.remote import connect
 from projector.remote.errors import DynamicDeclined, LockError
-from projector.remote.pins import Pin, compare, manifest_digest, parse_lock, pin_entry, read_lock, server_key
+from projector.remote.pins import Pin, compare, manifest_digest, parse_lock, pin_entry, read_lock
 from projector.remote.verify import check_frontmatter, frontmatter_note
 from projector.sep2640 import (
     FileRef,
@@ -789,26 +789,26 @@ def test_the_same_name_passes():
 def lock_doc(**over) -> dict:
     files = [{"uri": "skill://a/SKILL.md", "digest": sha(b"x"), "size": 1}]
     refs = [FileRef(**f) for f in files]
-    doc = {"version": 1, "skills": [{"server": "srv", "uri": "skill://a/SKILL.md", "manifest": manifest_digest(refs),
+    doc = {"version": 2, "skills": [{"server": "srv", "uri": "skill://a/SKILL.md", "manifest": manifest_digest(refs),
                                      "files": files}]}
     doc.update(over)
     return doc
 
 
-NOT_V1 = 'not a version 1 lock file (expected {"version": 1, "skills": [...]})'
+NOT_V2 = 'not a version 2 lock file (expected {"version": 2, "skills": [...]})'
 LOCK_HINT = "write it again with: project-skill pin SERVER --lock FILE"
 
 
-@pytest.mark.parametrize("version", [True, 1.0, "1", [1], None])
-def test_lock_version_is_exactly_the_integer_1(version):
+@pytest.mark.parametrize("version", [True, 2.0, "2", [2], None])
+def test_lock_version_is_exactly_the_integer_2(version):
     """``True == 1`` and ``1.0 == 1`` in Python: main accepted both."""
     with pytest.raises(LockError) as info:
         parse_lock(json.dumps(lock_doc(version=version)).encode(), "l.lock")
     e = info.value
-    assert (e.code, e.where, e.message, e.hint) == ("bad-lock", "l.lock", NOT_V1, LOCK_HINT)
+    assert (e.code, e.where, e.message, e.hint) == ("bad-lock", "l.lock", NOT_V2, LOCK_HINT)
 
 
-def test_lock_version_1_is_accepted():
+def test_lock_version_2_is_accepted():
     assert len(parse_lock(json.dumps(lock_doc()).encode()).pins) == 1
 
 
@@ -1982,8 +1982,9 @@ def test_fastmcp_yaml_1_1_publisher_refused_by_default_accepted_with_the_option(
         assert clash.returncode == 1
         assert (f"{APPROVED_URI}: error[lock-mismatch]: {lock} pins this skill with its frontmatter read as YAML 1.2, "
                 f"not as YAML 1.1\n  hint: read it as the lock says (leave out --frontmatter-yaml), or pin it again "
-                f"after review: project-skill pin {shlex.quote(server_key(server))} {APPROVED_URI} --lock {lock} "
-                "--frontmatter-yaml 1.1\n") in clash.stderr
+                f"after review: project-skill pin SERVER {APPROVED_URI} --lock {lock} --name fastmcp-skills-directory "
+                "--frontmatter-yaml 1.1 (SERVER: how the server the lock names 'fastmcp-skills-directory' is started "
+                "or reached here)\n") in clash.stderr
 
 
 def test_remote_list_takes_the_option_and_says_it_reads_no_file(cli):
@@ -2024,22 +2025,22 @@ def test_a_lock_that_says_1_1_refuses_a_skill_that_only_matches_under_1_2(cli, t
             "--frontmatter-yaml 1.2") in err
 
 
-def test_the_lock_stays_version_1_and_byte_stable_without_yaml_1_1(cli, tmp_path):
+def test_the_lock_stays_version_2_and_byte_stable_without_yaml_1_1(cli, tmp_path):
     servers, run = cli
     servers["s"], _ = serve()
     a, b = tmp_path / "a.lock", tmp_path / "b.lock"
     assert run("pin", "s", "--lock", str(a))[0] == 0
     assert run("pin", "s", "--lock", str(b), "--frontmatter-yaml", "1.2")[0] == 0
     assert a.read_bytes() == b.read_bytes() and b'"frontmatter_yaml"' not in a.read_bytes()
-    assert json.loads(a.read_bytes())["version"] == 1
+    assert json.loads(a.read_bytes())["version"] == 2
     assert run("pin", "s", "hello-world", "--lock", str(a), "--frontmatter-yaml", "1.1")[0] == 0
     doc = json.loads(a.read_bytes())
-    assert doc["version"] == 1
+    assert doc["version"] == 2
     assert {p["uri"]: p.get("frontmatter_yaml") for p in doc["skills"]}[f"{SCHEME}hello-world/SKILL.md"] == "1.1"
     assert sum("frontmatter_yaml" in p for p in doc["skills"]) == 1
     lock = read_lock(a)
-    assert lock.find("s", f"{SCHEME}hello-world/SKILL.md").frontmatter_yaml == "1.1"
-    assert lock.find("s", f"{SCHEME}refund-flow/SKILL.md").frontmatter_yaml == "1.2"
+    assert lock.find("tamper-test", f"{SCHEME}hello-world/SKILL.md").frontmatter_yaml == "1.1"
+    assert lock.find("tamper-test", f"{SCHEME}refund-flow/SKILL.md").frontmatter_yaml == "1.2"
     assert parse_lock(a.read_bytes()).to_json() == doc  # round trip
 
 
@@ -2050,6 +2051,9 @@ def test_a_lock_with_another_reading_is_bad_lock():
     assert (info.value.code, info.value.where, info.value.message) == \
         ("bad-lock", str(path), "skills[0] (skill://hello-world/SKILL.md) has a 'frontmatter_yaml' that is neither "
                                 "\"1.2\" nor \"1.1\"")
+
+
+SERVER_IS = " (SERVER: how the server the lock names 'srv' is started or reached here)"
 
 
 def test_pin_entry_and_compare_carry_the_reading():
@@ -2066,15 +2070,15 @@ def test_pin_entry_and_compare_carry_the_reading():
         "lock-mismatch", "skill://demo/SKILL.md",
         "l.lock pins this skill with its frontmatter read as YAML 1.1, not as YAML 1.2",
         "read it as the lock says (leave out --frontmatter-yaml), or pin it again after review: project-skill pin "
-        "srv skill://demo/SKILL.md --lock l.lock --frontmatter-yaml 1.2")
+        "SERVER skill://demo/SKILL.md --lock l.lock --name srv --frontmatter-yaml 1.2" + SERVER_IS)
     assert Pin("s", "u", "m", ()).frontmatter_yaml == "1.2"
     changed = approved_entry(b"---\nname: demo\ndescription: e\n---\n", {"name": "demo", "description": "e"},
                     "skill://demo/SKILL.md")
     for p, tail in ((pin, " --frontmatter-yaml 1.1"), (pin_entry("srv", e), "")):
         with pytest.raises(LockError) as info:
             compare(p, changed, "l.lock")
-        assert info.value.hint == ("if the change is expected, pin it again: project-skill pin srv "
-                                   f"skill://demo/SKILL.md --lock l.lock{tail}")  # the same reading, pinned again
+        assert info.value.hint == ("if the change is expected, pin it again: project-skill pin SERVER "
+                                   f"skill://demo/SKILL.md --lock l.lock --name srv{tail}{SERVER_IS}")  # same reading
 
 
 # ------------------------------------------------------------------------------------------ item 6: no-skills

@@ -97,6 +97,35 @@ def test_project_skill_serve_http_starts_on_loopback_by_default():
     assert f"serving MCP at http://127.0.0.1:{port}/mcp" in proc.stderr_text
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+@pytest.mark.parametrize("verbose", [False, True])
+def test_serve_http_is_quiet_unless_verbose(framework, verbose):
+    """``serve --http`` says where it serves and nothing else (no uvicorn INFO lines, no framework start-up box);
+    ``--verbose`` shows them."""
+    port = free_port()
+    exe = Path(sys.executable).parent / "project-skill"
+    argv = [str(exe), "serve", "--http", str(port), "--framework", framework, *(["--verbose"] if verbose else [])]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                time.sleep(0.1)
+        assert proc.poll() is None
+    finally:
+        stop_text(proc)
+    lines = [line for line in proc.stderr_text.splitlines() if line.strip()]
+    assert lines[0] == f"project-skill serve: serving MCP at http://127.0.0.1:{port}/mcp ({framework})"
+    if verbose:
+        assert any("INFO" in line for line in lines)
+    else:
+        assert lines == lines[:1], proc.stderr_text
+
+
 def stop_text(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.terminate()

@@ -565,6 +565,7 @@ class FastMCPAdapter(Adapter):
 
         await server.run_http_async(
             show_banner=False,
+            log_level=options.get("log_level"),  # FastMCP's own logger too, for the run
             transport="http",
             host=host,
             port=port,

@@ -425,7 +425,7 @@ class MCPAdapter(Adapter):
             streamable_http_path=path, stateless_http=stateless, transport_security=security, host=host
         )
         config = uvicorn.Config(
-            guard(app, security), host=host, port=port, log_level=server.settings.log_level.lower(), **options
+            guard(app, security), host=host, port=port, **{"log_level": server.settings.log_level.lower(), **options}
         )
         await uvicorn.Server(config).serve()
 
