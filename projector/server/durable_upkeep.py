@@ -7,9 +7,10 @@
 - :class:`Upkeep` is a thread of the engine's own. At start-up, before the server answers anyone, and then every
   :func:`interval`, it removes each expired task together with its rounds' DBOS workflows and in-flight markers (a
   round still running is cancelled first, and removed at the next pass), and takes up each task left ``working``
-  with no round: saved, and the process died before DBOS recorded the round. The round is started as it would have
-  been, with the answers it was asked with (nothing of it ran, so nothing runs twice); a task whose round ended
-  without settling it ends ``failed``. On a folder, a task saved ``working`` is recorded by the same process within
+  with no round: saved, and the process died before DBOS recorded the round. The round of an answer is started as
+  it would have been, with the answers (nothing of it ran, so nothing runs twice); a task whose first round was
+  never recorded ends ``failed`` (the process died before it told the client the task's id, so no one waits for it
+  and nothing of it runs); a task whose round ended without settling it ends ``failed``. On a folder, a task saved ``working`` is recorded by the same process within
   milliseconds, so at start-up any such task is stuck; later, one silent for a minute. On Postgres, another live
   process may be between the two, so only a task silent for a lease is taken up.
 
@@ -126,16 +127,20 @@ class Upkeep:
         self.engine.store.remove(task_id)
 
     def _take_up(self, rec: TaskRecord) -> None:
-        """A task ``working`` with no round running: its round started now, or, when it ended without settling the
-        task, the task ended."""
+        """A task ``working`` with no round running: the round of an answer is started now, with the answers; a
+        first round never recorded ends the task (its client was never told its id: nothing of it runs); a round
+        that ended without settling the task ends it."""
         from dbos import DBOS
 
         found = DBOS.get_workflow_status(f"{rec.task_id}.{rec.round}")
-        if found is None:
+        if found is not None and found.status in ACTIVE:
+            return
+        if found is None and rec.round > 0:
             self.engine.begin_now(rec)
-        elif found.status not in ACTIVE:
-            failure = Failure(INTERNAL_ERROR, "the task's round ended without a result; nothing more was run")
-            self.engine.store.modify(rec.task_id, lambda now: same_round(now, rec) and settled(now, failure))
+            return
+        why = "its round ended without a result" if found is not None else "the server stopped before it began"
+        failure = Failure(INTERNAL_ERROR, f"the task failed: {why}; nothing more was run")
+        self.engine.store.modify(rec.task_id, lambda now: same_round(now, rec) and settled(now, failure))
 
 
 def same_round(now: TaskRecord, then: TaskRecord) -> bool:

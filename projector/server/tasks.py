@@ -365,7 +365,6 @@ class Tasks:
             expires=time.time() + self.ttl_ms / 1000,
             ttl_ms=self.ttl_ms,
             poll_ms=self.poll_ms,
-            given=dict(answers or {}),
         )
         await self.store.put(rec)
         await self._begin(rec, dict(answers or {}))
