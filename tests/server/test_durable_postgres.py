@@ -301,8 +301,11 @@ def kept(url: str) -> tuple[int, int]:
 async def test_postgres_refuses_a_task_past_its_bounds_and_removes_an_expired_one_with_its_rounds(database, tmp_path):
     from .test_durable_upkeep import call, refused
 
-    env = {"PROJECT_SKILL_STATE_MAX_TASKS": "2", "PROJECT_SKILL_STATE_MAX_TASK_BYTES": "20000",
-           "PROJECT_SKILL_STATE_TTL": "3"}
+    env = {
+        "PROJECT_SKILL_STATE_MAX_TASKS": "2",
+        "PROJECT_SKILL_STATE_MAX_TASK_BYTES": "20000",
+        "PROJECT_SKILL_STATE_TTL": "3",
+    }
     with serving(database, tmp_path, env=env) as (a, url_a), serving(database, tmp_path, env=env) as (b, url_b):
         assert "over the 20,000 bytes this server keeps for one task" in await refused(url_a, APPROVED, "x" * 30_000)
         made = [(await call(url, APPROVED, "broken"))["taskId"] for url in (url_a, url_b)]
@@ -338,10 +341,8 @@ async def test_postgres_takes_up_a_task_answered_on_a_process_killed_before_its_
 @pytest.mark.slow
 @pytest.mark.anyio
 async def test_postgres_four_answers_at_once_on_two_processes_to_a_retry_question_run_it_once(database, tmp_path):
-    with serving(database, tmp_path, "before:issue_refund/A1001") as (a, url_a), serving(database, tmp_path) as (
-        b,
-        url_b,
-    ):
+    crashing = serving(database, tmp_path, "before:issue_refund/A1001")
+    with crashing as (a, url_a), serving(database, tmp_path) as (b, url_b):
         eligible = await start(url_a, GATED, ELIGIBLE)
         await anyio.to_thread.run_sync(killed, a)
         task = await settle(url_b, eligible)

@@ -170,3 +170,19 @@ async def test_a_task_made_by_a_process_killed_before_its_first_round_was_record
     calls = (tmp_path / "calls.txt").read_text("utf-8").split() if (tmp_path / "calls.txt").exists() else []
     assert [c for c in calls if c.endswith(ELIGIBLE)] == [] and ledger(state) == []
     assert "Traceback" not in proc.said
+
+
+@pytest.mark.parametrize("value", ["lots", "0", "-5", "1.5", "1e9"])
+def test_a_bound_that_is_not_a_whole_number_from_one_up_is_refused_before_anything_is_made(
+    value, tmp_path, monkeypatch
+):
+    from projector.server.errors import AttachError
+
+    from .test_durable import state_shop
+
+    monkeypatch.setenv("PROJECT_SKILL_STATE_MAX_TASKS", value)
+    with pytest.raises(AttachError) as refused:
+        state_shop(tmp_path / "state")
+    problem = refused.value.diagnostics[0]
+    assert problem.code == "state-limit" and "$PROJECT_SKILL_STATE_MAX_TASKS" in str(problem)
+    assert not (tmp_path / "state").exists()
