@@ -228,7 +228,10 @@ def parser(name: str) -> argparse.ArgumentParser:
         "when it starts again on the same DIR. Or a Postgres URL (postgresql://USER:PASSWORD@HOST:PORT/DB) "
         "that several processes share: a task made on one is read, answered and finished on any other, "
         "and the rounds of a process that died are taken up by a live one after "
-        "$PROJECT_SKILL_STATE_LEASE seconds (default 30). Without the extra, the workflow tools run "
+        "$PROJECT_SKILL_STATE_LEASE seconds (default 30). It keeps at most $PROJECT_SKILL_STATE_MAX_TASKS "
+        "tasks (default 10000), of $PROJECT_SKILL_STATE_MAX_TASK_BYTES each (4 MiB) and "
+        "$PROJECT_SKILL_STATE_MAX_BYTES in all (256 MiB), each for $PROJECT_SKILL_STATE_TTL seconds (86400): "
+        "a task past a bound is refused, an expired one removed. Without the extra, the workflow tools run "
         "without tasks, and serve says so at start-up",
     )
     ap.add_argument(

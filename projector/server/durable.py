@@ -16,6 +16,8 @@ database in ``DIR/dbos.sqlite`` and the tasks (their status, the runner's state,
 
 With a Postgres URL instead of a folder (``--state postgresql://...``), DBOS's system database, the tasks, the
 markers and the claims are in that database, shared by several processes (:mod:`projector.server.durable_pg`).
+What the state keeps is bounded, an expired task goes with its rounds, and a task saved ``working`` whose round was
+never recorded is taken up (:mod:`projector.server.durable_upkeep`).
 
 DBOS is the optional extra ``project-skill[durable]``: :func:`available` says whether it is installed.
 """
@@ -35,9 +37,10 @@ from .. import disk
 from ..errors import Span, error
 from ..model import Workflow
 from . import durable_pg
+from .durable_upkeep import Upkeep, limits, same_round
 from .errors import AttachError
 from .replay import ReplayGuard
-from .tasks import Call, Done, Failure, NeedInput, Tasks
+from .tasks import Call, Done, Failure, NeedInput, TaskRecord, Tasks, settled
 from .taskstore import SqliteStore
 
 EXTRA = "project-skill[durable]"
@@ -83,9 +86,10 @@ def _state_dir(path: str | Path) -> Path:
 class InFlight(BaseException):  # noqa: N818 - a BaseException, so that no step's ``except Exception`` catches it
     """A tool call that was in flight when the process died, and whose tool may not be called again unasked."""
 
-    def __init__(self, tool: str, arguments: Any, step_id: int):
-        super().__init__(tool, arguments, step_id)
+    def __init__(self, tool: str, arguments: Any, step_id: int, after: int | None):
+        super().__init__(tool, arguments, step_id, after)
         self.tool, self.arguments, self.step_id = tool, arguments, step_id
+        self.after = after  # the workflow's last step that ran or was skipped in this round (None: none yet)
 
 
 class _Markers:
@@ -109,6 +113,15 @@ class _Markers:
         finally:
             db.close()
 
+    def forget(self, task_id: str) -> None:
+        """Drop the markers of every round of the task (their workflows are ``TASK_ID.ROUND``)."""
+        db = self._db()
+        try:
+            with db:
+                db.execute("DELETE FROM started WHERE workflow > ? AND workflow < ?", (f"{task_id}.", f"{task_id}/"))
+        finally:
+            db.close()
+
 
 @dataclass(frozen=True)
 class _Content:
@@ -119,16 +132,19 @@ class _Content:
 
 
 class DurableHost:
-    """The server's host inside a DBOS round: each tool call and each read is a checkpointed step."""
+    """The server's host inside a DBOS round: each tool call and each read is a checkpointed step. It follows the
+    steps the runner reports done (each step that ran or was skipped reports itself), so that a call found in
+    flight is known by its step: the one after the last reported (a replay reports them again, in the same order)."""
 
     def __init__(self, host: Any, engine: DurableTasks):
         self.host, self.engine = host, engine
+        self.after: int | None = None
 
     async def tools(self) -> Any:
         return await self.host.tools()
 
     async def report_progress(self, progress: float, total: float, message: str) -> None:
-        return None
+        self.after = int(progress)
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         from dbos import DBOS
@@ -140,7 +156,7 @@ class DurableHost:
         if kind == "result":
             return CallToolResult.model_validate(value)
         if kind == "in-flight":
-            raise InFlight(name, arguments, int(value))
+            raise InFlight(name, arguments, int(value), self.after)
         if kind == "other":
             return value
         raise RuntimeError(value)
@@ -193,9 +209,9 @@ class DurableGuard(ReplayGuard):
 # ---------------------------------------------------------------------------------------------------- the engine
 
 
-def _retry_question(wf: Workflow | None, tool: str, arguments: Any, state: Any) -> tuple[int, dict[str, Any]]:
-    """The step the in-flight call was (the first step at or after the round's start that calls ``tool``), and the
-    question asked about it."""
+def _retry_question(wf: Workflow | None, flight: InFlight, state: Any) -> tuple[int, dict[str, Any]]:
+    """The step the in-flight call was (the one after the last step that ran or was skipped in the round, else the
+    round's first), and the question asked about it."""
     from . import confirm
     from .workflow_task import elicitation
 
@@ -203,8 +219,11 @@ def _retry_question(wf: Workflow | None, tool: str, arguments: Any, state: Any) 
         first = int(json.loads(state)["step"]) if isinstance(state, str) else 1
     except (ValueError, KeyError, TypeError):
         first = 1
+    tool, arguments = flight.tool, flight.arguments
     steps = wf.steps if wf is not None else []
-    n = next((i for i, s in enumerate(steps, 1) if i >= first and s.tool == tool), first)
+    n = flight.after + 1 if flight.after is not None else first
+    if not (0 < n <= len(steps) and steps[n - 1].tool == tool):  # pragma: no cover - the runner reports each step
+        n = next((i for i, s in enumerate(steps, 1) if i >= first and s.tool == tool), first)
     step = steps[n - 1] if 0 < n <= len(steps) else None
     where = f"Step {n} of {len(steps)} of `{wf.name}` (`{step.name}`)" if wf is not None and step else f"Step {n}"
     message = (
@@ -232,11 +251,14 @@ class DurableTasks(Tasks):
             )
         self.lease: durable_pg.Lease | None = None
         self.pg: durable_pg.Pg | None = None
+        bounds, ttl_ms = limits()
+        kwargs.setdefault("ttl_ms", ttl_ms)
+        self.store: Any
         if durable_pg.is_url(state):
             self.pg = durable_pg.Pg(str(state))
             self.lease = durable_pg.Lease(self.pg, durable_pg.lease_seconds())
             self.pg.make_tables()
-            super().__init__(durable_pg.PgStore(self.pg), **kwargs)
+            super().__init__(durable_pg.PgStore(self.pg, bounds), **kwargs)
             self.where, self.system_url = self.pg.shown, str(state)
             self.markers: Any = durable_pg.PgMarkers(self.pg)
             self.replay = durable_pg.PgGuard(self.pg)
@@ -251,12 +273,13 @@ class DurableTasks(Tasks):
             )
         else:
             folder = _state_dir(state)
-            super().__init__(SqliteStore(folder / "tasks.db"), **kwargs)
+            super().__init__(SqliteStore(folder / "tasks.db", bounds), **kwargs)
             self.where, self.system_url = str(folder), f"sqlite:///{folder / 'dbos.sqlite'}"
             self.markers = _Markers(folder / "tasks.db")
         self.retry_safe: set[str] = set()
         self.workflows: dict[str, Workflow] = {}
         self._launched = False
+        self.upkeep = Upkeep(self, self.lease.seconds if self.lease is not None else None)
 
     def wrap(
         self, host: Callable[[], Any], guard: ReplayGuard, wfs: Sequence[Workflow], retry_safe: Collection[str]
@@ -291,6 +314,7 @@ class DurableTasks(Tasks):
             DBOS.launch()
             if self.lease is not None:
                 self.lease.start()
+            self.upkeep.start()  # the expired tasks go, the stuck ones are taken up, before anyone is answered
         except Exception as exc:
             _ENGINE = None
             message = f"DBOS cannot start on the state {'database' if self.pg else 'folder'}: {exc}"
@@ -310,6 +334,7 @@ class DurableTasks(Tasks):
         global _ENGINE
         from dbos import DBOS
 
+        self.upkeep.halt()
         if self.lease is not None:
             self.lease.halt()
         if self._launched:
@@ -324,18 +349,39 @@ class DurableTasks(Tasks):
         """The round's DBOS workflow, recorded (with its inputs) before the request that asked for it is answered."""
         from dbos import DBOS, SetWorkflowID
 
-        task_id, tool, arguments, state = rec.task_id, rec.tool, dict(rec.arguments), rec.state
-        retry = state.get("retry") if isinstance(state, dict) else None
-        with SetWorkflowID(f"{task_id}.{rec.round}"):  # the round's DBOS workflow, which a cancel names
-            if not isinstance(retry, dict):
-                await DBOS.start_workflow_async(_round, task_id, tool, arguments, answers, state)
-            elif any(
-                isinstance(a, dict) and a.get("action") == "accept" and (a.get("content") or {}).get("confirm") is True
-                for a in answers.values()
-            ):  # yes: the round again from the in-flight step
-                await DBOS.fork_workflow_async(retry["workflow"], int(retry["step"]))
+        kind, retry = _plan(rec, answers)
+        workflow = f"{rec.task_id}.{rec.round}"  # the round's DBOS workflow, which a cancel names
+        with SetWorkflowID(workflow):
+            if kind == "start":
+                await DBOS.start_workflow_async(_round, rec.task_id, rec.tool, dict(rec.arguments), answers, rec.state)
+            elif kind == "fork":  # yes: the round again from the in-flight step
+                try:
+                    await DBOS.fork_workflow_async(retry["workflow"], int(retry["step"]))
+                except Exception:
+                    if await DBOS.get_workflow_status_async(workflow) is None:
+                        raise  # else: forked already (taken up meanwhile), and it runs once
             else:
-                await self._settle(task_id, Done(_not_retried(retry)))
+                await self._settle(rec.task_id, Done(_not_retried(retry)))
+
+    def begin_now(self, rec: TaskRecord) -> None:
+        """:meth:`_begin` for a round taken up (:mod:`.durable_upkeep`), with the answers it was asked with, from a
+        thread with no event loop: DBOS runs the round on its own."""
+        from dbos import DBOS, SetWorkflowID
+
+        kind, retry = _plan(rec, rec.given)
+        workflow = f"{rec.task_id}.{rec.round}"
+        with SetWorkflowID(workflow):
+            if kind == "start":
+                DBOS.start_workflow(_round, rec.task_id, rec.tool, dict(rec.arguments), rec.given, rec.state)
+            elif kind == "fork":
+                try:
+                    DBOS.fork_workflow(retry["workflow"], int(retry["step"]))
+                except Exception:
+                    if DBOS.get_workflow_status(workflow) is None:
+                        raise
+            else:
+                done = Done(_not_retried(retry))
+                self.store.modify(rec.task_id, lambda now: same_round(now, rec) and settled(now, done))
 
     async def cancel(self, task_id: Any, owner: str | None = None) -> dict[str, Any]:
         out = await super().cancel(task_id, owner)  # another's task is unknown here: nothing below runs for it
@@ -354,6 +400,19 @@ def shutdown() -> None:
     """Stop this process's durable engine, if it runs one (tests; a server just exits)."""
     if _ENGINE is not None:
         _ENGINE.close()
+
+
+def _plan(rec: TaskRecord, answers: dict[str, Any]) -> tuple[str, Any]:
+    """How a round begins: ``start`` (its workflow, from the task's state), ``fork`` (a yes to "Retry step N?": the
+    in-flight round again from that step) or ``no`` (the retry refused: the task ends); and the retry, if any."""
+    retry = rec.state.get("retry") if isinstance(rec.state, dict) else None
+    if not isinstance(retry, dict):
+        return "start", None
+    yes = any(
+        isinstance(a, dict) and a.get("action") == "accept" and (a.get("content") or {}).get("confirm") is True
+        for a in answers.values()
+    )
+    return ("fork" if yes else "no"), retry
 
 
 def _not_retried(retry: dict[str, Any]) -> dict[str, Any]:
@@ -384,7 +443,7 @@ async def _round_body(task_id: str, tool: str, arguments: dict[str, Any], answer
     try:
         outcome = await support.job(call)
     except InFlight as flight:
-        n, question = _retry_question(engine.workflows.get(tool), flight.tool, flight.arguments, state)
+        n, question = _retry_question(engine.workflows.get(tool), flight, state)
         outcome = NeedInput(
             {f"retry-{n}": question},
             {"retry": {"workflow": DBOS.workflow_id, "step": flight.step_id, "n": n, "tool": flight.tool}},

@@ -16,7 +16,9 @@ in-flight markers still hold then: a tool call that was started and is neither r
 called again unasked.
 
 Every statement has a bound (``statement_timeout``, ``connect_timeout``), and the URL's password never appears in an
-error: :func:`redact`.
+error: :func:`redact`. The tasks are kept within their :class:`~projector.server.tasks.Bounds`, counted under one
+advisory lock in the write's own transaction (two processes cannot both take the last place), and each change of a
+task is one transaction that holds its row (``SELECT ... FOR UPDATE``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import json
 import os
 import re
 import threading
+import time
 import uuid
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
@@ -35,7 +38,7 @@ from mcp_types import INTERNAL_ERROR
 from ..errors import Span, error
 from .errors import AttachError
 from .replay import CLAIM_SECONDS, ReplayGuard
-from .tasks import TaskRecord, TaskStore
+from .tasks import Bounds, Change, TaskRecord, TaskStore
 
 SCHEMES = ("postgresql://", "postgres://")
 URL_FORMS = "a folder, or a Postgres URL (postgresql://USER:PASSWORD@HOST:PORT/DATABASE, or postgres://...)"
@@ -46,9 +49,17 @@ SCHEMA = "projector"
 TIMEOUT_SECONDS = 10  # connecting, and each statement
 PG_HINT = "give the URL of a Postgres database that exists and that this user can create tables in"
 _DDL_LOCK = 0x70726F6A  # one advisory lock: two processes starting at once do not race to make the tables
+_BOUNDS_LOCK = 0x70726F6B  # one advisory lock: the tasks are counted and one is added by one process at a time
 _DDL = (
     f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}",
     f"CREATE TABLE IF NOT EXISTS {SCHEMA}.tasks (task_id TEXT PRIMARY KEY, record TEXT NOT NULL)",
+    # besides the record, what the bounds, the pruning and the take-up look up (``at``: the second of the last write)
+    f"ALTER TABLE {SCHEMA}.tasks ADD COLUMN IF NOT EXISTS status TEXT, ADD COLUMN IF NOT EXISTS expires "
+    "DOUBLE PRECISION, ADD COLUMN IF NOT EXISTS bytes BIGINT, ADD COLUMN IF NOT EXISTS at DOUBLE PRECISION",
+    f"UPDATE {SCHEMA}.tasks SET status = record::json->>'status', expires = (record::json->>'expires')::float8, "
+    "bytes = octet_length(record), at = 0 WHERE bytes IS NULL",
+    f"CREATE INDEX IF NOT EXISTS tasks_expires ON {SCHEMA}.tasks (expires)",
+    f"CREATE INDEX IF NOT EXISTS tasks_status ON {SCHEMA}.tasks (status, at)",
     f"CREATE TABLE IF NOT EXISTS {SCHEMA}.started (workflow TEXT, step INTEGER, PRIMARY KEY (workflow, step))",
     f"CREATE TABLE IF NOT EXISTS {SCHEMA}.claims (token TEXT PRIMARY KEY, at TIMESTAMPTZ NOT NULL)",
     f"CREATE INDEX IF NOT EXISTS claims_at ON {SCHEMA}.claims (at)",
@@ -171,37 +182,83 @@ class Pg:
 class PgStore(TaskStore):
     """The tasks, one row each (the record as JSON), written before the call that changed it is answered."""
 
-    def __init__(self, pg: Pg):
+    def __init__(self, pg: Pg, bounds: Bounds | None = None):
         self.pg = pg
+        self.bounds = bounds if bounds is not None else Bounds()
+
+    def _write(self, db: Any, record: TaskRecord, old: int | None) -> None:
+        """Write ``record`` over a row of ``old`` bytes (None: none), within the bounds."""
+        text, now = record.encode(), time.time()
+        if self.bounds.grows(old, len(text)):
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (_BOUNDS_LOCK,))
+            count, total = db.execute(
+                f"SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM {SCHEMA}.tasks WHERE expires >= %s AND task_id <> %s",
+                (now, record.task_id),
+            ).fetchone()
+            self.bounds.check(old, len(text), int(count), int(total))
+        db.execute(
+            f"INSERT INTO {SCHEMA}.tasks (task_id, record, status, expires, bytes, at) VALUES (%s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (task_id) DO UPDATE SET record = EXCLUDED.record, status = EXCLUDED.status, "
+            "expires = EXCLUDED.expires, bytes = EXCLUDED.bytes, at = EXCLUDED.at",
+            (record.task_id, text, record.status, record.expires, len(text), now),
+        )
 
     def _put(self, record: TaskRecord) -> None:
-        self.pg.execute(
-            f"INSERT INTO {SCHEMA}.tasks (task_id, record) VALUES (%s, %s) "
-            "ON CONFLICT (task_id) DO UPDATE SET record = EXCLUDED.record",
-            (record.task_id, json.dumps(record.to_json(), sort_keys=True)),
-        )
+        with self.pg.connect() as db, db.transaction():
+            row = db.execute(f"SELECT bytes FROM {SCHEMA}.tasks WHERE task_id = %s", (record.task_id,)).fetchone()
+            self._write(db, record, None if row is None else int(row[0] or 0))
 
     def _get(self, task_id: str) -> TaskRecord | None:
         _, rows = self.pg.execute(f"SELECT record FROM {SCHEMA}.tasks WHERE task_id = %s", (task_id,))
         return TaskRecord(**json.loads(rows[0][0])) if rows else None
 
-    async def put(self, record: TaskRecord) -> None:
+    def modify(self, task_id: str, change: Change) -> TaskRecord | None:
+        """:meth:`change`, in this thread: one transaction that holds the task's row."""
+        with self.pg.connect() as db, db.transaction():
+            row = db.execute(
+                f"SELECT record, bytes FROM {SCHEMA}.tasks WHERE task_id = %s FOR UPDATE", (task_id,)
+            ).fetchone()
+            rec = None if row is None else TaskRecord(**json.loads(row[0]))
+            if rec is not None and change(rec):
+                self._write(db, rec, int(row[1] or 0))
+            return rec
+
+    async def _in_thread(self, what: str, fn: Any, *args: Any) -> Any:
         import anyio.to_thread
         import psycopg
 
         try:
-            await anyio.to_thread.run_sync(self._put, record)
+            return await anyio.to_thread.run_sync(fn, *args)
         except psycopg.Error as exc:
-            raise self.pg.unavailable("the task cannot be kept in the Postgres database", exc) from None
+            raise self.pg.unavailable(what, exc) from None
+
+    async def put(self, record: TaskRecord) -> None:
+        await self._in_thread("the task cannot be kept in the Postgres database", self._put, record)
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        import anyio.to_thread
-        import psycopg
+        return await self._in_thread("the task cannot be read from the Postgres database", self._get, task_id)
 
-        try:
-            return await anyio.to_thread.run_sync(self._get, task_id)
-        except psycopg.Error as exc:
-            raise self.pg.unavailable("the task cannot be read from the Postgres database", exc) from None
+    async def change(self, task_id: str, change: Change) -> TaskRecord | None:
+        return await self._in_thread("the task cannot be kept in the Postgres database", self.modify, task_id, change)
+
+    def expired(self, now: float, limit: int = 100) -> list[str]:
+        """The ids of up to ``limit`` tasks whose ``ttlMs`` passed before ``now``, the oldest first."""
+        _, rows = self.pg.execute(
+            f"SELECT task_id FROM {SCHEMA}.tasks WHERE expires < %s ORDER BY expires, task_id LIMIT %s", (now, limit)
+        )
+        return [r[0] for r in rows]
+
+    def remove(self, task_id: str) -> None:
+        self.pg.execute(f"DELETE FROM {SCHEMA}.tasks WHERE task_id = %s", (task_id,))
+
+    def stuck(self, before: float, now: float) -> list[TaskRecord]:
+        """The live tasks left ``working`` since before ``before`` (the wall-clock second of their last write)."""
+        _, rows = self.pg.execute(
+            f"SELECT record FROM {SCHEMA}.tasks WHERE status = 'working' AND at < %s AND expires >= %s "
+            "ORDER BY at, task_id",
+            (before, now),
+        )
+        return [TaskRecord(**json.loads(r[0])) for r in rows]
 
 
 class PgMarkers:
@@ -216,6 +273,12 @@ class PgMarkers:
             f"INSERT INTO {SCHEMA}.started (workflow, step) VALUES (%s, %s) ON CONFLICT DO NOTHING", (workflow, step)
         )
         return count == 1
+
+    def forget(self, task_id: str) -> None:
+        """Drop the markers of every round of the task (their workflows are ``TASK_ID.ROUND``)."""
+        self.pg.execute(
+            f"DELETE FROM {SCHEMA}.started WHERE workflow > %s AND workflow < %s", (f"{task_id}.", f"{task_id}/")
+        )
 
 
 class PgGuard(ReplayGuard):

@@ -24,14 +24,21 @@ A tool error is ``completed`` with ``result.isError``; ``failed`` is for a proto
 or anything the job raises). A task stays readable for its ``ttlMs``, then is gone (``-32602``) and runs nothing
 more. Each framework's adapter serves this object as its own extension (the three methods and a ``tools/call``
 interceptor); the store is an interface so that a durable one can take the place of :class:`MemoryStore`.
+
+Each change of a task (an answer, a cancel, a round's end) is one :meth:`TaskStore.change`: read, changed and
+written with no other change in between, so four answers at once to one question start one round, and the three
+others answer nothing, as an answer to a round already answered does. A store that keeps tasks past the process
+holds them within :class:`Bounds` (how many, and how many bytes each and in all), checked before anything is written.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import secrets
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -130,9 +137,19 @@ class TaskRecord:
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     owner: str | None = None  # the digest of the principal that made it; None: whoever holds the id
+    # the answers the running round started with (by the job's keys): a durable store takes the round up with them
+    # when the process died before the round was recorded
+    given: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def encode(self) -> str:
+        """The record as a store keeps it (ASCII JSON): its length is the bytes it takes."""
+        return json.dumps(self.to_json(), sort_keys=True)
+
+
+Change = Callable[[TaskRecord], bool]  # changes a record in place; True when it is to be written
 
 
 class TaskStore(ABC):
@@ -143,6 +160,66 @@ class TaskStore(ABC):
 
     @abstractmethod
     async def get(self, task_id: str) -> TaskRecord | None: ...
+
+    async def change(self, task_id: str, change: Change) -> TaskRecord | None:
+        """Read the task, let ``change`` change it, and write it when it says so, with no other change of the task
+        in between; the record as changed, or None when there is none. Here, in this process (a lock per task);
+        a store that several processes share overrides it with its own transaction."""
+        locks = self.__dict__.setdefault("_locks", weakref.WeakValueDictionary())
+        lock = locks.setdefault(task_id, asyncio.Lock())
+        async with lock:
+            rec = await self.get(task_id)
+            if rec is not None and change(rec):
+                await self.put(rec)
+        return rec
+
+
+MAX_TASKS = 10_000  # tasks a durable store keeps (the expired ones not counted)
+MAX_TASK_BYTES = 4 * 1024 * 1024  # one task as kept: its arguments, state, questions and result
+MAX_TOTAL_BYTES = 256 * 1024 * 1024  # every task as kept
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How much a store that outlives the process keeps: at most ``tasks`` tasks, each of at most ``task_bytes``
+    (its record as kept), all of them together at most ``total_bytes``. A write that would go past one is refused
+    before anything is written: a new task (the call gets an error), an answer (the task waits as it was); a round
+    whose result is too large ends the task ``failed``. The expired tasks count for nothing."""
+
+    tasks: int = MAX_TASKS
+    task_bytes: int = MAX_TASK_BYTES
+    total_bytes: int = MAX_TOTAL_BYTES
+
+    def grows(self, old: int | None, new: int) -> bool:
+        """Whether a write of ``new`` bytes over a record of ``old`` (None: a new task) needs the others counted."""
+        return old is None or new > old
+
+    def check(self, old: int | None, new: int, others: int, others_bytes: int) -> None:
+        """Refuse (:class:`TooMuch`) a write of ``new`` bytes over ``old``, beside ``others`` live tasks that take
+        ``others_bytes``."""
+        if new > self.task_bytes:
+            raise TooMuch(
+                f"the task would take {new:,} bytes, over the {self.task_bytes:,} bytes this server keeps "
+                "for one task; nothing was kept",
+                INVALID_PARAMS,
+            )
+        if old is None and others >= self.tasks:
+            raise TooMuch(
+                f"this server keeps at most {self.tasks:,} tasks, and none has expired yet; nothing was "
+                "kept: call again later, or without a task"
+            )
+        if self.grows(old, new) and others_bytes + new > self.total_bytes:
+            raise TooMuch(
+                f"this server keeps at most {self.total_bytes:,} bytes of tasks, and they would take "
+                f"{others_bytes + new:,}; nothing was kept: call again later, or without a task"
+            )
+
+
+class TooMuch(MCPError):
+    """A write that :class:`Bounds` refuses: nothing of it was written."""
+
+    def __init__(self, message: str, code: int = INTERNAL_ERROR):
+        super().__init__(code=code, message=message)
 
 
 MAX_MEMORY_TASKS = 10_000  # tasks one process keeps in memory, expired ones dropped first
@@ -325,33 +402,47 @@ class Tasks:
     async def update(
         self, task_id: Any, responses: Mapping[str, Any] | None, owner: str | None = None
     ) -> dict[str, Any]:
-        """Keep the answers to pending requests (any other id answers nothing); once each has one, the next round."""
+        """Keep the answers to pending requests (any other id answers nothing); once each has one, the next round.
+        The answers are taken in one change of the task: of several at once, one starts the round, and the others
+        find it running and answer nothing, as an answer to a round already answered does."""
         rec = await self._live(task_id, owner)
-        if rec.status != "input_required":
-            return ACK
-        for key, answer in (responses or {}).items():
-            if key in rec.pending:
-                rec.answers[key] = answer
-        if any(k not in rec.answers for k in rec.pending):
+        given: dict[str, Any] = {}
+        began: list[bool] = []
+
+        def answer(rec: TaskRecord) -> bool:
+            if rec.status != "input_required":
+                return False
+            for key, value in (responses or {}).items():
+                if key in rec.pending:
+                    rec.answers[key] = value
             rec.updated_at = _now()
-            await self.store.put(rec)
-            return ACK
-        answers = {rec.keys[k]: rec.answers[k] for k in rec.pending}
-        rec.status, rec.pending, rec.keys, rec.answers, rec.updated_at = "working", {}, {}, {}, _now()
-        await self.store.put(rec)
-        await self._begin(rec, answers)
+            if any(k not in rec.answers for k in rec.pending):
+                return True
+            given.update({rec.keys[k]: rec.answers[k] for k in rec.pending})
+            rec.status, rec.pending, rec.keys, rec.answers, rec.given = "working", {}, {}, {}, dict(given)
+            began.append(True)
+            return True
+
+        changed = await self.store.change(rec.task_id, answer)
+        if changed is not None and began:
+            await self._begin(changed, given)
         return ACK
 
     async def cancel(self, task_id: Any, owner: str | None = None) -> dict[str, Any]:
         rec = await self._live(task_id, owner)
-        if rec.status in TERMINAL:
-            return ACK
-        self._cancelled.add(rec.task_id)
-        rec.status, rec.pending, rec.keys, rec.answers, rec.updated_at = "cancelled", {}, {}, {}, _now()
-        await self.store.put(rec)
+
+        def cancel(rec: TaskRecord) -> bool:
+            if rec.status in TERMINAL:
+                return False
+            self._cancelled.add(rec.task_id)
+            rec.status, rec.pending, rec.keys, rec.answers, rec.given = "cancelled", {}, {}, {}, {}
+            rec.updated_at = _now()
+            return True
+
+        await self.store.change(rec.task_id, cancel)
         running = self._running.get(rec.task_id)
         support = self.supports.get(rec.tool)
-        if running is not None and support is not None and support.interruptible:
+        if rec.task_id in self._cancelled and running is not None and support is not None and support.interruptible:
             running.cancel()
         return ACK
 
@@ -384,21 +475,30 @@ class Tasks:
         await self._settle(task_id, outcome)
 
     async def _settle(self, task_id: str, outcome: Done | NeedInput | Failure) -> None:
-        rec = await self.store.get(task_id)
-        if rec is None or rec.status != "working":  # cancelled meanwhile: what the round did is not its result
-            return
-        rec.updated_at = _now()
-        if isinstance(outcome, Done):
-            rec.status, rec.result, rec.state = "completed", outcome.result, None
-        elif isinstance(outcome, NeedInput):
-            rec.round += 1
-            minted = {f"r{rec.round}-{secrets.token_urlsafe(9)}": key for key in outcome.requests}
-            rec.status, rec.state, rec.keys = "input_required", outcome.state, minted
-            rec.pending = {mid: outcome.requests[key] for mid, key in minted.items()}
-            rec.answers = {}
-        else:
-            error: dict[str, Any] = {"code": outcome.code, "message": outcome.message}
-            if outcome.data is not None:
-                error["data"] = outcome.data
-            rec.status, rec.error, rec.state = "failed", error, None
-        await self.store.put(rec)
+        try:
+            await self.store.change(task_id, lambda rec: settled(rec, outcome))
+        except TooMuch as exc:  # the result or the state is more than the store keeps: the task ends, kept small
+            failure = Failure(INTERNAL_ERROR, f"the task's result is not kept: {exc.error.message}")
+            await self.store.change(task_id, lambda rec: settled(rec, failure))
+
+
+def settled(rec: TaskRecord, outcome: Done | NeedInput | Failure) -> bool:
+    """``rec`` with its round's outcome: its result, its questions (with new ids) or its error; False (nothing to
+    write) when it is no longer running (cancelled meanwhile: what the round did is not its result)."""
+    if rec.status != "working":
+        return False
+    rec.updated_at, rec.given = _now(), {}
+    if isinstance(outcome, Done):
+        rec.status, rec.result, rec.state = "completed", outcome.result, None
+    elif isinstance(outcome, NeedInput):
+        rec.round += 1
+        minted = {f"r{rec.round}-{secrets.token_urlsafe(9)}": key for key in outcome.requests}
+        rec.status, rec.state, rec.keys = "input_required", outcome.state, minted
+        rec.pending = {mid: outcome.requests[key] for mid, key in minted.items()}
+        rec.answers = {}
+    else:
+        error: dict[str, Any] = {"code": outcome.code, "message": outcome.message}
+        if outcome.data is not None:
+            error["data"] = outcome.data
+        rec.status, rec.error, rec.state, rec.result = "failed", error, None, None
+    return True

@@ -31,8 +31,9 @@ class _Stopped(asyncio.CancelledError):
 
 
 class TaskHost(WorkflowHost):
-    """A server's host inside a task: each step first looks whether the task was cancelled; no progress goes out
-    (the request that started the task has been answered)."""
+    """A server's host inside a task: each step first looks whether the task was cancelled; the progress goes to the
+    server's host (which sends none: the request that started the task has been answered; a durable host follows
+    the steps with it)."""
 
     def __init__(self, host: WorkflowHost, cancelled: Callable[[], bool]):
         self.host, self.cancelled = host, cancelled
@@ -53,7 +54,7 @@ class TaskHost(WorkflowHost):
         return await self.host.read_resource(uri)
 
     async def report_progress(self, progress: float, total: float, message: str) -> None:
-        return None
+        await self.host.report_progress(progress, total, message)
 
 
 def elicitation(message: str, schema: dict[str, Any]) -> dict[str, Any]:

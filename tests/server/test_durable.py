@@ -52,9 +52,11 @@ def free_port() -> int:
 
 @contextmanager
 def serving(state: Path | str, crash: str | None = None, framework: str = "mcp", *, calls: Path | None = None,
-            env: dict[str, str] | None = None):
+            env: dict[str, str] | None = None, skills: Path = SKILLS, workflows: Path = WORKFLOWS,
+            launcher: tuple[str, ...] = ("-m", "projector.server")):
     """``serve --workflow-tools --state DIR|URL --http``; yields the process and its URL, and stops it. Every tool call
-    is written to ``calls`` (default: beside the state folder), across restarts; ``env``: more of the environment."""
+    is written to ``calls`` (default: beside the state folder), across restarts; ``env``: more of the environment;
+    ``launcher``: how Python starts the command (``-c`` and a script that ends calling ``serve``'s ``main``)."""
     port = free_port()
     calls = calls if calls is not None else Path(state).parent / "calls.txt"
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
@@ -62,8 +64,8 @@ def serving(state: Path | str, crash: str | None = None, framework: str = "mcp",
     env["PROJECT_SKILL_DEMO_CALLS"] = str(calls)
     if crash is not None:
         env["PROJECT_SKILL_DEMO_CRASH"] = crash
-    proc = subprocess.Popen([sys.executable, "-m", "projector.server", "--skills", str(SKILLS), "--workflows",
-                             str(WORKFLOWS), "--workflow-tools", "--state", str(state), "--framework", framework,
+    proc = subprocess.Popen([sys.executable, *launcher, "--skills", str(skills), "--workflows",
+                             str(workflows), "--workflow-tools", "--state", str(state), "--framework", framework,
                              "--http", f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
@@ -83,6 +85,7 @@ def serving(state: Path | str, crash: str | None = None, framework: str = "mcp",
         if proc.poll() is None:
             proc.kill()
         proc.wait(30)
+        proc.said = proc.stderr.read().decode(errors="replace")  # what it wrote on stderr, for the test to read
         proc.stderr.close()
 
 
@@ -308,3 +311,85 @@ def test_state_in_front_of_an_upstream_is_a_usage_error_not_a_silent_memory_stor
     result = cli("serve", "--upstream", "http://127.0.0.1:9/mcp", "--workflow-tools", "--state", str(tmp_path / "s"))
     assert result.code == 2 and "--state is not supported with --upstream yet" in result.err
     assert not (tmp_path / "s").exists()
+
+
+# ------------------------------------------------------------------------------------------ the question of a retry
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_four_answers_at_once_to_a_retry_question_run_it_once_and_none_is_an_error(tmp_path):
+    """Issue 38, 10b: each answer is taken in one change of the task; the three that lose answer a round already
+    answered, which is no error, and the refund is issued once."""
+    state = tmp_path / "state"
+    with serving(state, "before:issue_refund/A1001") as (proc, url):
+        eligible = await start(url, GATED, ELIGIBLE)
+        await anyio.to_thread.run_sync(killed, proc)
+    with serving(state) as (proc, url):
+        task = await settle(url, eligible)
+        assert task["status"] == "input_required"
+        yes = {k: {"action": "accept", "content": {"confirm": True}} for k in task["inputRequests"]}
+        answers: list[Any] = []
+
+        async def send(wire: Wire) -> None:
+            try:
+                answers.append(await wire.send("tasks/update", taskId=eligible, inputResponses=yes))
+            except Exception as exc:  # noqa: BLE001 - what the client saw
+                answers.append(exc)
+
+        async with client(url) as a, client(url) as b, client(url) as c, client(url) as d:
+            with anyio.fail_after(60):  # none hangs
+                async with anyio.create_task_group() as group:
+                    for each in (a, b, c, d):
+                        group.start_soon(send, Wire(each))
+        done = await settle(url, eligible)
+    assert [a.get("resultType") if isinstance(a, dict) else repr(a) for a in answers] == ["complete"] * 4
+    assert done["status"] == "completed" and texts(done)[-1] == DONE
+    assert [r["order_id"] for r in ledger(state)] == [ELIGIBLE]
+    assert (state.parent / "calls.txt").read_text("utf-8").split().count("after:issue_refund/A1001") == 1
+    assert "Traceback" not in proc.said
+
+
+TWICE = "refund_twice"
+
+
+def refund_twice(tmp_path: Path, cli: Any) -> tuple[Path, Path]:
+    """The gated refund with a step before the refund that calls the same tool and is skipped (its condition never
+    holds for the demo's orders): the refund is step 4. Its workflows and its built skills."""
+    text = (WORKFLOWS / "refunds-gated.yaml").read_text("utf-8").replace("name: refund_flow_gated", f"name: {TWICE}")
+    skipped = """  - name: refund_elsewhere
+    tool: issue_refund
+    args:
+      order_id: {step: order, field: id}
+      amount: {step: order, field: total}
+    when:
+      - {step: order, field: region, equals: nowhere}
+    on_fail: skip
+"""
+    step = "  - name: issue_refund\n    tool: issue_refund\n"
+    assert step in text
+    text = text.replace(step, skipped + step)
+    workflows, skills = tmp_path / "workflows", tmp_path / "skills"
+    workflows.mkdir()
+    (workflows / "twice.yaml").write_text(text, "utf-8")
+    built = cli("build", str(workflows), "--out", str(skills))
+    assert built.code == 0, built.err
+    return workflows, skills
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_retry_question_names_the_step_in_flight_not_a_skipped_one_that_calls_the_same_tool(tmp_path, cli):
+    """Issue 38, 10c: step 3 calls `issue_refund` too, and was skipped; the call in flight was step 4's."""
+    workflows, skills = refund_twice(tmp_path, cli)
+    state = tmp_path / "state"
+    where = {"skills": skills, "workflows": workflows}
+    with serving(state, "before:issue_refund/A1001", **where) as (proc, url):
+        task_id = await start(url, TWICE, ELIGIBLE)
+        await anyio.to_thread.run_sync(killed, proc)
+    with serving(state, **where) as (_, url):
+        task = await settle(url, task_id)
+        (request,) = task["inputRequests"].values()
+        assert "Retry step 4 (tool issue_refund)?" in request["params"]["message"]
+        assert "Step 4 of 5 of `refund_twice` (`issue_refund`)" in request["params"]["message"]
+        done = await answer(url, task, yes=True)
+    assert done["status"] == "completed" and [r["order_id"] for r in ledger(state)] == [ELIGIBLE]

@@ -22,6 +22,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -131,10 +132,11 @@ def database(cluster: str, request: pytest.FixtureRequest) -> str:
     return f"{cluster}/{name}"
 
 
-def serving(url: str, folder: Path, crash: str | None = None):
-    """``serve --workflow-tools --state URL --http`` with the demo shop and its call log in ``folder``."""
-    env = {"PROJECT_SKILL_STATE_LEASE": LEASE, "PROJECT_SKILL_DEMO_SHOP": str(folder / "demo-shop.json")}
-    return durable_serving(url, crash, calls=folder / "calls.txt", env=env)
+def serving(url: str, folder: Path, crash: str | None = None, env: dict[str, str] | None = None, **kwargs: Any):
+    """``serve --workflow-tools --state URL --http`` with the demo shop and its call log in ``folder``; ``env``: more
+    of the environment."""
+    env = {"PROJECT_SKILL_STATE_LEASE": LEASE, "PROJECT_SKILL_DEMO_SHOP": str(folder / "demo-shop.json"), **(env or {})}
+    return durable_serving(url, crash, calls=folder / "calls.txt", env=env, **kwargs)
 
 
 def calls(folder: Path) -> Counter[str]:
@@ -279,3 +281,90 @@ def test_a_lease_that_is_not_a_number_of_seconds_is_refused(monkeypatch, tmp_pat
         state_shop("postgresql://me@127.0.0.1:1/shop")
     assert refused.value.diagnostics[0].code == "state-lease"
     assert "PROJECT_SKILL_STATE_LEASE" in str(refused.value.diagnostics[0])
+
+
+# ------------------------------------------------------------------------------------ what the database keeps
+
+
+def kept(url: str) -> tuple[int, int]:
+    """How many tasks the database keeps, and how many DBOS workflows (the tasks' rounds)."""
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        tasks = db.execute("SELECT COUNT(*) FROM projector.tasks").fetchone()[0]
+        rounds = db.execute("SELECT COUNT(*) FROM dbos.workflow_status").fetchone()[0]
+    return tasks, rounds
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_postgres_refuses_a_task_past_its_bounds_and_removes_an_expired_one_with_its_rounds(database, tmp_path):
+    from .test_durable_upkeep import call, refused
+
+    env = {
+        "PROJECT_SKILL_STATE_MAX_TASKS": "2",
+        "PROJECT_SKILL_STATE_MAX_TASK_BYTES": "20000",
+        "PROJECT_SKILL_STATE_TTL": "3",
+    }
+    with serving(database, tmp_path, env=env) as (a, url_a), serving(database, tmp_path, env=env) as (b, url_b):
+        assert "over the 20,000 bytes this server keeps for one task" in await refused(url_a, APPROVED, "x" * 30_000)
+        made = [(await call(url, APPROVED, "broken"))["taskId"] for url in (url_a, url_b)]
+        assert "this server keeps at most 2 tasks" in await refused(url_b, APPROVED, "broken")  # made on A and B
+        for task_id in made:
+            assert (await settle(url_a, task_id))["status"] == "input_required"
+        assert kept(database) == (2, 2)
+        await anyio.sleep(5)  # the ttlMs passes, and a process's upkeep runs
+        assert kept(database) == (0, 0)
+        assert (await call(url_b, APPROVED, "broken"))["resultType"] == "task"  # their places are free again
+    assert "Traceback" not in a.said + b.said
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_postgres_takes_up_a_task_answered_on_a_process_killed_before_its_round_was_recorded(database, tmp_path):
+    from .test_durable_upkeep import KILLED_BEFORE_A_ROUND
+
+    killing = {"env": {"KILL_AT": "2"}, "launcher": ("-c", KILLED_BEFORE_A_ROUND)}
+    with serving(database, tmp_path, **killing) as (a, url_a), serving(database, tmp_path) as (b, url_b):
+        waiting = await settle(url_a, await start(url_a, APPROVED, ELIGIBLE))
+        yes = {k: {"action": "accept", "content": {"confirm": True}} for k in waiting["inputRequests"]}
+        with pytest.raises(Exception):  # noqa: B017, PT011 - A died before it answered
+            async with client(url_a) as c:
+                await Wire(c).send("tasks/update", taskId=waiting["taskId"], inputResponses=yes)
+        await anyio.to_thread.run_sync(killed, a)
+        done = await settle(url_b, waiting["taskId"])  # B takes it up once it has been silent for a lease
+    assert done["status"] == "completed" and texts(done)[-1].startswith("Done: all 4 steps")
+    assert [r["order_id"] for r in ledger(tmp_path)] == [ELIGIBLE]
+    assert "Traceback" not in b.said
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_postgres_four_answers_at_once_on_two_processes_to_a_retry_question_run_it_once(database, tmp_path):
+    crashing = serving(database, tmp_path, "before:issue_refund/A1001")
+    with crashing as (a, url_a), serving(database, tmp_path) as (b, url_b):
+        eligible = await start(url_a, GATED, ELIGIBLE)
+        await anyio.to_thread.run_sync(killed, a)
+        task = await settle(url_b, eligible)
+        assert task["status"] == "input_required"
+        with serving(database, tmp_path) as (c, url_c):
+            yes = {k: {"action": "accept", "content": {"confirm": True}} for k in task["inputRequests"]}
+            answers: list[Any] = []
+
+            async def send(url: str) -> None:
+                async with client(url) as each:
+                    try:
+                        answers.append(await Wire(each).send("tasks/update", taskId=eligible, inputResponses=yes))
+                    except Exception as exc:  # noqa: BLE001 - what the client saw
+                        answers.append(exc)
+
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as group:
+                    for url in (url_b, url_c, url_b, url_c):
+                        group.start_soon(send, url)
+            done = await settle(url_c, eligible)
+    assert [x.get("resultType") if isinstance(x, dict) else repr(x) for x in answers] == ["complete"] * 4
+    assert done["status"] == "completed" and texts(done)[-1] == DONE
+    assert [r["order_id"] for r in ledger(tmp_path)] == [ELIGIBLE]
+    assert calls(tmp_path)["after:issue_refund/A1001"] == 1
+    assert "Traceback" not in b.said + c.said
