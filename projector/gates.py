@@ -89,6 +89,7 @@ ACKNOWLEDGEABLE = (
     "uses-skippable-result",
     "unstructured-result",
     "dead-condition",
+    "eval-uncovered",  # reported with the derived evals (projector.evals), which also says when it is unused
 )
 
 
@@ -301,23 +302,26 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
                     )
                 )
         out.extend(_confirm_on_read_only(tool, step, label))
-        for code, reason in step.acknowledge:
-            if code not in fired:
-                out.append(
-                    Diagnostic(
-                        step.span,
-                        "warning",
-                        "unused-acknowledgement",
-                        f"{label} acknowledges '{code}', which does not fire here ({reason})",
-                        "remove the stale acknowledgement",
-                    )
-                )
+        for code, _reason in step.acknowledge:
+            if code not in fired and code != "eval-uncovered":  # projector.evals.evals_json decides that one
+                out.append(unused_acknowledgement(step, label, code))
         if step.bind:
             names.add(step.bind, step.bind)
             names.add(step.name, step.bind)
             if step.when and step.on_fail == "skip":
                 skippable[step.bind] = (index, step)
     return GateFindings(out, tuple(gated))
+
+
+def unused_acknowledgement(step: Step, label: str, code: str) -> Diagnostic:
+    """``unused-acknowledgement``: ``step`` (``label``) acknowledges ``code``, which does not fire on it."""
+    return Diagnostic(
+        step.span,
+        "warning",
+        "unused-acknowledgement",
+        f"{label} acknowledges '{code}', which does not fire here ({step.acknowledged[code]})",
+        "remove the stale acknowledgement",
+    )
 
 
 _NEVER = {"hold": "can never hold", "fail": "can never fail while {subject} has a value"}
@@ -353,6 +357,15 @@ def _known(wf: Workflow, cond: Condition) -> tuple[Known, str]:
     return Known(
         frozenset(kinds) if kinds is not None else None, values
     ), f", as the output schema of the tool '{tool.name}' declares it"
+
+
+def decided(wf: Workflow, cond: Condition) -> bool:
+    """Whether ``dead-condition`` says that ``cond`` as a whole can never hold, or never fail: no value of its
+    operand can match its subject (:func:`_dead_conditions`)."""
+    if dead_end(cond) is None:
+        return False
+    found = never_decided(cond, _known(wf, cond)[0])
+    return bool(found) and len(found) == (len(cond.value) if isinstance(cond.value, (list, tuple)) else 1)
 
 
 def _dead_conditions(wf: Workflow, step: Step, label: str) -> list[Diagnostic]:
