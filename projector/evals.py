@@ -22,7 +22,7 @@ from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conditions import MISSING, first_failure, holds, json_equal, literal, statement, subject_value
+from .conditions import MISSING, OPERATORS, first_failure, holds, json_equal, literal, statement, subject_value
 from .gates import decided, unused_acknowledgement
 from .errors import Diagnostic
 from .model import Condition, Const, FromArg, FromStep, Source, Step, Workflow
@@ -135,13 +135,14 @@ def _allowed(wf: Workflow, subject: FromArg | FromStep) -> Allowed:
 
 
 def _candidates(cond: Condition, allowed: Allowed) -> list[Any]:
-    """Values a subject could take, in the order tried: the operand's own, then one of each JSON kind, then ones that
+    """Values a subject could take, in the order tried: its operator's samples, the operand's own, then one of each JSON kind, then ones that
     equal none of the operand's, then those of an ``enum``; :data:`MISSING` last, where the subject may have no
     value. Only those ``allowed``."""
     operand = cond.value if isinstance(cond.value, list) else [cond.value]
     strings = [v for v in operand if isinstance(v, str)]
     numbers = [v for v in operand if isinstance(v, (int, float)) and not isinstance(v, bool)]
     found = [
+        *OPERATORS[cond.op].samples(cond.value),
         *operand,
         True,
         False,
