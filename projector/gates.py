@@ -6,10 +6,12 @@ with ``--skills-only``, no prompt is served: the findings stay, worded for that 
 applies the guidance). The
 step's other warnings are reported here too, so that ``acknowledge:`` and ``unused-acknowledgement`` cover them:
 ``uses-skippable-result``, and ``unstructured-result`` (a field path into a result that is text), whose rule is
-:func:`projector.fit.unstructured_reads`. When the guidance names a saved result, the gate hint suggests a condition
-on one of its fields, or, when its tool returns text (:func:`projector.fit.returns_text`), on an input the user
-supplies. A step with ``confirm:`` gets no ``gate-on-side-effect`` for guidance about approval (a person's yes is
-enforced by the server-side run), and a ``confirm:`` on a step that changes nothing is ``confirm-on-read-only``.
+:func:`projector.fit.unstructured_reads`. (``eval-uncovered`` can be acknowledged too;
+:func:`projector.evals.evals_json` reports it, and its unused acknowledgement, with the derived cases.) When the
+guidance names a saved result, the gate hint suggests a condition on one of its fields, or, when its tool returns
+text (:func:`projector.fit.returns_text`), on an input the user supplies. A step with ``confirm:`` gets no
+``gate-on-side-effect`` for guidance about approval (a person's yes is enforced by the server-side run), and a
+``confirm:`` on a step that changes nothing is ``confirm-on-read-only``.
 These checks return diagnostics, and the steps they gate, as data; nothing here prints.
 """
 

@@ -89,3 +89,34 @@ def test_an_eval_uncovered_acknowledgement_that_does_not_fire_is_unused(cli, tmp
     assert "eval-uncovered" not in r.err.replace("acknowledges 'eval-uncovered'", "")
     assert "warning[unused-acknowledgement]" in r.err and "acknowledges 'eval-uncovered'" in r.err, r.err
     assert _build(cli, tmp_path, root, "--strict").code == 1
+
+
+REACH = """\
+name: reach
+description: Write the mode down.
+arguments:
+  - {name: mode, type: string, required: true}
+tools:
+  - name: look
+    annotations: {readOnlyHint: true}
+  - name: write
+    annotations: {readOnlyHint: false}
+steps:
+  - name: check
+    tool: look
+    when:
+      - {arg: mode, equals: a}
+      - {arg: mode, in: [b, c]}
+  - name: write
+    tool: write
+    confirm: {message: Write it?}
+"""
+
+
+def test_a_step_the_run_never_reaches_names_the_earlier_step_that_never_runs(cli, tmp_path, tree):
+    """A confirmed write after a read-only step whose own conditions contradict: the write's warning says the run
+    never reaches it, and why the earlier step never runs."""
+    r = _build(cli, tmp_path, tree({"reach/reach.yaml": REACH}) / "reach")
+    line = next(x for x in r.err.splitlines() if "warning[eval-uncovered]" in x)
+    assert "step 'write' calls" in line and "the run never reaches it: step 'check' before it never runs (" in line
+    assert 'is one of `"b"`, `"c"` (when[1]) can never hold together with its condition' in line
