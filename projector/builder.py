@@ -82,7 +82,7 @@ def const(value: Any) -> Const:
 def condition(subject: FromArg | FromStep, **operator: Any) -> Condition:
     """One condition for a step's ``when``: a subject and exactly one operator, as keyword:
     ``condition(step("eligibility", "eligible"), equals=True)``, ``condition(arg("reason"), exists=True)``.
-    The operators: equals, not_equals, in_ (``in`` is a Python keyword), not_in, exists."""
+    The operators: equals, not_equals, in_ (``in`` is a Python keyword), not_in, contains, not_contains, exists."""
     if not isinstance(subject, (FromArg, FromStep)):
         raise TypeError("a condition's subject must be arg(...) or step(...)")
     if len(operator) != 1:

@@ -129,9 +129,6 @@ def bundle(projection: Projection) -> Bundle:
 
     entry = make_entry(projection.path, projection.files, projection.frontmatter)
     evals, uncovered = evals_json(projection.workflow, entry["frontmatter"]["name"])
-    # A step whose condition can never be decided is already reported (dead-condition): no second warning for it.
-    dead = {d.extra.get("step") for d in projection.diagnostics if d.code == "dead-condition"}
-    uncovered = [d for d in uncovered if d.extra.get("step") not in dead]
     b = Bundle(
         projection.name,
         projection.path,

@@ -259,7 +259,7 @@ def cmd_evals(args: argparse.Namespace) -> int:
     """Print one workflow's derived eval cases (evals.json, Agent Skills format), or with --queries its trigger
     queries (eval_queries.json): the bytes `build` writes in the evals tree (generated_evals/SKILL/). To run the
     cases against the real server on each surface: project-skill evals run --help. See docs/evals.md."""
-    from .evals import EVALS_FILE, QUERIES_FILE
+    from .evaltree import EVALS_FILE, QUERIES_FILE
 
     _configure(args)
     args.no_cache, args.jobs, args.skills_only, args.workflow_tools = True, 0, False, False

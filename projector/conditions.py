@@ -6,6 +6,10 @@ operand. Nothing is evaluated as code. The rules:
 - values compare as JSON values: ``1 == 1.0``, but ``true != 1`` and ``"1" != 1``; lists compare item by item and
   objects key by key;
 - ``in`` and ``not_in`` take a list, and test membership with that equality;
+- ``contains`` holds when the subject is a string that has the operand, a string, in it (case and spaces as
+  written), or a list that has an item equal to the operand; never on another subject (a number, a boolean, an
+  object, null). ``not_contains`` holds when the subject has a value and ``contains`` does not. So a text result
+  ``"ready\n"`` contains ``ready``, and ``[1, 2]`` contains ``2``;
 - ``exists: true`` holds when the subject has a value (``null`` is a value); ``exists: false`` when it has none;
 - a subject with no value (a missing field, an optional argument that was not given, a result that was never saved)
   fails every condition except ``exists: false``, which it satisfies.
@@ -120,6 +124,9 @@ class Operator:
     absent: Callable[[Any], bool]  # (operand): whether a subject with no value satisfies it
     words: Callable[[Any, bool], Words]  # (operand, the subject is an argument): how it is said
     typed: Typed | None = None  # how the subject's type decides it before any run (dead-condition)
+    # (operand): values of a subject that the derived evals try first (projector.evals), before the operand's own: for
+    # an operator whose operand is not a value the subject takes (contains), ones for which it holds and fails
+    samples: Callable[[Any], list[Any]] = lambda _operand: []
 
 
 def _equals(value: Any, operand: Any) -> bool:
@@ -136,6 +143,22 @@ def _one_of(value: Any, operand: Any) -> bool:
 
 def _none_of(value: Any, operand: Any) -> bool:
     return not any(json_equal(value, item) for item in operand)
+
+
+def _contains(value: Any, operand: Any) -> bool:
+    if isinstance(value, str):
+        return isinstance(operand, str) and operand in value
+    return isinstance(value, list) and any(json_equal(item, operand) for item in value)
+
+
+def _not_contains(value: Any, operand: Any) -> bool:
+    return not _contains(value, operand)
+
+
+def _containing(operand: Any) -> list[Any]:
+    """Values that contain ``operand``: a text with it and a newline after (a file's last line), a list of it; and
+    one that does not: the empty list."""
+    return [f"{operand}\n", [operand], []] if isinstance(operand, str) else [[operand], []]
 
 
 def _has_value(_value: Any, operand: Any) -> bool:
@@ -261,6 +284,22 @@ def _unequal(known: Known, value: Any) -> tuple[str, str] | None:
     return None
 
 
+def _uncontained(known: Known, value: Any) -> tuple[str, str] | None:
+    """Why a subject of what is ``known`` never contains ``value``, and the operand to write instead; None when it
+    can: only a string (a string operand, as text) or a list (any operand, as an item) contains anything, and a
+    subject with an ``enum`` contains it only if one of its values does."""
+    kinds = set(known.kinds) if known.kinds is not None else None
+    if kinds is not None and "array" not in kinds:
+        if "string" not in kinds:
+            return f"{_kinds_words(kinds)} contains nothing (only a string or a list does)", ""
+        if not isinstance(value, str):
+            instead = literal(literal(value)) if _kind(value) in ("integer", "number", "boolean") else ""
+            return f"a string contains only text, never {_KIND_WORDS[_kind(value)]}", instead
+    if known.values is not None and not any(_contains(v, value) for v in known.values):
+        return f"none of the values it can have ({_short(list(known.values))}) contains {literal(value)}", ""
+    return None
+
+
 # The one table of operators, in the order messages list them. The loader (projector.shape), the validator, the
 # evaluator (holds) and both renderings (requirement and statement here, describe_condition in projector.render) read
 # it; the JSON Schema's condition lists exactly these keys (tests/test_schema.py keeps the two equal).
@@ -299,6 +338,31 @@ OPERATORS: Mapping[str, Operator] = MappingProxyType(
                 _never,
                 _worded(Words("none of {operand}", "{subject} is none of {operand}", "{subject} is none of {operand}")),
                 Typed(_its_items, _unequal, "fail"),
+            ),
+            Operator(
+                "contains",
+                "value",
+                _contains,
+                _never,
+                _worded(
+                    Words("it to contain {operand}", "{subject} contains {operand}", "{subject} contains {operand}")
+                ),
+                Typed(_the_operand, _uncontained, "hold"),
+                _containing,
+            ),
+            Operator(
+                "not_contains",
+                "value",
+                _not_contains,
+                _never,
+                _worded(
+                    Words(
+                        "it not to contain {operand}",
+                        "{subject} does not contain {operand}",
+                        "{subject} does not contain {operand}",
+                    )
+                ),
+                Typed(_the_operand, _uncontained, "fail"),
             ),
             Operator("exists", "bool", _has_value, _has_none, _exists_words),
         )

@@ -4,7 +4,7 @@ Each ``when:`` condition has a case where it holds and one where it does not, ea
 answer, each ``ask: true`` input an answer given and one refused; and the server's own state (which tool was called,
 with which arguments) says what should have happened, so no model judges a case. The build writes them in the Agent
 Skills format (``evals.json``, and ``eval_queries.json`` for triggering, whose should-not-trigger queries are the
-nearest other workflows' descriptions) into a tree of their own beside the skills (``generated_evals/<skill>/``
+nearest other workflows' descriptions: :mod:`projector.evaltree`) into a tree of their own beside the skills (``generated_evals/<skill>/``
 beside ``generated_skills/``), never in a skill's folder: an agent that could read a skill's expected answers would
 be graded on what it read, and a generic skills server (FastMCP's ``SkillsDirectoryProvider``, the TypeScript SDK's
 ``SkillCatalog``) pointed at the skills serves every file of a skill's folder (skill-creator leaves ``evals/`` out
@@ -12,29 +12,23 @@ of the packages it makes, for the same reason).
 
 Everything here is derived from the model alone, with the one condition evaluator
 (:func:`projector.conditions.first_failure`): every case is checked against it before it is written, and a case
-that cannot be made (conditions that contradict each other) is left out and reported (``eval-uncovered``), so no
-written case states an outcome the server would not produce. The format and the rules are in ``docs/evals.md``.
+that cannot be made is left out and reported (``eval-uncovered``, with which condition and why, unless
+``dead-condition`` names it), so no written case states an outcome the server would not produce. The format and the
+rules are in ``docs/evals.md``.
 """
 
 from __future__ import annotations
 
-import re
-from itertools import chain
 from dataclasses import dataclass, field
 from typing import Any
 
-from .conditions import MISSING, first_failure, holds, json_equal, literal, statement, subject_value
+from .conditions import MISSING, OPERATORS, first_failure, holds, json_equal, literal, statement, subject_value
+from .gates import decided, unused_acknowledgement
 from .errors import Diagnostic
 from .model import Condition, Const, FromArg, FromStep, Source, Step, Workflow
 from .render import json_text
 from .results import saved_schema
 from .toolschema import json_types
-
-# Each skill's two files, by their path in its folder of the evals tree (``generated_evals/<skill>/``).
-EVALS_FILE = "evals.json"
-QUERIES_FILE = "eval_queries.json"
-NEGATIVES = 10  # should-not-trigger queries per skill: the Agent Skills guide asks for 8 to 10
-COMMON_WORD = 50  # a word in more descriptions than this says nothing about nearness (and would make it quadratic)
 
 
 def json_bytes(value: Any) -> bytes:
@@ -136,13 +130,14 @@ def _allowed(wf: Workflow, subject: FromArg | FromStep) -> Allowed:
 
 
 def _candidates(cond: Condition, allowed: Allowed) -> list[Any]:
-    """Values a subject could take, in the order tried: the operand's own, then one of each JSON kind, then ones that
+    """Values a subject could take, in the order tried: its operator's samples, the operand's own, then one of each JSON kind, then ones that
     equal none of the operand's, then those of an ``enum``; :data:`MISSING` last, where the subject may have no
     value. Only those ``allowed``."""
     operand = cond.value if isinstance(cond.value, list) else [cond.value]
     strings = [v for v in operand if isinstance(v, str)]
     numbers = [v for v in operand if isinstance(v, (int, float)) and not isinstance(v, bool)]
     found = [
+        *OPERATORS[cond.op].samples(cond.value),
         *operand,
         True,
         False,
@@ -276,8 +271,9 @@ def _base(wf: Workflow) -> Given:
     return given
 
 
-def derive(wf: Workflow) -> tuple[list[Case], list[Step]]:
-    """The cases of ``wf``, and its gated or confirmed side-effecting steps that no case covers.
+def derive(wf: Workflow) -> tuple[list[Case], list[tuple[Step, str]]]:
+    """The cases of ``wf``, and its gated or confirmed side-effecting steps that no case covers, each with why (in
+    words, for ``eval-uncovered``).
 
     A failing case changes one subject of the run's state: the steps that ran before still run when each of them
     that reads that subject still holds (:func:`_key`; the others read what they read before), so each trial looks
@@ -287,7 +283,7 @@ def derive(wf: Workflow) -> tuple[list[Case], list[Step]]:
     names = {s.name for s in ran}
     readers: dict[tuple[str, str], list[Step]] = {}  # the steps that ran so far, by what their conditions read
     cases = [Case(["the run, every condition holding and every confirmation a yes"], base, None, True, "")]
-    covered: set[str] = set()
+    why: dict[str, str] = {}  # by step: why the first of its conditions that no case makes fail has none
     for step in ran:
 
         def earlier_hold(trial: Given, key: tuple[str, str]) -> bool:
@@ -306,7 +302,8 @@ def derive(wf: Workflow) -> tuple[list[Case], list[Step]]:
                         f"the condition {statement(cond)} fails ({_on_fail(step)})",
                     )
                 )
-                covered.add(f"{step.name}:when{i}")
+            elif not why.get(step.name):  # "": dead-condition names it; a later one may have another cause
+                why[step.name] = _never_fails(wf, step, i, base, readers.get(key, []))
         for key in dict.fromkeys(_key(c.subject) for c in step.when):
             readers.setdefault(key, []).append(step)
         if step.confirm is not None:
@@ -317,16 +314,72 @@ def derive(wf: Workflow) -> tuple[list[Case], list[Step]]:
                     Case([f"{step.name}: confirm {action}"], trial, step, False, f"{words} ({_on_fail(step)})")
                 )
     cases += _ask_cases(wf, base, ran)
-    uncovered = [
-        s
-        for s in wf.steps
-        if s.tool is not None
-        and (s.when or s.confirm)
-        and (tool := wf.tool(s.tool)) is not None
-        and tool.side_effecting
-        and (s.name not in names or any(f"{s.name}:when{i}" not in covered for i in range(len(s.when))))
-    ]
+    uncovered = []
+    for s in wf.steps:
+        tool = wf.tool(s.tool) if s.tool is not None else None
+        if tool is None or not tool.side_effecting or not (s.when or s.confirm):
+            continue
+        said = _never_reached(wf, s, base, names) if s.name not in names else why.get(s.name)
+        if said:  # "": dead-condition already says why (one word for one cause)
+            uncovered.append((s, said))
     return cases, uncovered
+
+
+def _condition(step: Step, i: int, own: Step | None = None) -> str:
+    """The ``i``-th condition of ``step`` in words: "its condition that …", or "step 'a''s condition that …"."""
+    whose = "its" if step is own else f"step '{step.name}''s"
+    return f"{whose} condition that {statement(step.when[i])} (when[{i}])"
+
+
+def _never_fails(wf: Workflow, step: Step, i: int, base: Given, earlier: list[Step]) -> str:
+    """Why no case makes the ``i``-th condition of ``step`` fail with the steps before it running: no value of its
+    subject makes it fail, or every such value makes an ``earlier`` step's condition on the same subject fail first
+    (a guard repeated, or one that an earlier guard implies). "" when ``dead-condition`` says so already."""
+    cond = step.when[i]
+    if decided(wf, cond):
+        return ""
+    trial = base.copy()
+    if not _value_for(wf, cond, False, trial, lambda _t: True, True):
+        return f"no value its subject can have makes {_condition(step, i, step)} fail"
+    for before in earlier:
+        found = first_failure(before.when, trial.arguments, trial.results)
+        if found is not None:
+            j = before.when.index(found.condition)
+            other = found.condition
+            same = (other.subject, other.op, literal(other.value)) == (cond.subject, cond.op, literal(cond.value))
+            same = "it repeats that condition" if same else "that condition decides it"
+            return (
+                f"{_condition(step, i, step)} can never fail on its own: whenever it would, "
+                f"{_condition(before, j)} fails first ({_on_fail(before)}): {same}"
+            )
+    return f"{_condition(step, i, step)} can never fail with the earlier steps' conditions holding"
+
+
+def _never_reached(wf: Workflow, step: Step, base: Given, ran: set[str]) -> str:
+    """Why no case runs ``step``: one of its conditions can never hold with the conditions before it holding, or an
+    earlier step's can never, and the run stops there. "" when ``dead-condition`` says so already."""
+    found = first_failure(step.when, base.arguments, base.results)
+    if found is None:
+        stop = next((s for s in wf.steps if s.name not in ran and s.on_fail != "skip"), None)
+        if stop is None or stop is step:
+            return "no case reaches it"
+        said = _never_reached(wf, stop, base, ran)
+        return f"the run never reaches it: step '{stop.name}' before it never runs ({said})" if said else ""
+    i = step.when.index(found.condition)
+    if decided(wf, found.condition):
+        return ""
+    key = _key(found.condition.subject)
+    order = [s for s in wf.steps[: wf.steps.index(step)] if s.name in ran] + [step]
+    before = [
+        _condition(s, j, step)
+        for s in order
+        for j, c in enumerate(s.when if s is not step else step.when[:i])
+        if _key(c.subject) == key
+    ]
+    if not before:
+        return f"no value its subject can have makes {_condition(step, i, step)} hold"
+    shown = ", ".join(before[:2]) + (f" and {len(before) - 2} more" if len(before) > 2 else "")
+    return f"{_condition(step, i, step)} can never hold together with {shown}"
 
 
 def _on_fail(step: Step) -> str:
@@ -472,63 +525,22 @@ def evals_json(wf: Workflow, skill_name: str) -> tuple[bytes, list[Diagnostic]]:
     doc = {"skill_name": skill_name, "evals": [_entry(wf, n, c, order) for n, c in enumerate(cases, 1)]}
     problems = [
         Diagnostic(
-            s.span,
+            step.span,
             "warning",
             "eval-uncovered",
-            f"step '{s.name}' calls the side-effecting tool '{s.tool}' behind conditions or a "
-            "confirmation, and no eval case can be derived for each of them: its conditions "
-            "contradict each other or an earlier step's, so they can never all hold, or never fail",
-            "make the conditions satisfiable, each on its own, with the earlier steps' conditions holding",
-            extra={"step": s.name},
+            f"step '{step.name}' calls the side-effecting tool '{step.tool}' behind conditions or a "
+            f"confirmation, and no eval case can be derived for each of them: {why}",
+            "remove a repeated condition, or make each able to fail on its own with the earlier ones holding; "
+            "if the step is meant so, acknowledge it (acknowledge: {eval-uncovered: why})",
+            acknowledged=step.acknowledged.get("eval-uncovered"),
+            extra={"step": step.name},
         )
-        for s in uncovered
+        for step, why in uncovered
+    ]
+    fired = {step.name for step, _ in uncovered}
+    problems += [
+        unused_acknowledgement(s, f"step {n} '{s.name}'", "eval-uncovered")
+        for n, s in enumerate(wf.steps, 1)
+        if "eval-uncovered" in s.acknowledged and s.name not in fired
     ]
     return json_bytes(doc), problems
-
-
-# ----------------------------------------------------------------------------------------- the trigger queries
-
-_WORD = re.compile(r"[^\W_]{3,}")
-_STOP = frozenset(
-    "the and for with from that this into your its are was not but any all one has have can use "
-    "when then than only once after before each".split()
-)
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(w for w in (m.group(0).casefold() for m in _WORD.finditer(text)) if w not in _STOP)
-
-
-def tree_files(bundles: list[Any]) -> dict[str, bytes]:
-    """Each bundle's (a :class:`projector.bundle.Bundle`, which imports this module) two eval files by their path in
-    the evals tree (the bundle's path, then the file's). The trigger queries: the skill's description
-    should trigger it; the :data:`NEGATIVES` other descriptions nearest to it (most words shared, then by path, a
-    word shared by more than :data:`COMMON_WORD` descriptions not counted) should not, filled up with the next
-    skills by path when fewer share a word. Linear in the skills, so a build of thousands stays fast."""
-    ordered = sorted(bundles, key=lambda b: b.path)
-    texts = [str(b.entry["frontmatter"].get("description", "")) for b in ordered]
-    words = [_words(t) for t in texts]
-    posting: dict[str, list[int]] = {}
-    for i, ws in enumerate(words):
-        for w in ws:
-            posting.setdefault(w, []).append(i)
-    files: dict[str, bytes] = {}
-    for i, b in enumerate(ordered):
-        shared: dict[int, int] = {}
-        for w in sorted(words[i]):
-            if len(posting[w]) <= COMMON_WORD:
-                for j in posting[w]:
-                    shared[j] = shared.get(j, 0) + 1
-        near = sorted((j for j in shared if j != i), key=lambda j: (-shared[j], j))
-        rest = ((i + k) % len(ordered) for k in range(1, len(ordered)))
-        picked: list[int] = []
-        for j in chain(near, rest):
-            if len(picked) == NEGATIVES:
-                break
-            if j not in picked and texts[j].strip() and texts[j] != texts[i]:
-                picked.append(j)
-        queries = [{"query": texts[i], "should_trigger": True}]
-        queries += [{"query": texts[j], "should_trigger": False} for j in picked]
-        files[f"{b.path}/{EVALS_FILE}"] = b.evals
-        files[f"{b.path}/{QUERIES_FILE}"] = json_bytes(queries)
-    return files

@@ -6,10 +6,12 @@ with ``--skills-only``, no prompt is served: the findings stay, worded for that 
 applies the guidance). The
 step's other warnings are reported here too, so that ``acknowledge:`` and ``unused-acknowledgement`` cover them:
 ``uses-skippable-result``, and ``unstructured-result`` (a field path into a result that is text), whose rule is
-:func:`projector.fit.unstructured_reads`. When the guidance names a saved result, the gate hint suggests a condition
-on one of its fields, or, when its tool returns text (:func:`projector.fit.returns_text`), on an input the user
-supplies. A step with ``confirm:`` gets no ``gate-on-side-effect`` for guidance about approval (a person's yes is
-enforced by the server-side run), and a ``confirm:`` on a step that changes nothing is ``confirm-on-read-only``.
+:func:`projector.fit.unstructured_reads`. (``eval-uncovered`` can be acknowledged too;
+:func:`projector.evals.evals_json` reports it, and its unused acknowledgement, with the derived cases.) When the
+guidance names a saved result, the gate hint suggests a condition on one of its fields, or, when its tool returns
+text (:func:`projector.fit.returns_text`), on an input the user supplies. A step with ``confirm:`` gets no
+``gate-on-side-effect`` for guidance about approval (a person's yes is enforced by the server-side run), and a
+``confirm:`` on a step that changes nothing is ``confirm-on-read-only``.
 These checks return diagnostics, and the steps they gate, as data; nothing here prints.
 """
 
@@ -89,6 +91,7 @@ ACKNOWLEDGEABLE = (
     "uses-skippable-result",
     "unstructured-result",
     "dead-condition",
+    "eval-uncovered",  # reported with the derived evals (projector.evals), which also says when it is unused
 )
 
 
@@ -321,23 +324,26 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
             fired.add(found.code)
         out.extend(_ask_notes(wf, step, label, asked))
         out.extend(_confirm_on_read_only(tool, step, label))
-        for code, reason in step.acknowledge:
-            if code not in fired:
-                out.append(
-                    Diagnostic(
-                        step.span,
-                        "warning",
-                        "unused-acknowledgement",
-                        f"{label} acknowledges '{code}', which does not fire here ({reason})",
-                        "remove the stale acknowledgement",
-                    )
-                )
+        for code, _reason in step.acknowledge:
+            if code not in fired and code != "eval-uncovered":  # projector.evals.evals_json decides that one
+                out.append(unused_acknowledgement(step, label, code))
         if step.bind:
             names.add(step.bind, step.bind)
             names.add(step.name, step.bind)
             if step.when and step.on_fail == "skip":
                 skippable[step.bind] = (index, step)
     return GateFindings(out, tuple(gated))
+
+
+def unused_acknowledgement(step: Step, label: str, code: str) -> Diagnostic:
+    """``unused-acknowledgement``: ``step`` (``label``) acknowledges ``code``, which does not fire on it."""
+    return Diagnostic(
+        step.span,
+        "warning",
+        "unused-acknowledgement",
+        f"{label} acknowledges '{code}', which does not fire here ({step.acknowledged[code]})",
+        "remove the stale acknowledgement",
+    )
 
 
 _NEVER = {"hold": "can never hold", "fail": "can never fail while {subject} has a value"}
@@ -373,6 +379,15 @@ def _known(wf: Workflow, cond: Condition) -> tuple[Known, str]:
     return Known(
         frozenset(kinds) if kinds is not None else None, values
     ), f", as the output schema of the tool '{tool.name}' declares it"
+
+
+def decided(wf: Workflow, cond: Condition) -> bool:
+    """Whether ``dead-condition`` says that ``cond`` as a whole can never hold, or never fail: no value of its
+    operand can match its subject (:func:`_dead_conditions`)."""
+    if dead_end(cond) is None:
+        return False
+    found = never_decided(cond, _known(wf, cond)[0])
+    return bool(found) and len(found) == (len(cond.value) if isinstance(cond.value, (list, tuple)) else 1)
 
 
 def _dead_conditions(wf: Workflow, step: Step, label: str) -> list[Diagnostic]:

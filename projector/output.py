@@ -22,7 +22,7 @@ from .bounded import BadJSON, Unreadable, loads, read_regular
 from .bundle import Bundle, bundle, index
 from .disk import Plan, folder, io_error, replace_tree, side_of, stage_bundle, target
 from .errors import BuildError, Diagnostic, LoadError, Span, UsageError, error, printable
-from .evals import EVALS_FILE, QUERIES_FILE, tree_files
+from .evaltree import EVALS_FILE, QUERIES_FILE, tree_files
 from .load import discover, load_data, read_source
 from .model import Workflow
 from .ownership import disk_path, proven

@@ -66,6 +66,12 @@ def _ref_holds(op: str, operand: Any, seen: Any) -> bool:
         return op == "exists" and operand is False
     if op == "exists":
         return operand is True
+    if op in ("contains", "not_contains"):  # a substring of a string, an item of a list, nothing of anything else
+        if type(seen) is str:
+            has = type(operand) is str and seen.find(operand) >= 0
+        else:
+            has = type(seen) is list and any(_norm(x) == _norm(operand) for x in seen)
+        return has is (op == "contains")
     matches = [_norm(seen) == _norm(x) for x in (operand if op in ("in", "not_in") else [operand])]
     return {"equals": any(matches), "not_equals": not any(matches), "in": any(matches),
             "not_in": not any(matches)}[op]
@@ -131,6 +137,10 @@ def cases(draw) -> tuple[list[tuple[str, str, list[str], str, Any]], dict, dict]
             operand = draw(st.booleans())
         elif op in ("in", "not_in"):
             operand = draw(st.lists(value, max_size=3))
+        elif op in ("contains", "not_contains"):  # mostly what the subject has: one of its items, a part of its text
+            parts = list(seen) if isinstance(seen, list) else [seen[1:], seen[:1], seen + "x"] \
+                if isinstance(seen, str) else []
+            operand = draw(st.one_of(value, st.sampled_from(parts))) if parts else draw(value)
         else:
             operand = draw(value)
         conds.append((kind, name, path, op, operand))

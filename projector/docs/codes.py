@@ -121,26 +121,39 @@ tools:
     ),
     "eval-uncovered": Prose(
         fires="A step calls a side-effecting tool behind `when:` conditions or a `confirm:`, and the build cannot "
-        "derive an eval case for each of them (see [Evals](evals.md)): its conditions contradict each other "
-        "or an earlier step's, so they can never all hold, or one can never fail. A gate with no case is a "
-        "gate nobody tests; under `--strict` the build and `check` fail.",
+        "derive an eval case for each of them (see [Evals](evals.md)). The warning says which condition and why: "
+        "it can never hold together with the conditions before it (a contradiction, which it names), no value its "
+        "subject can have makes it hold or fail, or it can never fail on its own because an earlier step's "
+        "condition on the same subject fails first and stops the run (a guard repeated on two steps, which it "
+        "names). A condition that `dead-condition` already names (its subject's type decides it) gets no second "
+        "word here: fix or acknowledge it there. A gate with no case is a gate nobody tests; under `--strict` the "
+        "build and `check` fail.",
         fix="State conditions that can all hold together, and each fail on its own; a condition that always holds "
-        "says nothing and can go.",
-        example="""name: contradiction
-description: Write the mode down.
+        "says nothing and can go. A guard repeated on purpose (a second check in case the first step is moved) "
+        "can stay: acknowledge the warning on the step (`acknowledge: {eval-uncovered: why}`); an "
+        "acknowledgement where it does not fire is `unused-acknowledgement`.",
+        example="""name: repeated-guard
+description: Write the mode down once it is checked.
 arguments:
   - {name: mode, type: string, required: true}
 tools:
+  - name: check_mode
+    annotations: {readOnlyHint: true}
   - name: write
     annotations: {readOnlyHint: false}
 steps:
+  - name: check
+    tool: check_mode
+    args: {mode: {arg: mode}}
+    when:
+      - {arg: mode, equals: a}
   - name: write
     tool: write
     args: {mode: {arg: mode}}
     when:
       - {arg: mode, equals: a}
-      - {arg: mode, equals: b}
 """,
+        reason="a second guard, kept in case the check step is moved.",
     ),
     "confirm-on-read-only": Prose(
         fires="A step has `confirm:` but changes nothing: its tool says `readOnlyHint: true` (and not "

@@ -51,12 +51,15 @@ steps:
         "that the tool's output schema rules out for the result or the field: `not_equals: false` against a "
         'field it declares `type: string` (the text `false` is the string `"false"`, never the boolean), a '
         "value outside its `enum`. The output schema is the server's (`--tools-from`, `attach`, `serve`), or "
-        "the workflow's `output_schema` where the server declares none.\n\n"
+        "the workflow's `output_schema` where the server declares none. `contains` never holds (and "
+        "`not_contains` never fails) on a subject that can be neither a string nor a list (a number, a boolean), "
+        'nor with an operand that is not text on a string (`contains: 7` against a string: write `"7"`).\n\n'
         "On a step that calls a side-effecting tool, `attach()`, `project-skill serve` and the gateway refuse "
         "such a condition (an error, `dead-condition`, as they refuse an unknown tool), unless the step "
         "acknowledges it: a gate that never stops the call must not run quietly on a server, where nobody reads "
         "the build's warning. The derived evals give a tool only results its output schema allows, so no case "
-        "rests on a result the server can never send (the condition's failing case is then `eval-uncovered`).",
+        "rests on a result the server can never send; such a condition gets no case and this one warning (no "
+        "`eval-uncovered` besides).",
         fix='Write the operand as the value the subject has (`equals: true`, `equals: "7"`, `equals: []`, '
         '`not_equals: "false"`). If the step is meant to run so, acknowledge the warning on the step and say why.',
         reason="close_day itself refuses while an order is open.",

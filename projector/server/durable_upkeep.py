@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from mcp_types import INTERNAL_ERROR
 
@@ -31,8 +31,17 @@ from ..errors import Span, error
 from .errors import AttachError
 from .tasks import DEFAULT_TTL_MS, Bounds, Failure, TaskRecord, settled
 
-if TYPE_CHECKING:
-    from .durable import DurableTasks
+
+class Engine(Protocol):
+    """What the upkeep needs of its engine (:class:`projector.server.durable.DurableTasks`, which starts it: named
+    here by what it does, so that neither module imports the other both ways)."""
+
+    ttl_ms: int
+    store: Any  # the engine's store: SqliteStore, or PgStore on Postgres
+    markers: Any
+
+    def begin_now(self, rec: TaskRecord) -> None: ...
+
 
 LIMITS = {  # variable -> (what it bounds, default, unit)
     "PROJECT_SKILL_STATE_MAX_TASKS": ("tasks", Bounds.tasks, "tasks"),
@@ -74,7 +83,7 @@ def interval(ttl_ms: int, lease: float | None) -> float:
 class Upkeep:
     """The thread that keeps the engine's state: see the module's docstring."""
 
-    def __init__(self, engine: DurableTasks, lease: float | None):
+    def __init__(self, engine: Engine, lease: float | None):
         self.engine, self.lease = engine, lease
         self.every = interval(engine.ttl_ms, lease)
         self._stop = threading.Event()
