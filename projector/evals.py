@@ -4,9 +4,9 @@ Each ``when:`` condition has a case where it holds and one where it does not, ea
 answer, each ``ask: true`` input an answer given and one refused; and the server's own state (which tool was called,
 with which arguments) says what should have happened, so no model judges a case. The build writes them in the Agent
 Skills format (``evals.json``, and ``eval_queries.json`` for triggering, whose should-not-trigger queries are the
-nearest other workflows' descriptions: :mod:`projector.evaltree`) into a tree of their own beside the skills (``generated_evals/<skill>/``
-beside ``generated_skills/``), never in a skill's folder: an agent that could read a skill's expected answers would
-be graded on what it read, and a generic skills server (FastMCP's ``SkillsDirectoryProvider``, the TypeScript SDK's
+nearest other workflows' descriptions: :mod:`projector.evaltree`) into a tree of their own beside the skills
+(``generated_evals/<skill>/`` beside ``generated_skills/``), never in a skill's folder: an agent that could read a
+skill's expected answers would be graded on what it read, and a generic skills server (FastMCP's ``SkillsDirectoryProvider``, the TypeScript SDK's
 ``SkillCatalog``) pointed at the skills serves every file of a skill's folder (skill-creator leaves ``evals/`` out
 of the packages it makes, for the same reason).
 
