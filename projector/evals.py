@@ -6,9 +6,9 @@ with which arguments) says what should have happened, so no model judges a case.
 Skills format (``evals.json``, and ``eval_queries.json`` for triggering, whose should-not-trigger queries are the
 nearest other workflows' descriptions: :mod:`projector.evaltree`) into a tree of their own beside the skills
 (``generated_evals/<skill>/`` beside ``generated_skills/``), never in a skill's folder: an agent that could read a
-skill's expected answers would be graded on what it read, and a generic skills server (FastMCP's ``SkillsDirectoryProvider``, the TypeScript SDK's
-``SkillCatalog``) pointed at the skills serves every file of a skill's folder (skill-creator leaves ``evals/`` out
-of the packages it makes, for the same reason).
+skill's expected answers would be graded on what it read, and a generic skills server (FastMCP's
+``SkillsDirectoryProvider``, the TypeScript SDK's ``SkillCatalog``) pointed at the skills serves every file of a
+skill's folder (skill-creator leaves ``evals/`` out of the packages it makes, for the same reason).
 
 Everything here is derived from the model alone, with the one condition evaluator
 (:func:`projector.conditions.first_failure`): every case is checked against it before it is written, and a case
