@@ -23,6 +23,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import ROOT
 
@@ -37,6 +38,7 @@ import sys
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp_types import ToolAnnotations
 
 server = MCPServer("upstream")
@@ -64,6 +66,11 @@ async def hang() -> str:
 def die() -> str:
     print("fatal: lost {SECRET}", file=sys.stderr, flush=True)
     os._exit(7)
+
+
+@server.tool(description="Refuse with the server's own error, code -32000.", annotations=READ)
+def locked() -> str:
+    raise MCPError(code=-32000, message="order 1 is locked by another clerk")
 
 
 server.run("stdio")
@@ -267,3 +274,31 @@ def test_upstream_env_takes_a_variables_name_only(cli, name):
     run = cli("serve", "--upstream", "http://127.0.0.1:9/mcp", "--upstream-env", name)
     assert run.code == 2, run
     assert "--upstream-env" in run.err and "a variable's name" in run.err and "Traceback" not in run.err
+
+
+async def _refused(transport: str, argv: list[str], log: Path) -> list[str]:
+    """What the client got for the upstream's own error, then for a call after it."""
+    async with connected(transport, argv, gateway_env(), log, []) as client:
+        with anyio.fail_after(60):
+            try:
+                got = _texts(await client.call_tool("locked", {}))
+            except MCPError as exc:
+                got = [f"{exc.code}: {exc.message}"]
+            after = await client.call_tool("lookup", {})
+    return [*got, *_texts(after)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+def test_the_upstreams_own_error_with_code_32000_is_its_answer_not_a_silent_upstream(
+    served, tmp_path, framework, transport
+):
+    """-32000 is the first of JSON-RPC's server-defined codes, which servers use for their own errors; mcp's client
+    also uses it when a connection closes. An upstream that answered with it was reported as one that had stopped
+    ("did not answer ...; whether the call had any effect there is unknown"), its own message dropped: the client got
+    less than the upstream said, and a false account of it. It is passed on as any other error of the upstream's."""
+    got = run_logged(_refused, transport, gateway_argv(served, framework), log=tmp_path / "gateway.stderr")
+    said = " ".join(got)
+    assert "order 1 is locked by another clerk" in said and "did not answer" not in said, got
+    assert "order 1: shipped" in got[-1], got
