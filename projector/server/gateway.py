@@ -67,10 +67,10 @@ class UpstreamGone(Exception):
     """A forwarded call that the upstream did not answer: it has exited, closed the connection, or timed out."""
 
 
-# What mcp's client says, with these codes, when no answer came: the connection closed (stdio's end, or the HTTP
+# What mcp's client says, with these codes, when no answer came: the connection closed (its end, or the HTTP
 # client's own words for a stream that ended) or the call timed out. A server uses -32000 for errors of its own too
 # (the first of JSON-RPC's server-defined codes): with any other message, the error is the upstream's answer.
-_NO_ANSWER = ("Connection closed", "SSE stream ", "server answered a request with 202 Accepted")
+_NO_ANSWER = ("Connection closed", "SSE stream ")
 
 
 def _unanswered(exc: MCPError) -> bool:
