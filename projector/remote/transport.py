@@ -383,7 +383,7 @@ class BoundedBody(httpx2.AsyncByteStream):
 
 
 class _Unreached(httpx2.AsyncByteStream):
-    """The body of the answer that stands for a request the server did not take: it fails at its first byte."""
+    """The body of the answer that stands for one the connection failed to bring: it fails at its first byte."""
 
     def __init__(self, why: str) -> None:
         self.why = why
@@ -406,7 +406,7 @@ class _Client(httpx2.AsyncClient):
         try:
             return await super().send(request, **kwargs)
         except httpx2.TransportError as exc:
-            why = f"the server did not take the request: {type(exc).__name__}: {exc}"[:300]
+            why = f"the connection to the server failed: {type(exc).__name__}: {exc}"[:300]
             headers = {"content-type": "text/event-stream"}
             return httpx2.Response(200, headers=headers, stream=_Unreached(why), request=request)
 
