@@ -382,6 +382,9 @@ class BoundedBody(httpx2.AsyncByteStream):
         await self.inner.aclose()
 
 
+CONNECTION_FAILED = "the connection to the server failed: "  # the no-answer of a failed connection, then why
+
+
 class _Unreached(httpx2.AsyncByteStream):
     """The body of the answer that stands for one the connection failed to bring: it fails at its first byte."""
 
@@ -406,7 +409,7 @@ class _Client(httpx2.AsyncClient):
         try:
             return await super().send(request, **kwargs)
         except httpx2.TransportError as exc:
-            why = f"the connection to the server failed: {type(exc).__name__}: {exc}"[:300]
+            why = f"{CONNECTION_FAILED}{type(exc).__name__}: {exc}"[:300]
             headers = {"content-type": "text/event-stream"}
             return httpx2.Response(200, headers=headers, stream=_Unreached(why), request=request)
 
