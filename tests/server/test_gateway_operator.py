@@ -310,6 +310,7 @@ async def _upstream_gone_over_http(argv: list[str], upstream: subprocess.Popen, 
     async with connected("stdio", argv, gateway_env(), log, []) as client:
         with anyio.fail_after(90):
             got["before"] = await client.call_tool("lookup", {})
+            got["die"] = await client.call_tool("die", {})  # it exits in the middle of the call
             stop(upstream)
             got["lookup"] = await client.call_tool("lookup", {})
             got["look"] = await client.get_prompt("look", {})
@@ -346,7 +347,7 @@ def test_an_http_upstream_that_goes_away_is_a_tool_error_and_the_gateway_keeps_s
     finally:
         stop(upstream)
     assert _texts(got["before"]) and "order 1: shipped" in _texts(got["before"])[0]
-    for key in ("lookup", "look", "again"):
+    for key in ("die", "lookup", "look", "again"):
         said = " ".join(_texts(got[key]))
         assert "did not answer" in said and "unknown" in said, said
     assert got["lookup"].is_error and got["again"].is_error
