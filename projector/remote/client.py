@@ -49,6 +49,7 @@ from ..sep2640 import (
 from .errors import DynamicDeclined, RemoteError, ServerError, VerificationError
 from .pins import Pin, compare
 from .transport import (
+    CONNECTION_FAILED,
     MAX_LISTING,
     MAX_MESSAGE,
     MAX_READ,
@@ -107,6 +108,8 @@ def _describe(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):
+        if CONNECTION_FAILED in exc.error.message:  # no answer came: the connection's own error, as it was
+            return exc.error.message.split(CONNECTION_FAILED, 1)[1]
         return f"JSON-RPC error {exc.code}: {exc.error.message}"
     text = str(exc) or type(exc).__name__
     cause = exc.__cause__ or exc.__context__

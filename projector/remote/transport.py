@@ -382,12 +382,44 @@ class BoundedBody(httpx2.AsyncByteStream):
         await self.inner.aclose()
 
 
+CONNECTION_FAILED = "the connection to the server failed: "  # the no-answer of a failed connection, then why
+
+
+class _Unreached(httpx2.AsyncByteStream):
+    """The body of the answer that stands for one the connection failed to bring: it fails at its first byte."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        raise Refused(self.why)
+        yield b""  # pragma: no cover - makes this a generator
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _Client(httpx2.AsyncClient):
+    """An ``httpx2`` client whose transport's failure (the server cannot be reached, or dropped the connection) is an
+    SSE answer that fails at once, which the SDK turns into "no answer" for the waiting request (a closed connection,
+    -32000). Raised as it was, the SDK's HTTP transport let it out of its task group, which cancelled the caller's
+    task: a server that went away mid-session stopped the whole process (the gateway, for every client)."""
+
+    async def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+        try:
+            return await super().send(request, **kwargs)
+        except httpx2.TransportError as exc:
+            why = f"{CONNECTION_FAILED}{type(exc).__name__}: {exc}"[:300]
+            headers = {"content-type": "text/event-stream"}
+            return httpx2.Response(200, headers=headers, stream=_Unreached(why), request=request)
+
+
 @asynccontextmanager
 async def bounded_http_client(url: str, budget: Budget) -> AsyncIterator[Any]:
     """:func:`mcp.client.streamable_http.streamable_http_client` over an ``httpx2`` client (the SDK's defaults) whose
     every response body is a :class:`BoundedBody`."""
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
     async def bound(response: httpx2.Response) -> None:
         encoding = response.headers.get("content-encoding", "").strip().lower()
@@ -403,7 +435,9 @@ async def bounded_http_client(url: str, budget: Budget) -> AsyncIterator[Any]:
     sdk_log = logging.getLogger("mcp.client.streamable_http")
     if _QUIET not in sdk_log.filters:
         sdk_log.addFilter(_QUIET)
-    http = create_mcp_http_client(headers={"Accept-Encoding": "identity"})
+    # create_mcp_http_client's client (its timeouts), of the class that answers for an unreachable server
+    timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+    http = _Client(headers={"Accept-Encoding": "identity"}, timeout=timeout)
     http.event_hooks = {**http.event_hooks, "response": [*http.event_hooks.get("response", []), bound]}
     async with http:
         async with streamable_http_client(url, http_client=http, max_sse_event_size=MAX_READ) as streams:

@@ -71,6 +71,19 @@ class UpstreamGone(Exception):
     """A forwarded call that the upstream did not answer: it has exited, closed the connection, or timed out."""
 
 
+# What mcp's client says, with these codes, when no answer came: the connection closed (its end, or the HTTP
+# client's own words for a stream that ended) or the call timed out. A server uses -32000 for errors of its own too
+# (the first of JSON-RPC's server-defined codes): with any other message, the error is the upstream's answer.
+_NO_ANSWER = ("Connection closed", "SSE stream ")
+
+
+def _unanswered(exc: MCPError) -> bool:
+    """Whether ``exc`` is mcp's client saying that no answer came, not an error the upstream answered with."""
+    if exc.code == REQUEST_TIMEOUT:
+        return exc.message.startswith("Request ") and exc.message.endswith(" timed out")
+    return exc.code == CONNECTION_CLOSED and exc.message.startswith(_NO_ANSWER)
+
+
 class Upstream:
     """The connection to the upstream server, held while the gateway serves."""
 
@@ -141,7 +154,7 @@ class Upstream:
         try:
             return await self.remote.client.call_tool(name, arguments, read_timeout_seconds=self.timeout)
         except MCPError as exc:
-            if exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+            if not _unanswered(exc):
                 raise  # the upstream's own answer: passed on as that JSON-RPC error
             raise self._gone(name, exc) from None
         except Exception as exc:  # a closed stream, a transport's error

@@ -23,6 +23,7 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import ROOT
 
@@ -37,6 +38,7 @@ import sys
 
 import anyio
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp_types import ToolAnnotations
 
 server = MCPServer("upstream")
@@ -64,6 +66,11 @@ async def hang() -> str:
 def die() -> str:
     print("fatal: lost {SECRET}", file=sys.stderr, flush=True)
     os._exit(7)
+
+
+@server.tool(description="Refuse with the server's own error, code -32000.", annotations=READ)
+def locked() -> str:
+    raise MCPError(code=-32000, message="order 1 is locked by another clerk")
 
 
 server.run("stdio")
@@ -267,3 +274,82 @@ def test_upstream_env_takes_a_variables_name_only(cli, name):
     run = cli("serve", "--upstream", "http://127.0.0.1:9/mcp", "--upstream-env", name)
     assert run.code == 2, run
     assert "--upstream-env" in run.err and "a variable's name" in run.err and "Traceback" not in run.err
+
+
+async def _refused(transport: str, argv: list[str], log: Path) -> list[str]:
+    """What the client got for the upstream's own error, then for a call after it."""
+    async with connected(transport, argv, gateway_env(), log, []) as client:
+        with anyio.fail_after(60):
+            try:
+                got = _texts(await client.call_tool("locked", {}))
+            except MCPError as exc:
+                got = [f"{exc.code}: {exc.message}"]
+            after = await client.call_tool("lookup", {})
+    return [*got, *_texts(after)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+def test_the_upstreams_own_error_with_code_32000_is_its_answer_not_a_silent_upstream(
+    served, tmp_path, framework, transport
+):
+    """-32000 is the first of JSON-RPC's server-defined codes, which servers use for their own errors; mcp's client
+    also uses it when a connection closes. An upstream that answered with it was reported as one that had stopped
+    ("did not answer ...; whether the call had any effect there is unknown"), its own message dropped: the client got
+    less than the upstream said, and a false account of it. It is passed on as any other error of the upstream's."""
+    got = run_logged(_refused, transport, gateway_argv(served, framework), log=tmp_path / "gateway.stderr")
+    said = " ".join(got)
+    assert "order 1 is locked by another clerk" in said and "did not answer" not in said, got
+    assert "order 1: shipped" in got[-1], got
+
+
+async def _upstream_gone_over_http(argv: list[str], upstream: subprocess.Popen, log: Path) -> dict[str, Any]:
+    """A call while the HTTP upstream serves, then the upstream is stopped: a call, a workflow, a skill's file."""
+    got: dict[str, Any] = {}
+    async with connected("stdio", argv, gateway_env(), log, []) as client:
+        with anyio.fail_after(90):
+            got["before"] = await client.call_tool("lookup", {})
+            got["die"] = await client.call_tool("die", {})  # it exits in the middle of the call
+            stop(upstream)
+            got["lookup"] = await client.call_tool("lookup", {})
+            got["look"] = await client.get_prompt("look", {})
+            got["again"] = await client.call_tool("lookup", {})
+            got["prompts"] = [p.name for p in (await client.list_prompts()).prompts]
+    return got
+
+
+@pytest.mark.slow
+def test_an_http_upstream_that_goes_away_is_a_tool_error_and_the_gateway_keeps_serving(served, tmp_path):
+    """An HTTP upstream that stopped mid-session (a restart, a crash) made the SDK's HTTP transport raise its connection
+    error into the task that called it, cancelling it: the gateway itself stopped with a traceback, and every client
+    lost it. The call is a tool error that says the upstream did not answer, as for a stdio upstream that died, and
+    the gateway serves on."""
+    port = free_port()
+    script = (
+        (served / "upstream.py")
+        .read_text("utf-8")
+        .replace('server.run("stdio")', f'server.run("streamable-http", host="127.0.0.1", port={port})')
+    )
+    (tmp_path / "http_upstream.py").write_text(script, encoding="utf-8")
+    upstream = subprocess.Popen(
+        [sys.executable, str(tmp_path / "http_upstream.py")],
+        env=gateway_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        anyio.run(_listening, upstream, port, tmp_path / "upstream.stderr")
+        argv = gateway_argv(served, "mcp")
+        argv[argv.index("--upstream") + 1] = f"http://127.0.0.1:{port}/mcp"
+        got = run_logged(_upstream_gone_over_http, argv, upstream, log=tmp_path / "gateway.stderr")
+    finally:
+        stop(upstream)
+    assert _texts(got["before"]) and "order 1: shipped" in _texts(got["before"])[0]
+    for key in ("die", "lookup", "look", "again"):
+        said = " ".join(_texts(got[key]))
+        assert "did not answer" in said and "unknown" in said, said
+    assert got["lookup"].is_error and got["again"].is_error
+    assert "look" in got["prompts"]
+    assert "Traceback" not in (tmp_path / "gateway.stderr").read_text("utf-8")
