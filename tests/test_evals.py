@@ -415,3 +415,16 @@ def test_deriving_the_cases_is_linear_in_the_steps(monkeypatch):
         work[n] = CountingSteps.reads + compared[0]
         assert json.loads(text)["evals"]
     assert work[1000] <= 10 * work[100] + 10, work
+
+
+def test_a_users_file_where_the_cases_go_is_never_written_over(cli, tmp_path):
+    """``--evals-out`` may name a folder of the user's: a file there that a build did not write, at the path of a
+    skill's cases, is refused (``output-conflict``), not replaced; the user's other files stay as they are."""
+    mine = tmp_path / "notes"
+    (mine / "hello-world").mkdir(parents=True)
+    (mine / "hello-world" / "evals.json").write_text("my own cases\n", "utf-8")
+    (mine / "todo.md").write_text("mine\n", "utf-8")
+    r = cli("build", "--no-config", str(EXAMPLES), "--out", str(tmp_path / "out"), "--evals-out", str(mine))
+    assert r.code != 0 and "output-conflict" in r.err and "Traceback" not in r.err, r.err
+    assert (mine / "hello-world" / "evals.json").read_text("utf-8") == "my own cases\n"
+    assert (mine / "todo.md").read_text("utf-8") == "mine\n"
