@@ -428,3 +428,46 @@ def test_a_users_file_where_the_cases_go_is_never_written_over(cli, tmp_path):
     assert r.code != 0 and "output-conflict" in r.err and "Traceback" not in r.err, r.err
     assert (mine / "hello-world" / "evals.json").read_text("utf-8") == "my own cases\n"
     assert (mine / "todo.md").read_text("utf-8") == "mine\n"
+
+
+# ``build``, in a process killed (SIGKILL) as it starts on the second of the two trees: one is swapped in, the
+# other is as it was.
+KILLED_BETWEEN_THE_TREES = """
+import os, signal, sys
+import projector.disk as disk
+real, seen = disk.replace_tree, []
+def replace_tree(*args, **kwargs):
+    seen.append(1)
+    if len(seen) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(*args, **kwargs)
+disk.replace_tree = replace_tree
+import projector.output as output
+output.replace_tree = replace_tree
+from projector.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_a_build_killed_between_the_two_trees_leaves_no_gone_skills_cases_for_good(cli, tmp_path, tree):
+    """A skill removed, and the build that drops it killed after one tree is swapped in and before the other: the
+    next build still drops the gone skill's cases, and ``check`` is clean only once they are gone."""
+    import os
+    import subprocess
+    import sys
+
+    root = tree({"wf/a.yaml": GATED.format(name="a", description="Write a down.", conditions="      - {arg: mode, "
+                 "equals: a}\n"), "wf/b.yaml": GATED.format(name="b", description="Write b down.", conditions="  "
+                 "    - {arg: mode, equals: b}\n")})
+    out = _build(cli, tmp_path, str(root / "wf"))
+    assert (_cases(out) / "b" / "evals.json").is_file()
+    (root / "wf" / "b.yaml").unlink()
+    argv = ["build", "--no-cache", "--no-config", "--out", str(out), str(root / "wf")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    killed = subprocess.run([sys.executable, "-c", KILLED_BETWEEN_THE_TREES, *argv], env=env, capture_output=True,
+                            timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    _build(cli, tmp_path, str(root / "wf"))
+    assert not (_cases(out) / "b").exists()
+    assert cli("check", "--no-config", "--out", str(out), str(root / "wf")).code == 0
