@@ -499,16 +499,29 @@ def write(build: Build, out: Path, stage: Path | None = None) -> bool:
     carried over, even when its bundle is gone. ``stage``: the fresh build's stage the build was compiled into."""
 
     def plan(root: Path) -> Plan | None:
-        previous, unread, unproven, written = _owned_dirs(root, _index_limit(build))
-        disk = _disk_files(root)
-        problems = conflicts(build, root, previous, unread, unproven) + taken(build, root, previous, written, disk)
-        if problems:
-            raise BuildError(problems)
+        owned, disk = _owned_dirs(root, _index_limit(build)), _disk_files(root)
+        _refuse(build, root, owned, disk)
+        written = owned[3]
         if _same(build.files, written, disk):  # no diff: only check prints one
             return None
         return Plan(build.files, {rel for rel in disk if rel in written} | {INDEX_FILE}, build.staged)
 
     return replace_tree(out, plan, stage=stage)
+
+
+def refuse(build: Build, out: Path) -> None:
+    """Raise what :func:`write` would for the tree on disk now (``output-conflict``), writing nothing."""
+    root = folder(out)
+    _refuse(build, root, _owned_dirs(root, _index_limit(build)), _disk_files(root))
+
+
+def _refuse(
+    build: Build, root: Path, owned: tuple[set[str], str, dict[str, str], set[str]], disk: dict[str, str]
+) -> None:
+    previous, unread, unproven, written = owned
+    problems = conflicts(build, root, previous, unread, unproven) + taken(build, root, previous, written, disk)
+    if problems:
+        raise BuildError(problems)
 
 
 # --------------------------------------------------------------------------------------------------- the evals tree

@@ -471,3 +471,21 @@ def test_a_build_killed_between_the_two_trees_leaves_no_gone_skills_cases_for_go
     _build(cli, tmp_path, str(root / "wf"))
     assert not (_cases(out) / "b").exists()
     assert cli("check", "--no-config", "--out", str(out), str(root / "wf")).code == 0
+
+
+def test_a_rebuild_refused_for_the_skills_writes_no_cases_either(cli, tmp_path):
+    """The cases go first in a rebuild, but only once the skills tree is known to be written: a file of the user's
+    where a rebuilt skill writes refuses the build (``output-conflict``), and the evals tree stays as it was."""
+    out = _build(cli, tmp_path)
+    before = {p: p.read_bytes() for p in _cases(out).rglob("*") if p.is_file()}
+    (_cases(out) / "hello-world" / "evals.json").write_text("{}\n", "utf-8")  # stale: the build would rewrite it
+    before[_cases(out) / "hello-world" / "evals.json"] = b"{}\n"
+    (out / "refund-flow" / "references" / "tools.md").unlink()
+    (out / "refund-flow" / "references" / "tools.md").write_text("mine\n", "utf-8")  # the index records other bytes
+    skills = json.loads((out / "skills.json").read_text("utf-8"))
+    for entry in skills["skills"]:
+        entry["resources"] = [r for r in entry["resources"] if not r["uri"].endswith("refund-flow/references/tools.md")]
+    (out / "skills.json").write_text(json.dumps(skills), "utf-8")
+    r = cli("build", "--no-cache", "--no-config", "--out", str(out), str(EXAMPLES))
+    assert r.code != 0 and "output-conflict" in r.err, r.out + r.err
+    assert {p: p.read_bytes() for p in _cases(out).rglob("*") if p.is_file()} == before
