@@ -74,7 +74,7 @@ def _strict_fail(args: argparse.Namespace, diags: list[Diagnostic]) -> bool:
 
 def cmd_build(args: argparse.Namespace) -> int:
     from .disk import fresh_stage
-    from .output import evals_root, previous_skills, write, write_evals
+    from .output import evals_root, previous_skills, refuse, write, write_evals
 
     read = _configure(args)
     out, evals_out = Path(args.out), Path(args.evals_out)
@@ -86,8 +86,15 @@ def cmd_build(args: argparse.Namespace) -> int:
             print(f"error: --strict: {_tally(build.diagnostics)}; nothing was written", file=sys.stderr)
             return EXIT_FINDINGS
         previous = previous_skills(build, out)  # whose eval cases are the build's to drop
-        changed = write(build, out, stage)
-    changed = write_evals(build, evals_out, previous) or changed  # the stage's lock is let go: it may be the same
+        # A rebuild writes the cases first: killed before the skills, it leaves the skills.json that names the cases
+        # the next build drops (a gone skill's); a fresh build holds the lock its stage's folder may share with them.
+        changed = False
+        if stage is None:
+            refuse(build, out)  # a skills tree the build may not write is refused before the cases are written
+            changed = write_evals(build, evals_out, previous)
+        changed = write(build, out, stage) or changed
+    if stage is not None:  # the stage's lock is let go: it may be the same
+        changed = write_evals(build, evals_out, previous) or changed
     for b in build.bundles:
         n = len(b.diagnostics)
         size = sum(r["size"] for r in b.entry["resources"])

@@ -499,16 +499,29 @@ def write(build: Build, out: Path, stage: Path | None = None) -> bool:
     carried over, even when its bundle is gone. ``stage``: the fresh build's stage the build was compiled into."""
 
     def plan(root: Path) -> Plan | None:
-        previous, unread, unproven, written = _owned_dirs(root, _index_limit(build))
-        disk = _disk_files(root)
-        problems = conflicts(build, root, previous, unread, unproven) + taken(build, root, previous, written, disk)
-        if problems:
-            raise BuildError(problems)
+        owned, disk = _owned_dirs(root, _index_limit(build)), _disk_files(root)
+        _refuse(build, root, owned, disk)
+        written = owned[3]
         if _same(build.files, written, disk):  # no diff: only check prints one
             return None
         return Plan(build.files, {rel for rel in disk if rel in written} | {INDEX_FILE}, build.staged)
 
     return replace_tree(out, plan, stage=stage)
+
+
+def refuse(build: Build, out: Path) -> None:
+    """Raise what :func:`write` would for the tree on disk now (``output-conflict``), writing nothing."""
+    root = folder(out)
+    _refuse(build, root, _owned_dirs(root, _index_limit(build)), _disk_files(root))
+
+
+def _refuse(
+    build: Build, root: Path, owned: tuple[set[str], str, dict[str, str], set[str]], disk: dict[str, str]
+) -> None:
+    previous, unread, unproven, written = owned
+    problems = conflicts(build, root, previous, unread, unproven) + taken(build, root, previous, written, disk)
+    if problems:
+        raise BuildError(problems)
 
 
 # --------------------------------------------------------------------------------------------------- the evals tree
@@ -551,9 +564,33 @@ def write_evals(build: Build, evals_out: Path, previous: set[str]) -> bool:
         disk = _disk_files(root)
         if _same(build.evals, written, disk):
             return None
+        mine = {f"{path}/{name}" for path in previous for name in (EVALS_FILE, QUERIES_FILE)}
+        problems = _evals_taken(build, root, mine, disk)
+        if problems:
+            raise BuildError(problems)
         return Plan(build.evals, {rel for rel in disk if rel in written})
 
     return replace_tree(evals_out, plan)
+
+
+def _evals_taken(build: Build, root: Path, mine: set[str], disk: dict[str, str]) -> list[Diagnostic]:
+    """The eval files the build writes where a file is that a previous build did not write (not among ``mine``, the
+    previous skills' eval files) and that differs: the user's, in a folder named by ``--evals-out``, never written
+    over."""
+    problems = []
+    for b in build.bundles:
+        for rel in (f"{b.path}/{EVALS_FILE}", f"{b.path}/{QUERIES_FILE}"):
+            if rel in disk and rel not in mine and _on_disk(disk[rel], len(build.evals[rel]))[0] != build.evals[rel]:
+                problems.append(
+                    error(
+                        b.span,
+                        "output-conflict",
+                        f"the skill '{b.name}' writes its eval cases to {root.name}/{rel}, but a file is already "
+                        "there that this tool did not write (the skills' previous index does not list the skill)",
+                        "move or rename it, or choose another --evals-out, and build again; nothing was written",
+                    )
+                )
+    return problems
 
 
 def compare_evals(build: Build, out: Path, evals_out: Path, *, diff: bool = True) -> Comparison:

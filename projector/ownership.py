@@ -22,8 +22,10 @@ each listed folder once, and a folder stops at its first proof.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -127,3 +129,18 @@ def _same_frontmatter(skill_md: Path, entry: dict[str, Any]) -> bool:
         return False
     recorded = entry.get("frontmatter")
     return isinstance(recorded, dict) and not any(frontmatter_diff(fm, recorded))
+
+
+def private_temp_folder(name: str) -> Path | None:
+    """The folder ``NAME-UID`` in the temporary folder, made there (0700) when missing, or the one there already when it
+    is the user's own, a real folder (no link) that no one else can open; else None. Nothing is changed there first:
+    Jinja's own default chmods the path before it looks, so through a link that another user put in its place."""
+    path = Path(tempfile.gettempdir(), f"{name}-{os.geteuid()}")
+    try:
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(0o700)
+        info = path.lstat()
+    except OSError:
+        return None
+    mine = stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and not info.st_mode & 0o077
+    return path if mine else None

@@ -232,11 +232,10 @@ def make_environment(cache_dir: Path | None) -> jinja2.Environment:
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    """Its cache in Jinja's per-user ``$TMPDIR/_jinja2-cache-UID`` (0700), never the package; none under ``-B``."""
-    folder = None
-    with suppress(OSError, RuntimeError):  # no safe folder: compile on each run
-        folder = None if sys.dont_write_bytecode else Path(jinja2.FileSystemBytecodeCache().directory)
-    return make_environment(folder)
+    """Its cache in a per-user ``$TMPDIR/_jinja2-cache-UID`` (0700), never the package; none under ``-B``."""
+    from .ownership import private_temp_folder  # no safe folder: compile on each run
+
+    return make_environment(None if sys.dont_write_bytecode else private_temp_folder("_jinja2-cache"))
 
 
 def title(name: str) -> str:

@@ -415,3 +415,77 @@ def test_deriving_the_cases_is_linear_in_the_steps(monkeypatch):
         work[n] = CountingSteps.reads + compared[0]
         assert json.loads(text)["evals"]
     assert work[1000] <= 10 * work[100] + 10, work
+
+
+def test_a_users_file_where_the_cases_go_is_never_written_over(cli, tmp_path):
+    """``--evals-out`` may name a folder of the user's: a file there that a build did not write, at the path of a
+    skill's cases, is refused (``output-conflict``), not replaced; the user's other files stay as they are."""
+    mine = tmp_path / "notes"
+    (mine / "hello-world").mkdir(parents=True)
+    (mine / "hello-world" / "evals.json").write_text("my own cases\n", "utf-8")
+    (mine / "todo.md").write_text("mine\n", "utf-8")
+    r = cli("build", "--no-config", str(EXAMPLES), "--out", str(tmp_path / "out"), "--evals-out", str(mine))
+    assert r.code != 0 and "output-conflict" in r.err and "Traceback" not in r.err, r.err
+    assert (mine / "hello-world" / "evals.json").read_text("utf-8") == "my own cases\n"
+    assert (mine / "todo.md").read_text("utf-8") == "mine\n"
+
+
+# ``build``, in a process killed (SIGKILL) as it starts on the second of the two trees: one is swapped in, the
+# other is as it was.
+KILLED_BETWEEN_THE_TREES = """
+import os, signal, sys
+import projector.disk as disk
+real, seen = disk.replace_tree, []
+def replace_tree(*args, **kwargs):
+    seen.append(1)
+    if len(seen) == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(*args, **kwargs)
+disk.replace_tree = replace_tree
+import projector.output as output
+output.replace_tree = replace_tree
+from projector.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_a_build_killed_between_the_two_trees_leaves_no_gone_skills_cases_for_good(cli, tmp_path, tree):
+    """A skill removed, and the build that drops it killed after one tree is swapped in and before the other: the
+    next build still drops the gone skill's cases, and ``check`` is clean only once they are gone."""
+    import os
+    import subprocess
+    import sys
+
+    root = tree({"wf/a.yaml": GATED.format(name="a", description="Write a down.", conditions="      - {arg: mode, "
+                 "equals: a}\n"), "wf/b.yaml": GATED.format(name="b", description="Write b down.", conditions="  "
+                 "    - {arg: mode, equals: b}\n")})
+    out = _build(cli, tmp_path, str(root / "wf"))
+    assert (_cases(out) / "b" / "evals.json").is_file()
+    (root / "wf" / "b.yaml").unlink()
+    argv = ["build", "--no-cache", "--no-config", "--out", str(out), str(root / "wf")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    killed = subprocess.run([sys.executable, "-c", KILLED_BETWEEN_THE_TREES, *argv], env=env, capture_output=True,
+                            timeout=120)
+    assert killed.returncode == -9, killed.stderr
+    _build(cli, tmp_path, str(root / "wf"))
+    assert not (_cases(out) / "b").exists()
+    assert cli("check", "--no-config", "--out", str(out), str(root / "wf")).code == 0
+
+
+def test_a_rebuild_refused_for_the_skills_writes_no_cases_either(cli, tmp_path):
+    """The cases go first in a rebuild, but only once the skills tree is known to be written: a file of the user's
+    where a rebuilt skill writes refuses the build (``output-conflict``), and the evals tree stays as it was."""
+    out = _build(cli, tmp_path)
+    before = {p: p.read_bytes() for p in _cases(out).rglob("*") if p.is_file()}
+    (_cases(out) / "hello-world" / "evals.json").write_text("{}\n", "utf-8")  # stale: the build would rewrite it
+    before[_cases(out) / "hello-world" / "evals.json"] = b"{}\n"
+    (out / "refund-flow" / "references" / "tools.md").unlink()
+    (out / "refund-flow" / "references" / "tools.md").write_text("mine\n", "utf-8")  # the index records other bytes
+    skills = json.loads((out / "skills.json").read_text("utf-8"))
+    for entry in skills["skills"]:
+        entry["resources"] = [r for r in entry["resources"] if not r["uri"].endswith("refund-flow/references/tools.md")]
+    (out / "skills.json").write_text(json.dumps(skills), "utf-8")
+    r = cli("build", "--no-cache", "--no-config", "--out", str(out), str(EXAMPLES))
+    assert r.code != 0 and "output-conflict" in r.err, r.out + r.err
+    assert {p: p.read_bytes() for p in _cases(out).rglob("*") if p.is_file()} == before

@@ -203,6 +203,8 @@ OUTSIDE_THE_ROOT = {
                                          "the task asks the person whether to retry that step",
     "projector.server.evalcase.CaseGone": "never raised: the forwarding server's 'upstream gone' type, which an eval "
                                           "case server has no use for",
+    "projector.server.tasks.TooMuch": "an MCPError: a write past the durable state's bounds, answered to the client "
+                                      "as that protocol error; nothing of it was kept",
     "projector.server.workflow_task._Stopped": "a cancelled task's round stops before its next step (a "
                                                "CancelledError); tasks/get then shows cancelled",
 }

@@ -352,6 +352,32 @@ def test_a_build_writes_nothing_into_the_installed_package(tmp_path):
     assert len(cached) == 2 and all(p.name.endswith(".jinja.cache") for p in cached)
 
 
+def test_a_link_in_place_of_the_template_cache_is_not_followed(tmp_path):
+    """Another user may put a link where the per-user cache folder goes (the temporary folder is everyone's): a build
+    changes nothing through it (Jinja's own default folder chmods the path first, so the folder the link names
+    lost its mode), writes nothing there, and compiles the templates instead."""
+    import os
+    import subprocess
+    import sys
+
+    temporary, victim = tmp_path / "tmp", tmp_path / "victim"
+    temporary.mkdir()
+    victim.mkdir()
+    victim.chmod(0o755)
+    (temporary / f"_jinja2-cache-{os.geteuid()}").symlink_to(victim)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"TMPDIR": str(temporary)}
+    run = subprocess.run(
+        [sys.executable, "-m", "projector.cli", "build", str(EXAMPLES), "--out", str(tmp_path / "out")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert oct(victim.stat().st_mode & 0o777) == oct(0o755)
+    assert list(victim.iterdir()) == []
+
+
 import json
 import shlex
 

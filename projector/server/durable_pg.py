@@ -189,7 +189,7 @@ class PgStore(TaskStore):
     def _write(self, db: Any, record: TaskRecord, old: int | None) -> None:
         """Write ``record`` over a row of ``old`` bytes (None: none), within the bounds."""
         text, now = record.encode(), time.time()
-        if self.bounds.grows(old, len(text)):
+        if self.bounds.grows(old, len(text), record.status):
             db.execute("SELECT pg_advisory_xact_lock(%s)", (_BOUNDS_LOCK,))
             count, total = db.execute(
                 f"SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM {SCHEMA}.tasks WHERE expires >= %s AND task_id <> %s",

@@ -60,7 +60,7 @@ def limits() -> tuple[Bounds, int]:
     found: dict[str, int] = {}
     for name, (key, default, unit) in LIMITS.items():
         raw = os.environ.get(name, "").strip()
-        value = int(raw) if raw.isdigit() and len(raw) <= 15 else (default if not raw else 0)
+        value = int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 15 else (default if not raw else 0)
         if not 1 <= value <= MAX_LIMIT:
             raise AttachError(
                 error(

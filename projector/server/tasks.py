@@ -190,9 +190,12 @@ class Bounds:
     task_bytes: int = MAX_TASK_BYTES
     total_bytes: int = MAX_TOTAL_BYTES
 
-    def grows(self, old: int | None, new: int) -> bool:
-        """Whether a write of ``new`` bytes over a record of ``old`` (None: a new task) needs the others counted."""
-        return old is None or new > old
+    def grows(self, old: int | None, new: int, status: str = "") -> bool:
+        """Whether a write of ``new`` bytes over a record of ``old`` (None: a new task) is checked, the others
+        counted. A task kept that ends ``failed`` or ``cancelled`` is not: it adds a few bytes (an error, a longer
+        word), and it must end even in a store with no room for them (else it stays ``working`` until its ``ttlMs``,
+        or cannot be cancelled)."""
+        return old is None or (new > old and status not in ("failed", "cancelled"))
 
     def check(self, old: int | None, new: int, others: int, others_bytes: int) -> None:
         """Refuse (:class:`TooMuch`) a write of ``new`` bytes over ``old``, beside ``others`` live tasks that take

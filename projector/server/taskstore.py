@@ -92,7 +92,7 @@ class SqliteStore(TaskStore):
         text, now = record.encode(), time.time()
         row = db.execute("SELECT bytes FROM tasks WHERE task_id = ?", (record.task_id,)).fetchone()
         old = None if row is None else int(row[0] or 0)
-        if self.bounds.grows(old, len(text)):
+        if self.bounds.grows(old, len(text), record.status):
             count, total = db.execute(
                 "SELECT COUNT(*), COALESCE(SUM(bytes), 0) FROM tasks WHERE expires >= ? AND task_id <> ?",
                 (now, record.task_id),

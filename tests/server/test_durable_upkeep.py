@@ -172,7 +172,7 @@ async def test_a_task_made_by_a_process_killed_before_its_first_round_was_record
     assert "Traceback" not in proc.said
 
 
-@pytest.mark.parametrize("value", ["lots", "0", "-5", "1.5", "1e9"])
+@pytest.mark.parametrize("value", ["lots", "0", "-5", "1.5", "1e9", "\u00b2", "1\u00b9"])
 def test_a_bound_that_is_not_a_whole_number_from_one_up_is_refused_before_anything_is_made(
     value, tmp_path, monkeypatch
 ):

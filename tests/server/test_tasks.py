@@ -405,3 +405,65 @@ async def test_a_task_waiting_for_a_confirmation_survives_a_restart_and_is_answe
         assert done["result"]["content"][-1]["text"] == "Done: all 4 steps of `refund_flow_approved` ran on the server."
     else:
         assert second_calls == [] and second_store.ledger() == []
+
+
+@pytest.mark.anyio
+async def test_a_round_whose_result_is_not_kept_ends_the_task_failed_even_when_the_failure_is_larger(tmp_path):
+    """A store bounded in bytes (``--state``) with room for the task as made and not for its round's outcome: the
+    task ends ``failed`` (the outcome is not kept), never stays ``working`` because its failure, a little larger
+    than the task as made, does not fit either. The bound is found as the smallest that takes the task."""
+    from projector.server.taskstore import SqliteStore
+    from projector.server.tasks import Bounds
+
+    for bound in range(100, 4000, 20):
+        db = tmp_path / f"tasks-{bound}.db"
+        server, _, _ = shop("mcp", Tasks(SqliteStore(db, Bounds(task_bytes=bound))))
+        async with connect(server, "mcp") as c:
+            wire = Wire(c)
+            try:
+                created = await wire.send("tools/call", name=REFUND[0], arguments=REFUND[1])
+            except MCPError as refused:
+                assert "nothing was kept" in refused.error.message
+                continue
+            with anyio.fail_after(10):
+                task = await wire.settle(created["taskId"], ("input_required", "completed", "failed"))
+        assert task["status"] == "failed" and "not kept" in task["error"]["message"], task
+        return
+    pytest.fail("no bound took the task")
+
+
+@pytest.mark.anyio
+async def test_a_running_task_is_cancelled_in_a_store_with_no_room_for_the_longer_word(tmp_path):
+    """``cancelled`` is two bytes longer than ``working``: in a store bounded in bytes with no room left for them, a
+    cancel still ends the task (a task that ends adds nothing worth keeping out), and its job is stopped."""
+    from projector.server.tasks import Bounds, Done
+    from projector.server.taskstore import SqliteStore
+
+    stopped = anyio.Event()
+
+    async def job(call: Any) -> Done:
+        try:
+            await anyio.sleep(60)
+        finally:
+            stopped.set()
+        return Done({"content": []})
+
+    async def made(bound: int) -> tuple[Tasks, dict[str, Any]] | None:
+        tasks = Tasks(SqliteStore(tmp_path / f"tasks-{bound}.db", Bounds(task_bytes=bound)))
+        tasks.support("slow", job)
+        try:
+            return tasks, await tasks.start("slow", {})
+        except MCPError:
+            return None
+
+    coarse = 100
+    while await made(coarse) is None:
+        coarse += 32
+    for bound in range(coarse - 31, coarse + 1):  # the smallest bound that takes the task: no room for a byte more
+        if (found := await made(bound)) is not None:
+            break
+    tasks, created = found
+    await tasks.cancel(created["taskId"])
+    assert (await tasks.get(created["taskId"]))["status"] == "cancelled"
+    with anyio.fail_after(5):
+        await stopped.wait()
