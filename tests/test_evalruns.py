@@ -205,3 +205,58 @@ def test_evals_run_inspect_surface_runs_the_mock_model_on_the_project(memory_pro
                          str(memory_project / "logs"), cwd=memory_project)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "on mockllm/model: success" in run.stdout
+
+
+_ECHO_TOOLS = {"tools": [
+    {"name": "echo", "description": "Echoes back the input string",
+     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+     "annotations": {"readOnlyHint": True}},
+    {"name": "archive", "description": "Archive a file",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+     "annotations": {"readOnlyHint": False, "destructiveHint": False}},
+]}
+
+_ECHO_FLOW = """\
+name: echo_then_archive
+description: Echo a go-ahead message, and archive a file when the echo says go.
+arguments:
+  - {name: message, description: Message to echo, required: true, type: string}
+steps:
+  - name: echo
+    tool: echo
+    args: {message: {arg: message}}
+    bind: echoed
+  - name: archive
+    tool: archive
+    when: {step: echoed, equals: "Echo: go"}
+    args: {name: {const: notes.txt}}
+"""
+
+
+@pytest.fixture(scope="module")
+def text_project(tmp_path_factory) -> Path:
+    """A new project whose first tool returns text (no output schema, as server-everything's echo) that a later
+    step's condition reads; built with --workflow-tools from its pyproject.toml."""
+    project = tmp_path_factory.mktemp("textproj")
+    (project / "tools.json").write_text(json.dumps(_ECHO_TOOLS), encoding="utf-8")
+    (project / "pyproject.toml").write_text(
+        '[tool.project-skill]\ntools-from = "tools.json"\nworkflow-tools = true\n', encoding="utf-8")
+    (project / "workflows").mkdir()
+    (project / "workflows" / "echo.yaml").write_text(_ECHO_FLOW, encoding="utf-8")
+    built = _project_skill("build", cwd=project)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return project
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", ["skill"])
+def test_evals_run_follows_a_skill_that_saves_a_text_result_on_the_skill_and_agent_surfaces(text_project, surface):
+    """The SKILL.md line that saves a text result also says how the text reads; the simulated model reads the
+    skill, so where the condition holds it calls both tools. The agent surface's case server is served with the
+    workflow tools the skills were built with (their SKILL.md names the tool), as the other surfaces' are."""
+    run = _project_skill("evals", "run", "--surface", surface, "--json", cwd=text_project)
+    assert "Traceback" not in run.stderr and "did not start" not in run.stderr, run.stderr
+    runs = {r["covers"][0]: r for r in json.loads(run.stdout)[0]["runs"]}
+    holding = runs["the run, every condition holding and every confirmation a yes"]
+    assert [c["tool"] for c in holding["calls"]] == ["echo", "archive"], holding
+    assert (holding["passed"], holding["unsafe"]) == (True, False)
