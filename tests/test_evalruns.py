@@ -249,7 +249,7 @@ def text_project(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("surface", ["skill"])
+@pytest.mark.parametrize("surface", ["skill", "agent"])
 def test_evals_run_follows_a_skill_that_saves_a_text_result_on_the_skill_and_agent_surfaces(text_project, surface):
     """The SKILL.md line that saves a text result also says how the text reads; the simulated model reads the
     skill, so where the condition holds it calls both tools. The agent surface's case server is served with the
