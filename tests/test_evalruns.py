@@ -198,6 +198,24 @@ def test_evals_run_refuses_what_it_cannot_serve(tmp_path):
     assert only.returncode == 2 and "--skills-only" in only.stderr, only.stderr
 
 
+def test_evals_run_refuses_a_workflow_it_does_not_have_and_takes_the_skill_s_name(tmp_path):
+    """``--workflow`` with a name that is no workflow's ran no case and passed (0/0, exit 0): a typo made a green run
+    that tested nothing. It is refused, naming the workflows; the skill's name is taken, as ``evals --workflow``
+    takes it."""
+    (tmp_path / "workflows").mkdir()
+    (tmp_path / "workflows" / "echo.yaml").write_text(_ECHO_FLOW, encoding="utf-8")
+    (tmp_path / "tools.json").write_text(json.dumps(_ECHO_TOOLS), encoding="utf-8")
+    typo = _project_skill("evals", "run", "--no-config", "--tools-from", "tools.json", "--workflow", "echo_then",
+                          cwd=tmp_path)
+    assert typo.returncode == 2 and typo.stdout == "", typo.stdout + typo.stderr
+    assert "no workflow 'echo_then' (one of: echo_then_archive)" in typo.stderr
+    built = _project_skill("build", "--no-config", "--tools-from", "tools.json", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    by_skill = _project_skill("evals", "run", "--no-config", "--tools-from", "tools.json", "--workflow",
+                              "echo-then-archive", "--surface", "prompt", cwd=tmp_path)
+    assert by_skill.returncode == 0 and "workflow prompt: 2/2 cases passed" in by_skill.stdout, by_skill.stdout
+
+
 @pytest.mark.slow
 def test_evals_run_inspect_surface_runs_the_mock_model_on_the_project(memory_project):
     pytest.importorskip("inspect_ai")

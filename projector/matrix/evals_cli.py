@@ -21,6 +21,7 @@ from typing import Any
 from .. import config
 from ..errors import UsageError, plural
 from ..exits import EXIT_FINDINGS, EXIT_OK
+from ..naming import skill_name
 from .evalruns import SURFACES, load_workflows, run_surface
 
 PROG = "project-skill evals run"
@@ -108,6 +109,18 @@ def _inspect(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
     return {"surface": "inspect", "summary": evals_inspect.summary(log)}, log.status == "success"
 
 
+def _workflow(name: str, loaded: list[Any]) -> str:
+    """``--workflow``: a workflow's name, or its skill's (as ``evals --workflow`` takes it), as the workflow's name;
+    a name that is neither is refused, since a run of no case would pass."""
+    if not name:
+        return name
+    for wf in loaded:
+        if name in (wf.name, skill_name(wf.name)):
+            return wf.name
+    names = ", ".join(sorted(wf.name for wf in loaded)) or "none"
+    raise UsageError(f"no workflow '{name}' (one of: {names})")
+
+
 def _print(report: dict[str, Any]) -> None:
     if "summary" in report:
         print(report["summary"])
@@ -124,6 +137,7 @@ def main(argv: list[str]) -> int:
 
     args = _settled(argv)
     loaded = load_workflows(args.paths, args.tools_from)
+    args.workflow = _workflow(args.workflow, loaded)
     built_with = ("--workflow-tools",) if args.workflow_tools else ()
     reports, ok = [], True
     for surface in args.surfaces:
