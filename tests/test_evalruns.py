@@ -192,10 +192,12 @@ def test_evals_run_refuses_what_it_cannot_serve(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     two = _project_skill("evals", "run", "--no-config", "a", "b", cwd=tmp_path)
-    assert two.returncode == 2 and "one workflows folder" in two.stderr
+    assert two.returncode == 2 and two.stderr.startswith("project-skill evals run: one workflows folder"), two.stderr
+    assert "evals run: evals run" not in two.stderr  # the command is named once
     (tmp_path / "pyproject.toml").write_text("[tool.project-skill]\nskills-only = true\n", encoding="utf-8")
     only = _project_skill("evals", "run", cwd=tmp_path)
     assert only.returncode == 2 and "--skills-only" in only.stderr, only.stderr
+    assert only.stderr.startswith("project-skill evals run: the skills were built with --skills-only"), only.stderr
 
 
 def test_evals_run_refuses_a_workflow_it_does_not_have_and_takes_the_skill_s_name(tmp_path):

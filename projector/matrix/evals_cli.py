@@ -75,13 +75,11 @@ def _settled(argv: list[str]) -> argparse.Namespace:
     found = config.load(args.config, disabled=args.no_config)
     config.settle(args, found)
     if len(args.paths) != 1:
-        raise UsageError(f"evals run: one workflows folder is served at a time; name it (got {len(args.paths)})")
+        raise UsageError(f"one workflows folder is served at a time; name it (got {len(args.paths)})")
     if args.parallel < 1 or args.epochs < 1:
-        raise UsageError("evals run: --parallel and --epochs must be at least 1")
+        raise UsageError("--parallel and --epochs must be at least 1")
     if args.skills_only:
-        raise UsageError(
-            "evals run: the skills were built with --skills-only: there is no workflow to serve beside them"
-        )
+        raise UsageError("the skills were built with --skills-only: there is no workflow to serve beside them")
     args.surfaces = args.surface or ["prompt", *(["tool", "task"] if args.workflow_tools else [])]
     args.summary = config.summary(found)
     return args
@@ -93,7 +91,7 @@ def _inspect(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
         from . import evals_inspect
     except ModuleNotFoundError as exc:
         raise UsageError(
-            f"evals run --surface inspect needs the evals extra (pip install 'project-skill[evals]'): {exc}"
+            f"--surface inspect needs the evals extra (pip install 'project-skill[evals]'): {exc}"
         ) from None
     log = evals_inspect.run(
         args.model,
