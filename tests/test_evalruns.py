@@ -218,6 +218,18 @@ def test_evals_run_refuses_a_workflow_it_does_not_have_and_takes_the_skill_s_nam
     assert by_skill.returncode == 0 and "workflow prompt: 2/2 cases passed" in by_skill.stdout, by_skill.stdout
 
 
+def test_evals_run_before_a_build_says_to_build(tmp_path):
+    """Without built skills every case server refused to start, and the run said "the case server did not start:
+    ... cannot read the skills index", sending the author to the server; it says what is missing and what to run."""
+    (tmp_path / "workflows").mkdir()
+    (tmp_path / "workflows" / "echo.yaml").write_text(_ECHO_FLOW, encoding="utf-8")
+    (tmp_path / "tools.json").write_text(json.dumps(_ECHO_TOOLS), encoding="utf-8")
+    run = _project_skill("evals", "run", "--no-config", "--tools-from", "tools.json", cwd=tmp_path)
+    assert run.returncode == 2 and run.stdout == "", run.stdout + run.stderr
+    assert run.stderr.strip() == "project-skill evals run: generated_skills: no built skills (skills.json is " \
+                                 "missing); build them first: project-skill build", run.stderr
+
+
 @pytest.mark.slow
 def test_evals_run_inspect_surface_runs_the_mock_model_on_the_project(memory_project):
     pytest.importorskip("inspect_ai")

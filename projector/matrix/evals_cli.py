@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from .. import config
 from ..errors import UsageError, plural
 from ..exits import EXIT_FINDINGS, EXIT_OK
 from ..naming import skill_name
+from ..sep2640.wire import INDEX_FILE
 from .evalruns import SURFACES, load_workflows, run_surface
 
 PROG = "project-skill evals run"
@@ -136,6 +138,10 @@ def main(argv: list[str]) -> int:
     args = _settled(argv)
     loaded = load_workflows(args.paths, args.tools_from)
     args.workflow = _workflow(args.workflow, loaded)
+    if not (Path(args.out) / INDEX_FILE).is_file():  # else every case server refuses to start, for no fault of its own
+        raise UsageError(
+            f"{args.out}: no built skills ({INDEX_FILE} is missing); build them first: project-skill build"
+        )
     built_with = ("--workflow-tools",) if args.workflow_tools else ()
     reports, ok = [], True
     for surface in args.surfaces:
