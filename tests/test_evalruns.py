@@ -192,10 +192,42 @@ def test_evals_run_refuses_what_it_cannot_serve(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     two = _project_skill("evals", "run", "--no-config", "a", "b", cwd=tmp_path)
-    assert two.returncode == 2 and "one workflows folder" in two.stderr
+    assert two.returncode == 2 and two.stderr.startswith("project-skill evals run: one workflows folder"), two.stderr
+    assert "evals run: evals run" not in two.stderr  # the command is named once
     (tmp_path / "pyproject.toml").write_text("[tool.project-skill]\nskills-only = true\n", encoding="utf-8")
     only = _project_skill("evals", "run", cwd=tmp_path)
     assert only.returncode == 2 and "--skills-only" in only.stderr, only.stderr
+    assert only.stderr.startswith("project-skill evals run: the skills were built with --skills-only"), only.stderr
+
+
+def test_evals_run_refuses_a_workflow_it_does_not_have_and_takes_the_skill_s_name(tmp_path):
+    """``--workflow`` with a name that is no workflow's ran no case and passed (0/0, exit 0): a typo made a green run
+    that tested nothing. It is refused, naming the workflows; the skill's name is taken, as ``evals --workflow``
+    takes it."""
+    (tmp_path / "workflows").mkdir()
+    (tmp_path / "workflows" / "echo.yaml").write_text(_ECHO_FLOW, encoding="utf-8")
+    (tmp_path / "tools.json").write_text(json.dumps(_ECHO_TOOLS), encoding="utf-8")
+    typo = _project_skill("evals", "run", "--no-config", "--tools-from", "tools.json", "--workflow", "echo_then",
+                          cwd=tmp_path)
+    assert typo.returncode == 2 and typo.stdout == "", typo.stdout + typo.stderr
+    assert "no workflow 'echo_then' (one of: echo_then_archive)" in typo.stderr
+    built = _project_skill("build", "--no-config", "--tools-from", "tools.json", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    by_skill = _project_skill("evals", "run", "--no-config", "--tools-from", "tools.json", "--workflow",
+                              "echo-then-archive", "--surface", "prompt", cwd=tmp_path)
+    assert by_skill.returncode == 0 and "workflow prompt: 2/2 cases passed" in by_skill.stdout, by_skill.stdout
+
+
+def test_evals_run_before_a_build_says_to_build(tmp_path):
+    """Without built skills every case server refused to start, and the run said "the case server did not start:
+    ... cannot read the skills index", sending the author to the server; it says what is missing and what to run."""
+    (tmp_path / "workflows").mkdir()
+    (tmp_path / "workflows" / "echo.yaml").write_text(_ECHO_FLOW, encoding="utf-8")
+    (tmp_path / "tools.json").write_text(json.dumps(_ECHO_TOOLS), encoding="utf-8")
+    run = _project_skill("evals", "run", "--no-config", "--tools-from", "tools.json", cwd=tmp_path)
+    assert run.returncode == 2 and run.stdout == "", run.stdout + run.stderr
+    assert run.stderr.strip() == "project-skill evals run: generated_skills: no built skills (skills.json is " \
+                                 "missing); build them first: project-skill build", run.stderr
 
 
 @pytest.mark.slow
@@ -205,3 +237,58 @@ def test_evals_run_inspect_surface_runs_the_mock_model_on_the_project(memory_pro
                          str(memory_project / "logs"), cwd=memory_project)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "on mockllm/model: success" in run.stdout
+
+
+_ECHO_TOOLS = {"tools": [
+    {"name": "echo", "description": "Echoes back the input string",
+     "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+     "annotations": {"readOnlyHint": True}},
+    {"name": "archive", "description": "Archive a file",
+     "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+     "annotations": {"readOnlyHint": False, "destructiveHint": False}},
+]}
+
+_ECHO_FLOW = """\
+name: echo_then_archive
+description: Echo a go-ahead message, and archive a file when the echo says go.
+arguments:
+  - {name: message, description: Message to echo, required: true, type: string}
+steps:
+  - name: echo
+    tool: echo
+    args: {message: {arg: message}}
+    bind: echoed
+  - name: archive
+    tool: archive
+    when: {step: echoed, equals: "Echo: go"}
+    args: {name: {const: notes.txt}}
+"""
+
+
+@pytest.fixture(scope="module")
+def text_project(tmp_path_factory) -> Path:
+    """A new project whose first tool returns text (no output schema, as server-everything's echo) that a later
+    step's condition reads; built with --workflow-tools from its pyproject.toml."""
+    project = tmp_path_factory.mktemp("textproj")
+    (project / "tools.json").write_text(json.dumps(_ECHO_TOOLS), encoding="utf-8")
+    (project / "pyproject.toml").write_text(
+        '[tool.project-skill]\ntools-from = "tools.json"\nworkflow-tools = true\n', encoding="utf-8")
+    (project / "workflows").mkdir()
+    (project / "workflows" / "echo.yaml").write_text(_ECHO_FLOW, encoding="utf-8")
+    built = _project_skill("build", cwd=project)
+    assert built.returncode == 0, built.stdout + built.stderr
+    return project
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", ["skill", "agent"])
+def test_evals_run_follows_a_skill_that_saves_a_text_result_on_the_skill_and_agent_surfaces(text_project, surface):
+    """The SKILL.md line that saves a text result also says how the text reads; the simulated model reads the
+    skill, so where the condition holds it calls both tools. The agent surface's case server is served with the
+    workflow tools the skills were built with (their SKILL.md names the tool), as the other surfaces' are."""
+    run = _project_skill("evals", "run", "--surface", surface, "--json", cwd=text_project)
+    assert "Traceback" not in run.stderr and "did not start" not in run.stderr, run.stderr
+    runs = {r["covers"][0]: r for r in json.loads(run.stdout)[0]["runs"]}
+    holding = runs["the run, every condition holding and every confirmation a yes"]
+    assert [c["tool"] for c in holding["calls"]] == ["echo", "archive"], holding
+    assert (holding["passed"], holding["unsafe"]) == (True, False)

@@ -369,7 +369,8 @@ def _command(
     if surface == "agent":
         _, args, env = serve_command(folder, workflows, skills)
         matrix = ["-m", "projector.matrix.serve", "--case", "--skills", skills, "--workflows", workflows]
-        return sys.executable, [*matrix, "--lock", str(folder / "skills.lock")], env
+        built = [f for f in built_with if f == "--workflow-tools"]  # a skill naming its tool is served beside it
+        return sys.executable, [*matrix, *built, "--lock", str(folder / "skills.lock")], env
     return serve_command(folder, workflows, skills, *serve_flags(surface, built_with))
 
 

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from .. import config
 from ..errors import UsageError, plural
 from ..exits import EXIT_FINDINGS, EXIT_OK
+from ..naming import skill_name
+from ..sep2640.wire import INDEX_FILE
 from .evalruns import SURFACES, load_workflows, run_surface
 
 PROG = "project-skill evals run"
@@ -74,13 +77,11 @@ def _settled(argv: list[str]) -> argparse.Namespace:
     found = config.load(args.config, disabled=args.no_config)
     config.settle(args, found)
     if len(args.paths) != 1:
-        raise UsageError(f"evals run: one workflows folder is served at a time; name it (got {len(args.paths)})")
+        raise UsageError(f"one workflows folder is served at a time; name it (got {len(args.paths)})")
     if args.parallel < 1 or args.epochs < 1:
-        raise UsageError("evals run: --parallel and --epochs must be at least 1")
+        raise UsageError("--parallel and --epochs must be at least 1")
     if args.skills_only:
-        raise UsageError(
-            "evals run: the skills were built with --skills-only: there is no workflow to serve beside them"
-        )
+        raise UsageError("the skills were built with --skills-only: there is no workflow to serve beside them")
     args.surfaces = args.surface or ["prompt", *(["tool", "task"] if args.workflow_tools else [])]
     args.summary = config.summary(found)
     return args
@@ -92,7 +93,7 @@ def _inspect(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
         from . import evals_inspect
     except ModuleNotFoundError as exc:
         raise UsageError(
-            f"evals run --surface inspect needs the evals extra (pip install 'project-skill[evals]'): {exc}"
+            f"--surface inspect needs the evals extra (pip install 'project-skill[evals]'): {exc}"
         ) from None
     log = evals_inspect.run(
         args.model,
@@ -106,6 +107,18 @@ def _inspect(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
         workflow_tools=bool(args.workflow_tools),
     )
     return {"surface": "inspect", "summary": evals_inspect.summary(log)}, log.status == "success"
+
+
+def _workflow(name: str, loaded: list[Any]) -> str:
+    """``--workflow``: a workflow's name, or its skill's (as ``evals --workflow`` takes it), as the workflow's name;
+    a name that is neither is refused, since a run of no case would pass."""
+    if not name:
+        return name
+    for wf in loaded:
+        if name in (wf.name, skill_name(wf.name)):
+            return wf.name
+    names = ", ".join(sorted(wf.name for wf in loaded)) or "none"
+    raise UsageError(f"no workflow '{name}' (one of: {names})")
 
 
 def _print(report: dict[str, Any]) -> None:
@@ -124,6 +137,11 @@ def main(argv: list[str]) -> int:
 
     args = _settled(argv)
     loaded = load_workflows(args.paths, args.tools_from)
+    args.workflow = _workflow(args.workflow, loaded)
+    if not (Path(args.out) / INDEX_FILE).is_file():  # else every case server refuses to start, for no fault of its own
+        raise UsageError(
+            f"{args.out}: no built skills ({INDEX_FILE} is missing); build them first: project-skill build"
+        )
     built_with = ("--workflow-tools",) if args.workflow_tools else ()
     reports, ok = [], True
     for surface in args.surfaces:

@@ -189,7 +189,11 @@ def _tool(step: StepPlan, lines: list[str], i: int) -> int:
 
 
 def _save(step: StepPlan, lines: list[str], i: int) -> int:
-    step.bind = _code(lines[i][len("Save the result as ") :].rstrip("."))
+    # The name, then a full stop; the rule for a text result may follow on the same line (results.TEXT_STEP).
+    sm = re.match(rf"Save the result as ({CODE})\.(?: |$)", lines[i])
+    if sm is None:
+        raise ReadError(f"bad save line {lines[i]!r}")
+    step.bind = _code(sm.group(1))
     return i
 
 

@@ -32,10 +32,12 @@ def build(
     lock: str | Path,
     case: bool = False,
     tasks: bool = False,
+    workflow_tools: bool = False,
 ):
     """The measured server, its agent composing from ``lock``, which :func:`projector.matrix.agent.make_lock`
     makes at set-up. With ``case``, the server is a derived eval case's (:mod:`projector.server.evalcase`, named by
-    its environment variable; mcp's MCPServer), with the skills and workflows attached, and no store. With ``tasks``,
+    its environment variable; mcp's MCPServer), with the skills and workflows attached (the workflows as tools too
+    with ``workflow_tools``, for skills built with ``--workflow-tools``), and no store. With ``tasks``,
     the demo's workflows are tools too, each run as a task (in memory) for a client that declares the Tasks
     extension, as ``project-skill serve --workflow-tools --tasks`` serves them."""
     if case:
@@ -43,7 +45,7 @@ def build(
         from ..server.evalcase import server as case_server
 
         server, store = case_server(), None
-        attach(server, skills, workflows)
+        attach(server, skills, workflows, workflow_tools=workflow_tools)
     else:
         from ..server.demo import demo_server
 
@@ -78,6 +80,11 @@ def _serve(argv: list[str] | None) -> int:
         help="offer the workflows as tools too, run as tasks in memory (serve --workflow-tools --tasks)",
     )
     ap.add_argument(
+        "--workflow-tools",
+        action="store_true",
+        help="with --case: the workflows are tools too, as serve --workflow-tools serves skills built with it",
+    )
+    ap.add_argument(
         "--lock",
         default=None,
         help="where the set-up writes the lock the agent composes from (default: a temporary folder, removed on exit)",
@@ -86,7 +93,15 @@ def _serve(argv: list[str] | None) -> int:
     with tempfile.TemporaryDirectory(prefix="projector-matrix-") as tmp:
         lock = Path(args.lock) if args.lock else Path(tmp) / LOCK
         framework = "mcp" if args.case else args.framework
-        server, _ = build(args.skills, args.workflows, framework, lock=lock, case=args.case, tasks=args.tasks)
+        server, _ = build(
+            args.skills,
+            args.workflows,
+            framework,
+            lock=lock,
+            case=args.case,
+            tasks=args.tasks,
+            workflow_tools=args.workflow_tools,
+        )
         anyio.run(make_lock, server, lock)  # the set-up, before any request
         adapters.get(framework).run_stdio(server)  # the same stdio transport as project-skill serve --stdio
     return EXIT_OK

@@ -314,10 +314,18 @@ async def cmd_pin(args: argparse.Namespace) -> int:
         if files is not None:
             raise _usage(f"pin whole skills, not files: {', '.join(files)}")
     pins = [pin_entry(name, entry, frontmatter_yaml=args.frontmatter_yaml or "1.2") for entry, _ in targets]
-    write_lock(args.lock, lock.updated(name, pins, replace_server=everything))
+    new = lock.updated(name, pins, replace_server=everything)
+    write_lock(args.lock, new)
     for p in pins:
         how = f", frontmatter read as YAML {p.frontmatter_yaml}" if p.frontmatter_yaml != "1.2" else ""
         print(f"pinned {printable(p.uri)}: {len(p.files)} file{'s' * (len(p.files) != 1)}, manifest {p.manifest}{how}")
+    kept = {(p.server, p.uri) for p in new.pins}
+    for p in lock.pins:  # with --all, the server's pins that it no longer lists go: say so, and why it may be wrong
+        if (p.server, p.uri) not in kept:
+            print(
+                f"unpinned {printable(p.uri)}: the server {printable(repr(name))} does not list it now (if another "
+                f"server is pinned under that name, pin this one with --name)"
+            )
     print(
         f"{args.lock}: {plural(len(pins), 'skill')} of the server {printable(repr(name))} pinned "
         f"({printable(args.server)}); no file read"

@@ -102,10 +102,12 @@ def _targets(args: argparse.Namespace) -> dict[str, str]:
     wanted = pinned if args.server is None else [args.server]
     missing = [n for n in wanted if n not in targets and n in pinned]  # a server the lock lacks is refused there
     if missing:
+        unknown = [n for n in targets if n not in pinned]  # a misspelt name, or how the server was reached
         raise UsageError(
             "say how to reach each server the lock names, on this machine: "
             + " ".join(f"--server {printable(repr(n + '=...'))}" for n in missing)
             + " (an http(s):// URL, or the command line that starts it)"
+            + "".join(f"; --server {printable(repr(n + '=...'))} names no server of {args.locked}" for n in unknown)
         )
     return targets
 

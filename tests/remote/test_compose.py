@@ -129,6 +129,23 @@ def test_a_lock_pinned_at_one_path_verifies_and_composes_with_the_server_started
     assert "--server 'projector-demo=...'" in unreached.stderr
 
 
+def test_compose_names_a_server_option_the_lock_does_not_know(tmp_path):
+    """A misspelt ``--server NAME=SPEC`` is not only left out of "say how to reach": the refusal names it, so the
+    author does not look for a server that was given."""
+    from projector.remote.pins import Lock, dumps_lock, pin_entry
+    from projector.sep2640 import parse_entry
+    from .remote_fixtures import honest
+
+    lock = tmp_path / "skills.lock"
+    pins = [pin_entry("everything-skills", parse_entry(e)) for e in honest().entries]
+    lock.write_bytes(dumps_lock(Lock().updated("everything-skills", pins, replace_server=True)))
+    run = subprocess.run([sys.executable, "-m", "projector.cli", "compose", "--locked", str(lock), "--server",
+                          "everything-skils=node server.js"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert "--server 'everything-skills=...'" in run.stderr
+    assert f"--server 'everything-skils=...' names no server of {lock}" in run.stderr
+
+
 # ------------------------------------------------------------------------------------------------------ tampering
 
 def one_byte(served: Served) -> None:

@@ -158,6 +158,26 @@ def test_pin_all_and_a_name_of_the_author_s_choosing(cli, tmp_path):
     assert rc == 2 and "--name: a server's name has no line break" in err
 
 
+def test_pin_all_says_which_pins_of_the_server_it_dropped(cli, tmp_path):
+    """``pin --all`` replaces every pin of the server's name: a pin the server does not list now goes, and the
+    command says so, with the likely cause (two servers sharing a serverInfo name, such as two gateways); pinning
+    named skills drops nothing and says nothing of it."""
+    servers, run = cli
+    servers["srv"], _ = serve()
+    lock = tmp_path / "skills.lock"
+    lock.write_bytes(lock_json([skill([file(A)], server="tamper-test"), skill([file(A)], server="other")]))
+    rc, out, err = run("pin", "srv", "refund-flow", "--lock", str(lock))
+    assert rc == 0 and "unpinned" not in out, err
+    rc, out, err = run("pin", "srv", "--all", "--lock", str(lock))
+    assert rc == 0, err
+    assert f"unpinned {A}: the server 'tamper-test' does not list it now (if another server is pinned under that " \
+           "name, pin this one with --name)" in out
+    assert out.count("unpinned") == 1
+    doc = json.loads(lock.read_text())
+    assert ("tamper-test", A) not in [(s["server"], s["uri"]) for s in doc["skills"]]
+    assert ("other", A) in [(s["server"], s["uri"]) for s in doc["skills"]]
+
+
 def test_a_version_1_lock_is_refused_at_its_version_with_the_commands_that_pin_again(tmp_path, cli):
     """A version 1 lock named servers by their local command line; it is refused, where its version is written,
     naming each server and the command that pins it again, and nothing is loaded."""
