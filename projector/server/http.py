@@ -37,7 +37,6 @@ from urllib.parse import urlsplit
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
-QUIET_LOGGERS = ("mcp", "fastmcp")  # their INFO lines are shown only with verbose
 MAX_CONNECTIONS = 4096
 _LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
 
@@ -260,7 +259,7 @@ async def serve_http_async(
     """Serve ``server`` (an mcp ``MCPServer`` or a ``fastmcp.FastMCP``) over Streamable HTTP at
     ``http://host:port/path`` behind the Host/Origin allow-list and the connection bound of the module docstring.
     ``verbose``: show the INFO lines of uvicorn and of the framework (by default only warnings and errors)."""
-    from .adapters import for_server
+    from .adapters import for_server, names
 
     adapter = for_server(server)  # a TypeError for anything that is not a server of a known framework
     settings = transport_security(host, allow_hosts, allow_origins)
@@ -268,7 +267,9 @@ async def serve_http_async(
     install_loop_guard()
     _preload()
     level = "info" if verbose else "warning"
-    for name in QUIET_LOGGERS if not verbose else ():  # the frameworks' own start-up and per-request lines
+    # the frameworks' own start-up and per-request lines: each logs under its package's name, its registry name (a
+    # FastMCP server logs through mcp's too, so every framework's logger is held to warnings)
+    for name in names() if not verbose else ():
         logging.getLogger(name).setLevel(logging.WARNING)
     options: dict[str, Any] = {"http": bounded_protocol(limit), "limit_concurrency": limit + 1, "log_level": level}
     await adapter.serve_http(

@@ -265,7 +265,7 @@ def test_attach_fails_when_a_tool_is_missing():
     server.resource("docs://refund-policy/{region}", name="policy")(lambda region: region)
     msg = serve_error(server, refunds_only())
     assert "step 'issue_refund' calls the tool 'issue_refund', which the server does not have" in msg
-    assert "refunds.yaml:47:5: error[unknown-tool]" in msg  # where the step is written
+    assert "refunds.yaml:48:11: error[unknown-tool]" in msg  # where the step names its tool
     assert "register it on the server before calling attach(); the server's tools: check_eligibility, get_order" \
         in msg
 
