@@ -130,10 +130,12 @@ def _allowed(wf: Workflow, subject: FromArg | FromStep) -> Allowed:
 
 
 def _candidates(cond: Condition, allowed: Allowed) -> list[Any]:
-    """Values a subject could take, in the order tried: its operator's samples, the operand's own, then one of each JSON kind, then ones that
-    equal none of the operand's, then those of an ``enum``; :data:`MISSING` last, where the subject may have no
-    value. Only those ``allowed``."""
-    operand = cond.value if isinstance(cond.value, list) else [cond.value]
+    """Values a subject could take, in the order tried: its operator's samples, the operand's own (the values of an
+    ``in`` list; an ``equals`` list is one value), then one of each JSON kind, then ones that equal none of the
+    operand's, then those of an ``enum``; :data:`MISSING` last, where the subject may have no value. Only those
+    ``allowed``."""
+    listed = OPERATORS[cond.op].operand == "list" and isinstance(cond.value, list)
+    operand = cond.value if listed else [cond.value]
     strings = [v for v in operand if isinstance(v, str)]
     numbers = [v for v in operand if isinstance(v, (int, float)) and not isinstance(v, bool)]
     found = [
@@ -148,6 +150,10 @@ def _candidates(cond: Condition, allowed: Allowed) -> list[Any]:
         "other",
         "x" * (max(map(len, strings), default=0) + 1),
         None,
+        [],
+        ["example"],
+        {},
+        {"example": "example"},
         *(allowed.values or ()),
         MISSING,
     ]

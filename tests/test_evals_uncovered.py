@@ -120,3 +120,42 @@ def test_a_step_the_run_never_reaches_names_the_earlier_step_that_never_runs(cli
     line = next(x for x in r.err.splitlines() if "warning[eval-uncovered]" in x)
     assert "step 'write' calls" in line and "the run never reaches it: step 'check' before it never runs (" in line
     assert 'is one of `"b"`, `"c"` (when[1]) can never hold together with its condition' in line
+
+
+LISTS = """\
+name: tidy
+description: Delete the obsolete entity when the search found nothing, unless the labels say keep.
+arguments:
+  - {name: labels, type: string, required: true}
+tools:
+  - name: search
+    input_schema: {type: object}
+    output_schema: {type: object, properties: {entities: {type: array}, meta: {type: object}}}
+    annotations: {readOnlyHint: true}
+  - name: delete
+    input_schema: {type: object}
+    annotations: {readOnlyHint: false, destructiveHint: true}
+steps:
+  - name: search
+    tool: search
+    bind: found
+  - name: delete
+    tool: delete
+    when:
+      - {step: found, field: entities, equals: []}
+      - {step: found, field: meta, not_equals: {}}
+      - {step: found, field: entities, not_in: [[keep]]}
+"""
+
+
+def test_a_condition_on_a_list_or_an_object_gets_its_cases(cli, tmp_path, tree):
+    """A new user's `equals: []` on an array field was eval-uncovered ("no value its subject can have makes it
+    hold"): an equals operand that is a list was taken for the values of an `in`, and no array or object was ever
+    tried. Each of the three conditions now holds in the run's case and fails in its own."""
+    root = tree({"tidy.yaml": LISTS})
+    r = _build(cli, tmp_path, root, "--strict")
+    assert r.code == 0 and "eval-uncovered" not in r.err, r.err
+    printed = cli("evals", "--no-config", str(root / "tidy.yaml"))
+    covers = [case["projector"]["covers"][0] for case in __import__("json").loads(printed.out)["evals"]]
+    assert covers == ["the run, every condition holding and every confirmation a yes",
+                      "delete: when[0] fails", "delete: when[1] fails", "delete: when[2] fails"], covers
