@@ -27,6 +27,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
+import anyio
 import mcp_types
 from mcp_types import METHOD_NOT_FOUND
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -179,6 +180,16 @@ class RemoteSkills:
     def server_note(self) -> str:
         """For an error: how a stdio server ended and the last lines of its stderr ("" when there is nothing)."""
         return self._log.note() if self._log is not None else ""
+
+    async def server_ended(self, within: float) -> None:
+        """Wait, ``within`` seconds at most, for a stdio server whose connection closed to finish its stderr and
+        exit, so that :meth:`server_note` can say how it ended (its stderr is read as it comes, its exit status once
+        the process is reaped: a request that failed on the closed connection is told first)."""
+        if self._log is None:
+            return
+        with anyio.move_on_after(within):
+            while not self._log.ended:
+                await anyio.sleep(0.02)
 
     def _expect(self, limit: int, what: str, where: str) -> None:
         """Bound the next answer; refuse at once when an earlier one went past its limit (the connection is

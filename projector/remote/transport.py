@@ -141,6 +141,7 @@ class ServerLog:
     limit: int = LOG_TAIL_BYTES
     tail: bytearray = field(default_factory=bytearray)
     exited: int | None = None  # the server's exit status, once it is known to have exited
+    ended: bool = False  # its stderr is closed and read to the end (and its exit status noted, when it exited)
 
     def write(self, chunk: bytes) -> None:
         if self.verbose:
@@ -301,6 +302,7 @@ async def bounded_stdio_client(
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
         finally:
+            log.ended = True
             stderr_done.set()
 
     async def stdin_writer() -> None:

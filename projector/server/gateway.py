@@ -63,6 +63,7 @@ from .forwarded import Forwarded, as_listed
 
 START_TIMEOUT = 30.0  # seconds for the upstream's handshake and tools/list
 CALL_TIMEOUT = 60.0  # seconds for each forwarded call
+ENDING_GRACE = 2.0  # seconds the first call on a closed connection waits for the upstream's exit status and stderr
 
 Forward = Callable[[str, dict[str, Any]], Any]  # (name, arguments) -> awaitable CallToolResult
 
@@ -90,6 +91,7 @@ class Upstream:
     def __init__(self, remote: RemoteSkills, spec: str, timeout: float = CALL_TIMEOUT):
         self.remote, self.spec, self.timeout = remote, spec, timeout
         self._told = ""  # the upstream's ending last said on the gateway's stderr
+        self._ended = False  # whether a call has waited for how the upstream ended (once: see ENDING_GRACE)
         self.listed: Forwarded | None = None  # the tools as last listed (None: not listed yet)
         self.changed = False  # whether the last listing changed what a client sees
         # a change the upstream announced and the gateway has not re-listed yet (one is enough: it re-lists all)
@@ -158,6 +160,9 @@ class Upstream:
                 raise  # the upstream's own answer: passed on as that JSON-RPC error
             raise self._gone(name, exc) from None
         except Exception as exc:  # a closed stream, a transport's error
+            if not self._ended:  # once: how the upstream ended, for the operator (bounded; never if it lives on)
+                self._ended = True
+                await self.remote.server_ended(ENDING_GRACE)
             raise self._gone(name, exc) from None
 
     def _gone(self, name: str, exc: BaseException) -> UpstreamGone:
