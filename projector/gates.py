@@ -340,6 +340,7 @@ def check(wf: Workflow, *, skills_only: bool = False) -> GateFindings:
     return GateFindings(out, tuple(gated))
 
 
+_JSON_TYPES = frozenset({"string", "integer", "number", "boolean", "array", "object", "null"})
 _NEVER = {"hold": "can never hold", "fail": "can never fail while {subject} has a value"}
 
 
@@ -363,6 +364,8 @@ def _known(wf: Workflow, cond: Condition) -> tuple[Known, str]:
     if schema is None:
         return Known(), ""
     kinds = json_types(schema)
+    if not kinds or not kinds <= _JSON_TYPES:  # no type, or one JSON Schema does not have (a typo): not known
+        kinds = None
     values = (
         (schema["const"],)
         if "const" in schema
