@@ -521,7 +521,7 @@ def wraps_result(output_schema: Any) -> bool:
 def field_schema(schema: Any, path: Sequence[str | int], root: Any = None) -> Any:
     """The schema of the value at ``path`` in a value of ``schema`` (a dict), or None when the schema does not say:
     a path through ``anyOf``/``oneOf``/``allOf`` branches, a ``$ref`` that resolves nowhere, a name it does not
-    declare. What the build knows of a result's field before any run (its type, its ``enum``), so None means "could
+    declare, a name beside ``patternProperties``. What the build knows of a result's field before any run (its type, its ``enum``), so None means "could
     be anything"."""
     root = schema if root is None else root
     budget = [_MAX_REFS]
@@ -536,6 +536,8 @@ def field_schema(schema: Any, path: Sequence[str | int], root: Any = None) -> An
         else:
             props = properties(schema)
             name = str(part)
+            if name not in props and schema.get("patternProperties"):
+                return None  # a pattern may name it: what it says is not guessed
             schema = props.get(name) if name in props else schema.get("additionalProperties")
         schema = _deref(schema, root, budget)
     return schema if isinstance(schema, dict) else None

@@ -1,0 +1,87 @@
+"""The gateway (``serve --upstream``) applies the start-up rule of a dead gate (``dead-condition`` by the tool's
+output schema, issue 38 item 0) to the upstream's tools as they are at start-up and after each list change (item 2),
+without refusing a gate that the output schema leaves alive. Driven through a real client over the wire, in front of
+a scripted upstream (``tests/server/gateway/retyping_upstream.py``).
+
+All slow: each starts the upstream as a subprocess."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from projector.server import gateway
+from projector.server.adapters import for_server
+from tests.server.test_gateway import workflows
+from tests.server.test_gateway_listing import by_name, python_command, until
+
+pytestmark = pytest.mark.slow
+
+RETYPING = Path(__file__).parent / "gateway" / "retyping_upstream.py"
+PUBLISH = """
+name: publish_unless_false
+description: Publish a draft unless its status says false.
+arguments:
+  - {{name: draft, description: The draft, required: true, type: string}}
+steps:
+  - {{name: status, tool: read_status, bind: status}}
+  - name: go
+    tool: publish
+    args: {{name: {{arg: draft}}}}
+    when: {{step: status, field: {field}, not_equals: false}}
+"""
+
+
+def _content_is(kind: str):
+    def done(tools: list[dict[str, Any]]) -> bool:
+        schema = by_name(tools)["read_status"].get("outputSchema", {})
+        return schema.get("properties", {}).get("content", {}).get("type") == kind
+
+    return done
+
+
+async def _prompts(client: Client) -> list[str]:
+    return sorted(p.name for p in (await client.list_prompts()).prompts)
+
+
+async def _served_then_retyped(wfs: Path) -> tuple[list[str], list[str], list[str]]:
+    async with gateway(python_command(RETYPING), None, wfs, framework="mcp") as server:
+        async with Client(for_server(server).in_process(server), cache=None) as client:
+            first = await _prompts(client)
+            await client.call_tool("retype", {"how": "string"})
+            await until(client, _content_is("string"))
+            retyped = await _prompts(client)
+            await client.call_tool("retype", {"how": ""})
+            await until(client, _content_is("boolean"))
+            again = await _prompts(client)
+    return first, retyped, again
+
+
+def test_a_gate_the_upstream_makes_dead_withdraws_its_workflow_until_it_lives_again(tmp_path):
+    """At start-up the gateway refuses a gate before a side effect that the tool's output schema can never decide
+    (``not_equals: false`` on a field that is a string). The same gate, made dead by a list change (the upstream now
+    says ``content`` is a string, so the gate never stops ``publish``), left the workflow served: refit checked the
+    steps' fit and their risk, not the dead gate. Now the workflow is withdrawn until the schema lets the gate decide
+    again."""
+    wfs = workflows(tmp_path, PUBLISH.format(field="content"))
+    first, retyped, again = anyio.run(_served_then_retyped, wfs)
+    assert "publish_unless_false" in first
+    assert "publish_unless_false" not in retyped
+    assert again == first
+
+
+async def _starts(wfs: Path) -> list[str]:
+    async with gateway(python_command(RETYPING) + " pattern", None, wfs, framework="mcp") as server:
+        async with Client(for_server(server).in_process(server), cache=None) as client:
+            return await _prompts(client)
+
+
+def test_a_gate_on_a_field_typed_by_pattern_properties_is_not_refused_at_start_up(tmp_path):
+    """A field named by ``patternProperties`` (``^ok$``: a boolean) was read as ``additionalProperties`` (a string),
+    so ``not_equals: false`` on it was called dead and the gateway refused to start: a legitimate gate refused."""
+    wfs = workflows(tmp_path, PUBLISH.format(field="ok"))
+    assert "publish_unless_false" in anyio.run(_starts, wfs)
