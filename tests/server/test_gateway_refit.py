@@ -85,3 +85,59 @@ def test_a_gate_on_a_field_typed_by_pattern_properties_is_not_refused_at_start_u
     so ``not_equals: false`` on it was called dead and the gateway refused to start: a legitimate gate refused."""
     wfs = workflows(tmp_path, PUBLISH.format(field="ok"))
     assert "publish_unless_false" in anyio.run(_starts, wfs)
+
+
+HOLDING = Path(__file__).parent / "gateway" / "holding_upstream.py"
+HOLD_THEN_LOOK = """
+name: hold_then_look
+description: Wait, then look an order up.
+arguments:
+  - {name: order_id, description: The order, required: true, type: string}
+steps:
+  - {name: wait, tool: hold}
+  - name: look
+    tool: lookup
+    args: {order_id: {arg: order_id}}
+"""
+
+
+def _lookup_destructive(tools: list[dict[str, Any]]) -> bool:
+    return by_name(tools)["lookup"].get("annotations", {}).get("destructiveHint") is True
+
+
+async def _changed_mid_run(framework: str, wfs: Path) -> tuple[str, list[str], list[str]]:
+    async with gateway(python_command(HOLDING), None, wfs, framework=framework, workflow_tools=True) as server:
+        adapter = for_server(server)
+        async with (
+            Client(adapter.in_process(server), cache=None) as runner,
+            Client(adapter.in_process(server), cache=None) as other,
+        ):
+            said: list[str] = []
+
+            async def run() -> None:
+                got = await runner.get_prompt("hold_then_look", {"order_id": "A1"})
+                said.extend(m.content.text for m in got.messages)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run)
+                with anyio.fail_after(30):  # the run waits in its first step
+                    while (await other.call_tool("holding", {})).structured_content != {"result": True}:
+                        await anyio.sleep(0.05)
+                await other.call_tool("change", {})
+                await until(other, _lookup_destructive)  # the gateway has re-listed: the workflow is withdrawn
+                prompts = await _prompts(other)
+                await other.call_tool("release", {})
+            called = (await other.call_tool("called", {})).structured_content["result"]
+    return "\n".join(said), prompts, called
+
+
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+def test_a_run_under_way_does_not_call_a_tool_made_destructive_since_it_started(tmp_path, framework):
+    """A workflow whose read-only step the upstream makes destructive is withdrawn; but a run that started before
+    the change went on and called the now-destructive tool with no question (the withdrawal only stopped new runs).
+    Now a run checks, before each call, that its workflow is still served as it was, and stops instead."""
+    wfs = workflows(tmp_path, HOLD_THEN_LOOK)
+    said, prompts, called = anyio.run(_changed_mid_run, framework, wfs)
+    assert "hold_then_look" not in prompts  # withdrawn while the run waited
+    assert called == ["hold"], said
+    assert "`lookup`" in said and "not called" in said
