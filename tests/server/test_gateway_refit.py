@@ -7,6 +7,8 @@ All slow: each starts the upstream as a subprocess."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from mcp import Client
 
 from projector.server import gateway
 from projector.server.adapters import for_server
+from tests.conftest import ROOT
 from tests.server.test_gateway import workflows
 from tests.server.test_gateway_listing import by_name, python_command, until
 
@@ -141,3 +144,55 @@ def test_a_run_under_way_does_not_call_a_tool_made_destructive_since_it_started(
     assert "hold_then_look" not in prompts  # withdrawn while the run waited
     assert called == ["hold"], said
     assert "`lookup`" in said and "not called" in said
+
+
+HOSTILE = Path(__file__).parent / "gateway" / "hostile_schema_upstream.py"
+FIND = """
+name: find_it
+description: Find it.
+arguments:
+  - {name: q, description: What to find, required: true, type: string}
+steps:
+  - {name: find, tool: find, args: {q: {arg: q}}}
+"""
+
+
+async def _run_against(how: str, q: str, wfs: Path, skills: Path) -> str:
+    """``project-skill serve --upstream`` over stdio (its own process: a check that holds its event loop cannot
+    hold the test's), asked for the prompt within a bounded time."""
+    from mcp.client.stdio import StdioServerParameters
+
+    serve = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "projector.cli",
+            "serve",
+            "--upstream",
+            python_command(HOSTILE) + f" {how}",
+            "--workflows",
+            str(wfs),
+            "--skills",
+            str(skills),
+        ],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+        cwd=str(wfs.parent),
+    )
+    async with Client(serve) as client:
+        with anyio.fail_after(30):
+            got = await client.get_prompt("find_it", {"q": q})
+    return "\n".join(m.content.text for m in got.messages)
+
+
+@pytest.mark.parametrize(("how", "q"), [("branches", "x"), ("pattern", "ab" * 2000)])
+def test_the_run_time_check_of_a_steps_arguments_is_bounded_against_a_hostile_schema(cli, tmp_path, how, q):
+    """A step's arguments are checked against the tool's input schema at run time (issue 38 item 10d), on the event
+    loop, by the schema the upstream lists. A schema of thirty nested ``anyOf`` levels made that check walk 2**30
+    paths (the run, and with it the gateway, never answered); a pattern of 12,000 characters against a text of 4,000
+    took most of a minute for each call. Now the check stops at a bound of work and leaves the schema to the server, which
+    applies its own: the run answers, and the tool is called."""
+    wfs, skills = workflows(tmp_path, FIND), tmp_path / "skills"
+    built = cli("build", str(wfs), "--tools-from", python_command(HOSTILE) + f" {how}", "--out", str(skills))
+    assert built.code == 0, built.err
+    said = anyio.run(_run_against, how, q, wfs, skills)
+    assert "Calling the tool `find`" in said and f"found {len(q)}" in said
