@@ -7,6 +7,7 @@ All slow: each starts the upstream as a subprocess."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -196,3 +197,39 @@ def test_the_run_time_check_of_a_steps_arguments_is_bounded_against_a_hostile_sc
     assert built.code == 0, built.err
     said = anyio.run(_run_against, how, q, wfs, skills)
     assert "Calling the tool `find`" in said and f"found {len(q)}" in said
+
+
+async def _task_changed_mid_run(framework: str, wfs: Path) -> tuple[dict[str, Any], list[str]]:
+    from mcp.client.extension import advertise
+
+    from projector.server.tasks import TASKS_EXTENSION, Tasks
+    from tests.server.test_tasks import Wire
+
+    async with gateway(python_command(HOLDING), None, wfs, framework=framework, workflow_tools=True, tasks=Tasks()) as (
+        server
+    ):
+        adapter = for_server(server)
+        async with (
+            Client(adapter.in_process(server), extensions=[advertise(TASKS_EXTENSION)], cache=None) as runner,
+            Client(adapter.in_process(server), cache=None) as other,
+        ):
+            wire = Wire(runner)
+            created = await wire.send("tools/call", name="hold_then_look", arguments={"order_id": "A1"})
+            with anyio.fail_after(30):
+                while (await other.call_tool("holding", {})).structured_content != {"result": True}:
+                    await anyio.sleep(0.05)
+            await other.call_tool("change", {})
+            await until(other, _lookup_destructive)
+            await other.call_tool("release", {})
+            task = await wire.settle(created["taskId"], ("completed", "failed", "cancelled"))
+            called = (await other.call_tool("called", {})).structured_content["result"]
+    return task, called
+
+
+@pytest.mark.parametrize("framework", ["mcp", "fastmcp"])
+def test_a_task_under_way_does_not_call_a_tool_made_destructive_since_it_started(tmp_path, framework):
+    """The same, for the workflow tool run as a task (``gateway(..., tasks=Tasks())``): the task's run, in the
+    background, stops before the now-destructive call."""
+    task, called = anyio.run(_task_changed_mid_run, framework, workflows(tmp_path, HOLD_THEN_LOOK))
+    assert called == ["hold"], task
+    assert "`lookup` was not called" in json.dumps(task)
