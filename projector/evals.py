@@ -28,7 +28,7 @@ from .errors import Diagnostic
 from .model import Condition, Const, FromArg, FromStep, Source, Step, Workflow
 from .render import json_text
 from .results import saved_schema
-from .toolschema import json_types
+from .toolschema import argument_errors, json_types
 
 
 def json_bytes(value: Any) -> bytes:
@@ -90,6 +90,7 @@ class Allowed:
     kinds: frozenset[str] | None = None
     values: tuple[Any, ...] | None = None
     absent: bool = False
+    schema: dict[str, Any] | None = None  # the field's whole schema (its bounds, its pattern), with the root's $defs
 
     def admits(self, value: Any) -> bool:
         if value is MISSING:
@@ -97,7 +98,11 @@ class Allowed:
         if self.values is not None and not any(json_equal(value, v) for v in self.values):
             return False
         kind = _json_kind(value)
-        return self.kinds is None or kind in self.kinds or (kind == "integer" and "number" in self.kinds)
+        if not (self.kinds is None or kind in self.kinds or (kind == "integer" and "number" in self.kinds)):
+            return False
+        # the rest of the schema (minimum, pattern, ...), by the bounded check; a schema it cannot apply admits it
+        found = argument_errors(self.schema, {"value": value}) if self.schema is not None else {}
+        return isinstance(found, str) or "value" not in found
 
 
 def _allowed(wf: Workflow, subject: FromArg | FromStep) -> Allowed:
@@ -126,7 +131,13 @@ def _allowed(wf: Workflow, subject: FromArg | FromStep) -> Allowed:
         if isinstance(schema.get("enum"), list)
         else None
     )
-    return Allowed(frozenset(kinds) if kinds is not None else None, values, absent)
+    whole = tool.output_schema if tool is not None and isinstance(tool.output_schema, dict) else {}
+    within = {
+        "type": "object",
+        "properties": {"value": schema},
+        **{k: whole[k] for k in ("$defs", "definitions") if k in whole},
+    }
+    return Allowed(frozenset(kinds) if kinds is not None else None, values, absent, within)
 
 
 def _candidates(cond: Condition, allowed: Allowed) -> list[Any]:

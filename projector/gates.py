@@ -346,6 +346,7 @@ def unused_acknowledgement(step: Step, label: str, code: str) -> Diagnostic:
     )
 
 
+_JSON_TYPES = frozenset({"string", "integer", "number", "boolean", "array", "object", "null"})
 _NEVER = {"hold": "can never hold", "fail": "can never fail while {subject} has a value"}
 
 
@@ -369,6 +370,8 @@ def _known(wf: Workflow, cond: Condition) -> tuple[Known, str]:
     if schema is None:
         return Known(), ""
     kinds = json_types(schema)
+    if not kinds or not kinds <= _JSON_TYPES:  # no type, or one JSON Schema does not have (a typo): not known
+        kinds = None
     values = (
         (schema["const"],)
         if "const" in schema

@@ -22,6 +22,7 @@ import functools
 import json
 import math
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from .errors import suggest
@@ -97,6 +98,33 @@ def ecma_dots(pattern: str) -> str:
     return "".join(out)
 
 
+# The work one validation may do (:func:`argument_errors`): each keyword a validator applies costs one, and each
+# regular expression matched its size times its text's over :data:`_PATTERN_UNIT` (RE2 is linear in the text, but a
+# pattern too large for its DFA is matched in time proportional to both). Past it the schema is not checked here (:class:`Unchecked`):
+# a hostile one (thirty nested ``anyOf`` levels are 2**30 paths) would hold the server's event loop.
+MAX_WORK = 50_000
+_PATTERN_UNIT = 100
+_WORK: ContextVar[list[int] | None] = ContextVar("projector_schema_work", default=None)
+
+
+def _spend(cost: int) -> None:
+    work = _WORK.get()
+    if work is not None:
+        work[0] -= cost
+        if work[0] < 0:
+            raise Unchecked("the schema takes too much work to check")
+
+
+def _charged(keyword: Any) -> Any:
+    """A validator's keyword function that spends one unit of the validation's work (:data:`MAX_WORK`) first."""
+
+    def charged(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        _spend(1)
+        return keyword(validator, value, instance, schema)
+
+    return charged
+
+
 @functools.lru_cache(maxsize=256)
 def _compiled(pattern: str) -> Any:
     import re2  # lazy: only a schema with a pattern pays for the import
@@ -115,6 +143,7 @@ def search(pattern: Any, text: str) -> bool:
     that is not a string (a broken schema)."""
     if not isinstance(pattern, str):
         raise TypeError(f"a regular expression must be a string, not {pattern!r}")
+    _spend(len(pattern) * len(text) // _PATTERN_UNIT)  # within a validation's work (argument_errors), if in one
     compiled = _compiled(pattern)
     if compiled is None:
         raise Unchecked(pattern)
@@ -262,7 +291,8 @@ def _linear_class(base: Any, guard_unevaluated: bool) -> Any:
     original = base.VALIDATORS.get("unevaluatedProperties")
     if guard_unevaluated and original is not None:
         keywords["unevaluatedProperties"] = _unevaluated_guard(original)
-    return extend(base, keywords)
+    every = {**base.VALIDATORS, **keywords}
+    return extend(base, {name: _charged(fn) for name, fn in every.items()})
 
 
 def linear_validator(base: Any, schema: Any) -> Any:
@@ -325,6 +355,7 @@ def argument_errors(schema: dict[str, Any], values: dict[str, Any]) -> dict[str,
         return found
     from jsonschema.exceptions import UnknownType
 
+    work = _WORK.set([MAX_WORK])
     try:
         validator = _validator(schema)
         for err in sorted(validator.iter_errors(values), key=lambda e: (list(map(str, e.absolute_path)), e.message)):
@@ -339,6 +370,8 @@ def argument_errors(schema: dict[str, Any], values: dict[str, Any]) -> dict[str,
     except Exception as exc:  # noqa: BLE001 - an unresolvable $ref, a keyword of the wrong kind: the schema's fault
         text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return text if len(text) <= 160 else text[:157] + "..."
+    finally:
+        _WORK.reset(work)
 
 
 # What an object schema says about its names as a whole, beside each property's own schema; with where ``$ref``s in
@@ -521,7 +554,7 @@ def wraps_result(output_schema: Any) -> bool:
 def field_schema(schema: Any, path: Sequence[str | int], root: Any = None) -> Any:
     """The schema of the value at ``path`` in a value of ``schema`` (a dict), or None when the schema does not say:
     a path through ``anyOf``/``oneOf``/``allOf`` branches, a ``$ref`` that resolves nowhere, a name it does not
-    declare. What the build knows of a result's field before any run (its type, its ``enum``), so None means "could
+    declare, a name beside ``patternProperties``. What the build knows of a result's field before any run (its type, its ``enum``), so None means "could
     be anything"."""
     root = schema if root is None else root
     budget = [_MAX_REFS]
@@ -536,6 +569,8 @@ def field_schema(schema: Any, path: Sequence[str | int], root: Any = None) -> An
         else:
             props = properties(schema)
             name = str(part)
+            if name not in props and schema.get("patternProperties"):
+                return None  # a pattern may name it: what it says is not guessed
             schema = props.get(name) if name in props else schema.get("additionalProperties")
         schema = _deref(schema, root, budget)
     return schema if isinstance(schema, dict) else None

@@ -61,17 +61,27 @@ def test_every_example_has_derived_cases_at_least_as_many_as_its_gates(cli, tmp_
 def test_the_approved_refund_has_a_case_for_each_condition_answer_and_asked_input(cli, tmp_path):
     out = _build(cli, tmp_path)
     cases = {tuple(c["projector"]["covers"]): c["projector"] for c in _evals(out, "refund-flow-approved")}
-    assert set(cases) == {("the run, every condition holding and every confirmation a yes",),
-                          ("issue_refund: when[0] fails",), ("issue_refund: confirm decline",),
-                          ("issue_refund: confirm cancel",), ("reason: asked, given",), ("reason: asked, refused",)}
+    assert set(cases) == {
+        ("the run, every condition holding and every confirmation a yes",),
+        ("issue_refund: when[0] fails",),
+        ("issue_refund: confirm decline",),
+        ("issue_refund: confirm cancel",),
+        ("reason: asked, given",),
+        ("reason: asked, refused",),
+    }
 
     run = cases[("the run, every condition holding and every confirmation a yes",)]
     assert run["results"] == [{"step": "check_eligibility", "tool": "check_eligibility", "returns": {"eligible": True}}]
-    assert [(c["tool"], c["called"]) for c in run["calls"]] == [("get_order", True), ("check_eligibility", True),
-                                                                 ("issue_refund", True)]
+    assert [(c["tool"], c["called"]) for c in run["calls"]] == [
+        ("get_order", True),
+        ("check_eligibility", True),
+        ("issue_refund", True),
+    ]
     assert run["calls"][0]["arguments"] == {"id": run["arguments"]["order_id"]}
-    assert run["calls"][2]["arguments"] == {"order_id": {"step": "order", "field": "id"},
-                                            "amount": {"step": "order", "field": "total"}}
+    assert run["calls"][2]["arguments"] == {
+        "order_id": {"step": "order", "field": "id"},
+        "amount": {"step": "order", "field": "total"},
+    }
 
     failed = cases[("issue_refund: when[0] fails",)]
     assert failed["results"][0]["returns"] == {"eligible": False}
@@ -84,8 +94,12 @@ def test_the_approved_refund_has_a_case_for_each_condition_answer_and_asked_inpu
     given, refused = cases[("reason: asked, given",)], cases[("reason: asked, refused",)]
     for case in (given, refused):
         assert "reason" not in case["arguments"]
-    assert given["answers"][0] == {"step": "issue_refund", "question": "ask", "action": "accept",
-                                   "content": {"reason": "example-reason"}}
+    assert given["answers"][0] == {
+        "step": "issue_refund",
+        "question": "ask",
+        "action": "accept",
+        "content": {"reason": "example-reason"},
+    }
     assert refused["answers"][0] == {"step": "issue_refund", "question": "ask", "action": "decline"}
     assert (given["calls"][0]["called"], refused["calls"][0]["called"]) == (True, False)
 
@@ -154,8 +168,10 @@ def test_a_generic_skills_server_pointed_at_the_skills_serves_no_eval_case(cli, 
     served = anyio.run(_served_by_fastmcps_directory_provider, root)
     assert not [uri for uri in served["resources"] if "eval" in uri]
     manifest = json.loads((root / "skills.json").read_text("utf-8"))["skills"]
-    own = {e["uri"]: sorted(r["uri"].removeprefix(e["uri"].removesuffix("SKILL.md")) for r in e["resources"])
-           for e in manifest}
+    own = {
+        e["uri"]: sorted(r["uri"].removeprefix(e["uri"].removesuffix("SKILL.md")) for r in e["resources"])
+        for e in manifest
+    }
     assert {k: v for k, v in served.items() if k != "resources"} == own
 
 
@@ -179,16 +195,27 @@ def test_a_rebuild_drops_the_cases_earlier_versions_wrote_in_a_bundles_folder(cl
 
 
 def test_the_evals_tree_drops_a_gone_skills_cases_and_keeps_the_users_files(cli, tmp_path, tree):
-    root = tree({"wf/a.yaml": GATED.format(name="a", description="Write a down.", conditions="      - {arg: mode, "
-                 "equals: a}\n"), "wf/b.yaml": GATED.format(name="b", description="Write b down.", conditions="  "
-                 "    - {arg: mode, equals: b}\n")})
+    root = tree(
+        {
+            "wf/a.yaml": GATED.format(
+                name="a", description="Write a down.", conditions="      - {arg: mode, equals: a}\n"
+            ),
+            "wf/b.yaml": GATED.format(
+                name="b", description="Write b down.", conditions="      - {arg: mode, equals: b}\n"
+            ),
+        }
+    )
     out = _build(cli, tmp_path, str(root / "wf"))
     (_cases(out) / "README.md").write_text("mine\n", "utf-8")
     (_cases(out) / "b" / "notes.md").write_text("mine too\n", "utf-8")
     (root / "wf" / "b.yaml").unlink()
     assert _build(cli, tmp_path, str(root / "wf")) == out
     assert sorted(p.relative_to(_cases(out)).as_posix() for p in _cases(out).rglob("*") if p.is_file()) == [
-        "README.md", "a/eval_queries.json", "a/evals.json", "b/notes.md"]
+        "README.md",
+        "a/eval_queries.json",
+        "a/evals.json",
+        "b/notes.md",
+    ]
     check = cli("check", "--no-config", "--out", str(out), str(root / "wf"))
     assert check.code == 0, check.out
 
@@ -241,8 +268,7 @@ steps:
 
 
 def _gated(tree, name: str, *conditions: str, description: str = "Write the mode down.") -> Path:
-    text = GATED.format(name=name, description=description,
-                        conditions="".join(f"      - {c}\n" for c in conditions))
+    text = GATED.format(name=name, description=description, conditions="".join(f"      - {c}\n" for c in conditions))
     return tree({f"wf/{name}.yaml": text})
 
 
@@ -250,13 +276,17 @@ def test_each_condition_gets_a_case_where_it_fails_with_the_others_holding(cli, 
     root = _gated(tree, "two", "{arg: mode, in: [a, b]}", "{arg: count, not_equals: 3}", "{arg: count, exists: true}")
     out = _build(cli, tmp_path, str(root / "wf"))
     cases = {c["projector"]["covers"][0]: c["projector"] for c in _evals(out, "two")}
-    assert cases["the run, every condition holding and every confirmation a yes"]["arguments"] == {"mode": "a",
-                                                                                                   "count": 0}
+    assert cases["the run, every condition holding and every confirmation a yes"]["arguments"] == {
+        "mode": "a",
+        "count": 0,
+    }
     assert cases["write: when[0] fails"]["arguments"] == {"mode": "example", "count": 0}
     assert cases["write: when[1] fails"]["arguments"] == {"mode": "a", "count": 3}
     assert cases["write: when[2] fails"]["arguments"] == {"mode": "a"}  # an optional argument left out
-    assert all(cases[f"write: when[{i}] fails"]["calls"] == [{"step": "write", "tool": "write", "called": False}]
-               for i in range(3))
+    assert all(
+        cases[f"write: when[{i}] fails"]["calls"] == [{"step": "write", "tool": "write", "called": False}]
+        for i in range(3)
+    )
 
 
 def test_a_gate_no_case_can_cover_warns_and_fails_strict(cli, tmp_path, tree):
@@ -274,13 +304,18 @@ def test_a_gate_no_case_can_cover_warns_and_fails_strict(cli, tmp_path, tree):
 def test_trigger_negatives_are_the_nearest_descriptions_and_bounded(cli, tmp_path, tree):
     files = {}
     for i in range(12):
-        text = GATED.format(name=f"w{i:02}", description=f"Write the mode number {i} down.",
-                            conditions="      - {arg: mode, equals: a}\n")
+        text = GATED.format(
+            name=f"w{i:02}",
+            description=f"Write the mode number {i} down.",
+            conditions="      - {arg: mode, equals: a}\n",
+        )
         files[f"wf/w{i:02}.yaml"] = text
-    files["wf/near.yaml"] = GATED.format(name="near", description="Refund a customer order quickly.",
-                                         conditions="      - {arg: mode, equals: a}\n")
-    files["wf/nearer.yaml"] = GATED.format(name="nearer", description="Refund an order for a customer.",
-                                           conditions="      - {arg: mode, equals: a}\n")
+    files["wf/near.yaml"] = GATED.format(
+        name="near", description="Refund a customer order quickly.", conditions="      - {arg: mode, equals: a}\n"
+    )
+    files["wf/nearer.yaml"] = GATED.format(
+        name="nearer", description="Refund an order for a customer.", conditions="      - {arg: mode, equals: a}\n"
+    )
     root = tree(files)
     out = _build(cli, tmp_path, str(root / "wf"))
     negatives = [q["query"] for q in _queries(out, "near") if not q["should_trigger"]]
@@ -489,3 +524,36 @@ def test_a_rebuild_refused_for_the_skills_writes_no_cases_either(cli, tmp_path):
     r = cli("build", "--no-cache", "--no-config", "--out", str(out), str(EXAMPLES))
     assert r.code != 0 and "output-conflict" in r.err, r.out + r.err
     assert {p: p.read_bytes() for p in _cases(out).rglob("*") if p.is_file()} == before
+
+
+BOUNDED_GATE = """\
+name: restock
+description: Restock unless there are ten or more.
+tools:
+  - name: stock
+    input_schema: {type: object}
+    output_schema:
+      type: object
+      properties: {count: {type: integer, minimum: 10, maximum: 99}}
+      required: [count]
+    annotations: {readOnlyHint: true}
+  - name: restock
+    input_schema: {type: object}
+    annotations: {readOnlyHint: false}
+steps:
+  - {name: stock, tool: stock, bind: s}
+  - name: restock
+    tool: restock
+    when: {step: s, field: count, equals: 10}
+"""
+
+
+def test_a_case_never_gives_a_field_a_value_its_schema_bounds_rule_out(cli, tree):
+    """The output schema says ``count`` is from 10 to 99; the case that makes ``equals: 10`` fail fed the tool
+    ``{"count": 0}``, which the server can never send (the cases checked a field's type and ``enum``, not the rest of
+    its schema). Now each value a case gives a field is valid against the field's whole schema."""
+    root = tree({"wf/restock.yaml": BOUNDED_GATE})
+    cases = {
+        c["covers"][0]: c["results"][0]["returns"] for c in _printed_cases(cli, root / "wf" / "restock.yaml", "restock")
+    }
+    assert cases["restock: when[0] fails"]["count"] in range(11, 100), cases

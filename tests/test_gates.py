@@ -4,6 +4,8 @@ acknowledgement). These tests exist to kill the mutants of ``gates.py`` (scripts
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -735,7 +737,9 @@ def test_an_input_without_a_position_is_reported_at_its_step():
 def test_ask_for_input_is_said_once_per_input_and_not_when_the_argument_says_ask():
     """The note names an input once, at its first use, with a hint that agrees with ``ask: true``; an argument that
     already says ``ask: true`` gets none (its author chose asking)."""
-    steps = [Step(n, tool="pay", args=(("to", FromArg("who")),), span=Span("w.yaml", i, 5)) for i, n in ((7, "a"), (9, "b"))]
+    steps = [
+        Step(n, tool="pay", args=(("to", FromArg("who")),), span=Span("w.yaml", i, 5)) for i, n in ((7, "a"), (9, "b"))
+    ]
     [d] = gates.check(_wf(*steps, tools=[PAY], arguments=[Argument("who")])).diagnostics
     assert (d.code, d.span, d.extra) == ("ask-for-input", Span("w.yaml", 7, 5), {"step": "a"})
     assert "ask: true" in d.hint and "make the argument required" in d.hint
@@ -1136,9 +1140,11 @@ steps:
 @pytest.mark.parametrize(
     ("when", "found"),
     [
-        ("{step: order, field: state, equals: shipped}", "can never hold: \"shipped\" is none of the values it can have"),
-        ("{step: order, field: lines.0.qty, not_equals: \"2\"}", "can never fail while `order.lines.0.qty` has a value: "
-         "a string never equals an integer"),
+        ("{step: order, field: state, equals: shipped}", 'can never hold: "shipped" is none of the values it can have'),
+        (
+            '{step: order, field: lines.0.qty, not_equals: "2"}',
+            "can never fail while `order.lines.0.qty` has a value: a string never equals an integer",
+        ),
         ("{step: order, not_in: [[]]}", "can never fail while `order` has a value: a list never equals an object"),
         ("{step: order, field: state, in: [packed, gone]}", "the value 2 can never match"),
         ("{step: order, field: note, equals: 3}", None),  # the schema says nothing of `note`: anything goes
@@ -1156,3 +1162,16 @@ def test_a_condition_the_output_schema_decides_is_dead_at_the_operand(when, foun
         assert len(dead) == 1 and found in dead[0].message, dead
         assert "as the output schema of the tool 'status' declares it" in dead[0].message
         assert dead[0].span.line == 19  # at the operand
+
+
+def test_an_output_schema_type_json_schema_does_not_have_is_not_known_and_build_says_no_traceback(cli, tmp_path):
+    """An output schema's field typed ``int`` (a typo, or a hostile upstream's listing) made ``build`` end in a
+    traceback (KeyError: 'int') while it worded a ``dead-condition``; a type JSON Schema does not have says nothing
+    of the field's values, so no gate on it is called dead."""
+    folder = tmp_path / "wf"
+    folder.mkdir()
+    text = (Path(__file__).parent / "bad_inputs" / "dead-condition-output-schema.yaml").read_text("utf-8")
+    (folder / "typo.yaml").write_text(text.replace("content: {type: string}", "content: {type: int}"), "utf-8")
+    done = cli("build", str(folder), "--out", str(tmp_path / "out"))
+    assert done.code == 0, done.err
+    assert "Traceback" not in done.err and "dead-condition" not in done.err

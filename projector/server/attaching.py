@@ -10,7 +10,6 @@ prompts and the tools. Nothing is added to the server when it raises.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from . import adapters
 from .adapters.base import Adapter, Listing, OwnStatePolicy
 from .bound import Bound, nothing
 from .errors import AttachError, serve_error
-from .refit import Refit
+from .refit import Refit, as_served
 from .replay import REPLAY_DB_ENV, ReplayGuard, from_env
 from .skill_tools import TOOL_NAMES, check_names
 from .skills import DEFAULT_CACHE, DEFAULT_PAGE_SIZE, SkillsExtension, SkillTree
@@ -88,20 +87,8 @@ def check_served_workflows(
     parsed = [UriTemplate.parse(t) for t in templates]
     for wf in workflows:
         problems += _unknown_resources(wf, resources, parsed)
-        problems += gates.refused_on_server(_as_served(wf, tools))
+        problems += gates.refused_on_server(as_served(wf, tools))
     return sorted(problems, key=Diagnostic.sort_key)
-
-
-def _as_served(wf: Workflow, tools: dict[str, Any]) -> Workflow:
-    """``wf`` with the server's tools, each filled in from the workflow's declaration of it where the server leaves
-    a field out (its annotations, its output schema: :func:`projector.fit.fill_declared`), as ``--tools-from`` does:
-    what the run will meet."""
-    served = []
-    for name in dict.fromkeys(step.tool for step in wf.steps if step.tool is not None and step.tool in tools):
-        tool = fit.as_tool(name, tools[name])
-        declared = wf.tool(name)
-        served.append(fit.fill_declared(declared, tool)[0] if declared is not None else tool)
-    return replace(wf, tools=tuple(served))
 
 
 def _check_prompt_names(names: Sequence[str], taken: set[str], tree: SkillTree | None = None) -> None:

@@ -29,6 +29,7 @@ Nothing here depends on the framework: the adapters (:mod:`projector.server.adap
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,12 @@ def calls(wf: Workflow) -> frozenset[str]:
 
 def nothing() -> frozenset[str]:
     return frozenset()
+
+
+# The workflows withdrawn now, for a run under way in this request (its task included): each adapter's middleware sets
+# it to :attr:`Bound.withdrawn` around the request, and the runner asks it before each tool call, so that a run that
+# started before the tools changed does not call one its workflow no longer fits (:mod:`projector.server.workflow`).
+WITHDRAWN: ContextVar[Callable[[], frozenset[str]]] = ContextVar("projector_withdrawn", default=nothing)
 
 
 def declares_skills(capabilities: Any) -> bool:

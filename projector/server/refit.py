@@ -7,6 +7,8 @@ each workflow is fitted again against the tools as they are now, by the start-up
 
 - the steps must fit the tools as ``attach`` fits them (:func:`projector.fit.check_workflows`: a tool that is gone,
   a parameter the new schema requires or refuses, a field path its new output schema does not have);
+- no gate before a side effect may have become one that the tool's result can never decide (``dead-condition``,
+  :func:`projector.gates.refused_on_server`: a field whose type the new output schema changed);
 - no step's tool may have become riskier than it was when the workflow was attached: side-effecting where it was
   read-only, destructive where it was not, or neither read-only nor idempotent where it was one of them (the
   workflow tool announced, and the durable runner retries, by what the steps' tools said then).
@@ -18,10 +20,23 @@ A workflow that fails either is withdrawn (its prompt, its workflow tool, its sk
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from .. import fit
+from .. import fit, gates
 from ..model import Tool, Workflow
+
+
+def as_served(wf: Workflow, tools: Mapping[str, Any]) -> Workflow:
+    """``wf`` with the server's tools, each filled in from the workflow's declaration of it where the server leaves
+    a field out (its annotations, its output schema: :func:`projector.fit.fill_declared`), as ``--tools-from`` does:
+    what the run will meet."""
+    served = []
+    for name in dict.fromkeys(step.tool for step in wf.steps if step.tool is not None and step.tool in tools):
+        tool = fit.as_tool(name, tools[name])
+        declared = wf.tool(name)
+        served.append(fit.fill_declared(declared, tool)[0] if declared is not None else tool)
+    return replace(wf, tools=tuple(served))
 
 
 def _effective(wf: Workflow, name: str, tools: Mapping[str, Tool]) -> Tool | None:
@@ -74,7 +89,11 @@ class Refit:
         tools.update({name: fit.as_tool(name, value) for name, value in now.items()})
         out = set()
         for wf in self.workflows:
-            if fit.check_workflows([wf], tools) or riskier(wf, self._start, tools):  # attach refuses any problem
+            if (  # attach refuses any problem
+                fit.check_workflows([wf], tools)
+                or riskier(wf, self._start, tools)
+                or gates.refused_on_server(as_served(wf, tools))
+            ):
                 out.add(wf.name)
         self._seen, self._withdrawn = now, frozenset(out)
         return self._withdrawn

@@ -42,6 +42,7 @@ from ..errors import plural
 from ..model import PLACEHOLDER, Step, Workflow
 from ..toolschema import argument_errors
 from . import confirm
+from .bound import WITHDRAWN
 from .arguments import Missing, canonical_text, convert_argument
 from .runstate import Run, RunState
 from .runstate import ToolSpec as ToolSpec, Turn as Turn, WorkflowHost as WorkflowHost  # the runner's public face
@@ -398,6 +399,11 @@ async def _call_tool(run: Run, n: int, step: Step, head: str) -> bool:
     if params is None:
         return False
     refused = _refused(step.tool, tool, params)
+    if refused is None and run.wf.name in WITHDRAWN.get()():
+        refused = (
+            f"the server's tools changed while the workflow ran, and it no longer fits them, so the tool "
+            f"`{step.tool}` was not called"
+        )
     if refused is not None:
         run.turns.append(_failed(run.wf, n, step, refused))
         return False

@@ -25,7 +25,7 @@ from fastmcp.server.middleware import Middleware
 from fastmcp.tools.base import ToolResult
 from fastmcp.tools.function_tool import FunctionTool
 
-from ..bound import Bound, declares_skills
+from ..bound import WITHDRAWN, Bound, declares_skills
 from ..skill_tools import ANNOTATIONS, LOAD_SKILL, READ_SKILL_FILE, TOOL_NAMES, Refusal, SkillTools, functions
 from ..skills import CALLER_TREE
 from ..tree import SkillTree
@@ -94,7 +94,15 @@ class BoundMiddleware(Middleware):
         hidden, _ = await self._caller()
         if context.message.name in hidden:
             raise NotFoundError(f"Unknown prompt: {context.message.name!r}")
-        return await call_next(context)
+        return await self._withdrawn_known(context, call_next)
+
+    async def _withdrawn_known(self, context: Any, call_next: Any) -> Any:
+        """``call_next(context)`` with the withdrawn workflows known to a run it starts (:data:`WITHDRAWN`)."""
+        token = WITHDRAWN.set(self.bound.withdrawn)
+        try:
+            return await call_next(context)
+        finally:
+            WITHDRAWN.reset(token)
 
     async def on_list_tools(self, context: Any, call_next: Any) -> Any:
         tools = await call_next(context)
@@ -128,7 +136,7 @@ class BoundMiddleware(Middleware):
                 except Refusal as exc:
                     raise ToolError(str(exc)) from None
                 return ToolResult(content=tools.content(f))
-        return await call_next(context)
+        return await self._withdrawn_known(context, call_next)
 
 
 class SkillTool(FunctionTool):

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, CallToolResult, PaginatedRequestParams, TextContent
 
-from ..bound import Bound, declares_skills
+from ..bound import WITHDRAWN, Bound, declares_skills
 from ..skill_tools import LOAD_SKILL, TOOL_NAMES, Refusal, SkillTools
 from ..skills import CALLER_TREE
 
@@ -95,9 +95,11 @@ class BoundMiddleware:
         visible = await visible_tools(self.server, ctx)
         tree = self.bound.tree_for(visible)
         token = CALLER_TREE.set((self.bound.tree, tree)) if tree is not None and self.bound.tree else None
+        withdrawn = WITHDRAWN.set(self.bound.withdrawn)
         try:
             return await self._serve(ctx, call_next, self.bound.hidden(visible), tree)
         finally:
+            WITHDRAWN.reset(withdrawn)
             if token is not None:
                 CALLER_TREE.reset(token)
 
