@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import sys
 from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -232,10 +231,11 @@ def make_environment(cache_dir: Path | None) -> jinja2.Environment:
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    """Its cache in a per-user ``$TMPDIR/_jinja2-cache-UID`` (0700), never the package; none under ``-B``."""
+    """Its cache in a per-user ``$TMPDIR/_jinja2-cache-UID`` (0700), never the package; also under ``-B``, which is
+    about ``.pyc`` files beside the sources (images often set it, and a cold check would compile every template)."""
     from .ownership import private_temp_folder  # no safe folder: compile on each run
 
-    return make_environment(None if sys.dont_write_bytecode else private_temp_folder("_jinja2-cache"))
+    return make_environment(private_temp_folder("_jinja2-cache"))
 
 
 def title(name: str) -> str:
