@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Literal, Mapping, NamedTuple, assert_never
 
 from .model import Condition, FromArg, FromStep
+from .toolschema import json_type
 
 ON_FAIL = ("stop", "skip")
 
@@ -208,15 +209,9 @@ _KIND_WORDS = {
 
 
 def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int) or isinstance(value, float) and value.is_integer():
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "null" if value is None else "array" if isinstance(value, list) else "object"
+    """A value's JSON type, a whole ``float`` (``1.0``) an integer as JSON Schema counts it."""
+    kind = json_type(value)
+    return "integer" if kind == "number" and value.is_integer() else kind
 
 
 def _arg_mismatch(kinds: set[str], value: Any) -> str | None:

@@ -28,7 +28,7 @@ from .errors import Diagnostic
 from .model import Condition, Const, FromArg, FromStep, Source, Step, Workflow
 from .render import json_text
 from .results import saved_schema
-from .toolschema import argument_errors, json_types
+from .toolschema import argument_errors, json_type, json_types
 
 
 def json_bytes(value: Any) -> bytes:
@@ -65,18 +65,6 @@ def sample(name: str, kind: str | None) -> Any:
     return {"integer": 1, "number": 1, "boolean": True}.get(kind or "string", f"example-{name}")
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "null" if value is None else "array" if isinstance(value, list) else "object"
-
-
 _ARG_KINDS = {"string": {"string"}, "integer": {"integer"}, "number": {"number", "integer"}, "boolean": {"boolean"}}
 
 
@@ -97,7 +85,7 @@ class Allowed:
             return self.absent
         if self.values is not None and not any(json_equal(value, v) for v in self.values):
             return False
-        kind = _json_kind(value)
+        kind = json_type(value)
         if not (self.kinds is None or kind in self.kinds or (kind == "integer" and "number" in self.kinds)):
             return False
         # the rest of the schema (minimum, pattern, ...), by the bounded check; a schema it cannot apply admits it

@@ -54,6 +54,7 @@ from .results import returns_text as _returns_text
 from .toolschema import (
     argument_errors,
     field_problem,
+    json_type,
     json_types,
     object_problems,
     open_to,
@@ -117,20 +118,6 @@ def _at(span: Span, step: Step, wf: Workflow) -> Span:
     return step.span if step.span.line else Span(wf.source)
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if value is None:
-        return "null"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _show(value: Any, limit: int = 60) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -167,7 +154,7 @@ def undeclared_by(declared: Tool, served: Tool) -> Tool:
 
 def _describe(wf: Workflow, src: Source) -> str:
     if isinstance(src, Const):
-        return f"the {_json_type(src.value)} {_show(src.value)}"
+        return f"the {json_type(src.value)} {_show(src.value)}"
     if isinstance(src, FromArg):
         a = wf.argument(src.name)
         return f"the input '{src.name}' ({(a.type if a and a.type else 'string')})"

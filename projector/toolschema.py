@@ -440,6 +440,21 @@ def object_problems(
     return out
 
 
+def json_type(value: Any) -> str:
+    """The JSON type of a JSON value, as JSON Schema names it: a ``bool`` is a boolean (never an integer), an ``int``
+    an integer, a ``float`` a number (whole or not: a caller that counts ``1.0`` as an integer, as JSON Schema does,
+    says so itself)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "null" if value is None else "array" if isinstance(value, list) else "object"
+
+
 def json_types(schema: Any) -> set[str] | None:
     """The JSON types a schema admits, or None when it does not say (no ``type``, or a branch without one)."""
     if not isinstance(schema, dict):
